@@ -1,0 +1,23 @@
+"""Settings (pydantic-settings, ``ALTM_`` environment prefix)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ALTM_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("altm-data"), description="Embedded log, shards and indexes")
+    partitions: int = Field(default=4, ge=1, le=1024, description="Partition count shared by all topics")
+    topic_prefix: str = Field(default="altm.", description="Prefix of every topic name")
+    max_content_bytes: int = Field(default=64 * 1024, ge=1, description="Largest accepted message content")
+    dlq_retention_ms: int | None = Field(default=None, description="DLQ retention; None keeps forever")
+    poll_batch: int = Field(default=256, ge=1, description="Records per poll in a stage")
+    broker: str | None = Field(default=None, description="kafka://host:port for the Kafka runtime")
+    worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
+    worker_web_host: str = "127.0.0.1"
+    worker_web_port: int = 6066

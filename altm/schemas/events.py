@@ -1,0 +1,173 @@
+"""Events on the topics: turns, control, proposals, changes and dead letters.
+
+All events share an envelope (``event_type`` discriminator, ``schema_version``, ``event_id``, ``scope``,
+``timestamp``) and form the discriminated union :data:`Event`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ._scope import Scope, ScopeId
+from .ids import derive_id
+from .memory import Kind, Layer, MemoryUnit
+
+SCHEMA_VERSION: Literal[1] = 1
+
+TurnId = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+def _aware(value: datetime) -> datetime:
+    """Naive timestamps are taken as UTC; everything is stored in UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str = Field(min_length=1, max_length=128)
+    scope: Scope
+    timestamp: datetime
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return _aware(value)
+
+    @property
+    def key(self) -> str:
+        """The partition key of every topic: the scope home."""
+        return self.scope.home
+
+
+class TurnEvent(_Envelope):
+    """One message of a conversation, produced by a host agent (or ``prepare_turn``/``commit_turn``)."""
+
+    event_type: Literal["turn"] = "turn"
+    session_id: ScopeId
+    turn_id: TurnId
+    role: Role
+    content: str
+    source_id: str | None = Field(default=None, description="Id in the host system; defaults to turn_id")
+    cycle_id: str | None = None
+    cited_memory_ids: tuple[str, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_event_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("event_id"):
+            scope = data.get("scope")
+            scope_path = scope.path if isinstance(scope, Scope) else _scope_path(scope)
+            data = {
+                **data,
+                "event_id": derive_id(
+                    "turn", scope_path, str(data.get("session_id")), str(data.get("turn_id")),
+                    str(data.get("role")),
+                ),
+            }
+        return data
+
+
+class ControlAction(StrEnum):
+    PIN = "pin"
+    UNPIN = "unpin"
+    FEEDBACK = "feedback"
+    ERASE = "erase"
+    REVIEW_DECISION = "review_decision"
+
+
+class ControlEvent(_Envelope):
+    """An operator or user decision about memories (pin, feedback, erase, review)."""
+
+    event_type: Literal["control"] = "control"
+    action: ControlAction
+    target_ids: tuple[str, ...] = ()
+    session_id: ScopeId | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProposalOp(StrEnum):
+    UPSERT_MEMORY = "upsert_memory"
+
+
+class ProposalEvent(_Envelope):
+    """A processor's request to change memory state. Only the writer applies proposals."""
+
+    event_type: Literal["proposal"] = "proposal"
+    op: ProposalOp
+    processor: str = Field(min_length=1, max_length=64)
+    cause_event_id: str | None = None
+    memory: MemoryUnit | None = None
+
+    @model_validator(mode="after")
+    def _op_payload(self) -> ProposalEvent:
+        if self.op is ProposalOp.UPSERT_MEMORY and self.memory is None:
+            raise ValueError("an upsert_memory proposal needs a memory")
+        return self
+
+
+class ChangeStatus(StrEnum):
+    COMMITTED = "committed"
+    REJECTED = "rejected"
+    UNCHANGED = "unchanged"
+
+
+class ChangeEvent(_Envelope):
+    """The writer's record of what it did with one proposal (committed, rejected or unchanged)."""
+
+    event_type: Literal["change"] = "change"
+    proposal_id: str
+    op: ProposalOp | None = None
+    status: ChangeStatus
+    memory_id: str | None = None
+    layer: Layer | None = None
+    kind: Kind | None = None
+    reason: str | None = None
+    memory: MemoryUnit | None = Field(default=None, description="After-image of a committed memory")
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset: int | None = None
+
+
+class DeadLetter(BaseModel):
+    """An input that could not be decoded, validated or processed, kept with its original bytes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    event_type: Literal["dead_letter"] = "dead_letter"
+    schema_version: Literal[1] = SCHEMA_VERSION
+    stage: str
+    error: str
+    original: str = Field(description="The original bytes, decoded as UTF-8 with backslash escapes")
+    source_topic: str | None = None
+    source_partition: int | None = None
+    source_offset: int | None = None
+    line: int | None = Field(default=None, description="1-based line number for file input")
+    timestamp: datetime
+
+
+Event = Annotated[
+    TurnEvent | ControlEvent | ProposalEvent | ChangeEvent,
+    Field(discriminator="event_type"),
+]
+"""Every event that travels on a topic (dead letters travel on ``dlq`` as :class:`DeadLetter`)."""
+
+
+def _scope_path(raw: Any) -> str:
+    if isinstance(raw, dict):
+        return "/".join(str(raw.get(k)) for k in ("tenant_id", "workspace_id", "user_id", "agent_id"))
+    return str(raw)

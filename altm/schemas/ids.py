@@ -1,0 +1,30 @@
+"""Deterministic identity (DESIGN principle 5): the same inputs always give the same id."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_WS = re.compile(r"\s+")
+
+
+def sha256_hex(text: str | bytes) -> str:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_hash(content: str) -> str:
+    """Hash of the exact content; used in CCR markers ``memory://<id>#<content_hash>``."""
+    return sha256_hex(content)
+
+
+def normalise_text(text: str) -> str:
+    """NFKC, casefolded, whitespace collapsed: the form used for identity and matching."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def derive_id(prefix: str, *parts: str) -> str:
+    """A short stable id ``<prefix>_<32 hex>`` from ordered parts (joined unambiguously)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return f"{prefix}_{digest[:32]}"

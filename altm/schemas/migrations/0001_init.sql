@@ -1,0 +1,209 @@
+-- ALTM shard schema, version 1. One shard file per partition; SQLite in WAL mode.
+-- Only the writer (altm.streams.writer) mutates these tables.
+
+CREATE TABLE memories (
+    memory_id              TEXT PRIMARY KEY,
+    tenant_id              TEXT NOT NULL,
+    workspace_id           TEXT NOT NULL,
+    user_id                TEXT NOT NULL,
+    agent_id               TEXT NOT NULL,
+    session_id             TEXT,
+    layer                  TEXT NOT NULL CHECK (layer IN ('L0','L1','L2','L3','L4')),
+    kind                   TEXT NOT NULL,
+    content                TEXT NOT NULL,
+    content_hash           TEXT NOT NULL,
+    source_id              TEXT,
+    role                   TEXT,
+    attributes             TEXT NOT NULL DEFAULT '{}',
+    evidence               TEXT NOT NULL DEFAULT '[]',
+    method                 TEXT NOT NULL,
+    processor              TEXT NOT NULL,
+    model                  TEXT,
+    prompt_hash            TEXT,
+    source_event_id        TEXT,
+    valid_from             TEXT,
+    valid_to               TEXT,
+    recorded_at            TEXT NOT NULL,           -- wall clock: when the store came to believe it
+    superseded_at          TEXT,                    -- wall clock
+    superseded_by          TEXT,
+    trust_status           TEXT NOT NULL DEFAULT 'unverified',
+    trust_method           TEXT,
+    trust_confidence       REAL,
+    trust_reason           TEXT,
+    trust_contradicting_id TEXT,
+    trust_verified_at      TEXT,
+    lc_state               TEXT NOT NULL DEFAULT 'active',
+    lc_weight              REAL NOT NULL DEFAULT 1.0,
+    lc_injected            INTEGER NOT NULL DEFAULT 0,
+    lc_cited               INTEGER NOT NULL DEFAULT 0,
+    lc_helpful             INTEGER NOT NULL DEFAULT 0,
+    lc_harmful             INTEGER NOT NULL DEFAULT 0,
+    lc_pinned              INTEGER NOT NULL DEFAULT 0,
+    lc_compression         INTEGER NOT NULL DEFAULT 0 CHECK (lc_compression BETWEEN 0 AND 4)
+);
+CREATE INDEX memories_scope ON memories (tenant_id, workspace_id, user_id, agent_id, layer);
+CREATE INDEX memories_session ON memories (tenant_id, workspace_id, user_id, agent_id, session_id, layer);
+CREATE INDEX memories_kind ON memories (kind);
+CREATE INDEX memories_content_hash ON memories (content_hash);
+
+-- evidence edges: a derived memory -> the lower-layer memories it was derived from
+CREATE TABLE evidence_edges (
+    memory_id   TEXT NOT NULL,
+    evidence_id TEXT NOT NULL,
+    PRIMARY KEY (memory_id, evidence_id)
+) WITHOUT ROWID;
+CREATE INDEX evidence_edges_reverse ON evidence_edges (evidence_id);
+
+-- the memory graph
+CREATE TABLE graph_nodes (
+    node_id      TEXT PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    node_type    TEXT NOT NULL CHECK (node_type IN ('Entity','Event','Task','Intent','Time','Memory')),
+    name         TEXT NOT NULL,
+    attributes   TEXT NOT NULL DEFAULT '{}',
+    method       TEXT NOT NULL,
+    recorded_at  TEXT NOT NULL
+);
+CREATE TABLE graph_edges (
+    edge_id      TEXT PRIMARY KEY,
+    src_id       TEXT NOT NULL,
+    dst_id       TEXT NOT NULL,
+    edge_type    TEXT NOT NULL,
+    weight       REAL NOT NULL DEFAULT 1.0,
+    confidence   REAL NOT NULL DEFAULT 1.0,
+    rejected     INTEGER NOT NULL DEFAULT 0,
+    evidence     TEXT NOT NULL DEFAULT '[]',
+    method       TEXT NOT NULL,
+    recorded_at  TEXT NOT NULL
+);
+CREATE INDEX graph_edges_src ON graph_edges (src_id);
+CREATE INDEX graph_edges_dst ON graph_edges (dst_id);
+
+-- full-text indexes over memory content (external content, kept in sync by triggers)
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    content, content='memories', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE memories_fts_tri USING fts5 (
+    content, content='memories', content_rowid='rowid', tokenize='trigram'
+);
+CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
+    INSERT INTO memories_fts_tri (rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
+    INSERT INTO memories_fts_tri (rowid, content) VALUES (new.rowid, new.content);
+END;
+
+-- insert-only audit log: one row per mutation, written before it in the same transaction
+CREATE TABLE audit_log (
+    audit_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    at           TEXT NOT NULL,
+    proposal_id  TEXT,
+    actor        TEXT NOT NULL,
+    action       TEXT NOT NULL,
+    target_table TEXT NOT NULL,
+    target_id    TEXT NOT NULL,
+    old_value    TEXT,
+    new_value    TEXT
+);
+CREATE INDEX audit_log_target ON audit_log (target_table, target_id);
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log BEGIN
+    SELECT RAISE(ABORT, 'audit_log is insert-only');
+END;
+CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log BEGIN
+    SELECT RAISE(ABORT, 'audit_log is insert-only');
+END;
+
+-- tombstones of erased or rejected content, consulted by the write guard
+CREATE TABLE tombstones (
+    tombstone_id    TEXT PRIMARY KEY,
+    tenant_id       TEXT NOT NULL,
+    workspace_id    TEXT NOT NULL,
+    user_id         TEXT NOT NULL,
+    agent_id        TEXT,
+    value_hash      TEXT NOT NULL,
+    normalised_text TEXT NOT NULL,
+    reason          TEXT NOT NULL,
+    at              TEXT NOT NULL
+);
+CREATE INDEX tombstones_hash ON tombstones (value_hash);
+
+-- proposals the writer refused, with the reason
+CREATE TABLE rejections (
+    rejection_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    proposal_id      TEXT,
+    memory_id        TEXT,
+    reason           TEXT NOT NULL,
+    source_topic     TEXT,
+    source_partition INTEGER,
+    source_offset    INTEGER,
+    payload          TEXT,
+    at               TEXT NOT NULL
+);
+
+-- consumer offsets, stored in the same transaction as the writes they cover
+CREATE TABLE consumer_offsets (
+    group_id    TEXT NOT NULL,
+    topic       TEXT NOT NULL,
+    partition   INTEGER NOT NULL,
+    next_offset INTEGER NOT NULL,
+    PRIMARY KEY (group_id, topic, partition)
+) WITHOUT ROWID;
+
+-- records (changes, dead letters) committed with the data and published afterwards (transactional outbox)
+CREATE TABLE outbox (
+    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic     TEXT NOT NULL,
+    key       TEXT,
+    value     BLOB NOT NULL,
+    published INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX outbox_pending ON outbox (published, seq);
+
+-- runtime cycles (prepare_turn -> commit_turn/abort_turn)
+CREATE TABLE runtime_cycles (
+    cycle_id          TEXT PRIMARY KEY,
+    tenant_id         TEXT NOT NULL,
+    workspace_id      TEXT NOT NULL,
+    user_id           TEXT NOT NULL,
+    agent_id          TEXT NOT NULL,
+    session_id        TEXT NOT NULL,
+    turn_id           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    idempotency_key   TEXT,
+    request_hash      TEXT NOT NULL,
+    bundle_memory_ids TEXT NOT NULL DEFAULT '[]',
+    token_budget      INTEGER NOT NULL,
+    created_at        TEXT NOT NULL,
+    closed_at         TEXT,
+    abort_reason      TEXT
+);
+
+-- context-governance (CCR) entries: compressed renderings addressable by marker
+CREATE TABLE ccr_entries (
+    marker       TEXT PRIMARY KEY,
+    memory_id    TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    compressed   TEXT NOT NULL,
+    recorded_at  TEXT NOT NULL
+);
+
+-- LLM response cache keyed by (model, prompt hash): replays are deterministic and free
+CREATE TABLE llm_cache (
+    model       TEXT NOT NULL,
+    prompt_hash TEXT NOT NULL,
+    response    TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (model, prompt_hash)
+) WITHOUT ROWID;

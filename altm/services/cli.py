@@ -1,0 +1,266 @@
+"""The ``altm`` command line (typer)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..config import Settings
+from ..schemas import DecodeError, Scope, decode_dead_letter, decode_event
+from ..streams.bus import BusError, TopicPartition
+from ..streams.bus.embedded import EmbeddedLog, default_log_path
+from ..streams.runtime import EmbeddedRuntime
+from .ingest import IngestSummary, ingest_file
+from .stats import DataDirError, collect_stats, state_hash
+
+app = typer.Typer(help="ALTM: long-term memory for LLM agents, as a streaming pipeline.", no_args_is_help=True)
+log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
+app.add_typer(log_app, name="log")
+
+console = Console()
+err = Console(stderr=True)
+
+DataDir = Annotated[Path, typer.Option("--data-dir", help="ALTM data dir (log, shards, indexes)")]
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+def _settings(data_dir: Path, **overrides: Any) -> Settings:
+    return Settings(data_dir=data_dir, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def sample_path() -> Path:
+    return Path(str(resources.files("altm").joinpath("data/sample_conversation.jsonl")))
+
+
+def _print_summary(summary: IngestSummary) -> None:
+    console.print(
+        f"[bold]ingest:[/] {summary.lines} lines: {summary.published} published, "
+        f"{summary.dead_lettered_at_input} dead-lettered at input, "
+        f"{summary.dead_lettered_in_pipeline} dead-lettered in the pipeline, "
+        f"{summary.rejected} rejected by the writer; {summary.processed_records} records processed"
+    )
+
+
+async def _ingest(settings: Settings, file: Path) -> IngestSummary:
+    runtime = EmbeddedRuntime(settings)
+    await runtime.start()
+    try:
+        with console.status("ingesting…") as status:
+            counts = {"published": 0, "processed": 0}
+
+            def progress(kind: str, n: int) -> None:
+                counts[kind] = n if kind == "published" else counts[kind] + n
+                status.update(f"ingesting… {counts['published']} events published, "
+                              f"{counts['processed']} records processed")
+
+            return await ingest_file(runtime, file, on_progress=progress)
+    finally:
+        await runtime.stop()
+
+
+@app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="JSONL: turn/control events or flat transcript lines")],
+    data_dir: DataDir = Path("altm-data"),
+    partitions: Annotated[int | None, typer.Option(help="Partition count for a new data dir")] = None,
+) -> None:
+    """Run the embedded pipeline over FILE until idle. Bad lines go to the DLQ with their line number."""
+    if not file.exists():
+        raise _fail(f"no such file: {file}")
+    try:
+        summary = asyncio.run(_ingest(_settings(data_dir, partitions=partitions), file))
+    except BusError as exc:
+        raise _fail(str(exc)) from None
+    _print_summary(summary)
+
+
+@app.command()
+def stats(data_dir: DataDir = Path("altm-data"), json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Counts per layer and kind, graph size, DLQ and rejections."""
+    try:
+        data = collect_stats(data_dir, _settings(data_dir).topic_prefix)
+    except DataDirError as exc:
+        raise _fail(str(exc)) from None
+    if json:
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    table = Table(title=f"ALTM {data_dir}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for layer, n in data["layers"].items():
+        table.add_row(f"layer {layer}", str(n))
+    for kind, n in data["kinds"].items():
+        if n:
+            table.add_row(f"kind {kind}", str(n))
+    table.add_row("graph nodes", str(data["graph"]["nodes"]))
+    table.add_row("graph edges", str(data["graph"]["edges"]))
+    table.add_row("dead letters", str(data["dlq"]))
+    table.add_row("rejected proposals", str(data["rejected"]))
+    console.print(table)
+
+
+@app.command("state-hash")
+def state_hash_cmd(data_dir: DataDir = Path("altm-data")) -> None:
+    """SHA-256 of the derived state (wall-clock fields excluded by design)."""
+    try:
+        typer.echo(state_hash(data_dir))
+    except DataDirError as exc:
+        raise _fail(str(exc)) from None
+
+
+@app.command()
+def memories(
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str | None, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = None,
+    layer: Annotated[str | None, typer.Option(help="L0..L4")] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 50,
+    json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List stored memories, oldest first."""
+    from .listing import list_memories
+
+    try:
+        parsed = Scope.parse(scope) if scope else None
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        rows = list_memories(data_dir, scope=parsed, layer=layer, limit=limit)
+    except DataDirError as exc:
+        raise _fail(str(exc)) from None
+    if json:
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    table = Table(title=f"memories ({len(rows)})")
+    for col in ("layer", "kind", "scope", "session", "source", "role", "content"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["layer"], r["kind"], r["scope"], r["session_id"] or "", r["source_id"] or "",
+                      r["role"] or "", r["content"])
+    console.print(table)
+
+
+@log_app.command("tail")
+def log_tail(
+    topic: Annotated[str, typer.Argument(help="turns, control, proposals, changes or dlq")],
+    data_dir: DataDir = Path("altm-data"),
+    n: Annotated[int, typer.Option("-n", "--lines", min=1, help="Records per partition")] = 20,
+) -> None:
+    """Print the last records of TOPIC (read-only; safe while a pipeline writes)."""
+    settings = _settings(data_dir)
+    name = topic if topic.startswith(settings.topic_prefix) else settings.topic_prefix + topic
+    path = default_log_path(data_dir)
+
+    async def tail() -> list[dict[str, Any]]:
+        log = EmbeddedLog(path, read_only=True)
+        await log.start()
+        try:
+            parts = await log.partitions(name)
+            out = []
+            tps = [TopicPartition(name, p) for p in range(parts)]
+            ends = await log.end_offsets(tps)
+            for tp in tps:
+                for rec in log.read(tp, max(0, ends[tp] - n), n):
+                    try:
+                        value: Any = orjson.loads(rec.value)
+                    except orjson.JSONDecodeError:
+                        value = rec.value.decode("utf-8", errors="backslashreplace")
+                    out.append({"partition": rec.partition, "offset": rec.offset, "key": rec.key,
+                                "value": value})
+            return out
+        finally:
+            await log.stop()
+
+    try:
+        records = asyncio.run(tail())
+    except BusError as exc:
+        raise _fail(str(exc)) from None
+    for rec in records:
+        sys.stdout.write(orjson.dumps(rec).decode() + "\n")
+
+
+@app.command("export-schemas")
+def export_schemas_cmd(
+    out: Annotated[Path | None, typer.Option(help="Directory (default: schemas/json in the package)")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 if the exported files are stale")] = False,
+) -> None:
+    """Write the JSON Schemas of the event and memory models."""
+    from ..schemas.export import export_schemas, stale_schemas
+
+    if check:
+        stale = stale_schemas(out)
+        if stale:
+            raise _fail(f"stale JSON Schemas: {stale}; run `altm export-schemas`")
+        typer.echo("JSON Schemas are up to date")
+        return
+    for path in export_schemas(out):
+        typer.echo(str(path))
+
+
+@app.command()
+def validate(file: Annotated[Path, typer.Argument()]) -> None:
+    """Check a JSONL file of events without ingesting it; prints each bad line and why."""
+    from .ingest import iter_lines, parse_line
+
+    bad = 0
+    for lineno, text in iter_lines(file):
+        try:
+            parse_line(text)
+        except DecodeError as exc:
+            bad += 1
+            typer.echo(f"line {lineno}: {exc}")
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def worker(
+    broker: Annotated[str, typer.Option(help="kafka://HOST:PORT")],
+    data_dir: DataDir = Path("altm-data"),
+    partitions: Annotated[int | None, typer.Option(help="Partition count of every topic")] = None,
+) -> None:
+    """Run a faust worker over Kafka (processors and the writer for the partitions it owns)."""
+    from ..streams.runtime.faust_app import run_worker
+
+    run_worker(_settings(data_dir, broker=broker, partitions=partitions))
+
+
+@app.command()
+def demo(
+    data_dir: DataDir = Path("altm-demo"),
+    fresh: Annotated[bool, typer.Option(help="Start from an empty data dir")] = True,
+) -> None:
+    """Ingest the sample multi-session conversation on the embedded defaults and show what was stored."""
+    import shutil
+
+    if fresh and data_dir.exists():
+        shutil.rmtree(data_dir)
+    console.rule("[bold]ALTM demo — embedded runtime, no servers")
+    console.print(f"sample: {sample_path()}\ndata dir: {data_dir}")
+    summary = asyncio.run(_ingest(_settings(data_dir), sample_path()))
+    _print_summary(summary)
+    memories(data_dir=data_dir, scope="acme/platform/dana/coder", layer="L0", limit=12, json=False)
+    stats(data_dir=data_dir, json=False)
+    console.print(f"state hash: {state_hash(data_dir)}")
+
+
+def main() -> None:
+    try:
+        app()
+    except DecodeError as exc:  # pragma: no cover - safety net for bad input reaching the top
+        err.print(f"[bold red]error:[/] {exc}")
+        raise SystemExit(1) from None
+
+
+__all__ = ["app", "decode_dead_letter", "decode_event", "main"]

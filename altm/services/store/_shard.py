@@ -1,0 +1,178 @@
+"""One SQLite shard per partition: memories, graph, FTS, audit, tombstones, offsets and the outbox.
+
+Reads are open to everyone; mutations happen only inside :meth:`Shard.transaction`, which the writer uses.
+Every mutation helper here writes its audit row first, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...schemas.migrations import migrate
+from ._rows import MEMORY_COLUMNS
+
+
+class ShardError(RuntimeError):
+    pass
+
+
+class Shard:
+    def __init__(self, path: str | Path, partition: int, *, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.partition = partition
+        self.read_only = read_only
+        self._conn: sqlite3.Connection | None = None
+        self._in_tx = False
+
+    def open(self) -> Shard:
+        if self._conn is not None:
+            return self
+        if self.read_only:
+            if not self.path.exists():
+                raise ShardError(f"no shard at {self.path}")
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            migrate(conn)
+        conn.execute("PRAGMA busy_timeout=5000")
+        conn.row_factory = sqlite3.Row
+        self._conn = conn
+        return self
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ShardError(f"shard {self.path} is not open")
+        return self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise ShardError("shard opened read-only")
+        if self._in_tx:
+            raise ShardError("nested shard transaction")
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        self._in_tx = True
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        finally:
+            self._in_tx = False
+
+    def _require_tx(self) -> sqlite3.Connection:
+        if not self._in_tx:
+            raise ShardError("mutations need a writer transaction (Shard.transaction)")
+        return self.conn
+
+    # -- reads -----------------------------------------------------------------------------------------
+    def memory_row(self, memory_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM memories WHERE memory_id=?", (memory_id,)).fetchone()
+        return None if row is None else {k: row[k] for k in MEMORY_COLUMNS}
+
+    def next_offset(self, group_id: str, topic: str, partition: int) -> int | None:
+        row = self.conn.execute(
+            "SELECT next_offset FROM consumer_offsets WHERE group_id=? AND topic=? AND partition=?",
+            (group_id, topic, partition),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str | None, bytes]]:
+        rows = self.conn.execute(
+            "SELECT seq, topic, key, value FROM outbox WHERE published=0 ORDER BY seq LIMIT ?", (limit,)
+        ).fetchall()
+        return [(int(r[0]), str(r[1]), r[2], bytes(r[3])) for r in rows]
+
+    # -- mutations (writer only, inside a transaction) -------------------------------------------------
+    def audit(
+        self, *, at: str, proposal_id: str | None, actor: str, action: str, table: str, target_id: str,
+        old: Any, new: Any,
+    ) -> None:
+        conn = self._require_tx()
+        conn.execute(
+            "INSERT INTO audit_log (at, proposal_id, actor, action, target_table, target_id, old_value, "
+            "new_value) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                at, proposal_id, actor, action, table, target_id,
+                None if old is None else orjson.dumps(old, option=orjson.OPT_SORT_KEYS).decode(),
+                None if new is None else orjson.dumps(new, option=orjson.OPT_SORT_KEYS).decode(),
+            ),
+        )
+
+    def insert_memory(self, row: dict[str, Any], *, at: str, proposal_id: str, actor: str) -> None:
+        conn = self._require_tx()
+        self.audit(
+            at=at, proposal_id=proposal_id, actor=actor, action="insert", table="memories",
+            target_id=row["memory_id"], old=None, new=row,
+        )
+        cols = ", ".join(MEMORY_COLUMNS)
+        marks = ", ".join("?" for _ in MEMORY_COLUMNS)
+        conn.execute(f"INSERT INTO memories ({cols}) VALUES ({marks})", [row[c] for c in MEMORY_COLUMNS])
+        conn.executemany(
+            "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
+            [(row["memory_id"], ev) for ev in orjson.loads(row["evidence"])],
+        )
+
+    def update_memory(
+        self, old: dict[str, Any], new: dict[str, Any], *, at: str, proposal_id: str, actor: str
+    ) -> None:
+        conn = self._require_tx()
+        self.audit(
+            at=at, proposal_id=proposal_id, actor=actor, action="update", table="memories",
+            target_id=old["memory_id"], old=old, new=new,
+        )
+        changed = [c for c in MEMORY_COLUMNS if c != "memory_id" and old[c] != new[c]]
+        if changed:
+            sets = ", ".join(f"{c}=?" for c in changed)
+            conn.execute(
+                f"UPDATE memories SET {sets} WHERE memory_id=?", [new[c] for c in changed] + [old["memory_id"]]
+            )
+        if "evidence" in changed:
+            conn.execute("DELETE FROM evidence_edges WHERE memory_id=?", (old["memory_id"],))
+            conn.executemany(
+                "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
+                [(old["memory_id"], ev) for ev in orjson.loads(new["evidence"])],
+            )
+
+    def add_rejection(
+        self, *, at: str, proposal_id: str | None, memory_id: str | None, reason: str,
+        source: tuple[str, int, int] | None, payload: str | None,
+    ) -> None:
+        conn = self._require_tx()
+        topic, part, off = source if source is not None else (None, None, None)
+        conn.execute(
+            "INSERT INTO rejections (proposal_id, memory_id, reason, source_topic, source_partition, "
+            "source_offset, payload, at) VALUES (?,?,?,?,?,?,?,?)",
+            (proposal_id, memory_id, reason, topic, part, off, payload, at),
+        )
+
+    def store_offset(self, group_id: str, topic: str, partition: int, next_offset: int) -> None:
+        self._require_tx().execute(
+            "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) VALUES (?,?,?,?) "
+            "ON CONFLICT(group_id, topic, partition) DO UPDATE SET next_offset=excluded.next_offset",
+            (group_id, topic, partition, next_offset),
+        )
+
+    def enqueue(self, topic: str, key: str | None, value: bytes) -> None:
+        self._require_tx().execute("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)", (topic, key, value))
+
+    def mark_published(self, up_to_seq: int) -> None:
+        # Outbox bookkeeping, not memory state: it records delivery, so it is not audited.
+        self.conn.execute("UPDATE outbox SET published=1 WHERE published=0 AND seq<=?", (up_to_seq,))

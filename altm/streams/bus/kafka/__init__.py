@@ -1,0 +1,3 @@
+from ._bus import KafkaBus, KafkaConsumer, parse_broker_url
+
+__all__ = ["KafkaBus", "KafkaConsumer", "parse_broker_url"]

@@ -1,0 +1,201 @@
+"""The embedded runtime: every processor and the writer in one process over the embedded log."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from types import TracebackType
+
+from ...config import Settings
+from ...schemas import Event, encode
+from ...services.store import ShardSet
+from ..bus import OutgoingRecord, TopicPartition
+from ..bus.embedded import EmbeddedConsumer, EmbeddedLog, default_log_path
+from ..processors import CaptureProcessor, Processor, ProcessorContext
+from ..topics import Topic, all_topic_specs, topic_name
+from ..writer import Writer
+from .._stage import next_offsets, run_processor
+
+log = logging.getLogger("altm.runtime")
+
+ProgressCallback = Callable[[str, int], None]
+
+
+def default_processors() -> list[Processor]:
+    return [CaptureProcessor()]
+
+
+class _ProcessorStage:
+    def __init__(self, processor: Processor, runtime: EmbeddedRuntime) -> None:
+        self.processor = processor
+        self.runtime = runtime
+        self.name = processor.name
+        topic = topic_name(processor.input_topic, runtime.settings.topic_prefix)
+        self.consumer = EmbeddedConsumer(runtime.log, f"altm-{processor.name}", [topic])
+
+    async def start(self) -> None:
+        await self.consumer.start()
+
+    async def step(self) -> int:
+        records = await self.consumer.poll(self.runtime.settings.poll_batch)
+        if not records:
+            return 0
+        outgoing: list[OutgoingRecord] = []
+        for rec in records:
+            outgoing.extend(await run_processor(self.processor, rec, self.runtime.ctx))
+        await self.runtime.log.publish_many(outgoing)  # publish before commit: at-least-once
+        await self.consumer.commit(
+            {TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()}
+        )
+        return len(records)
+
+
+class _WriterStage:
+    name = "writer"
+
+    def __init__(self, runtime: EmbeddedRuntime) -> None:
+        self.runtime = runtime
+        self.topic = topic_name(Topic.PROPOSALS, runtime.settings.topic_prefix)
+        self.writer = Writer(runtime.shards, runtime.settings)
+        self.consumer = EmbeddedConsumer(runtime.log, "altm-writer", [self.topic])
+
+    async def start(self) -> None:
+        await self.consumer.start()
+        for tp in sorted(self.consumer.assignment()):
+            resume = self.writer.resume_offset(tp.topic, tp.partition)
+            if resume is not None:
+                await self.consumer.seek(tp, resume)  # the offset stored with the data wins
+            await self.flush(tp.partition)  # changes committed before a crash but not yet published
+
+    async def flush(self, partition: int) -> None:
+        shard = self.runtime.shards.get(partition)
+        while pending := shard.pending_outbox():
+            await self.runtime.log.publish_many(
+                [OutgoingRecord(topic, value, key=key) for _, topic, key, value in pending]
+            )
+            shard.mark_published(pending[-1][0])
+
+    async def step(self) -> int:
+        records = await self.consumer.poll(self.runtime.settings.poll_batch)
+        if not records:
+            return 0
+        n = self.runtime.settings.partitions
+        for rec in records:
+            self.writer.apply(rec, n)
+        for partition in sorted({r.partition for r in records}):
+            await self.flush(partition)
+        await self.consumer.commit(
+            {TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()}
+        )
+        return len(records)
+
+
+class EmbeddedRuntime:
+    """Drives processors and the writer over the embedded log in this process.
+
+    Use ``run_until_idle()`` for batch work (ingest, tests) or ``start(background=True)`` to keep processing
+    as events arrive; ``stop()`` ends the background task and closes every store (no leaked tasks).
+    """
+
+    def __init__(self, settings: Settings, processors: Sequence[Processor] | None = None) -> None:
+        self.settings = settings
+        self.log = EmbeddedLog(default_log_path(settings.data_dir))
+        self.shards = ShardSet(settings.data_dir, settings.partitions)
+        self.ctx = ProcessorContext(settings=settings)
+        self._processors = list(processors) if processors is not None else default_processors()
+        self._stages: list[_ProcessorStage | _WriterStage] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._started = False
+
+    async def start(self, *, background: bool = False) -> None:
+        if self._started:
+            return
+        await self.log.start()
+        try:
+            await self.log.ensure_topics(
+                all_topic_specs(self.settings.partitions, self.settings.topic_prefix,
+                                self.settings.dlq_retention_ms)
+            )
+            self._stages = [_ProcessorStage(p, self) for p in self._processors]
+            self._stages.append(_WriterStage(self))
+            for stage in self._stages:
+                await stage.start()
+        except BaseException:
+            await self.log.stop()
+            raise
+        self._started = True
+        if background:
+            self._stopping.clear()
+            self._task = asyncio.create_task(self._loop(), name="altm-embedded-runtime")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._stopping.set()
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._started:
+            self.shards.close()
+            await self.log.stop()
+            self._started = False
+
+    async def __aenter__(self) -> EmbeddedRuntime:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def publish(self, events: Sequence[Event]) -> None:
+        topics = {
+            "turn": topic_name(Topic.TURNS, self.settings.topic_prefix),
+            "control": topic_name(Topic.CONTROL, self.settings.topic_prefix),
+        }
+        records = []
+        for ev in events:
+            if ev.event_type not in topics:
+                raise ValueError(f"hosts publish turn and control events, not {ev.event_type!r}")
+            records.append(OutgoingRecord(topics[ev.event_type], encode(ev), key=ev.key))
+        await self.log.publish_many(records)
+
+    async def step(self) -> int:
+        total = 0
+        for stage in self._stages:
+            total += await stage.step()
+        return total
+
+    async def lag(self) -> int:
+        total = 0
+        for stage in self._stages:
+            total += await stage.consumer.lag()
+        return total
+
+    async def run_until_idle(self, progress: ProgressCallback | None = None) -> int:
+        """Process until every stage has consumed everything; returns the number of records handled."""
+        if self._task is not None:
+            raise RuntimeError("run_until_idle() is for a runtime started without background=True")
+        handled = 0
+        while True:
+            n = await self.step()
+            handled += n
+            if progress is not None and n:
+                progress("records", n)
+            if n == 0 and await self.lag() == 0:
+                return handled
+
+    async def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                n = await self.step()
+            except Exception:
+                log.exception("embedded runtime step failed; retrying in 1s")
+                await asyncio.sleep(1.0)
+                continue
+            if n == 0:
+                await self.log.wait_for_data(0.25)
