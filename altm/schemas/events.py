@@ -57,6 +57,10 @@ class TurnEvent(_Envelope):
     """One message of a conversation, produced by a host agent (or ``prepare_turn``/``commit_turn``)."""
 
     event_type: Literal["turn"] = "turn"
+    event_id: str = Field(
+        default="", max_length=128,
+        description="Derived from scope, session, turn id and role when omitted (deterministic)",
+    )
     session_id: ScopeId
     turn_id: TurnId
     role: Role

@@ -1,6 +1,5 @@
-"""Services: stores, ingestion, statistics, listing and the ``altm`` CLI."""
+"""Services: stores, ingestion, statistics, listing and the ``altm`` CLI.
 
-from .ingest import IngestSummary, ingest_file, parse_line
-from .stats import DataDirError, collect_stats, state_hash
-
-__all__ = ["DataDirError", "IngestSummary", "collect_stats", "ingest_file", "parse_line", "state_hash"]
+Submodules are imported on use (``altm.services.store`` is needed by the writer, which the other
+services depend on), so importing this package stays cheap and cycle-free.
+"""

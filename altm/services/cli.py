@@ -25,8 +25,8 @@ app = typer.Typer(help="ALTM: long-term memory for LLM agents, as a streaming pi
 log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
 app.add_typer(log_app, name="log")
 
-console = Console()
-err = Console(stderr=True)
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 DataDir = Annotated[Path, typer.Option("--data-dir", help="ALTM data dir (log, shards, indexes)")]
 
@@ -222,6 +222,38 @@ def validate(file: Annotated[Path, typer.Argument()]) -> None:
             typer.echo(f"line {lineno}: {exc}")
     if bad:
         raise typer.Exit(1)
+
+
+@app.command()
+def publish(
+    file: Annotated[Path, typer.Argument(help="JSONL: turn/control events or flat transcript lines")],
+    broker: Annotated[str, typer.Option(help="kafka://HOST:PORT")],
+    partitions: Annotated[int | None, typer.Option(help="Partition count of every topic")] = None,
+) -> None:
+    """Publish FILE to Kafka (creating the topics if needed), as a host agent would."""
+    from ..streams.bus.kafka import KafkaBus
+    from ..streams.topics import all_topic_specs
+    from .ingest import publish_file
+
+    settings = _settings(Path("."), broker=broker, partitions=partitions)
+    summary = IngestSummary()
+
+    async def run() -> None:
+        bus = KafkaBus(broker)
+        await bus.start()
+        try:
+            await bus.ensure_topics(
+                all_topic_specs(settings.partitions, settings.topic_prefix, settings.dlq_retention_ms)
+            )
+            await publish_file(bus, settings, file, summary)
+        finally:
+            await bus.stop()
+
+    try:
+        asyncio.run(run())
+    except BusError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"published {summary.published} events, {summary.dead_lettered_at_input} lines dead-lettered")
 
 
 @app.command()

@@ -13,9 +13,19 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from ..schemas import ControlEvent, DecodeError, Event, TurnEvent, decode_event, describe_validation_error
-from ..streams._stage import dead_letter_record
+from ..config import Settings
+from ..schemas import (
+    ControlEvent,
+    DecodeError,
+    Event,
+    TurnEvent,
+    decode_event,
+    describe_validation_error,
+)
+from ..streams._stage import dead_letter_record, host_record
+from ..streams.bus import Bus, OutgoingRecord
 from ..streams.runtime import EmbeddedRuntime
+from ..streams.topics import Topic, topic_name
 
 _SCOPE_FIELDS = ("tenant_id", "workspace_id", "user_id", "agent_id")
 _FLAT_FIELDS = frozenset(
@@ -72,6 +82,40 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield lineno, line.rstrip("\n")
 
 
+async def publish_file(
+    bus: Bus,
+    settings: Settings,
+    path: Path,
+    summary: IngestSummary,
+    *,
+    batch: int = 500,
+    on_progress: Callable[[str, int], None] | None = None,
+) -> None:
+    """Publish every good line of ``path`` to its topic; bad lines go to the DLQ with their line number."""
+    pending: list[OutgoingRecord] = []
+
+    async def flush() -> None:
+        await bus.publish_many(pending)
+        summary.published += sum(1 for r in pending if not r.topic.endswith("dlq"))
+        pending.clear()
+        if on_progress:
+            on_progress("published", summary.published)
+
+    for lineno, text in iter_lines(path):
+        summary.lines += 1
+        try:
+            pending.append(host_record(settings, parse_line(text)))
+        except DecodeError as exc:
+            raw = text.encode("utf-8", errors="surrogateescape")
+            pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {exc}",
+                                              original=raw, line=lineno))
+            summary.dead_lettered_at_input += 1
+        if len(pending) >= batch:
+            await flush()
+    if pending:
+        await flush()
+
+
 async def ingest_file(
     runtime: EmbeddedRuntime,
     path: Path,
@@ -82,35 +126,13 @@ async def ingest_file(
     """Publish every good line to its topic, dead-letter bad ones, then run the pipeline until idle."""
     summary = IngestSummary()
     settings = runtime.settings
-    dlq_before = runtime.log.count(f"{settings.topic_prefix}dlq")
+    dlq_before = runtime.log.count(topic_name(Topic.DLQ, settings.topic_prefix))
     rejected_before = count_rejections(runtime)
-    pending: list[Event] = []
-    for lineno, text in iter_lines(path):
-        summary.lines += 1
-        try:
-            pending.append(parse_line(text))
-        except DecodeError as exc:
-            raw = text.encode("utf-8", errors="surrogateescape")
-            await runtime.log.publish_many(
-                [dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {exc}",
-                                    original=raw, line=lineno)]
-            )
-            summary.dead_lettered_at_input += 1
-        if len(pending) >= batch:
-            await runtime.publish(pending)
-            summary.published += len(pending)
-            pending.clear()
-            if on_progress:
-                on_progress("published", summary.published)
-    if pending:
-        await runtime.publish(pending)
-        summary.published += len(pending)
-        if on_progress:
-            on_progress("published", summary.published)
+    await publish_file(runtime.log, settings, path, summary, batch=batch, on_progress=on_progress)
     summary.processed_records = await runtime.run_until_idle(
         progress=(lambda _k, n: on_progress("processed", n)) if on_progress else None
     )
-    dlq_after = runtime.log.count(f"{settings.topic_prefix}dlq")
+    dlq_after = runtime.log.count(topic_name(Topic.DLQ, settings.topic_prefix))
     summary.dead_lettered_in_pipeline = dlq_after - dlq_before - summary.dead_lettered_at_input
     summary.rejected = count_rejections(runtime) - rejected_before
     return summary

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ..config import Settings
-from ..schemas import DeadLetter, DecodeError, decode_event, encode
+from ..schemas import DeadLetter, DecodeError, Event, decode_event, encode
 from .bus import OutgoingRecord, Record
 from .processors import ProcessingError, Processor, ProcessorContext
 from .topics import Topic, topic_name
@@ -33,6 +33,14 @@ def dead_letter_record(
     return OutgoingRecord(
         topic_name(Topic.DLQ, settings.topic_prefix), encode(dead), key=record.key if record else None
     )
+
+
+def host_record(settings: Settings, event: Event) -> OutgoingRecord:
+    """The record a host publishes for a turn or control event: its topic, keyed by the scope home."""
+    topic = {"turn": Topic.TURNS, "control": Topic.CONTROL}.get(event.event_type)
+    if topic is None:
+        raise ValueError(f"hosts publish turn and control events, not {event.event_type!r}")
+    return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key)
 
 
 async def run_processor(

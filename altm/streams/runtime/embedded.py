@@ -9,14 +9,14 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from ...config import Settings
-from ...schemas import Event, encode
+from ...schemas import Event
 from ...services.store import ShardSet
 from ..bus import OutgoingRecord, TopicPartition
 from ..bus.embedded import EmbeddedConsumer, EmbeddedLog, default_log_path
 from ..processors import CaptureProcessor, Processor, ProcessorContext
 from ..topics import Topic, all_topic_specs, topic_name
 from ..writer import Writer
-from .._stage import next_offsets, run_processor
+from .._stage import host_record, next_offsets, run_processor
 
 log = logging.getLogger("altm.runtime")
 
@@ -153,16 +153,8 @@ class EmbeddedRuntime:
         await self.stop()
 
     async def publish(self, events: Sequence[Event]) -> None:
-        topics = {
-            "turn": topic_name(Topic.TURNS, self.settings.topic_prefix),
-            "control": topic_name(Topic.CONTROL, self.settings.topic_prefix),
-        }
-        records = []
-        for ev in events:
-            if ev.event_type not in topics:
-                raise ValueError(f"hosts publish turn and control events, not {ev.event_type!r}")
-            records.append(OutgoingRecord(topics[ev.event_type], encode(ev), key=ev.key))
-        await self.log.publish_many(records)
+        """Publish host events (turns, control) to their topics, keyed by scope home."""
+        await self.log.publish_many([host_record(self.settings, ev) for ev in events])
 
     async def step(self) -> int:
         total = 0

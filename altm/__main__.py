@@ -1,0 +1,3 @@
+from altm.services.cli import main
+
+main()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, strict types, then unit, integration (real Apache Kafka) and e2e tests.
+# Starts a single-node KRaft broker on 127.0.0.1 (scripts/kafka.sh) unless ALTM_TEST_KAFKA points at one,
+# and stops it on exit. Extra arguments go to pytest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+venv="$root/.venv/bin"
+
+echo "== ruff"; "$venv/ruff" check altm tests benchmarks
+echo "== mypy (strict)"; "$venv/mypy"
+echo "== JSON Schemas up to date"; "$venv/altm" export-schemas --check
+
+started=""
+if [ -z "${ALTM_TEST_KAFKA:-}" ]; then
+  echo "== starting Apache Kafka (KRaft) on 127.0.0.1"
+  scripts/kafka.sh start
+  started=1
+  export ALTM_TEST_KAFKA="127.0.0.1:${ALTM_KAFKA_PORT:-19092}"
+fi
+cleanup() { if [ -n "$started" ]; then scripts/kafka.sh stop; fi; }
+trap cleanup EXIT
+
+echo "== pytest (unit, integration on $ALTM_TEST_KAFKA, e2e)"
+"$venv/pytest" tests "$@"

@@ -1,0 +1,153 @@
+"""Against the real Apache Kafka broker started by scripts/kafka.sh (KRaft, 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from altm.config import Settings
+from altm.services.cli import sample_path
+from altm.services.ingest import IngestSummary, publish_file
+from altm.services.stats import state_hash
+from altm.streams import TopicSpec, all_topic_specs, partition_for
+from altm.streams.bus import OutgoingRecord, Record, TopicPartition
+from altm.streams.bus.kafka import KafkaBus
+from altm.streams.runtime import EmbeddedRuntime
+
+pytestmark = pytest.mark.kafka
+
+
+def _prefix() -> str:
+    return f"t{uuid.uuid4().hex[:10]}."
+
+
+async def test_publish_consume_commit_and_resume(kafka_bootstrap: str) -> None:
+    prefix = _prefix()
+    topic = f"{prefix}turns"
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics([TopicSpec(topic, 4)])
+        keys = [f"tenant/ws/user{i % 7}" for i in range(40)]
+        metas = await bus.publish_many(
+            [OutgoingRecord(topic, f"{i}".encode(), key=k, headers=(("h", b"v"),))
+             for i, k in enumerate(keys)]
+        )
+        assert [m.partition for m in metas] == [partition_for(k, 4) for k in keys]
+
+        consumer = bus.consumer(f"{prefix}group", [topic])
+        await consumer.start()
+        got: list[Record] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 40 and time.monotonic() < deadline:
+            got.extend(await consumer.poll(100, timeout_s=1.0))
+        assert sorted(int(r.value) for r in got) == list(range(40))
+        assert all(r.headers == (("h", b"v"),) for r in got)
+        for key in set(keys):  # order per key is preserved
+            seq = [int(r.value) for r in got if r.key == key]
+            assert seq == sorted(seq)
+        half = {r.tp: r.offset + 1 for r in got if int(r.value) < 20}
+        await consumer.commit(half)
+        await consumer.stop()
+
+        again = bus.consumer(f"{prefix}group", [topic])
+        await again.start()
+        rest: list[Record] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(rest) < 40 - sum(half.values()):
+            rest.extend(await again.poll(100, timeout_s=1.0))
+        for tp, committed in half.items():
+            assert await again.committed(tp) == committed
+        assert all(r.offset >= half.get(r.tp, 0) for r in rest)
+        assert len(rest) == 40 - sum(half.values())
+        await again.seek(TopicPartition(topic, metas[0].partition), 0)  # replay from an offset
+        replayed = await again.poll(100, timeout_s=5.0)
+        assert any(r.offset == 0 for r in replayed)
+        await again.stop()
+        ends = await bus.end_offsets([TopicPartition(topic, p) for p in range(4)])
+        assert sum(ends.values()) == 40
+    finally:
+        await bus.stop()
+
+
+async def test_topic_partition_mismatch_is_refused(kafka_bootstrap: str) -> None:
+    prefix = _prefix()
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics([TopicSpec(f"{prefix}x", 2)])
+        with pytest.raises(Exception, match="exists with 2 partitions"):
+            await bus.ensure_topics([TopicSpec(f"{prefix}x", 3)])
+    finally:
+        await bus.stop()
+
+
+def _shard_l0_count(data_dir: Path) -> int:
+    import sqlite3
+
+    total = 0
+    for path in (data_dir / "shards").glob("shard-*.db"):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            total += conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            conn.close()
+    return total
+
+
+async def test_faust_worker_captures_turns_like_the_embedded_runtime(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    prefix = _prefix()
+    settings = Settings(data_dir=tmp_path / "kafka", partitions=4, topic_prefix=prefix,
+                        broker=f"kafka://{kafka_bootstrap}")
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics(all_topic_specs(4, prefix))
+        summary = IngestSummary()
+        await publish_file(bus, settings, sample_path(), summary)
+        assert summary.published == 29
+    finally:
+        await bus.stop()
+
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix}
+    worker = subprocess.Popen(  # noqa: ASYNC220 - a worker process that outlives this coroutine
+        [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{kafka_bootstrap}",
+         "--data-dir", str(settings.data_dir), "--partitions", "4"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and _shard_l0_count(settings.data_dir) < 29:
+            assert worker.poll() is None, worker.stdout.read().decode() if worker.stdout else ""
+            await asyncio.sleep(0.5)
+        assert _shard_l0_count(settings.data_dir) == 29
+        with pytest.raises(OSError):  # faust's web server (default 0.0.0.0:6066) is off
+            socket.create_connection(("127.0.0.1", 6066), timeout=1).close()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            out, _ = worker.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            out, _ = worker.communicate()
+    assert b"0.0.0.0" not in out  # no web server on all interfaces
+
+    embedded = Settings(data_dir=tmp_path / "embedded", partitions=4)
+    async with EmbeddedRuntime(embedded) as rt:
+        from altm.services.ingest import ingest_file
+
+        await ingest_file(rt, sample_path())
+    assert state_hash(settings.data_dir) == state_hash(embedded.data_dir)
