@@ -16,6 +16,8 @@ from .events import (
     Role,
     TurnEvent,
 )
+from .governance import DeferredAction, Merge, Supersession, TrustVerdict
+from .graph import EdgeType, GraphEdge, GraphNode, NodeType
 from .ids import content_hash, derive_id, normalise_text, sha256_hex
 from .memory import (
     Kind,
@@ -39,6 +41,14 @@ __all__ = [
     "CycleState",
     "DeadLetter",
     "DecodeError",
+    "DeferredAction",
+    "EdgeType",
+    "GraphEdge",
+    "GraphNode",
+    "Merge",
+    "NodeType",
+    "Supersession",
+    "TrustVerdict",
     "Event",
     "Kind",
     "Layer",

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ._scope import Scope, ScopeId
 from .ids import derive_id
+from .graph import GraphEdge, GraphNode
+from .governance import DeferredAction, Merge, Supersession, TrustVerdict
 from .memory import Kind, Layer, MemoryUnit
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -106,22 +108,68 @@ class ControlEvent(_Envelope):
 
 class ProposalOp(StrEnum):
     UPSERT_MEMORY = "upsert_memory"
+    UPSERT_NODE = "upsert_node"
+    UPSERT_EDGE = "upsert_edge"
+    SET_TRUST = "set_trust"
+    SUPERSEDE = "supersede"
+    MERGE = "merge"
+    DEFER_ACTION = "defer_action"
+
+
+_OP_PAYLOAD = {
+    ProposalOp.UPSERT_MEMORY: "memory",
+    ProposalOp.UPSERT_NODE: "node",
+    ProposalOp.UPSERT_EDGE: "edge",
+    ProposalOp.SET_TRUST: "verdict",
+    ProposalOp.SUPERSEDE: "supersession",
+    ProposalOp.MERGE: "merge",
+    ProposalOp.DEFER_ACTION: "deferred",
+}
 
 
 class ProposalEvent(_Envelope):
-    """A processor's request to change memory state. Only the writer applies proposals."""
+    """A processor's request to change memory state. Only the writer applies proposals.
+
+    Exactly one payload field is set, the one named by ``op``."""
 
     event_type: Literal["proposal"] = "proposal"
     op: ProposalOp
     processor: str = Field(min_length=1, max_length=64)
     cause_event_id: str | None = None
     memory: MemoryUnit | None = None
+    node: GraphNode | None = None
+    edge: GraphEdge | None = None
+    verdict: TrustVerdict | None = None
+    supersession: Supersession | None = None
+    merge: Merge | None = None
+    deferred: DeferredAction | None = None
 
     @model_validator(mode="after")
     def _op_payload(self) -> ProposalEvent:
-        if self.op is ProposalOp.UPSERT_MEMORY and self.memory is None:
-            raise ValueError("an upsert_memory proposal needs a memory")
+        wanted = _OP_PAYLOAD[self.op]
+        present = [name for name in _OP_PAYLOAD.values() if getattr(self, name) is not None]
+        if present != [wanted]:
+            raise ValueError(f"a {self.op.value} proposal carries exactly one payload, {wanted!r}; got {present}")
         return self
+
+    @property
+    def target_id(self) -> str | None:
+        """The id of what the proposal changes (memory, node, edge...)."""
+        if self.memory is not None:
+            return self.memory.memory_id
+        if self.node is not None:
+            return self.node.node_id
+        if self.edge is not None:
+            return self.edge.edge_id
+        if self.verdict is not None:
+            return self.verdict.memory_id
+        if self.supersession is not None:
+            return self.supersession.old_id
+        if self.merge is not None:
+            return self.merge.duplicate_id
+        if self.deferred is not None:
+            return self.deferred.action_id
+        return None
 
 
 class ChangeStatus(StrEnum):
@@ -137,7 +185,7 @@ class ChangeEvent(_Envelope):
     proposal_id: str
     op: ProposalOp | None = None
     status: ChangeStatus
-    memory_id: str | None = None
+    memory_id: str | None = Field(default=None, description="The id of what changed (memory, node, edge...)")
     layer: Layer | None = None
     kind: Kind | None = None
     reason: str | None = None

@@ -64,6 +64,7 @@ class LifecycleState(StrEnum):
     PROMOTED = "promoted"
     DEMOTED = "demoted"
     ARCHIVED = "archived"
+    MERGED = "merged"
     FORGOTTEN = "forgotten"
 
 

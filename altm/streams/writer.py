@@ -1,15 +1,19 @@
 """The writer: the only code that mutates memory state (DESIGN §1.2, "one door for writes").
 
 For each proposal record it, in one shard transaction: validates (scope vs. partition key, size, evidence,
-content hash, L0 append-only), writes the audit row before the mutation, applies it idempotently, stores
-the consumer offset, and enqueues the resulting ``changes`` event (and any dead letter) in the outbox.
-The runtime then publishes the outbox, so a crash between commit and publish loses nothing.
+content hash, L0 append-only, targets that exist), writes the audit row before the mutation, applies it
+idempotently, stores the consumer offset, and enqueues the resulting ``changes`` event (and any dead letter)
+in the outbox. The runtime then publishes the outbox, so a crash between commit and publish loses nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
+
+import orjson
 
 from ..config import Settings
 from ..schemas import (
@@ -17,9 +21,12 @@ from ..schemas import (
     ChangeStatus,
     DeadLetter,
     DecodeError,
+    EdgeType,
     Layer,
+    LifecycleState,
     MemoryUnit,
     ProposalEvent,
+    ProposalOp,
     content_hash,
     decode_event,
     derive_id,
@@ -42,11 +49,25 @@ def original_text(data: bytes) -> str:
     return data.decode("utf-8", errors="backslashreplace")
 
 
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+class Rejection(Exception):
+    """Raised inside an op handler: the proposal is refused with this reason (nothing is applied)."""
+
+
 @dataclass
 class WriteOutcome:
     skipped: bool = False
     changes: list[ChangeEvent] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+@dataclass
+class _Applied:
+    status: ChangeStatus
+    memory: MemoryUnit | None = None
 
 
 class Writer:
@@ -55,6 +76,15 @@ class Writer:
         self.settings = settings
         self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
         self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
+        self._handlers: dict[ProposalOp, Callable[[Shard, ProposalEvent, str], _Applied]] = {
+            ProposalOp.UPSERT_MEMORY: self._upsert_memory,
+            ProposalOp.UPSERT_NODE: self._upsert_node,
+            ProposalOp.UPSERT_EDGE: self._upsert_edge,
+            ProposalOp.SET_TRUST: self._set_trust,
+            ProposalOp.SUPERSEDE: self._supersede,
+            ProposalOp.MERGE: self._merge,
+            ProposalOp.DEFER_ACTION: self._defer_action,
+        }
 
     def resume_offset(self, topic: str, partition: int) -> int | None:
         """The next proposal offset to apply, as stored with the data (the source of truth on restart)."""
@@ -77,7 +107,6 @@ class Writer:
 
     # -------------------------------------------------------------------------------------------------
     def _apply(self, shard: Shard, record: Record, partitions: int, now: str) -> WriteOutcome:
-        source = (record.topic, record.partition, record.offset)
         try:
             event = decode_event(record.value)
         except DecodeError as exc:
@@ -86,15 +115,18 @@ class Writer:
             return self._malformed(
                 shard, record, f"the proposals topic carries proposals, got a {event.event_type} event", now
             )
-        reason = self._validate(shard, event, record, partitions)
-        if reason is not None:
+        try:
+            self._check_route(event, record, partitions)
+            applied = self._handlers[event.op](shard, event, now)
+        except Rejection as exc:
+            reason = str(exc)
             shard.add_rejection(
-                at=now, proposal_id=event.event_id,
-                memory_id=event.memory.memory_id if event.memory else None, reason=reason, source=source,
+                at=now, proposal_id=event.event_id, memory_id=event.target_id, reason=reason,
+                source=(record.topic, record.partition, record.offset),
                 payload=original_text(record.value[:_PAYLOAD_KEEP]),
             )
             return WriteOutcome(changes=[self._change(event, record, ChangeStatus.REJECTED, reason=reason)])
-        return self._upsert(shard, event, record, now)
+        return WriteOutcome(changes=[self._change(event, record, applied.status, memory=applied.memory)])
 
     def _malformed(self, shard: Shard, record: Record, reason: str, now: str) -> WriteOutcome:
         shard.add_rejection(
@@ -109,72 +141,207 @@ class Writer:
         )
         return WriteOutcome(dead_letters=[dead])
 
-    def _validate(self, shard: Shard, event: ProposalEvent, record: Record, partitions: int) -> str | None:
+    def _check_route(self, event: ProposalEvent, record: Record, partitions: int) -> None:
         home = event.scope.home
         if record.key != home:
-            return (
+            raise Rejection(
                 f"scope home {home!r} does not match the record key {record.key!r}: a proposal must be "
                 "keyed by its own scope home"
             )
         expected = partition_for(home, partitions)
         if expected != record.partition:
-            return (
+            raise Rejection(
                 f"scope home {home!r} belongs to partition {expected}, but the proposal arrived on "
                 f"partition {record.partition}"
             )
+        payload_scope = (event.memory or event.node or event.edge)
+        if payload_scope is not None and payload_scope.scope.home != home:
+            raise Rejection(
+                f"payload scope home {payload_scope.scope.home!r} differs from the proposal's {home!r}"
+            )
+
+    def _target_row(self, shard: Shard, event: ProposalEvent, memory_id: str, what: str) -> dict[str, Any]:
+        row = shard.memory_row(memory_id)
+        if row is None:
+            raise Rejection(f"{what} {memory_id} is not in this shard")
+        home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
+        if home != event.scope.home:
+            raise Rejection(f"{what} {memory_id} belongs to scope home {home!r}, not {event.scope.home!r}")
+        return row
+
+    # -- op handlers -----------------------------------------------------------------------------------
+    def _upsert_memory(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
         mem = event.memory
-        if mem is None:
-            return "proposal has no memory"
-        if mem.scope.home != home:
-            return f"memory scope home {mem.scope.home!r} differs from the proposal's scope home {home!r}"
+        assert mem is not None
         size = len(mem.content.encode("utf-8"))
         if size > self.settings.max_content_bytes:
-            return (
+            raise Rejection(
                 f"content is {size} bytes, over the limit of {self.settings.max_content_bytes} "
                 "(ALTM_MAX_CONTENT_BYTES)"
             )
         if mem.content_hash != content_hash(mem.content):
-            return "content_hash does not match the content"
+            raise Rejection("content_hash does not match the content")
         if mem.layer is Layer.L0 and mem.evidence:
-            return "an L0 message is raw input and cannot cite evidence"
+            raise Rejection("an L0 message is raw input and cannot cite evidence")
         if mem.layer is not Layer.L0 and not mem.evidence:
-            return f"a derived {mem.layer.value} memory needs evidence reaching L0"
+            raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0")
         for ev in mem.evidence:
             if shard.memory_row(ev) is None:
-                return f"evidence {ev} is not in this shard (derived memories cite stored memories)"
-        return None
-
-    def _upsert(self, shard: Shard, event: ProposalEvent, record: Record, now: str) -> WriteOutcome:
-        mem = event.memory
-        assert mem is not None
+                raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)")
         new_row = memory_to_row(mem, datetime.fromisoformat(now))
         old_row = shard.memory_row(mem.memory_id)
         if old_row is None:
             shard.insert_memory(new_row, at=now, proposal_id=event.event_id, actor=event.processor)
-        elif comparable(old_row) == comparable(new_row):
-            return WriteOutcome(changes=[self._change(event, record, ChangeStatus.UNCHANGED)])
-        elif mem.layer is Layer.L0:
-            reason = (
-                f"L0 is append-only: {mem.memory_id} (source {mem.source_id!r}) is already stored with "
-                "different content"
-            )
-            shard.add_rejection(
-                at=now, proposal_id=event.event_id, memory_id=mem.memory_id, reason=reason,
-                source=(record.topic, record.partition, record.offset),
-                payload=original_text(record.value[:_PAYLOAD_KEEP]),
-            )
-            return WriteOutcome(changes=[self._change(event, record, ChangeStatus.REJECTED, reason=reason)])
         else:
+            # A re-derivation may not reset what other stages wrote (trust, lifecycle, supersession).
+            for col in (
+                "superseded_at", "superseded_by", "valid_to", "trust_status", "trust_method",
+                "trust_confidence", "trust_reason", "trust_contradicting_id", "trust_verified_at",
+                "lc_state", "lc_weight", "lc_injected", "lc_cited", "lc_helpful", "lc_harmful", "lc_pinned",
+                "lc_compression", "recorded_at",
+            ):
+                new_row[col] = old_row[col]
+            if comparable(old_row) == comparable(new_row):
+                return _Applied(ChangeStatus.UNCHANGED)
+            if mem.layer is Layer.L0:
+                raise Rejection(
+                    f"L0 is append-only: {mem.memory_id} (source {mem.source_id!r}) is already stored with "
+                    "different content"
+                )
             shard.update_memory(old_row, new_row, at=now, proposal_id=event.event_id, actor=event.processor)
-        after = row_to_memory(new_row)
-        return WriteOutcome(changes=[self._change(event, record, ChangeStatus.COMMITTED, memory=after)])
+        return _Applied(ChangeStatus.COMMITTED, row_to_memory(new_row))
+
+    def _upsert_node(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        node = event.node
+        assert node is not None
+        row = {
+            "node_id": node.node_id, "tenant_id": node.scope.tenant_id, "workspace_id": node.scope.workspace_id,
+            "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
+            "name": node.name, "attributes": _json(node.attributes), "method": node.method.value,
+        }
+        old = shard.row("graph_nodes", "node_id", node.node_id)
+        if old is not None and all(old[k] == v for k, v in row.items()):
+            return _Applied(ChangeStatus.UNCHANGED)
+        shard.put_row("graph_nodes", "node_id", {**row, "recorded_at": now}, old, at=now,
+                      proposal_id=event.event_id, actor=event.processor)
+        return _Applied(ChangeStatus.COMMITTED)
+
+    def _upsert_edge(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        edge = event.edge
+        assert edge is not None
+        for end in (edge.src_id, edge.dst_id):
+            if shard.memory_row(end) is None and shard.row("graph_nodes", "node_id", end) is None:
+                raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard")
+        for ev in edge.evidence:
+            if shard.memory_row(ev) is None:
+                raise Rejection(f"edge evidence {ev} is not in this shard")
+        old = shard.row("graph_edges", "edge_id", edge.edge_id)
+        evidence = sorted(set(edge.evidence) | set(orjson.loads(old["evidence"]) if old else ()))
+        confidence = max(edge.confidence, float(old["confidence"]) if old else 0.0)
+        row = {
+            "edge_id": edge.edge_id, "tenant_id": edge.scope.tenant_id, "workspace_id": edge.scope.workspace_id,
+            "user_id": edge.scope.user_id, "agent_id": edge.scope.agent_id, "src_id": edge.src_id,
+            "dst_id": edge.dst_id, "edge_type": edge.edge_type.value, "label": edge.label,
+            "unit_weight": edge.unit_weight, "weight": edge.unit_weight * len(evidence),
+            "confidence": confidence, "rejected": int(old["rejected"]) if old else 0,
+            "evidence": _json(evidence), "method": edge.method.value,
+        }
+        if old is not None and all(old[k] == v for k, v in row.items()):
+            return _Applied(ChangeStatus.UNCHANGED)
+        shard.put_row("graph_edges", "edge_id", {**row, "recorded_at": now}, old, at=now,
+                      proposal_id=event.event_id, actor=event.processor)
+        return _Applied(ChangeStatus.COMMITTED)
+
+    def _set_trust(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        verdict = event.verdict
+        assert verdict is not None
+        old = self._target_row(shard, event, verdict.memory_id, "verdict target")
+        t = verdict.trust
+        new = {
+            **old, "trust_status": t.status.value, "trust_method": t.method.value if t.method else None,
+            "trust_confidence": t.confidence, "trust_reason": t.reason,
+            "trust_contradicting_id": t.contradicting_id,
+        }
+        if comparable(new) == comparable(old):
+            return _Applied(ChangeStatus.UNCHANGED)
+        new["trust_verified_at"] = (t.verified_at.isoformat() if t.verified_at else now)
+        shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor=event.processor)
+        return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
+
+    def _supersede(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        sup = event.supersession
+        assert sup is not None
+        old = self._target_row(shard, event, sup.old_id, "superseded memory")
+        new_mem = self._target_row(shard, event, sup.new_id, "superseding memory")
+        if old["superseded_by"] == sup.new_id:
+            return _Applied(ChangeStatus.UNCHANGED)
+        if old["superseded_by"] is not None:
+            raise Rejection(f"{sup.old_id} is already superseded by {old['superseded_by']}")
+        closed = {
+            **old, "superseded_by": sup.new_id, "superseded_at": now,
+            "valid_to": new_mem["valid_from"] or old["valid_to"],
+        }
+        shard.update_memory(old, closed, at=now, proposal_id=event.event_id, actor=event.processor)
+        self._evidence_edge(shard, event, now, EdgeType.SUPERSEDES, sup.new_id, sup.old_id)
+        return _Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
+
+    def _merge(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        merge = event.merge
+        assert merge is not None
+        canonical = self._target_row(shard, event, merge.canonical_id, "canonical memory")
+        dup = self._target_row(shard, event, merge.duplicate_id, "duplicate memory")
+        if dup["superseded_by"] == merge.canonical_id:
+            return _Applied(ChangeStatus.UNCHANGED)
+        if canonical["content_hash"] != dup["content_hash"] or canonical["kind"] != dup["kind"]:
+            raise Rejection("only exact duplicates (same kind and content hash) are merged without review")
+        evidence = sorted(set(orjson.loads(canonical["evidence"])) | set(orjson.loads(dup["evidence"])))
+        merged = {**canonical, "evidence": _json(evidence)}
+        if merged != canonical:
+            shard.update_memory(canonical, merged, at=now, proposal_id=event.event_id, actor=event.processor)
+        folded = {**dup, "superseded_by": merge.canonical_id, "superseded_at": now,
+                  "lc_state": LifecycleState.MERGED.value}
+        shard.update_memory(dup, folded, at=now, proposal_id=event.event_id, actor=event.processor)
+        self._evidence_edge(shard, event, now, EdgeType.DUPLICATE_OF, merge.duplicate_id, merge.canonical_id)
+        return _Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
+
+    def _defer_action(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        d = event.deferred
+        assert d is not None
+        s = event.scope
+        row = {
+            "action_id": d.action_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id,
+            "user_id": s.user_id, "agent_id": s.agent_id, "action": d.action, "target_ids": _json(list(d.target_ids)),
+            "reason": d.reason, "inputs": _json(d.inputs),
+        }
+        old = shard.row("deferred_actions", "action_id", d.action_id)
+        if old is not None:
+            return _Applied(ChangeStatus.UNCHANGED)
+        shard.put_row("deferred_actions", "action_id", {**row, "status": "pending", "recorded_at": now}, None,
+                      at=now, proposal_id=event.event_id, actor=event.processor)
+        return _Applied(ChangeStatus.COMMITTED)
+
+    def _evidence_edge(
+        self, shard: Shard, event: ProposalEvent, now: str, edge_type: EdgeType, src: str, dst: str
+    ) -> None:
+        s = event.scope
+        edge_id = derive_id("edge", s.path, edge_type.value, src, dst)
+        if shard.row("graph_edges", "edge_id", edge_id) is not None:
+            return
+        row = {
+            "edge_id": edge_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id, "user_id": s.user_id,
+            "agent_id": s.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
+            "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
+            "evidence": _json(sorted({src, dst})), "method": "ground_truth", "recorded_at": now,
+        }
+        shard.put_row("graph_edges", "edge_id", row, None, at=now, proposal_id=event.event_id,
+                      actor=event.processor)
 
     @staticmethod
     def _change(
         event: ProposalEvent, record: Record, status: ChangeStatus, *, reason: str | None = None,
         memory: MemoryUnit | None = None,
     ) -> ChangeEvent:
-        mem = event.memory
+        mem = memory or event.memory
         return ChangeEvent(
             event_id=derive_id("chg", event.event_id, status.value),
             scope=event.scope,
@@ -182,11 +349,11 @@ class Writer:
             proposal_id=event.event_id,
             op=event.op,
             status=status,
-            memory_id=mem.memory_id if mem else None,
+            memory_id=event.target_id,
             layer=mem.layer if mem else None,
             kind=mem.kind if mem else None,
             reason=reason,
-            memory=memory,
+            memory=memory if status is ChangeStatus.COMMITTED else None,
             source_topic=record.topic,
             source_partition=record.partition,
             source_offset=record.offset,

@@ -67,12 +67,19 @@ CREATE TABLE graph_nodes (
     method       TEXT NOT NULL,
     recorded_at  TEXT NOT NULL
 );
+CREATE INDEX graph_nodes_scope ON graph_nodes (tenant_id, workspace_id, user_id, agent_id, node_type);
 CREATE TABLE graph_edges (
     edge_id      TEXT PRIMARY KEY,
-    src_id       TEXT NOT NULL,
+    tenant_id    TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    src_id       TEXT NOT NULL,             -- a graph node id or a memory id
     dst_id       TEXT NOT NULL,
     edge_type    TEXT NOT NULL,
-    weight       REAL NOT NULL DEFAULT 1.0,
+    label        TEXT,
+    unit_weight  REAL NOT NULL DEFAULT 1.0,
+    weight       REAL NOT NULL DEFAULT 1.0,  -- unit_weight * number of distinct evidence ids
     confidence   REAL NOT NULL DEFAULT 1.0,
     rejected     INTEGER NOT NULL DEFAULT 0,
     evidence     TEXT NOT NULL DEFAULT '[]',
@@ -137,6 +144,38 @@ CREATE TABLE tombstones (
     at              TEXT NOT NULL
 );
 CREATE INDEX tombstones_hash ON tombstones (value_hash);
+
+-- destructive or low-confidence governance actions that were deferred (part of the review queue)
+CREATE TABLE deferred_actions (
+    action_id    TEXT PRIMARY KEY,
+    tenant_id    TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    action       TEXT NOT NULL,
+    target_ids   TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    inputs       TEXT NOT NULL DEFAULT '{}',
+    status       TEXT NOT NULL DEFAULT 'pending',
+    recorded_at  TEXT NOT NULL
+);
+
+-- work items a processor could not finish (model failure, invalid output, budget): retried later.
+-- Runtime bookkeeping, not memory state: the item's input record is kept verbatim.
+CREATE TABLE deferred_work (
+    work_id        TEXT PRIMARY KEY,
+    processor      TEXT NOT NULL,
+    topic          TEXT NOT NULL,
+    partition      INTEGER NOT NULL,
+    offset         INTEGER NOT NULL,
+    key            TEXT,
+    value          BLOB NOT NULL,
+    reason         TEXT NOT NULL,
+    attempts       INTEGER NOT NULL DEFAULT 1,
+    next_attempt_at REAL NOT NULL,
+    recorded_at    TEXT NOT NULL
+);
+CREATE INDEX deferred_work_due ON deferred_work (next_attempt_at);
 
 -- proposals the writer refused, with the reason
 CREATE TABLE rejections (

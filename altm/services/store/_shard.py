@@ -151,6 +151,33 @@ class Shard:
                 [(old["memory_id"], ev) for ev in orjson.loads(new["evidence"])],
             )
 
+    def row(self, table: str, key_column: str, key: str) -> dict[str, Any] | None:
+        r = self.conn.execute(f"SELECT * FROM {table} WHERE {key_column}=?", (key,)).fetchone()
+        return None if r is None else dict(r)
+
+    def put_row(
+        self, table: str, key_column: str, row: dict[str, Any], old: dict[str, Any] | None, *, at: str,
+        proposal_id: str, actor: str,
+    ) -> None:
+        """Insert or replace one row of a graph/governance table, audited with its old value."""
+        conn = self._require_tx()
+        self.audit(
+            at=at, proposal_id=proposal_id, actor=actor, action="insert" if old is None else "update",
+            table=table, target_id=row[key_column], old=old, new=row,
+        )
+        cols = list(row)
+        if old is None:
+            conn.execute(
+                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+                [row[c] for c in cols],
+            )
+        else:
+            sets = ", ".join(f"{c}=?" for c in cols if c != key_column)
+            conn.execute(
+                f"UPDATE {table} SET {sets} WHERE {key_column}=?",
+                [row[c] for c in cols if c != key_column] + [row[key_column]],
+            )
+
     def add_rejection(
         self, *, at: str, proposal_id: str | None, memory_id: str | None, reason: str,
         source: tuple[str, int, int] | None, payload: str | None,

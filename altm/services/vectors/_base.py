@@ -1,0 +1,67 @@
+"""The vector index port: points keyed by memory id, scope fields as payload, filtered search."""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SCOPE_FIELDS = ("tenant_id", "workspace_id", "user_id", "agent_id", "session_id")
+KEYWORD_FIELDS = (*SCOPE_FIELDS, "layer", "kind", "trust_status")
+
+_NS = uuid.UUID("5b0c8a52-2f0e-4c47-9a43-3a4f0f0c7d11")
+
+
+def point_uuid(memory_id: str) -> str:
+    """Qdrant ids are UUIDs or integers; a memory id maps to a stable UUID (the id itself is in the payload)."""
+    return str(uuid.uuid5(_NS, memory_id))
+
+
+@dataclass(frozen=True)
+class VectorPoint:
+    memory_id: str
+    vector: Sequence[float]
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """Exact matches (``field -> value``) and any-of matches (``field -> values``), all ANDed."""
+
+    equals: dict[str, str] = field(default_factory=dict)
+    any_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    memory_id: str
+    score: float
+    payload: dict[str, Any]
+
+
+class VectorIndexError(RuntimeError):
+    pass
+
+
+class VectorIndex(ABC):
+    """One collection per embedding model and dimension (:attr:`Embedder.collection`)."""
+
+    @abstractmethod
+    def open(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def upsert(self, points: Sequence[VectorPoint]) -> None: ...
+
+    @abstractmethod
+    def delete(self, memory_ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]: ...
+
+    @abstractmethod
+    def count(self, flt: VectorFilter | None = None) -> int: ...
