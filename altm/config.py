@@ -17,6 +17,12 @@ class Settings(BaseSettings):
     max_content_bytes: int = Field(default=64 * 1024, ge=1, description="Largest accepted message content")
     dlq_retention_ms: int | None = Field(default=None, description="DLQ retention; None keeps forever")
     poll_batch: int = Field(default=256, ge=1, description="Records per poll in a stage")
+    defer_backoff_s: float = Field(default=30.0, ge=0, description="First retry delay of deferred work")
+    defer_max_backoff_s: float = Field(default=3600.0, ge=0)
+    embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
+    vector_backend: str = Field(default="edge", description="edge (embedded Qdrant) or qdrant (server)")
+    qdrant_url: str | None = Field(default=None, description="Qdrant server URL for vector_backend=qdrant")
+    qdrant_api_key: str | None = None
     broker: str | None = Field(default=None, description="kafka://host:port for the Kafka runtime")
     worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
     worker_web_host: str = "127.0.0.1"

@@ -91,6 +91,22 @@ async def test_topic_partition_mismatch_is_refused(kafka_bootstrap: str) -> None
         await bus.stop()
 
 
+async def wait_until_quiet(data_dir: Path, worker: subprocess.Popen[bytes], quiet_s: float = 4.0,
+                           timeout_s: float = 120.0) -> None:
+    """Until the derived state has not changed for ``quiet_s`` (memory formation runs after capture)."""
+    deadline = time.monotonic() + timeout_s
+    last, since = "", time.monotonic()
+    while time.monotonic() < deadline:
+        assert worker.poll() is None, "the worker exited"
+        current = state_hash(data_dir)
+        if current != last:
+            last, since = current, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError("the worker did not become idle")
+
+
 def _shard_l0_count(data_dir: Path) -> int:
     import sqlite3
 
@@ -134,6 +150,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
             assert worker.poll() is None, worker.stdout.read().decode() if worker.stdout else ""
             await asyncio.sleep(0.5)
         assert _shard_l0_count(settings.data_dir) == 29
+        await wait_until_quiet(settings.data_dir, worker)
         with pytest.raises(OSError):  # faust's web server (default 0.0.0.0:6066) is off
             socket.create_connection(("127.0.0.1", 6066), timeout=1).close()
     finally:

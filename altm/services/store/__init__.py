@@ -2,10 +2,12 @@
 
 from ._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS, comparable, memory_to_row, row_to_memory
 from ._shard import Shard, ShardError
+from ._reader import MemoryReader
 from ._shardset import ShardSet, shard_path
 
 __all__ = [
     "MEMORY_COLUMNS",
+    "MemoryReader",
     "WALL_CLOCK_COLUMNS",
     "Shard",
     "ShardError",

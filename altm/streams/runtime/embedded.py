@@ -10,21 +10,19 @@ from types import TracebackType
 
 from ...config import Settings
 from ...schemas import Event
+from ...services.models import LLMSettings, Stage
 from ...services.store import ShardSet
 from ..bus import OutgoingRecord, TopicPartition
 from ..bus.embedded import EmbeddedConsumer, EmbeddedLog, default_log_path
-from ..processors import CaptureProcessor, Processor, ProcessorContext
+from ..processors import Processor, ProcessorContext, default_processors
 from ..topics import Topic, all_topic_specs, topic_name
 from ..writer import Writer
-from .._stage import host_record, next_offsets, run_processor
+from .._stage import DeferredQueue, host_record, next_offsets, run_records
+from ._context import RuntimeResources, build_resources
 
 log = logging.getLogger("altm.runtime")
 
 ProgressCallback = Callable[[str, int], None]
-
-
-def default_processors() -> list[Processor]:
-    return [CaptureProcessor()]
 
 
 class _ProcessorStage:
@@ -40,16 +38,29 @@ class _ProcessorStage:
 
     async def step(self) -> int:
         records = await self.consumer.poll(self.runtime.settings.poll_batch)
-        if not records:
-            return 0
-        outgoing: list[OutgoingRecord] = []
-        for rec in records:
-            outgoing.extend(await run_processor(self.processor, rec, self.runtime.ctx))
-        await self.runtime.log.publish_many(outgoing)  # publish before commit: at-least-once
-        await self.consumer.commit(
-            {TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()}
-        )
-        return len(records)
+        handled = 0
+        if records:
+            result = await run_records(self.processor, records, self.runtime.ctx)
+            for rec, reason in result.deferred:
+                self.runtime.deferred.add(self.name, rec, reason)
+            await self.runtime.log.publish_many(result.outgoing)  # publish before commit: at-least-once
+            await self.consumer.commit(
+                {TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()}
+            )
+            handled = len(records)
+        return handled + await self._retry_deferred()
+
+    async def _retry_deferred(self) -> int:
+        done = 0
+        for work_id, rec in self.runtime.deferred.due(self.name):
+            result = await run_records(self.processor, [rec], self.runtime.ctx)
+            if result.deferred:
+                self.runtime.deferred.add(self.name, rec, result.deferred[0][1])
+                continue
+            await self.runtime.log.publish_many(result.outgoing)
+            self.runtime.deferred.done(work_id, rec.partition)
+            done += 1
+        return done
 
 
 class _WriterStage:
@@ -99,16 +110,34 @@ class EmbeddedRuntime:
     as events arrive; ``stop()`` ends the background task and closes every store (no leaked tasks).
     """
 
-    def __init__(self, settings: Settings, processors: Sequence[Processor] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        processors: Sequence[Processor] | None = None,
+        *,
+        llm_settings: dict[Stage, LLMSettings] | None = None,
+    ) -> None:
         self.settings = settings
         self.log = EmbeddedLog(default_log_path(settings.data_dir))
         self.shards = ShardSet(settings.data_dir, settings.partitions)
-        self.ctx = ProcessorContext(settings=settings)
+        self.deferred = DeferredQueue(self.shards, settings)
+        self._llm_settings = llm_settings
+        self._resources: RuntimeResources | None = None
         self._processors = list(processors) if processors is not None else default_processors()
         self._stages: list[_ProcessorStage | _WriterStage] = []
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._started = False
+
+    @property
+    def resources(self) -> RuntimeResources:
+        if self._resources is None:
+            raise RuntimeError("the runtime is not started")
+        return self._resources
+
+    @property
+    def ctx(self) -> ProcessorContext:
+        return self.resources.ctx
 
     async def start(self, *, background: bool = False) -> None:
         if self._started:
@@ -119,12 +148,13 @@ class EmbeddedRuntime:
                 all_topic_specs(self.settings.partitions, self.settings.topic_prefix,
                                 self.settings.dlq_retention_ms)
             )
+            self._resources = build_resources(self.settings, self.shards, self._llm_settings)
             self._stages = [_ProcessorStage(p, self) for p in self._processors]
             self._stages.append(_WriterStage(self))
             for stage in self._stages:
                 await stage.start()
         except BaseException:
-            await self.log.stop()
+            await self._close_stores()
             raise
         self._started = True
         if background:
@@ -139,9 +169,15 @@ class EmbeddedRuntime:
                 await self._task
             self._task = None
         if self._started:
-            self.shards.close()
-            await self.log.stop()
+            await self._close_stores()
             self._started = False
+
+    async def _close_stores(self) -> None:
+        if self._resources is not None:
+            await self._resources.close()
+            self._resources = None
+        self.shards.close()
+        await self.log.stop()
 
     async def __aenter__(self) -> EmbeddedRuntime:
         await self.start()
@@ -169,7 +205,10 @@ class EmbeddedRuntime:
         return total
 
     async def run_until_idle(self, progress: ProgressCallback | None = None) -> int:
-        """Process until every stage has consumed everything; returns the number of records handled."""
+        """Process until every stage has consumed everything; returns the number of records handled.
+
+        Deferred work that is not yet due (or keeps failing) does not keep the runtime busy; it is retried
+        by later steps, and ``deferred.count()`` tells how much is waiting."""
         if self._task is not None:
             raise RuntimeError("run_until_idle() is for a runtime started without background=True")
         handled = 0

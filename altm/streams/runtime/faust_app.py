@@ -30,11 +30,11 @@ from ...services.store import ShardSet
 from ..bus import OutgoingRecord, Record
 from ..bus.kafka import KafkaBus, parse_broker_url
 from ..partitioner import partition_for
-from ..processors import Processor, ProcessorContext
+from ..processors import Processor, default_processors
 from ..topics import Topic, all_topic_specs, topic_name
 from ..writer import Writer
-from .._stage import run_processor
-from .embedded import default_processors
+from .._stage import DeferredQueue, run_processor
+from ._context import RuntimeResources, build_resources
 
 log = logging.getLogger("altm.worker")
 
@@ -62,7 +62,9 @@ class FaustRuntime:
         self.partitions = settings.partitions
         self.shards = ShardSet(settings.data_dir, settings.partitions)
         self.writer = Writer(self.shards, settings)
-        self.ctx = ProcessorContext(settings=settings)
+        self.deferred = DeferredQueue(self.shards, settings)
+        self.resources: RuntimeResources = build_resources(settings, self.shards)
+        self.ctx = self.resources.ctx
         self.processors = list(processors) if processors is not None else default_processors()
         self.app = self._build_app()
 
@@ -94,6 +96,7 @@ class FaustRuntime:
             self._add_processor_agent(app, proc)
         self._add_writer_agent(app)
         app.timer(1.0)(self._flush_all)
+        app.timer(5.0)(self._retry_deferred)
         return app
 
     def _topic(self, app: faust.App, topic: Topic) -> Any:
@@ -121,7 +124,11 @@ class FaustRuntime:
     def _add_processor_agent(self, app: faust.App, proc: Processor) -> None:
         async def agent(stream: Any) -> AsyncIterator[None]:
             async for event in stream.events():
-                for out in await run_processor(proc, _record(event.message), self.ctx):
+                rec = _record(event.message)
+                result = await run_processor(proc, rec, self.ctx)
+                for rec_, reason in result.deferred:
+                    self.deferred.add(proc.name, rec_, reason)
+                for out in result.outgoing:
                     await self._send(out)
                 yield None
 
@@ -143,6 +150,17 @@ class FaustRuntime:
             for _, topic, key, value in pending:
                 await self._send(OutgoingRecord(topic, value, key=key))
             shard.mark_published(pending[-1][0])
+
+    async def _retry_deferred(self) -> None:
+        for proc in self.processors:
+            for work_id, rec in self.deferred.due(proc.name):
+                result = await run_processor(proc, rec, self.ctx)
+                if result.deferred:
+                    self.deferred.add(proc.name, rec, result.deferred[0][1])
+                    continue
+                for out in result.outgoing:
+                    await self._send(out)
+                self.deferred.done(work_id, rec.partition)
 
     async def _flush_all(self) -> None:
         """Publish changes committed by an earlier run of this worker but not yet delivered."""

@@ -120,7 +120,11 @@ def test_memories_listing_is_filtered_by_scope(tmp_path: Path) -> None:
     runner.invoke(app, ["ingest", "--data-dir", str(data), str(sample_path())])
     result = runner.invoke(app, ["memories", "--data-dir", str(data), "--scope", "globex/ops/sam/coder", "--json"])
     rows = orjson.loads(result.output)
-    assert len(rows) == 1 and rows[0]["scope"] == "globex/ops/sam/coder"
+    assert rows and {r["scope"] for r in rows} == {"globex/ops/sam/coder"}
+    result = runner.invoke(app, ["memories", "--data-dir", str(data), "--scope", "globex/ops/sam/coder",
+                                 "--layer", "L0", "--json"])
+    (row,) = orjson.loads(result.output)
+    assert row["content"].startswith("I prefer Go")
     bad = runner.invoke(app, ["memories", "--data-dir", str(data), "--scope", "globex/ops"])
     assert bad.exit_code == 1 and "TENANT/WORKSPACE/USER/AGENT" in bad.output
 

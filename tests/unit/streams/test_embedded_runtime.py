@@ -9,6 +9,7 @@ from altm.config import Settings
 from altm.schemas import ChangeStatus, decode_dead_letter, decode_event, encode
 from altm.services.stats import state_hash
 from altm.streams.bus import OutgoingRecord, TopicPartition
+from altm.streams.processors import CaptureProcessor
 from altm.streams.runtime import EmbeddedRuntime
 from tests.conftest import SCOPE, make_turn
 
@@ -23,12 +24,17 @@ def _dlq(rt: EmbeddedRuntime) -> list[dict[str, object]]:
 
 def _l0_contents(rt: EmbeddedRuntime) -> list[str]:
     return sorted(
-        r[0] for s in rt.shards.existing() for r in s.conn.execute("SELECT content FROM memories")
+        r[0] for s in rt.shards.existing() for r in s.conn.execute("SELECT content FROM memories WHERE layer='L0'")
     )
 
 
+def capture_only(settings: Settings) -> EmbeddedRuntime:
+    """The runtime mechanics, isolated from memory formation (one processor, the writer)."""
+    return EmbeddedRuntime(settings.model_copy(update={"embedder": "none"}), [CaptureProcessor()])
+
+
 async def test_turns_become_l0_memories_with_changes(settings: Settings) -> None:
-    async with EmbeddedRuntime(settings) as rt:
+    async with capture_only(settings) as rt:
         await rt.publish([make_turn(i) for i in range(5)])
         handled = await rt.run_until_idle()
         assert handled == 10  # 5 turns through capture, 5 proposals through the writer
@@ -55,10 +61,10 @@ async def test_replaying_the_same_turns_is_idempotent(settings: Settings) -> Non
 
 
 async def test_restart_resumes_from_offsets_stored_with_the_data(settings: Settings) -> None:
-    async with EmbeddedRuntime(settings) as rt:
+    async with capture_only(settings) as rt:
         await rt.publish([make_turn(i) for i in range(3)])
         await rt.run_until_idle()
-    async with EmbeddedRuntime(settings) as rt:
+    async with capture_only(settings) as rt:
         await rt.publish([make_turn(3)])
         assert await rt.run_until_idle() == 2
         assert len(_l0_contents(rt)) == 4
@@ -67,7 +73,7 @@ async def test_restart_resumes_from_offsets_stored_with_the_data(settings: Setti
 
 
 async def test_unpublished_changes_survive_a_crash_between_commit_and_publish(settings: Settings) -> None:
-    rt = EmbeddedRuntime(settings)
+    rt = capture_only(settings)
     await rt.start()
     await rt.publish([make_turn(1)])
     await rt._stages[0].step()  # capture
@@ -78,7 +84,7 @@ async def test_unpublished_changes_survive_a_crash_between_commit_and_publish(se
     # crash: the shard committed, the change was never published, the group offset never committed
     await rt.stop()
     assert rt.log._conn is None
-    async with EmbeddedRuntime(settings) as rt2:
+    async with capture_only(settings) as rt2:
         await rt2.run_until_idle()
         changes = [r for p in range(4) for r in rt2.log.read(TopicPartition("altm.changes", p), 0, 10)]
         assert len(changes) == 1  # published once on restart, not re-applied

@@ -21,7 +21,8 @@ from altm.schemas import (
     encode,
 )
 from altm.services.store import ShardSet
-from altm.streams import WRITER_GROUP, Writer, partition_for
+from altm.streams import partition_for
+from altm.streams.writer import WRITER_GROUP, Writer
 from altm.streams.bus import Record
 from altm.streams.processors import CaptureProcessor, ProcessorContext, upsert_proposal
 from tests.conftest import SCOPE, make_turn

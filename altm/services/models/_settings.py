@@ -1,0 +1,47 @@
+"""Per-stage model settings: ``ALTM_<STAGE>_LLM_*`` inheriting ``ALTM_LLM_*``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Stage(StrEnum):
+    L1 = "L1"  # fold: session capsules
+    L2 = "L2"  # extract: typed atoms
+    GRAPH = "GRAPH"  # link
+    GOVERNANCE = "GOVERNANCE"  # govern: supersede rubric
+    NLI = "NLI"  # verify
+    L3 = "L3"  # scenes
+    L4 = "L4"  # persona facets
+    EMBEDDING = "EMBEDDING"  # remote embeddings
+
+
+class LLMSettings(BaseSettings):
+    """One stage's OpenAI-compatible endpoint. A stage with no ``model`` is not configured (model-free)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    base_url: str | None = Field(default=None, description="e.g. http://127.0.0.1:8000/v1")
+    api_key: str = "not-needed"
+    model: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, description="Retries with backoff inside one call")
+    token_budget: int | None = Field(default=None, ge=0, description="Total tokens this stage may spend")
+    rate_per_minute: float | None = Field(default=None, gt=0, description="Requests per minute")
+    temperature: float = 0.0
+    max_output_tokens: int = Field(default=1024, ge=1)
+    dimensions: int | None = Field(default=None, description="Embedding size (EMBEDDING stage)")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.model and self.base_url)
+
+
+def stage_settings(stage: Stage) -> LLMSettings:
+    """``ALTM_LLM_*`` overridden field by field by ``ALTM_<STAGE>_LLM_*``."""
+    base = LLMSettings(_env_prefix="ALTM_LLM_")
+    specific = LLMSettings(_env_prefix=f"ALTM_{stage.value}_LLM_")
+    return base.model_copy(update={k: getattr(specific, k) for k in specific.model_fields_set})

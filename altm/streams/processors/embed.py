@@ -1,0 +1,65 @@
+"""embed: committed memories → vectors in the index (upsert by memory id, idempotent).
+
+Embedding is batched over a poll batch. The vectors are a derived store: this processor writes them itself
+(the design's "embed ──► vector index"), never memory rows, and emits no proposals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from ...schemas import Event, MemoryUnit, ProposalEvent
+from ...services.vectors import VectorPoint
+from ..topics import Topic
+from ._base import Processor, ProcessorContext, committed_memory
+
+
+def vector_payload(mem: MemoryUnit) -> dict[str, Any]:
+    return {
+        "tenant_id": mem.scope.tenant_id,
+        "workspace_id": mem.scope.workspace_id,
+        "user_id": mem.scope.user_id,
+        "agent_id": mem.scope.agent_id,
+        "session_id": mem.session_id or "",
+        "layer": mem.layer.value,
+        "kind": mem.kind.value,
+        "trust_status": mem.trust.status.value,
+        "content_hash": mem.content_hash,
+    }
+
+
+def embedding_text(mem: MemoryUnit) -> str:
+    return mem.content
+
+
+class EmbedProcessor(Processor):
+    name = "embed"
+    input_topic = Topic.CHANGES
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        await self.process_batch([event], ctx)
+        return []
+
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        latest: dict[str, MemoryUnit] = {}
+        for event in events:
+            mem = committed_memory(event)
+            if mem is not None:
+                latest[mem.memory_id] = mem
+        if not latest or ctx.vectors is None:
+            return []
+        mems = list(latest.values())
+        texts = [embedding_text(m) for m in mems]
+        from ...services.models import Stage
+
+        if ctx.models is not None and ctx.models.configured(Stage.EMBEDDING):
+            vectors = await ctx.models.embed(texts)
+        elif ctx.embedder is not None:
+            vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
+        else:
+            return []
+        ctx.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m)) for m, v in zip(mems, vectors,
+                                                                                            strict=True)])
+        return []

@@ -1,0 +1,159 @@
+"""govern: L3 scenes, L4 persona facets with versioned supersede, exact-duplicate merge.
+
+Without a model only non-destructive or evidence-certain actions are taken (exact duplicates merge;
+a facet is superseded only when the user states a correction); anything else is recorded as a deferred
+action for review instead of being guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from ...schemas import (
+    ChangeEvent,
+    ChangeStatus,
+    DeferredAction,
+    EdgeType,
+    Event,
+    Kind,
+    Layer,
+    MemoryUnit,
+    Merge,
+    Method,
+    ProposalEvent,
+    ProposalOp,
+    Supersession,
+    derive_id,
+)
+from ...services.store import MemoryReader
+from ..topics import Topic
+from ._base import Processor, ProcessorContext, committed_memory, derived_memory, norm, proposal, upsert_proposal
+
+SCENE_MIN_SESSIONS = 2
+SCENE_MAX_ITEMS = 12
+SUPERSEDE_MIN_CONFIDENCE = 0.7
+
+
+class SupersedeRubric(BaseModel):
+    supersede: bool
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = Field(min_length=1, max_length=500)
+
+
+def _order(m: MemoryUnit) -> tuple[str, str]:
+    return (m.valid_from.isoformat() if m.valid_from else "", m.memory_id)
+
+
+def facet_label(facet_key: str) -> str:
+    family, _, topic = facet_key.partition(":")
+    return f"{family.capitalize()} ({topic})" if topic else family.capitalize()
+
+
+class GovernProcessor(Processor):
+    name = "govern"
+    input_topic = Topic.CHANGES
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        reader = ctx.require_reader()
+        mem = committed_memory(event, frozenset({Layer.L2}))
+        if mem is not None:
+            return [*self._merge_duplicates(event, reader, mem), *await self._facet(event, ctx, reader, mem)]
+        if (isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED
+                and event.op is ProposalOp.UPSERT_EDGE and event.memory_id):
+            return self._scene(event, reader)
+        return []
+
+    def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[ProposalEvent]:
+        same = sorted(reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash), key=_order)
+        if len(same) < 2:
+            return []
+        canonical = same[0]
+        return [
+            proposal(ProposalOp.MERGE, scope=mem.scope, processor=self.name, cause=event,
+                     merge=Merge(canonical_id=canonical.memory_id, duplicate_id=dup.memory_id,
+                                 reason="exact duplicate (same kind and content hash)"))
+            for dup in same[1:] if dup.superseded_by is None
+        ]
+
+    async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
+                     ) -> list[ProposalEvent]:
+        facet_key = mem.attributes.get("facet_key")
+        if not isinstance(facet_key, str) or mem.kind not in (Kind.PREFERENCE, Kind.FACT):
+            return []
+        facet = derived_memory(
+            scope=mem.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
+            content=f"{facet_label(facet_key)}: {mem.content}", evidence=[mem.memory_id], processor=self.name,
+            method=Method.HEURISTIC, id_parts=[mem.scope.home, "L4", facet_key, norm(mem.content)],
+            valid_from=mem.valid_from, attributes={"facet_key": facet_key, "source_kind": mem.kind.value},
+            source_event_id=event.event_id,
+        )
+        out = [upsert_proposal(facet, processor=self.name, cause=event)]
+        versions = [v for v in reader.facet_versions(mem.scope, facet_key)
+                    if v.memory_id != facet.memory_id and v.superseded_by is None and _order(v) <= _order(facet)]
+        if not versions:
+            return out
+        latest = max(versions, key=_order)
+        if latest.content_hash == facet.content_hash:
+            return out
+        decision = await self._should_supersede(ctx, mem, latest, facet)
+        if decision is True:
+            out.append(proposal(ProposalOp.SUPERSEDE, scope=mem.scope, processor=self.name, cause=event,
+                                supersession=Supersession(old_id=latest.memory_id, new_id=facet.memory_id,
+                                                          reason=f"new version of facet {facet_key!r}")))
+        else:
+            reason = decision if isinstance(decision, str) else "needs review"
+            out.append(proposal(
+                ProposalOp.DEFER_ACTION, scope=mem.scope, processor=self.name, cause=event,
+                deferred=DeferredAction(
+                    action_id=derive_id("act", "supersede", latest.memory_id, facet.memory_id),
+                    action="supersede", target_ids=(latest.memory_id, facet.memory_id), reason=reason,
+                    inputs={"facet_key": facet_key, "old": latest.content, "new": facet.content},
+                ),
+            ))
+        return out
+
+    async def _should_supersede(self, ctx: ProcessorContext, atom: MemoryUnit, old: MemoryUnit,
+                                new: MemoryUnit) -> bool | str:
+        from ...services.models import Stage
+
+        if ctx.models is not None and ctx.models.configured(Stage.GOVERNANCE):
+            result = await ctx.models.structured(Stage.GOVERNANCE, atom.scope, [
+                {"role": "system", "content": "Decide whether the NEW persona facet replaces the OLD one "
+                 "(same topic, changed value) rather than adding to it. Answer JSON {supersede, confidence, "
+                 "reason}."},
+                {"role": "user", "content": f"OLD: {old.content}\nNEW: {new.content}"},
+            ], SupersedeRubric)
+            r = result.value
+            if r.supersede and r.confidence >= SUPERSEDE_MIN_CONFIDENCE:
+                return True
+            return f"model ({result.model}) did not supersede: confidence {r.confidence:.2f}; {r.reason}"
+        if atom.attributes.get("correction"):
+            return True
+        return ("no model configured and no correction cue: both versions are kept and the supersede is "
+                "deferred for review")
+
+    def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[ProposalEvent]:
+        assert event.memory_id is not None
+        edge = reader.edge(event.scope, event.memory_id)
+        if edge is None or edge["edge_type"] != EdgeType.MENTIONS.value:
+            return []
+        node = reader.node(event.scope, edge["dst_id"])
+        if node is None or node["node_type"] not in ("Entity", "Time"):
+            return []
+        atoms = reader.atoms_mentioning(event.scope, node["node_id"])
+        sessions = sorted({a.session_id or "" for a in atoms})
+        if len(sessions) < SCENE_MIN_SESSIONS:
+            return []
+        atoms = sorted(atoms, key=_order)[:SCENE_MAX_ITEMS]
+        lines = [f"Scene: {node['name']} — {len(atoms)} memories across sessions {', '.join(sessions)}"]
+        lines += [f"- [{a.session_id}] {a.kind.value}: {a.content}" for a in atoms]
+        scene = derived_memory(
+            scope=event.scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE, content="\n".join(lines),
+            evidence=[a.memory_id for a in atoms], processor=self.name, method=Method.HEURISTIC,
+            id_parts=[event.scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
+            attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
+            source_event_id=event.event_id,
+        )
+        return [upsert_proposal(scene, processor=self.name, cause=event)]
