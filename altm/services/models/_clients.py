@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from ...schemas import Scope, sha256_hex
 from ...streams.processors._base import Deferred
 from ._cache import LLMCache
-from ._settings import LLMSettings, Stage, stage_settings
+from ._settings import LLMSettings, Stage, stage_settings, unconfigured
 
 log = logging.getLogger("altm.models")
 
@@ -63,7 +63,7 @@ class ModelClients:
     ) -> None:
         self._cache_for = cache_for
         resolved = settings if settings is not None else {s: stage_settings(s) for s in Stage}
-        self._stages = {s: _StageState(resolved.get(s, LLMSettings())) for s in Stage}
+        self._stages = {s: _StageState(resolved.get(s) or unconfigured()) for s in Stage}
 
     def configured(self, stage: Stage) -> bool:
         return self._stages[stage].settings.configured

@@ -22,7 +22,7 @@ class Stage(StrEnum):
 class LLMSettings(BaseSettings):
     """One stage's OpenAI-compatible endpoint. A stage with no ``model`` is not configured (model-free)."""
 
-    model_config = SettingsConfigDict(extra="ignore")
+    model_config = SettingsConfigDict(extra="ignore", env_prefix="ALTM_LLM_")
 
     base_url: str | None = Field(default=None, description="e.g. http://127.0.0.1:8000/v1")
     api_key: str = "not-needed"
@@ -38,6 +38,11 @@ class LLMSettings(BaseSettings):
     @property
     def configured(self) -> bool:
         return bool(self.model and self.base_url)
+
+
+def unconfigured() -> LLMSettings:
+    """Settings of a stage that has no model (never reads the environment)."""
+    return LLMSettings.model_construct()
 
 
 def stage_settings(stage: Stage) -> LLMSettings:

@@ -47,13 +47,16 @@ class MemoryReader:
             [*_agent_args(scope), session_id],
         )
 
-    def atoms_with(self, scope: Scope, attribute: str, value: str, layer: Layer = Layer.L2) -> list[MemoryUnit]:
-        """Memories of the agent whose ``attributes[attribute] == value`` (e.g. the same subject)."""
+    def atoms_with(
+        self, scope: Scope, attribute: str, value: str, layer: Layer = Layer.L2, *, user_wide: bool = False
+    ) -> list[MemoryUnit]:
+        """Memories of the agent (or of all the user's agents) whose ``attributes[attribute] == value``."""
+        where, args = (_HOME, _home_args(scope)) if user_wide else (_AGENT, _agent_args(scope))
         return self._query(
             scope,
-            f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND layer=? "
+            f"SELECT {_COLS} FROM memories WHERE {where} AND layer=? "
             f"AND json_extract(attributes, '$.{attribute}') = ? ORDER BY valid_from, memory_id",
-            [*_agent_args(scope), layer.value, value],
+            [*args, layer.value, value],
         )
 
     def same_content(self, scope: Scope, layer: Layer, kind: str, content_hash: str) -> list[MemoryUnit]:
@@ -91,7 +94,7 @@ class MemoryReader:
             scope,
             f"SELECT {', '.join('m.' + c for c in MEMORY_COLUMNS)} FROM memories m "
             "JOIN graph_edges e ON e.src_id = m.memory_id AND e.edge_type='MENTIONS' AND e.rejected=0 "
-            f"WHERE e.dst_id=? AND m.layer='L2' AND m.superseded_by IS NULL AND "
+            f"WHERE e.dst_id=? AND m.layer='L2' AND "
             f"{' AND '.join('m.' + c for c in _AGENT.split(' AND '))} ORDER BY m.valid_from, m.memory_id",
             [node_id, *_agent_args(scope)],
         )

@@ -76,6 +76,7 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
     (Kind.PREFERENCE, re.compile(
         r"\b(?:i|we)\s+(?:really\s+)?(?:prefer|like|love|enjoy|hate|dislike|can't stand|want|'d rather|"
         r"would rather|'d like|would like)\b|\bmy\s+(?:favou?rite|preferred)\b|\bi'm\s+(?:a\s+)?fan of\b|"
+        r"\b(?:i|we)'d\s+(?:rather|prefer|like)\b|"
         r"\bplease\s+(?:always|never|don't|do not|use|write|keep)\b|\bi\s+(?:don't|do not)\s+(?:like|want)\b",
         re.IGNORECASE)),
     (Kind.DECISION, re.compile(
@@ -93,7 +94,8 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
         re.IGNORECASE)),
     (Kind.ISSUE, re.compile(
         r"\b(?:bug|crash(?:es|ed)?|error|exception|broken|regression|outage|timeouts?|times out|leak|"
-        r"doesn't work|does not work|not working|fails?|failing|issue|problem|flaky|stuck)\b",
+        r"doesn't work|does not work|not working|fails?|failing|issue|problem|flaky|stuck|throws?|throwing|"
+        r"5\d\d|(?:is|are|gets?|got) (?:slow|down|unavailable|unresponsive))\b",
         re.IGNORECASE)),
     (Kind.TASK, re.compile(
         r"\btodo\b|\bto-do\b|\baction item\b|\bnext step\b|\b(?:we|i|you)\s+(?:still\s+)?(?:need|have|has|"
@@ -108,7 +110,8 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
     (Kind.FACT, re.compile(
         r"\b(?:i am|i'm|i work|i live|i lead|i manage|i run|i own|i have|we have|we use|we run|we're on|"
         r"we're\s+\w+ing|we are\s+\w+ing|"
-        r"we are on|our\s+\w+(?:\s+\w+)?\s+(?:is|are|runs|uses)|my\s+\w+(?:\s+\w+)?\s+(?:is|are|wants|was)|"
+        r"we are on|our\s+\w+(?:\s+\w+)?\s+(?:is|are|runs|uses)|"
+        r"my\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|wants|lives|works|has|had|likes|moved|studies|runs)|"
         r"the\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|uses|runs|moved|showed|had))\b",
         re.IGNORECASE)),
 ]
@@ -147,7 +150,10 @@ def numbers(text: str) -> list[str]:
 
 
 def paths(text: str) -> list[str]:
-    return _dedupe([m.group(0) for m in _URL.finditer(text)] + [m.group(0) for m in _PATH.finditer(text)])
+    urls = [(m.span(), m.group(0).rstrip(".,;:!?")) for m in _URL.finditer(text)]
+    inside = [span for span, _ in urls]
+    local = [m.group(0) for m in _PATH.finditer(text) if not any(a <= m.start() < b for a, b in inside)]
+    return _dedupe([u for _, u in urls] + local)
 
 
 def identifiers(text: str) -> list[str]:
@@ -244,14 +250,20 @@ _STOP = frozenset(
     "i me my we our you your it its a an the to of in on for with and or but so that this these those is are "
     "was were be been am do does did have has had will would should could can may might must not no more than "
     "really very just also please always never like prefer love want rather each every some any all which "
-    "who what when how so quick stay".split()
+    "who what when how so quick stay now actually instead anymore again too still there here".split()
 )
 
 
 def topic_of(text: str, max_words: int = 3) -> str:
-    """A short stable topic key: the first content words after the cue verb (e.g. 'pull requests')."""
+    """A short stable topic key for a preference: the content words after the cue verb, without the first
+    one when there are several, which is usually the preferred value itself ('dark mode in the editor' and
+    'light mode in the editor' share 'mode editor'; 'Go for the ingestion service' gives 'ingestion service')."""
     m = re.search(r"\b(?:prefer|like|love|enjoy|hate|dislike|want|rather|use|fan of|favou?rite)\s+(.*)",
                   text, re.IGNORECASE)
     tail = m.group(1) if m else text
+    tail = re.split(r"[,.;:!?]|\b(?:so|because|since|but|and|when|if|more than|rather than|over)\b", tail,
+                    maxsplit=1, flags=re.IGNORECASE)[0]
     words = [w for w in re.findall(r"[a-z][a-z0-9+#\-]*", tail.casefold()) if w not in _STOP]
+    if len(words) >= 2:
+        words = words[1:]
     return " ".join(words[:max_words]) or "general"

@@ -59,7 +59,10 @@ class GovernProcessor(Processor):
         reader = ctx.require_reader()
         mem = committed_memory(event, frozenset({Layer.L2}))
         if mem is not None:
-            return [*self._merge_duplicates(event, reader, mem), *await self._facet(event, ctx, reader, mem)]
+            merges = self._merge_duplicates(event, reader, mem)
+            if any(p.merge is not None and p.merge.duplicate_id == mem.memory_id for p in merges):
+                return merges  # a duplicate adds evidence to its canonical atom, not a facet of its own
+            return [*merges, *await self._facet(event, ctx, reader, mem)]
         if (isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED
                 and event.op is ProposalOp.UPSERT_EDGE and event.memory_id):
             return self._scene(event, reader)
@@ -77,39 +80,44 @@ class GovernProcessor(Processor):
             for dup in same[1:] if dup.superseded_by is None
         ]
 
+    def _facet_memory(self, event: Event, atom: MemoryUnit, facet_key: str) -> MemoryUnit:
+        return derived_memory(
+            scope=atom.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
+            content=f"{facet_label(facet_key)}: {atom.content}", evidence=[atom.memory_id], processor=self.name,
+            method=Method.HEURISTIC, id_parts=[atom.scope.home, "L4", facet_key, norm(atom.content)],
+            valid_from=atom.valid_from, attributes={"facet_key": facet_key, "source_kind": atom.kind.value},
+            source_event_id=event.event_id,
+        )
+
     async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
                      ) -> list[ProposalEvent]:
+        """A facet version per distinct statement; the predecessor is found among the *atoms* (committed
+        before this one), so the version chain does not depend on when facets themselves were written."""
         facet_key = mem.attributes.get("facet_key")
         if not isinstance(facet_key, str) or mem.kind not in (Kind.PREFERENCE, Kind.FACT):
             return []
-        facet = derived_memory(
-            scope=mem.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
-            content=f"{facet_label(facet_key)}: {mem.content}", evidence=[mem.memory_id], processor=self.name,
-            method=Method.HEURISTIC, id_parts=[mem.scope.home, "L4", facet_key, norm(mem.content)],
-            valid_from=mem.valid_from, attributes={"facet_key": facet_key, "source_kind": mem.kind.value},
-            source_event_id=event.event_id,
-        )
+        facet = self._facet_memory(event, mem, facet_key)
         out = [upsert_proposal(facet, processor=self.name, cause=event)]
-        versions = [v for v in reader.facet_versions(mem.scope, facet_key)
-                    if v.memory_id != facet.memory_id and v.superseded_by is None and _order(v) <= _order(facet)]
-        if not versions:
+        earlier = [a for a in reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
+                   if _order(a) < _order(mem) and a.superseded_by is None]
+        if not earlier:
             return out
-        latest = max(versions, key=_order)
-        if latest.content_hash == facet.content_hash:
+        previous = self._facet_memory(event, max(earlier, key=_order), facet_key)
+        if previous.content_hash == facet.content_hash:
             return out
-        decision = await self._should_supersede(ctx, mem, latest, facet)
+        decision = await self._should_supersede(ctx, mem, previous, facet)
         if decision is True:
             out.append(proposal(ProposalOp.SUPERSEDE, scope=mem.scope, processor=self.name, cause=event,
-                                supersession=Supersession(old_id=latest.memory_id, new_id=facet.memory_id,
+                                supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
                                                           reason=f"new version of facet {facet_key!r}")))
         else:
             reason = decision if isinstance(decision, str) else "needs review"
             out.append(proposal(
                 ProposalOp.DEFER_ACTION, scope=mem.scope, processor=self.name, cause=event,
                 deferred=DeferredAction(
-                    action_id=derive_id("act", "supersede", latest.memory_id, facet.memory_id),
-                    action="supersede", target_ids=(latest.memory_id, facet.memory_id), reason=reason,
-                    inputs={"facet_key": facet_key, "old": latest.content, "new": facet.content},
+                    action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
+                    action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
+                    inputs={"facet_key": facet_key, "old": previous.content, "new": facet.content},
                 ),
             ))
         return out
@@ -142,7 +150,10 @@ class GovernProcessor(Processor):
         node = reader.node(event.scope, edge["dst_id"])
         if node is None or node["node_type"] not in ("Entity", "Time"):
             return []
-        atoms = reader.atoms_mentioning(event.scope, node["node_id"])
+        unique: dict[tuple[str, str], MemoryUnit] = {}
+        for atom in sorted(reader.atoms_mentioning(event.scope, node["node_id"]), key=_order):
+            unique.setdefault((atom.kind.value, atom.content_hash), atom)  # duplicates count once
+        atoms = list(unique.values())
         sessions = sorted({a.session_id or "" for a in atoms})
         if len(sessions) < SCENE_MIN_SESSIONS:
             return []

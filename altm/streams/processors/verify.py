@@ -45,7 +45,8 @@ def conflicts(older: MemoryUnit, newer: MemoryUnit) -> bool:
 
 
 def agrees(a: MemoryUnit, b: MemoryUnit) -> bool:
-    return bool(_vals(a, "values") & _vals(b, "values"))
+    """Independent support: another statement (not a verbatim duplicate) asserting a shared value."""
+    return a.content_hash != b.content_hash and bool(_vals(a, "values") & _vals(b, "values"))
 
 
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
@@ -96,11 +97,11 @@ class VerifyProcessor(Processor):
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         mem = committed_memory(event, frozenset({Layer.L2}))
-        if mem is None or mem.superseded_by is not None:
+        if mem is None:
             return []
         subject = mem.attributes.get("subject")
         group = ctx.require_reader().atoms_with(mem.scope, "subject", str(subject)) if subject else [mem]
-        group = [m for m in group if m.superseded_by is None] or [mem]
+        group = group or [mem]
         verdicts = cross_verify(group)
         from ...services.models import Stage
 

@@ -192,6 +192,16 @@ class EmbeddedRuntime:
         """Publish host events (turns, control) to their topics, keyed by scope home."""
         await self.log.publish_many([host_record(self.settings, ev) for ev in events])
 
+    async def rewind(self, processors: Sequence[str]) -> None:
+        """Re-derivation: these processors read their input again from offset 0 (effects are idempotent)."""
+        unknown = set(processors) - {s.name for s in self._stages}
+        if unknown:
+            raise ValueError(f"no such processor(s): {sorted(unknown)}")
+        for stage in self._stages:
+            if isinstance(stage, _ProcessorStage) and stage.name in processors:
+                for tp in stage.consumer.assignment():
+                    await stage.consumer.seek(tp, 0)
+
     async def step(self) -> int:
         total = 0
         for stage in self._stages:
