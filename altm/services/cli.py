@@ -268,23 +268,61 @@ def worker(
     run_worker(_settings(data_dir, broker=broker, partitions=partitions))
 
 
+DEMO_QUESTIONS = (
+    ("s4-t1", "What is the current deadline for the billing migration?"),
+    ("s4-t2", "How should I run the refund batch so it doesn't lock the database?"),
+    ("s4-t3", "How does Dana want pull requests and tests written?"),
+)
+
+
 @app.command()
 def demo(
     data_dir: DataDir = Path("altm-demo"),
     fresh: Annotated[bool, typer.Option(help="Start from an empty data dir")] = True,
+    token_budget: Annotated[int, typer.Option(min=64)] = 600,
 ) -> None:
-    """Ingest the sample multi-session conversation on the embedded defaults and show what was stored."""
+    """Ingest the sample multi-session conversation on the embedded defaults, then recall across sessions."""
     import shutil
+
+    from rich.panel import Panel
 
     if fresh and data_dir.exists():
         shutil.rmtree(data_dir)
-    console.rule("[bold]ALTM demo — embedded runtime, no servers")
+    console.rule("[bold]ALTM demo — embedded runtime, no servers, no model")
     console.print(f"sample: {sample_path()}\ndata dir: {data_dir}")
-    summary = asyncio.run(_ingest(_settings(data_dir), sample_path()))
+    settings = _settings(data_dir)
+    summary = asyncio.run(_ingest(settings, sample_path()))
     _print_summary(summary)
-    memories(data_dir=data_dir, scope="acme/platform/dana/coder", layer="L0", limit=12, json=False)
     stats(data_dir=data_dir, json=False)
-    console.print(f"state hash: {state_hash(data_dir)}")
+    scope = Scope.parse("acme/platform/dana/coder")
+    console.rule("[bold]prepare_turn in a new session (s4): memories from sessions s1–s3")
+
+    async def ask() -> list[Any]:
+        from ._open import embedded_app
+
+        out = []
+        async with embedded_app(settings) as (runtime, mem):
+            for turn_id, question in DEMO_QUESTIONS:
+                out.append((question, await mem.prepare_turn(scope, "s4", turn_id, question, token_budget)))
+            await runtime.run_until_idle()
+        return out
+
+    for question, prepared in asyncio.run(ask()):
+        bundle = prepared.bundle
+        console.print(f"\n[bold cyan]user:[/] {question}   [dim](cycle {prepared.cycle_id})[/]")
+        console.print(Panel(bundle.rendered, title=f"context bundle: {len(bundle.items)} memories, "
+                            f"{bundle.tokens}/{bundle.token_budget} tokens", expand=False))
+        for item in bundle.items:
+            ranks = ", ".join(f"{c}#{r}" for c, r in sorted(item.channels.items()))
+            console.print(f"  [dim]{item.layer} {item.kind} from session {item.session_id or '*'}: "
+                          f"score {item.score:.4f} = rrf {item.breakdown['rrf']:.4f} × trust "
+                          f"{item.breakdown['trust']} × lifecycle {item.breakdown['lifecycle']} ({ranks})[/]")
+    console.print(f"\nstate hash: {state_hash(data_dir)}")
+
+
+from . import _cli_recall  # noqa: E402
+
+_cli_recall.register(app)
 
 
 def main() -> None:

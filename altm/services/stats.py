@@ -17,7 +17,7 @@ class DataDirError(RuntimeError):
     pass
 
 
-def _partitions(data_dir: Path, prefix: str) -> tuple[int, dict[str, int]]:
+def log_topics(data_dir: Path, prefix: str) -> tuple[int, dict[str, int]]:
     """Partition count and per-topic record counts, from the embedded log (read-only)."""
     path = default_log_path(data_dir)
     if not path.exists():
@@ -38,7 +38,7 @@ def _partitions(data_dir: Path, prefix: str) -> tuple[int, dict[str, int]]:
 
 
 def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:
-    partitions, counts = _partitions(data_dir, prefix)
+    partitions, counts = log_topics(data_dir, prefix)
     layers = {layer.value: 0 for layer in Layer}
     kinds = {kind.value: 0 for kind in Kind}
     nodes = edges = rejected = audit = memories = 0

@@ -222,11 +222,14 @@ CREATE TABLE runtime_cycles (
     idempotency_key   TEXT,
     request_hash      TEXT NOT NULL,
     bundle_memory_ids TEXT NOT NULL DEFAULT '[]',
+    bundle            TEXT,                     -- the ContextBundle returned, for safe retries
     token_budget      INTEGER NOT NULL,
+    commit_hash       TEXT,                     -- hash of the commit request, for safe retries
     created_at        TEXT NOT NULL,
     closed_at         TEXT,
     abort_reason      TEXT
 );
+CREATE INDEX runtime_cycles_key ON runtime_cycles (idempotency_key);
 
 -- context-governance (CCR) entries: compressed renderings addressable by marker
 CREATE TABLE ccr_entries (

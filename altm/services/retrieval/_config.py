@@ -1,0 +1,50 @@
+"""Search settings as pydantic models with named presets."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...schemas import Layer
+
+
+class SearchConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "custom"
+    fts: bool = Field(default=True, description="FTS5 unicode61 channel (bm25)")
+    trigram: bool = Field(default=True, description="FTS5 trigram channel (substrings, typos in long words)")
+    vector: bool = Field(default=True, description="Vector channel (the embedder's collection)")
+    graph: bool = Field(default=True, description="Graph channel: bounded BFS + personalised PageRank")
+    candidates: int = Field(default=50, ge=1, le=1000, description="Candidates per channel")
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant")
+    channel_weights: dict[str, float] = Field(
+        default_factory=lambda: {"fts": 1.0, "trigram": 0.5, "vector": 1.0, "graph": 0.5})
+    graph_seeds: int = Field(default=5, ge=1, le=50)
+    graph_hops: int = Field(default=2, ge=1, le=4, description="Hops in the memory–node graph")
+    graph_max_nodes: int = Field(default=400, ge=10)
+    ppr_damping: float = Field(default=0.85, gt=0, lt=1)
+    ppr_iterations: int = Field(default=30, ge=1, le=200)
+    top_k: int = Field(default=10, ge=1, le=200)
+    layers: tuple[Layer, ...] = tuple(Layer)
+    l0_across_sessions: bool = Field(
+        default=False, description="Search L0/L1 in every session of the agent, not only the current one")
+    trust_factors: dict[str, float] = Field(default_factory=lambda: {
+        "verified": 1.1, "unverified": 1.0, "unverifiable": 1.0, "uncertain": 0.9, "contradicted": 0.6})
+
+
+PRESETS: dict[str, SearchConfig] = {
+    "lexical": SearchConfig(name="lexical", vector=False, graph=False),
+    "vector": SearchConfig(name="vector", fts=False, trigram=False, graph=False),
+    "hybrid": SearchConfig(name="hybrid", graph=False),
+    "hybrid+graph": SearchConfig(name="hybrid+graph"),
+    # The published LoCoMo figures search raw turns across every session of the conversation.
+    "conversation": SearchConfig(name="conversation", l0_across_sessions=True),
+}
+DEFAULT_PRESET = "hybrid+graph"
+
+
+def preset(name: str) -> SearchConfig:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown search preset {name!r}; choose one of {sorted(PRESETS)}") from None

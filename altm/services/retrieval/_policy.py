@@ -1,0 +1,66 @@
+"""Scope and session policy, applied inside every query (SQL predicate and vector payload filter).
+
+L0/L1: the current session of the agent; L2/L3: every session of the agent; L4: every agent of the user.
+``strict_session`` limits every layer to the session (L3/L4 have no session, so they drop out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...schemas import Layer, Scope
+from ..vectors import VectorFilter
+
+
+@dataclass(frozen=True)
+class ScopePolicy:
+    scope: Scope
+    session_id: str | None
+    strict_session: bool = False
+    l0_across_sessions: bool = False
+    layers: tuple[Layer, ...] = tuple(Layer)
+
+    def __post_init__(self) -> None:
+        if self.strict_session and not self.session_id:
+            raise ValueError("strict_session needs a session id")
+
+    def _groups(self) -> list[tuple[tuple[str, ...], bool, bool]]:
+        """(layers, agent-bound, session-bound) groups."""
+        session_l0 = not self.l0_across_sessions or self.strict_session
+        groups = [
+            (("L0", "L1"), True, session_l0 and self.session_id is not None),
+            (("L2", "L3"), True, self.strict_session),
+            (("L4",), False, self.strict_session),
+        ]
+        wanted = {layer.value for layer in self.layers}
+        return [(tuple(x for x in layers if x in wanted), agent, sess) for layers, agent, sess in groups
+                if any(x in wanted for x in layers)]
+
+    def sql(self, alias: str = "m") -> tuple[str, list[str]]:
+        s = self.scope
+        parts, args = [], [s.tenant_id, s.workspace_id, s.user_id]
+        for layers, agent, session in self._groups():
+            clause = f"{alias}.layer IN ({', '.join('?' for _ in layers)})"
+            args += list(layers)
+            if agent:
+                clause += f" AND {alias}.agent_id = ?"
+                args.append(s.agent_id)
+            if session:
+                clause += f" AND {alias}.session_id = ?"
+                args.append(self.session_id or "")
+            parts.append(f"({clause})")
+        where = (f"{alias}.tenant_id = ? AND {alias}.workspace_id = ? AND {alias}.user_id = ? "
+                 f"AND {alias}.superseded_by IS NULL AND ({' OR '.join(parts) or '0'})")
+        return where, args
+
+    def vector_filters(self) -> list[VectorFilter]:
+        s = self.scope
+        out = []
+        for layers, agent, session in self._groups():
+            eq = {"tenant_id": s.tenant_id, "workspace_id": s.workspace_id, "user_id": s.user_id}
+            if agent:
+                eq["agent_id"] = s.agent_id
+            if session:
+                eq["session_id"] = self.session_id or ""
+            out.append(VectorFilter(equals=eq, any_of={"layer": layers}))
+        return out
