@@ -17,6 +17,7 @@ HEADER = (
 )
 FOOTER = "</memories>"
 MIN_ITEM_TOKENS = 24
+MIN_SHARE_CONTENT = 48  # content tokens an item needs before the budget is split across more items
 
 
 def marker_for(memory_id: str, content_hash: str) -> str:
@@ -84,13 +85,12 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
     items: list[BundleItem] = []
     parts = [HEADER]
     for i, hit in enumerate(hits):
-        left = len(hits) - i
-        share = remaining // left if left else remaining
         marker = marker_for(hit.memory_id, hit.content_hash)
         header = _item_header(len(items) + 1, hit, marker)
         header_tokens = count_tokens(header) + 1
-        if share - header_tokens < MIN_ITEM_TOKENS:
-            share = remaining  # a later item may still fit if this one is short
+        # split what is left across the items that can still get a useful share, in rank order
+        capacity = max(1, remaining // (header_tokens + MIN_SHARE_CONTENT))
+        share = remaining // max(1, min(len(hits) - i, capacity))
         room = share - header_tokens
         if room < MIN_ITEM_TOKENS and count_tokens(hit.content) > max(room, 0):
             continue

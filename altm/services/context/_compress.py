@@ -39,7 +39,8 @@ _LOG_SIGNAL = re.compile(r"\b(?:ERROR|FATAL|CRITICAL|WARN(?:ING)?|Exception|Trac
 _CODE_LINE = re.compile(r"^\s*(?:def |class |async def |function |fn |func |public |private |protected |import |"
                         r"from \S+ import|#include|package |interface |struct |enum |type |const |let |var |return\b|"
                         r"raise\b|throw\b|@\w+)")
-_CODE_HINT = re.compile(r"[{};]\s*$|^\s*(?:def|class|import|from|return|if|for|while)\b|=>|\)\s*:\s*$")
+_CODE_HINT = re.compile(r"[{};]\s*$|^\s*(?:def|class|import|from|return|if|for|while)\b|=>|\)\s*:\s*$|"
+                        r"^\s*[A-Za-z_][\w.\[\]]*\s*[+\-*/]?=\s*\S|^\s{4,}\S")
 _SENT = re.compile(r"(?<=[.!?])\s+")
 
 
