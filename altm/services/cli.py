@@ -268,6 +268,57 @@ def worker(
     run_worker(_settings(data_dir, broker=broker, partitions=partitions))
 
 
+keys_app = typer.Typer(help="API keys for the HTTP API and streamable-HTTP MCP.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option(help="A label for the key")],
+    scope_prefix: Annotated[str, typer.Option(help="TENANT[/WORKSPACE[/USER[/AGENT]]] the key may act on")],
+    data_dir: DataDir = Path("altm-data"),
+    admin: Annotated[bool, typer.Option(help="May read stats across scopes")] = False,
+) -> None:
+    """Create an API key; it is printed once, only its SHA-256 is stored."""
+    from ._serve import keystore
+
+    try:
+        key = keystore(_settings(data_dir)).create(name, scope_prefix, admin=admin)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(key)
+
+
+@app.command()
+def serve(
+    data_dir: DataDir = Path("altm-data"),
+    host: Annotated[str, typer.Option(help="Bind address (loopback by default)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8420,
+) -> None:
+    """The embedded pipeline and the HTTP API in one process."""
+    from ._serve import serve_http
+
+    asyncio.run(serve_http(_settings(data_dir), host, port))
+
+
+@app.command("mcp-server")
+def mcp_server(
+    data_dir: DataDir = Path("altm-data"),
+    profile: Annotated[str, typer.Option(help="runtime or admin")] = "runtime",
+    transport: Annotated[str, typer.Option(help="stdio or streamable-http")] = "stdio",
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8421,
+) -> None:
+    """The MCP server (with the embedded pipeline in-process)."""
+    from ._serve import serve_mcp
+
+    if profile not in ("runtime", "admin"):
+        raise _fail("--profile is runtime or admin")
+    if transport not in ("stdio", "streamable-http"):
+        raise _fail("--transport is stdio or streamable-http")
+    asyncio.run(serve_mcp(_settings(data_dir), profile, transport, host, port))  # type: ignore[arg-type]
+
+
 DEMO_QUESTIONS = (
     ("s4-t1", "What is the current deadline for the billing migration?"),
     ("s4-t2", "How should I run the refund batch so it doesn't lock the database?"),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..schemas import Kind, Layer
-from ..streams.bus.embedded import EmbeddedLog, default_log_path
+from ..streams.bus.embedded import default_log_path
 from .store import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS, Shard, ShardSet
 
 
@@ -18,23 +19,20 @@ class DataDirError(RuntimeError):
 
 
 def log_topics(data_dir: Path, prefix: str) -> tuple[int, dict[str, int]]:
-    """Partition count and per-topic record counts, from the embedded log (read-only)."""
+    """Partition count and per-topic record counts, read from the embedded log (read-only, synchronous)."""
     path = default_log_path(data_dir)
     if not path.exists():
         raise DataDirError(f"{data_dir} is not an ALTM data dir (no {path.name}); run `altm ingest` first")
-    import asyncio
-
-    log = EmbeddedLog(path, read_only=True)
-    asyncio.run(log.start())
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        topics = log.topics()
-        counts = {name: log.count(name) for name in topics}
+        topics = dict(conn.execute("SELECT name, partitions FROM topics").fetchall())
+        counts = dict(conn.execute("SELECT topic, COUNT(*) FROM records GROUP BY topic").fetchall())
     finally:
-        asyncio.run(log.stop())
+        conn.close()
     turns = topics.get(f"{prefix}turns")
     if turns is None:
         raise DataDirError(f"{data_dir}: the log has no {prefix}turns topic")
-    return turns, counts
+    return int(turns), {name: int(counts.get(name, 0)) for name in topics}
 
 
 def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:

@@ -18,11 +18,15 @@ def test_demo_ingests_the_sample_and_shows_memories(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "29 lines: 29 published" in out
-    assert "Flask to FastAPI" in out  # an L0 memory from session s1 is shown
+    assert "prepare_turn in a new session (s4)" in out
+    # recalled across sessions: the corrected deadline (s3) and the chunked-refund advice (s2)
+    assert "January 10" in out and "chunks of 500 rows" in out
+    assert "memory://mem_" in out and "rrf" in out  # markers and score breakdowns are shown
     assert "state hash:" in out
     stats = subprocess.run(
         [sys.executable, "-m", "altm", "stats", "--data-dir", str(data), "--json"],
         capture_output=True, text=True, timeout=60, check=True,
     )
     parsed = orjson.loads(stats.stdout)
-    assert parsed["layers"]["L0"] == 29 and parsed["dlq"] == 0
+    assert parsed["layers"]["L0"] == 32 and parsed["dlq"] == 0  # 29 sample turns + 3 demo questions
+    assert all(parsed["layers"][layer] > 0 for layer in ("L1", "L2", "L3", "L4"))

@@ -20,6 +20,7 @@ from ...schemas import (
     ControlEvent,
     CycleState,
     Event,
+    Layer,
     Role,
     RuntimeCycle,
     Scope,
@@ -183,6 +184,60 @@ class MemoryApp:
             raise CycleStateError(f"cycle {cycle_id} is already committed; it cannot be aborted")
         self.cycles.close(cycle, CycleState.ABORTED, abort_reason=reason)
         return self.cycles.find(cycle_id)[0]
+
+    # -- listing and feedback --------------------------------------------------------------------------
+    def list_memories(self, scope: Scope, *, session_id: str | None = None, layer: str | None = None,
+                      kind: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """Memories visible to ``scope`` (the same policy as recall; every session when none is given)."""
+        layers = tuple(Layer) if layer is None else (Layer(layer),)
+        policy = ScopePolicy(scope, session_id, l0_across_sessions=session_id is None, layers=layers)
+        where, args = policy.sql("m")
+        if kind is not None:
+            where += " AND m.kind = ?"
+            args.append(kind)
+        conn = self.retriever.conn_for(scope)
+        rows = conn.execute(
+            "SELECT m.memory_id, m.layer, m.kind, m.content, m.content_hash, m.session_id, m.agent_id, m.source_id, "
+            "m.role, m.valid_from, m.method, m.trust_status, m.lc_state, m.lc_pinned FROM memories m "
+            f"WHERE {where} ORDER BY m.valid_from, m.memory_id LIMIT ? OFFSET ?", [*args, limit, offset],
+        ).fetchall()
+        return [dict(r) for r in rows]
+
+    async def feedback(self, scope: Scope, memory_ids: Sequence[str], signal: str,
+                       note: str | None = None) -> str:
+        """helpful / harmful / pin / unpin, as a control event on the log (applied by the lifecycle)."""
+        if signal not in ("helpful", "harmful", "pin", "unpin"):
+            raise ValueError(f"unknown signal {signal!r}; expected helpful, harmful, pin or unpin")
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            raise ValueError("name at least one memory id")
+        for mid in ids:
+            self._visible_row(mid, scope)
+        action = {"pin": ControlAction.PIN, "unpin": ControlAction.UNPIN}.get(signal, ControlAction.FEEDBACK)
+        ts = _now()
+        event_id = derive_id("ctl", scope.path, signal, *ids, ts.isoformat())
+        await self.publish([ControlEvent(event_id=event_id, scope=scope, timestamp=ts, action=action,
+                                         target_ids=tuple(ids), payload={"signal": signal, "note": note})])
+        return event_id
+
+    def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:
+        """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
+        conn = self.retriever.conn_for(scope)
+        home = [scope.tenant_id, scope.workspace_id, scope.user_id]
+        memories = [dict(r) for r in conn.execute(
+            "SELECT memory_id, layer, kind, content, trust_status, trust_reason, trust_contradicting_id, agent_id "
+            "FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+            "AND trust_status IN ('contradicted', 'uncertain') ORDER BY valid_from, memory_id LIMIT ?",
+            [*home, limit])]
+        deferred = [dict(r) for r in conn.execute(
+            "SELECT action_id, action, target_ids, reason, status FROM deferred_actions WHERE tenant_id=? "
+            "AND workspace_id=? AND user_id=? AND status='pending' ORDER BY recorded_at, action_id LIMIT ?",
+            [*home, limit])]
+        prefix = f'%"tenant_id":"{scope.tenant_id}"%'
+        rejected = [dict(r) for r in conn.execute(
+            "SELECT rejection_id, proposal_id, memory_id, reason, at FROM rejections WHERE payload LIKE ? "
+            "ORDER BY rejection_id DESC LIMIT ?", [prefix, limit])]
+        return {"memories": memories, "deferred_actions": deferred, "rejections": rejected}
 
     # -- drilldown -------------------------------------------------------------------------------------
     def drilldown(self, marker: str, scope: Scope, query: str | None = None) -> Drilldown:
