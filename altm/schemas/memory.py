@@ -113,6 +113,9 @@ class MemoryUnit(BaseModel):
     layer: Layer
     kind: Kind
     content: str
+    context: str | None = Field(
+        default=None, description="L0 only: the message this one follows in its session, set by the writer "
+        "(indexed with a lower weight so a reply is found by the question it answers)")
     content_hash: str = Field(min_length=64, max_length=64)
     source_id: str | None = Field(default=None, description="Id in the source system, e.g. a turn id")
     role: str | None = None

@@ -68,6 +68,7 @@ class WriteOutcome:
 class _Applied:
     status: ChangeStatus
     memory: MemoryUnit | None = None
+    also_changed: list[MemoryUnit] = field(default_factory=list)  # rows updated as a consequence
 
 
 class Writer:
@@ -126,7 +127,10 @@ class Writer:
                 payload=original_text(record.value[:_PAYLOAD_KEEP]),
             )
             return WriteOutcome(changes=[self._change(event, record, ChangeStatus.REJECTED, reason=reason)])
-        return WriteOutcome(changes=[self._change(event, record, applied.status, memory=applied.memory)])
+        changes = [self._change(event, record, applied.status, memory=applied.memory)]
+        changes += [self._change(event, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id)
+                    for m in applied.also_changed]
+        return WriteOutcome(changes=changes)
 
     def _malformed(self, shard: Shard, record: Record, reason: str, now: str) -> WriteOutcome:
         shard.add_rejection(
@@ -190,12 +194,17 @@ class Writer:
                 raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)")
         new_row = memory_to_row(mem, datetime.fromisoformat(now))
         old_row = shard.memory_row(mem.memory_id)
+        also: list[MemoryUnit] = []
         if old_row is None:
+            if mem.layer is Layer.L0:
+                new_row["context"] = self._previous_content(shard, new_row)
             shard.insert_memory(new_row, at=now, proposal_id=event.event_id, actor=event.processor)
+            if mem.layer is Layer.L0:
+                also = self._relink_successor(shard, new_row, event, now)
         else:
             # A re-derivation may not reset what other stages wrote (trust, lifecycle, supersession).
             for col in (
-                "superseded_at", "superseded_by", "valid_to", "trust_status", "trust_method",
+                "context", "superseded_at", "superseded_by", "valid_to", "trust_status", "trust_method",
                 "trust_confidence", "trust_reason", "trust_contradicting_id", "trust_verified_at",
                 "lc_state", "lc_weight", "lc_injected", "lc_cited", "lc_helpful", "lc_harmful", "lc_pinned",
                 "lc_compression", "recorded_at",
@@ -209,7 +218,36 @@ class Writer:
                     "different content"
                 )
             shard.update_memory(old_row, new_row, at=now, proposal_id=event.event_id, actor=event.processor)
-        return _Applied(ChangeStatus.COMMITTED, row_to_memory(new_row))
+        return _Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
+
+    # Conversation order of a session's L0 messages: (valid_from, source_id, memory_id).
+    _ORDER = "(valid_from, source_id, memory_id)"
+    _SAME_SESSION = ("tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND session_id IS ? "
+                     "AND layer='L0'")
+
+    def _neighbour(self, shard: Shard, row: dict[str, Any], direction: str) -> dict[str, Any] | None:
+        op, order = ("<", "DESC") if direction == "previous" else (">", "ASC")
+        keys = [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"]]
+        found = shard.conn.execute(
+            f"SELECT memory_id FROM memories WHERE {self._SAME_SESSION} AND {self._ORDER} {op} (?, ?, ?) "
+            f"ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT 1",
+            [*keys, row["valid_from"], row["source_id"], row["memory_id"]],
+        ).fetchone()
+        return None if found is None else shard.memory_row(found[0])
+
+    def _previous_content(self, shard: Shard, row: dict[str, Any]) -> str | None:
+        prev = self._neighbour(shard, row, "previous")
+        return None if prev is None else str(prev["content"])
+
+    def _relink_successor(self, shard: Shard, row: dict[str, Any], event: ProposalEvent, now: str
+                          ) -> list[MemoryUnit]:
+        """A message that arrived late becomes the context of the one after it (order-independent)."""
+        nxt = self._neighbour(shard, row, "next")
+        if nxt is None or nxt["context"] == row["content"]:
+            return []
+        updated = {**nxt, "context": row["content"]}
+        shard.update_memory(nxt, updated, at=now, proposal_id=event.event_id, actor="writer")
+        return [row_to_memory(updated)]
 
     def _upsert_node(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
         node = event.node
@@ -339,17 +377,17 @@ class Writer:
     @staticmethod
     def _change(
         event: ProposalEvent, record: Record, status: ChangeStatus, *, reason: str | None = None,
-        memory: MemoryUnit | None = None,
+        memory: MemoryUnit | None = None, target_id: str | None = None,
     ) -> ChangeEvent:
         mem = memory or event.memory
         return ChangeEvent(
-            event_id=derive_id("chg", event.event_id, status.value),
+            event_id=derive_id("chg", event.event_id, status.value, *([target_id] if target_id else [])),
             scope=event.scope,
             timestamp=event.timestamp,
             proposal_id=event.event_id,
             op=event.op,
             status=status,
-            memory_id=event.target_id,
+            memory_id=target_id or event.target_id,
             layer=mem.layer if mem else None,
             kind=mem.kind if mem else None,
             reason=reason,

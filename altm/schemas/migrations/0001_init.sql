@@ -11,6 +11,7 @@ CREATE TABLE memories (
     layer                  TEXT NOT NULL CHECK (layer IN ('L0','L1','L2','L3','L4')),
     kind                   TEXT NOT NULL,
     content                TEXT NOT NULL,
+    context                TEXT,                    -- L0: the message this one follows (indexing aid)
     content_hash           TEXT NOT NULL,
     source_id              TEXT,
     role                   TEXT,
@@ -45,6 +46,8 @@ CREATE INDEX memories_scope ON memories (tenant_id, workspace_id, user_id, agent
 CREATE INDEX memories_session ON memories (tenant_id, workspace_id, user_id, agent_id, session_id, layer);
 CREATE INDEX memories_kind ON memories (kind);
 CREATE INDEX memories_content_hash ON memories (content_hash);
+CREATE INDEX memories_conversation ON memories (tenant_id, workspace_id, user_id, agent_id, session_id, layer,
+                                                valid_from, source_id, memory_id);
 
 -- evidence edges: a derived memory -> the lower-layer memories it was derived from
 CREATE TABLE evidence_edges (
@@ -91,23 +94,25 @@ CREATE INDEX graph_edges_dst ON graph_edges (dst_id);
 
 -- full-text indexes over memory content (external content, kept in sync by triggers)
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
-    content, content='memories', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
+    content, context, content='memories', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE memories_fts_tri USING fts5 (
     content, content='memories', content_rowid='rowid', tokenize='trigram'
 );
 CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
+    INSERT INTO memories_fts (rowid, content, context) VALUES (new.rowid, new.content, new.context);
     INSERT INTO memories_fts_tri (rowid, content) VALUES (new.rowid, new.content);
 END;
 CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO memories_fts (memories_fts, rowid, content, context)
+        VALUES ('delete', old.rowid, old.content, old.context);
     INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
 END;
-CREATE TRIGGER memories_fts_au AFTER UPDATE OF content ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, context ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, content, context)
+        VALUES ('delete', old.rowid, old.content, old.context);
     INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO memories_fts (rowid, content) VALUES (new.rowid, new.content);
+    INSERT INTO memories_fts (rowid, content, context) VALUES (new.rowid, new.content, new.context);
     INSERT INTO memories_fts_tri (rowid, content) VALUES (new.rowid, new.content);
 END;
 

@@ -16,6 +16,9 @@ class SearchConfig(BaseModel):
     vector: bool = Field(default=True, description="Vector channel (the embedder's collection)")
     graph: bool = Field(default=True, description="Graph channel: bounded BFS + personalised PageRank")
     candidates: int = Field(default=50, ge=1, le=1000, description="Candidates per channel")
+    context_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0,
+        description="bm25 weight of a message's conversational context (the message it follows)")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal rank fusion constant")
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {"fts": 1.0, "trigram": 0.5, "vector": 1.0, "graph": 0.5})
@@ -37,8 +40,12 @@ PRESETS: dict[str, SearchConfig] = {
     "vector": SearchConfig(name="vector", fts=False, trigram=False, graph=False),
     "hybrid": SearchConfig(name="hybrid", graph=False),
     "hybrid+graph": SearchConfig(name="hybrid+graph"),
-    # The published LoCoMo figures search raw turns across every session of the conversation.
-    "conversation": SearchConfig(name="conversation", l0_across_sessions=True),
+    # Raw turns and typed atoms across every session of the agent (the published LoCoMo figures search
+    # raw turns across all sessions of a conversation). Atoms cite one turn each, so every result stands
+    # for specific turns rather than whole sessions.
+    "conversation": SearchConfig(
+        name="conversation", l0_across_sessions=True, layers=(Layer.L0, Layer.L2), trigram=False, graph=False,
+        rrf_k=10, channel_weights={"fts": 1.0, "vector": 0.5}),
 }
 DEFAULT_PRESET = "hybrid+graph"
 

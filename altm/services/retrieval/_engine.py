@@ -92,13 +92,14 @@ class Retriever:
 
     # -- channels --------------------------------------------------------------------------------------
     def _fts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str], policy: ScopePolicy,
-             limit: int) -> list[str]:
+             limit: int, context_weight: float | None = None) -> list[str]:
         if not terms:
             return []
         where, args = policy.sql("m")
+        rank = f"bm25({table}, 1.0, {float(context_weight)})" if context_weight is not None else f"bm25({table})"
         rows = conn.execute(
             f"SELECT m.memory_id FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
-            f"WHERE {table} MATCH ? AND {where} ORDER BY bm25({table}), m.memory_id LIMIT ?",
+            f"WHERE {table} MATCH ? AND {where} ORDER BY {rank}, m.memory_id LIMIT ?",
             [_fts_expression(terms), *args, limit],
         ).fetchall()
         return [r[0] for r in rows]
@@ -154,7 +155,8 @@ class Retriever:
             timings[name] = (time.perf_counter() - t0) * 1000
 
         if config.fts:
-            timed("fts", lambda: self._fts(conn, "memories_fts", terms, policy, config.candidates))
+            timed("fts", lambda: self._fts(conn, "memories_fts", terms, policy, config.candidates,
+                                           config.context_weight))
         if config.trigram:
             tri = [t for t in terms if len(t) >= 3]
             timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))

@@ -12,7 +12,7 @@ from ...schemas import Lifecycle, MemoryUnit, Provenance, Scope, Trust
 
 MEMORY_COLUMNS = (
     "memory_id", "tenant_id", "workspace_id", "user_id", "agent_id", "session_id", "layer", "kind",
-    "content", "content_hash", "source_id", "role", "attributes", "evidence", "method", "processor",
+    "content", "context", "content_hash", "source_id", "role", "attributes", "evidence", "method", "processor",
     "model", "prompt_hash", "source_event_id", "valid_from", "valid_to", "recorded_at", "superseded_at",
     "superseded_by", "trust_status", "trust_method", "trust_confidence", "trust_reason",
     "trust_contradicting_id", "trust_verified_at", "lc_state", "lc_weight", "lc_injected", "lc_cited",
@@ -39,6 +39,7 @@ def memory_to_row(mem: MemoryUnit, recorded_at: datetime) -> dict[str, Any]:
         "layer": mem.layer.value,
         "kind": mem.kind.value,
         "content": mem.content,
+        "context": mem.context,
         "content_hash": mem.content_hash,
         "source_id": mem.source_id,
         "role": mem.role,
@@ -83,6 +84,7 @@ def row_to_memory(row: sqlite3.Row | dict[str, Any]) -> MemoryUnit:
         layer=r["layer"],
         kind=r["kind"],
         content=r["content"],
+        context=r["context"],
         content_hash=r["content_hash"],
         source_id=r["source_id"],
         role=r["role"],

@@ -31,7 +31,8 @@ def vector_payload(mem: MemoryUnit) -> dict[str, Any]:
 
 
 def embedding_text(mem: MemoryUnit) -> str:
-    return mem.content
+    """A message is embedded after the message it follows, so a reply is found by the question it answers."""
+    return f"{mem.context}\n{mem.content}" if mem.context else mem.content
 
 
 class EmbedProcessor(Processor):

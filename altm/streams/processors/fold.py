@@ -114,6 +114,6 @@ class FoldProcessor(Processor):
             scope=mem.scope, session_id=mem.session_id, layer=Layer.L1, kind=Kind.CAPSULE, content=content,
             evidence=[m.memory_id for m in messages], processor=self.name, method=method,
             id_parts=capsule_id_parts(mem), valid_from=messages[0].valid_from, attributes=attributes,
-            model=model, prompt_hash=phash, source_event_id=event.event_id,
+            model=model, prompt_hash=phash,  # no source event: a capsule is derived from all of them
         )
         return [upsert_proposal(capsule, processor=self.name, cause=event)]

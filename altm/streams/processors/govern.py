@@ -165,6 +165,6 @@ class GovernProcessor(Processor):
             evidence=[a.memory_id for a in atoms], processor=self.name, method=Method.HEURISTIC,
             id_parts=[event.scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
             attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
-            source_event_id=event.event_id,
+            # no source event: a scene is recomputed from every atom, whichever change triggered it
         )
         return [upsert_proposal(scene, processor=self.name, cause=event)]

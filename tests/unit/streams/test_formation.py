@@ -178,3 +178,21 @@ async def test_embed_indexes_every_memory_with_its_scope(settings: Settings) -> 
         reader = rt.ctx.require_reader()
         top = [reader.get(Scope.parse("acme/platform/dana/coder"), h.memory_id) for h in hits[:3]]
         assert any(m is not None and "deadline" in m.content for m in top)
+
+
+async def test_conversational_context_does_not_depend_on_arrival_order(tmp_path: Path) -> None:
+    turns = [make_turn(i, f"message {i} about topic {i}", session="s1") for i in range(1, 5)]
+    orders = {"in-order": turns, "shuffled": [turns[2], turns[0], turns[3], turns[1]]}
+    hashes = {}
+    for name, order in orders.items():
+        s = Settings(data_dir=tmp_path / name, partitions=2, embedder="none")
+        async with EmbeddedRuntime(s) as rt:
+            for turn in order:  # one at a time, so late arrivals really come late
+                await rt.publish([turn])
+                await rt.run_until_idle()
+        hashes[name] = state_hash(s.data_dir)
+        rows = {r["content"]: r["context"] for r in _rows(s.data_dir, "SELECT content, context FROM memories "
+                                                                      "WHERE layer='L0'")}
+        assert rows["message 1 about topic 1"] is None
+        assert rows["message 3 about topic 3"] == "message 2 about topic 2"
+    assert hashes["in-order"] == hashes["shuffled"]

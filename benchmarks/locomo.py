@@ -1,0 +1,219 @@
+"""LoCoMo retrieval benchmark: one isolated store per conversation, the full pipeline, the service's recall.
+
+    python benchmarks/locomo.py --data ../shared/benchmarks/locomo-dev/locomo-dev.json --out FILE.json \
+        [--preset conversation] [--conversations conv-26,conv-30] [--limit-questions N]
+
+Scoring follows ../shared/benchmarks/README.md: every turn is an L0 message whose source id is its dia_id and
+whose timestamp is its session's date; every QA item with evidence is a query whose gold ids are the
+evidence dia_ids (malformed ones such as "D8:6; D9:17" are split and normalised; what still does not match a
+turn is reported as unmatched, and the question is kept). Metrics are computed over the top-K *memories*
+returned: a memory hits the gold ids it stands for (an L0 turn its own dia_id, a derived memory the turns it
+cites as evidence), each gold id counted once. The output JSON holds the aggregate, per-category figures, a
+config stamp and a per-question record from which every aggregate can be recomputed (``recompute``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from altm.config import Settings
+from altm.schemas import Role, Scope, TurnEvent
+from altm.services._open import app_for_runtime
+from altm.services.retrieval import PRESETS
+from altm.streams.runtime import EmbeddedRuntime
+from benchmarks._record import config_stamp, file_sha256, percentile, write_record
+
+KS = (1, 5, 10)
+_DIA = re.compile(r"D\d+:\d+")
+
+
+def parse_session_date(text: str) -> datetime:
+    """'1:56 pm on 8 May, 2023' → an aware datetime (UTC)."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def normalise_gold(evidence: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for item in evidence:
+        for part in re.split(r"[;,\s]+", str(item)):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def conversation_turns(sample: dict[str, Any], speaker_prefix: bool = True) -> list[TurnEvent]:
+    conv = sample["conversation"]
+    scope = Scope(tenant_id="locomo", workspace_id=sample["sample_id"], user_id="user", agent_id="agent")
+    turns: list[TurnEvent] = []
+    n = 1
+    while f"session_{n}" in conv:
+        start = parse_session_date(conv[f"session_{n}_date_time"])
+        for i, turn in enumerate(conv[f"session_{n}"]):
+            text = f"{turn['speaker']}: {turn['text']}" if speaker_prefix else str(turn["text"])
+            if turn.get("blip_caption"):
+                text += f" [shares a photo: {turn['blip_caption']}]"
+            turns.append(TurnEvent(scope=scope, session_id=f"session_{n}", turn_id=turn["dia_id"],
+                                   source_id=turn["dia_id"], role=Role.USER, content=text,
+                                   metadata={"speaker": turn["speaker"]},
+                                   timestamp=start + timedelta(seconds=30 * i)))
+        n += 1
+    return turns
+
+
+def score_question(gold: list[str], ranked: list[list[str]]) -> dict[str, Any]:
+    """Metrics of one question from the source ids of its ranked memories."""
+    gold_set = set(gold)
+    covered: set[str] = set()
+    gains: list[int] = []
+    first_hit: int | None = None
+    for rank, sources in enumerate(ranked, start=1):
+        new = (set(sources) & gold_set) - covered
+        gains.append(len(new))
+        covered |= new
+        if new and first_hit is None:
+            first_hit = rank
+    out: dict[str, Any] = {}
+    for k in KS:
+        hit_ids = set().union(*[set(s) for s in ranked[:k]]) & gold_set if ranked else set()
+        out[f"recall_any@{k}"] = 1.0 if hit_ids else 0.0
+        out[f"recall_all@{k}"] = 1.0 if gold_set and hit_ids == gold_set else 0.0
+    dcg = sum(g / math.log2(r + 1) for r, g in enumerate(gains[:10], start=1))
+    ideal = sum(1 / math.log2(r + 1) for r in range(1, min(len(gold_set), 10) + 1))
+    out["ndcg@10"] = dcg / ideal if ideal else 0.0
+    out["mrr"] = 1.0 / first_hit if first_hit else 0.0
+    return out
+
+
+AGG_KEYS = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr")
+
+
+def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    n = len(records)
+    agg: dict[str, Any] = {k: (sum(r["metrics"][k] for r in records) / n if n else 0.0) for k in AGG_KEYS}
+    lat = [r["latency_ms"] for r in records]
+    agg["latency_ms_p50"] = percentile(lat, 0.50)
+    agg["latency_ms_p95"] = percentile(lat, 0.95)
+    agg["questions"] = n
+    return agg
+
+
+def recompute(record: dict[str, Any]) -> dict[str, Any]:
+    """Aggregates recomputed from the per-question records of an output file (used by the tests)."""
+    per = [{**q, "metrics": score_question(q["gold_ids"], q["ranked_source_ids"])} for q in record["questions"]]
+    return aggregate(per)
+
+
+async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int, limit: int | None,
+                           work: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    data_dir = work / sample["sample_id"]
+    settings = Settings(data_dir=data_dir, partitions=1)
+    turns = conversation_turns(sample)
+    known = {t.turn_id for t in turns}
+    runtime = EmbeddedRuntime(settings)
+    await runtime.start()
+    try:
+        t0 = time.perf_counter()
+        await runtime.publish(turns)
+        await runtime.run_until_idle()
+        ingest_s = time.perf_counter() - t0
+        app = app_for_runtime(runtime)
+        scope = turns[0].scope
+        records = []
+        qa = [q for q in sample["qa"] if q.get("evidence")]
+        for i, q in enumerate(qa[:limit] if limit else qa):
+            gold = normalise_gold(q["evidence"])
+            start = time.perf_counter()
+            result = app.search(scope, "bench", str(q["question"]), preset_name=preset_name, top_k=top_k)
+            latency = (time.perf_counter() - start) * 1000
+            ranked = [h.source_ids for h in result.hits]
+            metrics = score_question([g for g in gold if g in known], ranked)
+            records.append({
+                "conversation": sample["sample_id"], "index": i, "question": q["question"],
+                "category": q["category"], "gold_ids": [g for g in gold if g in known],
+                "unmatched_gold_ids": [g for g in gold if g not in known],
+                "ranked_memory_ids": [h.memory_id for h in result.hits],
+                "ranked_layers": [h.layer for h in result.hits],
+                "ranked_source_ids": ranked, "hits": [bool(set(s) & set(gold)) for s in ranked],
+                "latency_ms": latency, "metrics": metrics,
+            })
+        stats = {"turns": len(turns), "ingest_s": ingest_s, "turns_per_s": len(turns) / ingest_s,
+                 "questions": len(records)}
+        return records, stats
+    finally:
+        await runtime.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def print_table(agg: dict[str, Any], by_cat: dict[str, dict[str, Any]]) -> None:
+    cols = ["questions", *AGG_KEYS, "latency_ms_p50", "latency_ms_p95"]
+    print(f"{'':>10} " + " ".join(f"{c:>14}" for c in cols))
+    for name, a in [("overall", agg), *sorted(by_cat.items())]:
+        cells = [f"{a[c]:>14d}" if c == "questions" else f"{a[c]:>14.3f}" for c in cols]
+        print(f"{name:>10} " + " ".join(cells))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+                    / "locomo-dev" / "locomo-dev.json")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--preset", default="conversation", choices=sorted(PRESETS))
+    ap.add_argument("--top-k", type=int, default=10)
+    ap.add_argument("--conversations", help="Comma-separated sample ids (default: all)")
+    ap.add_argument("--limit-questions", type=int, help="Per conversation, for quick runs")
+    args = ap.parse_args()
+    if not args.data.exists():
+        sys.exit(f"no LoCoMo data at {args.data} (pass --data PATH)")
+    samples = orjson.loads(args.data.read_bytes())
+    if args.conversations:
+        wanted = set(args.conversations.split(","))
+        samples = [s for s in samples if s["sample_id"] in wanted]
+    records: list[dict[str, Any]] = []
+    per_conv: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="altm-locomo-") as tmp:
+        for sample in samples:
+            recs, stats = asyncio.run(run_conversation(sample, args.preset, args.top_k, args.limit_questions,
+                                                       Path(tmp)))
+            records += recs
+            per_conv[sample["sample_id"]] = {**stats, **aggregate(recs)}
+            print(f"{sample['sample_id']}: {stats['turns']} turns ingested in {stats['ingest_s']:.1f} s, "
+                  f"{len(recs)} questions, recall_any@10 {per_conv[sample['sample_id']]['recall_any@10']:.3f}",
+                  flush=True)
+    agg = aggregate(records)
+    by_cat = {f"cat {c}": aggregate([r for r in records if r["category"] == c])
+              for c in sorted({r["category"] for r in records})}
+    print_table(agg, by_cat)
+    unmatched = sum(len(r["unmatched_gold_ids"]) for r in records)
+    out = {
+        "config": config_stamp(benchmark="locomo", preset=args.preset, search=PRESETS[args.preset].model_dump(),
+                               top_k=args.top_k, embedder="all-MiniLM-L6-v2-onnx-int8 (local)", model=None,
+                               dataset=str(args.data), dataset_sha256=file_sha256(args.data),
+                               conversations=sorted(per_conv), limit_questions=args.limit_questions),
+        "aggregate": agg,
+        "by_category": by_cat,
+        "by_conversation": per_conv,
+        "unmatched_gold_ids": unmatched,
+        "questions": [{k: v for k, v in r.items() if k != "metrics"} | {"metrics": r["metrics"]} for r in records],
+    }
+    path = write_record("locomo", out, args.out)
+    print(f"unmatched gold ids: {unmatched}; record: {path}")
+
+
+if __name__ == "__main__":
+    main()
