@@ -115,7 +115,8 @@ def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def recompute(record: dict[str, Any]) -> dict[str, Any]:
     """Aggregates recomputed from the per-question records of an output file (used by the tests)."""
-    per = [{**q, "metrics": score_question(q["gold_ids"], q["ranked_source_ids"])} for q in record["questions"]]
+    per = [{**q, "metrics": score_question(q["gold_ids"], q["ranked_source_ids"])}
+           for q in record["questions"]]
     return aggregate(per)
 
 
@@ -192,16 +193,17 @@ def main() -> None:
                                                        Path(tmp)))
             records += recs
             per_conv[sample["sample_id"]] = {**stats, **aggregate(recs)}
+            r10 = per_conv[sample["sample_id"]]["recall_any@10"]
             print(f"{sample['sample_id']}: {stats['turns']} turns ingested in {stats['ingest_s']:.1f} s, "
-                  f"{len(recs)} questions, recall_any@10 {per_conv[sample['sample_id']]['recall_any@10']:.3f}",
-                  flush=True)
+                  f"{len(recs)} questions, recall_any@10 {r10:.3f}", flush=True)
     agg = aggregate(records)
     by_cat = {f"cat {c}": aggregate([r for r in records if r["category"] == c])
               for c in sorted({r["category"] for r in records})}
     print_table(agg, by_cat)
     unmatched = sum(len(r["unmatched_gold_ids"]) for r in records)
     out = {
-        "config": config_stamp(benchmark="locomo", preset=args.preset, search=PRESETS[args.preset].model_dump(),
+        "config": config_stamp(benchmark="locomo", preset=args.preset,
+                               search=PRESETS[args.preset].model_dump(),
                                top_k=args.top_k, embedder="all-MiniLM-L6-v2-onnx-int8 (local)", model=None,
                                dataset=str(args.data), dataset_sha256=file_sha256(args.data),
                                conversations=sorted(per_conv), limit_questions=args.limit_questions),
@@ -209,7 +211,7 @@ def main() -> None:
         "by_category": by_cat,
         "by_conversation": per_conv,
         "unmatched_gold_ids": unmatched,
-        "questions": [{k: v for k, v in r.items() if k != "metrics"} | {"metrics": r["metrics"]} for r in records],
+        "questions": records,
     }
     path = write_record("locomo", out, args.out)
     print(f"unmatched gold ids: {unmatched}; record: {path}")

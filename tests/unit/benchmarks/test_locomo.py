@@ -29,7 +29,8 @@ SAMPLE: dict[str, Any] = {
         ],
     },
     "qa": [
-        {"question": "What did Ben research?", "answer": "adoption agencies", "evidence": ["D1:2"], "category": 1},
+        {"question": "What did Ben research?", "answer": "adoption agencies", "evidence": ["D1:2"],
+         "category": 1},
         {"question": "Where did Ben go camping?", "answer": "beach", "evidence": ["D2:1"], "category": 4},
         {"question": "What does Ana make?", "answer": "pottery", "evidence": ["D1:3; D2:2"], "category": 1},
         {"question": "No evidence here", "answer": "x", "evidence": [], "category": 5},
@@ -61,5 +62,6 @@ def test_record_recomputes_to_its_aggregates(tmp_path: Path) -> None:
     assert camping["ranked_source_ids"][0] == ["D2:1"]
     record = orjson.loads(orjson.dumps({"aggregate": aggregate(records), "questions": records}))
     again = recompute(record)
-    for key in ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "questions"):
+    keys = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "questions")
+    for key in keys:
         assert again[key] == pytest.approx(record["aggregate"][key]), key
