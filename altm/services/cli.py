@@ -225,6 +225,46 @@ def validate(file: Annotated[Path, typer.Argument()]) -> None:
 
 
 @app.command()
+def optimize(data_dir: DataDir = Path("altm-data")) -> None:
+    """Build the vector index's HNSW graphs (run after large ingests; queries work without it, slower)."""
+    from ..streams.runtime._context import choose_embedder, open_vector_index
+
+    settings = _settings(data_dir)
+    embedder = choose_embedder(settings)
+    if embedder is None:
+        raise _fail("no embedder configured (ALTM_EMBEDDER=none): there is no vector index")
+    index = open_vector_index(settings, embedder)
+    try:
+        with console.status("optimising the vector index…"):
+            index.optimize()
+    finally:
+        index.close()
+    console.print("vector index optimised")
+
+
+@app.command()
+def replay(
+    data_dir: DataDir = Path("altm-data"),
+    into: Annotated[Path, typer.Option("--into", help="A fresh data dir to rebuild into")] = Path("altm-replay"),
+    from_offset: Annotated[int, typer.Option("--from-offset", min=0)] = 0,
+) -> None:
+    """Re-derive everything from the turns and control events of DATA_DIR's log into a fresh data dir."""
+    from .replay import replay_into
+
+    with console.status("replaying…") as status:
+        def progress(kind: str, n: int) -> None:
+            status.update(f"replaying… {kind}: {n}")
+
+        try:
+            summary = asyncio.run(replay_into(data_dir, into, from_offset=from_offset, progress=progress))
+        except DataDirError as exc:
+            raise _fail(str(exc)) from None
+    console.print(f"replayed {summary.events} events ({summary.records_processed} records processed) in "
+                  f"{summary.seconds:.1f} s: {summary.events_per_s:.1f} events/s")
+    console.print(f"state hash: {state_hash(into)}")
+
+
+@app.command()
 def publish(
     file: Annotated[Path, typer.Argument(help="JSONL: turn/control events or flat transcript lines")],
     broker: Annotated[str, typer.Option(help="kafka://HOST:PORT")],

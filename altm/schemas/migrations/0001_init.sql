@@ -40,7 +40,9 @@ CREATE TABLE memories (
     lc_helpful             INTEGER NOT NULL DEFAULT 0,
     lc_harmful             INTEGER NOT NULL DEFAULT 0,
     lc_pinned              INTEGER NOT NULL DEFAULT 0,
-    lc_compression         INTEGER NOT NULL DEFAULT 0 CHECK (lc_compression BETWEEN 0 AND 4)
+    lc_compression         INTEGER NOT NULL DEFAULT 0 CHECK (lc_compression BETWEEN 0 AND 4),
+    -- the scope home as text, indexed by FTS so a full-text query only scores the user's own memories
+    home                   TEXT GENERATED ALWAYS AS (tenant_id || ' ' || workspace_id || ' ' || user_id) VIRTUAL
 );
 CREATE INDEX memories_scope ON memories (tenant_id, workspace_id, user_id, agent_id, layer);
 CREATE INDEX memories_session ON memories (tenant_id, workspace_id, user_id, agent_id, session_id, layer);
@@ -94,25 +96,26 @@ CREATE INDEX graph_edges_dst ON graph_edges (dst_id);
 
 -- full-text indexes over memory content (external content, kept in sync by triggers)
 CREATE VIRTUAL TABLE memories_fts USING fts5 (
-    content, context, content='memories', content_rowid='rowid', tokenize='porter unicode61 remove_diacritics 2'
+    content, context, home, content='memories', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE memories_fts_tri USING fts5 (
     content, content='memories', content_rowid='rowid', tokenize='trigram'
 );
 CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, content, context) VALUES (new.rowid, new.content, new.context);
+    INSERT INTO memories_fts (rowid, content, context, home) VALUES (new.rowid, new.content, new.context, new.home);
     INSERT INTO memories_fts_tri (rowid, content) VALUES (new.rowid, new.content);
 END;
 CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, content, context)
-        VALUES ('delete', old.rowid, old.content, old.context);
+    INSERT INTO memories_fts (memories_fts, rowid, content, context, home)
+        VALUES ('delete', old.rowid, old.content, old.context, old.home);
     INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
 END;
 CREATE TRIGGER memories_fts_au AFTER UPDATE OF content, context ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, content, context)
-        VALUES ('delete', old.rowid, old.content, old.context);
+    INSERT INTO memories_fts (memories_fts, rowid, content, context, home)
+        VALUES ('delete', old.rowid, old.content, old.context, old.home);
     INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO memories_fts (rowid, content, context) VALUES (new.rowid, new.content, new.context);
+    INSERT INTO memories_fts (rowid, content, context, home) VALUES (new.rowid, new.content, new.context, new.home);
     INSERT INTO memories_fts_tri (rowid, content) VALUES (new.rowid, new.content);
 END;
 

@@ -92,6 +92,8 @@ class LocalEmbedder(Embedder):
         if threads:
             opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        # Idle ONNX threads spin-wait by default, stealing the cores SQLite and Qdrant need right after.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
         self._lock = threading.Lock()
 

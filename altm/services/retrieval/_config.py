@@ -25,6 +25,11 @@ class SearchConfig(BaseModel):
     graph_seeds: int = Field(default=5, ge=1, le=50)
     graph_hops: int = Field(default=2, ge=1, le=4, description="Hops in the memory–node graph")
     graph_max_nodes: int = Field(default=400, ge=10)
+    graph_fanout: int = Field(default=25, ge=1, le=1000, description="Edges followed per node and direction")
+    trigram_mode: str = Field(
+        default="fallback", pattern="^(always|fallback)$",
+        description="fallback: only for identifier-like terms (digits, '_', '-', '.', '/') or when FTS finds "
+                    "fewer than top_k memories")
     ppr_damping: float = Field(default=0.85, gt=0, lt=1)
     ppr_iterations: int = Field(default=30, ge=1, le=200)
     top_k: int = Field(default=10, ge=1, le=200)

@@ -23,6 +23,7 @@ from ._graph import expand, personalised_pagerank
 from ._policy import ScopePolicy
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
+_IDENTIFIER = re.compile(r"\b[\w.\-/]*(?:\d|_|\w[.\-/]\w)[\w.\-/]*\b")
 STOPWORDS = frozenset(
     "a an the and or but if then of to in on at by for with about from into over after before is are was were be "
     "been being am do does did have has had i me my we our you your he she it its they them their this that these "
@@ -96,11 +97,17 @@ class Retriever:
         if not terms:
             return []
         where, args = policy.sql("m")
-        rank = f"bm25({table}, 1.0, {float(context_weight)})" if context_weight is not None else f"bm25({table})"
+        expression = _fts_expression(terms)
+        if context_weight is not None:  # the word index: content, context, home
+            rank = f"bm25({table}, 1.0, {float(context_weight)}, 0.0)"
+            home = " ".join((policy.scope.tenant_id, policy.scope.workspace_id, policy.scope.user_id))
+            expression = f'home : "{home.replace(chr(34), "")}" AND ({{content context}} : ({expression}))'
+        else:
+            rank = f"bm25({table})"
         rows = conn.execute(
             f"SELECT m.memory_id FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
             f"WHERE {table} MATCH ? AND {where} ORDER BY {rank}, m.memory_id LIMIT ?",
-            [_fts_expression(terms), *args, limit],
+            [expression, *args, limit],
         ).fetchall()
         return [r[0] for r in rows]
 
@@ -108,17 +115,13 @@ class Retriever:
         if self.embedder is None or self.vectors is None:
             return []
         (vec,) = self.embedder.embed([query])
-        scored: dict[str, float] = {}
-        for flt in policy.vector_filters():
-            for hit in self.vectors.search(vec, flt, limit):
-                scored[hit.memory_id] = max(scored.get(hit.memory_id, -1.0), hit.score)
-        return [m for m, _ in sorted(scored.items(), key=lambda x: (-x[1], x[0]))][:limit]
+        return [h.memory_id for h in self.vectors.search_any(vec, policy.vector_filters(), limit)]
 
     def _graph(self, conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], policy: ScopePolicy,
                config: SearchConfig) -> tuple[list[str], dict[str, list[str]]]:
         if not seeds:
             return [], {}
-        sub = expand(conn, scope, seeds, config.graph_hops, config.graph_max_nodes)
+        sub = expand(conn, scope, seeds, config.graph_hops, config.graph_max_nodes, config.graph_fanout)
         ranks = personalised_pagerank(sub.adjacency, seeds, config.ppr_damping, config.ppr_iterations)
         candidates = [n for n in ranks if n.startswith("mem_")]
         if not candidates:
@@ -130,13 +133,15 @@ class Retriever:
 
     @staticmethod
     def _allowed(conn: sqlite3.Connection, ids: Sequence[str], policy: ScopePolicy) -> set[str]:
+        """The candidates the scope policy admits (primary-key lookups, then the policy predicate)."""
         where, args = policy.sql("m")
         out: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
+            values = ", ".join("(?)" for _ in chunk)
             rows = conn.execute(
-                f"SELECT m.memory_id FROM memories m WHERE m.memory_id IN ({', '.join('?' for _ in chunk)}) "
-                f"AND {where}", [*chunk, *args]).fetchall()
+                f"WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOIN memories m "
+                f"ON m.memory_id = c.id WHERE {where}", [*chunk, *args]).fetchall()
             out.update(r[0] for r in rows)
         return out
 
@@ -158,8 +163,9 @@ class Retriever:
             timed("fts", lambda: self._fts(conn, "memories_fts", terms, policy, config.candidates,
                                            config.context_weight))
         if config.trigram:
-            tri = [t for t in terms if len(t) >= 3]
-            timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
+            tri = self._trigram_terms(query, terms, ranked.get("fts"), config)
+            if tri:
+                timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
         if config.vector:
             timed("vector", lambda: self._vector(query, policy, config.candidates))
         paths: dict[str, list[str]] = {}
@@ -172,6 +178,14 @@ class Retriever:
         hits = self._assemble(conn, ranked, paths, config)
         timings["assemble"] = (time.perf_counter() - t0) * 1000
         return SearchResult(hits, timings, config.name)
+
+    @staticmethod
+    def _trigram_terms(query: str, terms: Sequence[str], fts_hits: Sequence[str] | None,
+                       config: SearchConfig) -> list[str]:
+        """Substring matching is for what word tokenization breaks (identifiers, paths, versions, typos)."""
+        if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
+            return [t for t in terms if len(t) >= 3]
+        return [t for t in _IDENTIFIER.findall(query) if len(t) >= 3]
 
     @staticmethod
     def _rrf(ranked: dict[str, list[str]], config: SearchConfig) -> list[tuple[str, float]]:

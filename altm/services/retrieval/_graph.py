@@ -6,6 +6,7 @@ import sqlite3
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...schemas import Scope
 
@@ -23,9 +24,22 @@ class Subgraph:
         return list(reversed(path))
 
 
+_EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
+          "AND tenant_id = ? AND workspace_id = ? AND user_id = ? ORDER BY weight * confidence DESC, edge_id LIMIT ?")
+
+
+def _edges_of(conn: sqlite3.Connection, node: str, home: list[str], fanout: int) -> list[tuple[Any, ...]]:
+    """The strongest ``fanout`` edges on each side of a node: hubs (an entity in thousands of memories)
+    carry little signal each, and must not flood the walk."""
+    rows = conn.execute(_EDGES.format(end="src_id"), [node, *home, fanout]).fetchall()
+    rows += conn.execute(_EDGES.format(end="dst_id"), [node, *home, fanout]).fetchall()
+    return [tuple(r) for r in rows]
+
+
 def expand(conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], hops: int, max_nodes: int,
-           edge_filter: str = "") -> Subgraph:
-    """BFS ``hops`` steps from ``seeds`` over the user's non-rejected edges (undirected)."""
+           fanout: int = 25) -> Subgraph:
+    """BFS ``hops`` steps from ``seeds`` over the user's non-rejected edges (undirected), at most
+    ``fanout`` edges per node and direction."""
     adjacency: dict[str, dict[str, float]] = defaultdict(dict)
     parent: dict[str, str | None] = {s: None for s in seeds}
     depth = {s: 0 for s in seeds}
@@ -36,13 +50,10 @@ def expand(conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], hops: i
             break
         current = list(frontier)
         frontier.clear()
-        marks = ", ".join("?" for _ in current)
-        rows = conn.execute(
-            f"SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE rejected = 0 AND tenant_id = ? "
-            f"AND workspace_id = ? AND user_id = ? AND (src_id IN ({marks}) OR dst_id IN ({marks})) {edge_filter}",
-            [*home, *current, *current],
-        ).fetchall()
-        for src, dst, weight, confidence in sorted(tuple(r) for r in rows):
+        rows: list[tuple[Any, ...]] = []
+        for node in current:
+            rows += _edges_of(conn, node, home, fanout)
+        for src, dst, weight, confidence in sorted(set(rows)):
             w = float(weight) * float(confidence)
             adjacency[src][dst] = max(adjacency[src].get(dst, 0.0), w)
             adjacency[dst][src] = max(adjacency[dst].get(src, 0.0), w)

@@ -65,3 +65,16 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def count(self, flt: VectorFilter | None = None) -> int: ...
+
+    def optimize(self) -> None:
+        """Build search indexes for what was written since the last call (may take a while)."""
+        return None
+
+    def search_any(self, vector: Sequence[float], filters: Sequence[VectorFilter], limit: int) -> list[VectorHit]:
+        """Nearest points matching any of ``filters`` (one query where the adapter can nest filters)."""
+        best: dict[str, VectorHit] = {}
+        for flt in filters:
+            for hit in self.search(vector, flt, limit):
+                if hit.memory_id not in best or hit.score > best[hit.memory_id].score:
+                    best[hit.memory_id] = hit
+        return sorted(best.values(), key=lambda h: (-h.score, h.memory_id))[:limit]

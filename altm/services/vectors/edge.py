@@ -35,6 +35,10 @@ class EdgeVectorIndex(VectorIndex):
             for name in KEYWORD_FIELDS:
                 self._shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
 
+    def optimize(self) -> None:
+        """Run Qdrant's optimizers in-process: builds the HNSW index of large segments (blocking)."""
+        self.shard.optimize()
+
     def close(self) -> None:
         if self._shard is not None:
             self._shard.flush()
@@ -65,6 +69,16 @@ class EdgeVectorIndex(VectorIndex):
     def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
         hits = self.shard.query(q.QueryRequest(
             limit=limit, query=q.Query.Nearest(list(vector)), with_payload=True, filter=edge_filter(flt),
+        ))
+        return [VectorHit(str((h.payload or {})["memory_id"]), float(h.score), dict(h.payload or {}))
+                for h in hits]
+
+    def search_any(self, vector: Sequence[float], filters: Sequence[VectorFilter], limit: int) -> list[VectorHit]:
+        nested: list[Any] = [f for f in (edge_filter(x) for x in filters) if f is not None]
+        if len(nested) != len(filters) or not nested:
+            return super().search_any(vector, filters, limit)
+        hits = self.shard.query(q.QueryRequest(
+            limit=limit, query=q.Query.Nearest(list(vector)), with_payload=True, filter=q.Filter(should=nested),
         ))
         return [VectorHit(str((h.payload or {})["memory_id"]), float(h.score), dict(h.payload or {}))
                 for h in hits]

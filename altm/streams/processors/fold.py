@@ -80,10 +80,27 @@ class FoldProcessor(Processor):
     name = "fold"
     input_topic = Topic.CHANGES
 
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        """One capsule per session per batch: the capsule is a function of the session's stored messages,
+        so folding once after the batch's last message gives the same result as folding after each."""
+        last: dict[tuple[str, str], tuple[Event, MemoryUnit]] = {}
+        for event in events:
+            mem = committed_memory(event, frozenset({Layer.L0}))
+            if mem is not None and mem.session_id is not None:
+                last[(mem.scope.path, mem.session_id)] = (event, mem)
+        out: list[ProposalEvent] = []
+        for event, mem in last.values():
+            out += await self._fold(event, mem, ctx)
+        return out
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         mem = committed_memory(event, frozenset({Layer.L0}))
         if mem is None or mem.session_id is None:
             return []
+        return await self._fold(event, mem, ctx)
+
+    async def _fold(self, event: Event, mem: MemoryUnit, ctx: ProcessorContext) -> list[ProposalEvent]:
+        assert mem.session_id is not None
         messages = ctx.require_reader().session_messages(mem.scope, mem.session_id)
         if not messages:
             return []

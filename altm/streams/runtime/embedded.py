@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 
 from ...config import Settings
@@ -25,11 +27,24 @@ log = logging.getLogger("altm.runtime")
 ProgressCallback = Callable[[str, int], None]
 
 
+@dataclass
+class StageMetrics:
+    """Per-stage counters (records handled, seconds busy) for throughput figures."""
+
+    records: int = 0
+    busy_s: float = 0.0
+
+    @property
+    def per_s(self) -> float:
+        return self.records / self.busy_s if self.busy_s > 0 else 0.0
+
+
 class _ProcessorStage:
     def __init__(self, processor: Processor, runtime: EmbeddedRuntime) -> None:
         self.processor = processor
         self.runtime = runtime
         self.name = processor.name
+        self.metrics = StageMetrics()
         topic = topic_name(processor.input_topic, runtime.settings.topic_prefix)
         self.consumer = EmbeddedConsumer(runtime.log, f"altm-{processor.name}", [topic])
 
@@ -71,6 +86,7 @@ class _WriterStage:
         self.topic = topic_name(Topic.PROPOSALS, runtime.settings.topic_prefix)
         self.writer = Writer(runtime.shards, runtime.settings)
         self.consumer = EmbeddedConsumer(runtime.log, "altm-writer", [self.topic])
+        self.metrics = StageMetrics()
 
     async def start(self) -> None:
         await self.consumer.start()
@@ -205,8 +221,16 @@ class EmbeddedRuntime:
     async def step(self) -> int:
         total = 0
         for stage in self._stages:
-            total += await stage.step()
+            start = time.perf_counter()
+            n = await stage.step()
+            if n:
+                stage.metrics.records += n
+                stage.metrics.busy_s += time.perf_counter() - start
+            total += n
         return total
+
+    def stage_metrics(self) -> dict[str, StageMetrics]:
+        return {stage.name: stage.metrics for stage in self._stages}
 
     async def lag(self) -> int:
         total = 0

@@ -1,0 +1,138 @@
+"""Ingest throughput through the embedded pipeline, end to end (publish → searchable), per stage, and the
+embedder's raw throughput on the same texts in the same run (so the ratio pipeline/embedder is printed).
+
+    python benchmarks/ingest.py [--data LOCOMO.json] [--turns N] [--out FILE.json]
+
+Turns come from the LoCoMo dev file when it is present (real conversation text), else are synthesised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from altm.config import Settings
+from altm.schemas import Role, Scope, TurnEvent
+from altm.services.vectors import VectorFilter
+from altm.streams.runtime import EmbeddedRuntime
+from altm.streams.runtime._context import shared_local_embedder
+from benchmarks._record import config_stamp, write_record
+from benchmarks.locomo import conversation_turns
+
+DEFAULT_DATA = (
+    Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json"
+)
+
+
+def load_turns(data: Path, limit: int) -> list[TurnEvent]:
+    if data.exists():
+        turns: list[TurnEvent] = []
+        for sample in orjson.loads(data.read_bytes()):
+            turns += conversation_turns(sample)
+        return turns[:limit]
+    from datetime import UTC, datetime, timedelta
+
+    scope = Scope(tenant_id="bench", workspace_id="w", user_id="u", agent_id="a")
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        TurnEvent(
+            scope=scope,
+            session_id=f"s{i // 25}",
+            turn_id=f"t{i}",
+            role=Role.USER,
+            content=f"Message {i}: we decided to move service {i % 17} to region {i % 5} by Friday.",
+            timestamp=t0 + timedelta(minutes=i),
+        )
+        for i in range(limit)
+    ]
+
+
+async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
+    runtime = EmbeddedRuntime(Settings(data_dir=data_dir, partitions=4))
+    await runtime.start()
+    try:
+        start = time.perf_counter()
+        await runtime.publish(turns)
+        await runtime.run_until_idle()
+        elapsed = time.perf_counter() - start
+        vectors = runtime.ctx.vectors
+        searchable = vectors.count(VectorFilter(any_of={"layer": ("L0",)})) if vectors else 0
+        memories = sum(
+            s.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] for s in runtime.shards.existing()
+        )
+        stages = {
+            name: {"records": m.records, "busy_s": round(m.busy_s, 3), "records_per_s": round(m.per_s, 1)}
+            for name, m in runtime.stage_metrics().items()
+        }
+        return {
+            "seconds": elapsed,
+            "turns_per_s": len(turns) / elapsed,
+            "searchable_l0": searchable,
+            "memories": memories,
+            "stages": stages,
+        }
+    finally:
+        await runtime.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--turns", type=int, default=1000)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    turns = load_turns(args.data, args.turns)
+    embedder = shared_local_embedder()
+    texts = [t.content for t in turns]
+    embedder.embed(texts[:64])
+    start = time.perf_counter()
+    embedder.embed(texts)
+    raw = len(texts) / (time.perf_counter() - start)
+    with tempfile.TemporaryDirectory(prefix="altm-ingest-") as tmp:
+        result = asyncio.run(run(turns, Path(tmp) / "data"))
+    assert result["searchable_l0"] == len(turns), "every turn must be searchable when the pipeline is idle"
+    ratio = result["turns_per_s"] / raw
+    print(
+        f"{len(turns)} turns end to end in {result['seconds']:.1f} s: {result['turns_per_s']:.1f} turns/s "
+        f"({result['memories']} memories)"
+    )
+    print(f"embedder raw: {raw:.1f} texts/s (batch 64) -> pipeline/embedder = {ratio:.2f}")
+    for name, st in result["stages"].items():
+        print(
+            f"  {name:>8}: {st['records']:>6} records, {st['busy_s']:>7.2f} s busy, "
+            f"{st['records_per_s']:>8.1f}/s"
+        )
+    path = write_record(
+        "ingest",
+        {
+            "config": config_stamp(
+                benchmark="ingest",
+                turns=len(turns),
+                source=str(args.data) if args.data.exists() else "synthetic",
+                partitions=4,
+                model=None,
+            ),
+            "aggregate": {
+                "turns_per_s": result["turns_per_s"],
+                "embedder_texts_per_s": raw,
+                "pipeline_over_embedder": ratio,
+                "seconds": result["seconds"],
+            },
+            "stages": result["stages"],
+        },
+        args.out,
+    )
+    print(f"record: {path}")
+
+
+if __name__ == "__main__":
+    main()

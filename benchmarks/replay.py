@@ -1,0 +1,75 @@
+"""Re-derivation throughput: ingest a conversation set, replay its log into a fresh data dir, compare hashes.
+
+python benchmarks/replay.py [--data LOCOMO.json] [--turns N] [--out FILE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from altm.config import Settings
+from altm.services.replay import replay_into
+from altm.services.stats import state_hash
+from altm.streams.runtime import EmbeddedRuntime
+from benchmarks._record import config_stamp, write_record
+from benchmarks.ingest import DEFAULT_DATA, load_turns
+
+
+async def ingest(turns: list, data_dir: Path) -> float:  # type: ignore[type-arg]
+    runtime = EmbeddedRuntime(Settings(data_dir=data_dir, partitions=4))
+    await runtime.start()
+    try:
+        start = time.perf_counter()
+        await runtime.publish(turns)
+        await runtime.run_until_idle()
+        return time.perf_counter() - start
+    finally:
+        await runtime.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--turns", type=int, default=500)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    turns = load_turns(args.data, args.turns)
+    with tempfile.TemporaryDirectory(prefix="altm-replay-") as tmp:
+        original, rebuilt = Path(tmp) / "original", Path(tmp) / "rebuilt"
+        ingest_s = asyncio.run(ingest(turns, original))
+        summary = asyncio.run(replay_into(original, rebuilt))
+        h1, h2 = state_hash(original), state_hash(rebuilt)
+    equal = h1 == h2
+    print(
+        f"ingest: {len(turns)} turns in {ingest_s:.1f} s; replay: {summary.events} events in "
+        f"{summary.seconds:.1f} s = {summary.events_per_s:.1f} events/s"
+    )
+    print(f"state hash original {h1[:16]}…, rebuilt {h2[:16]}… -> {'EQUAL' if equal else 'DIFFERENT'}")
+    path = write_record(
+        "replay",
+        {
+            "config": config_stamp(benchmark="replay", turns=len(turns), model=None),
+            "aggregate": {
+                "events_per_s": summary.events_per_s,
+                "events": summary.events,
+                "seconds": summary.seconds,
+                "state_hash_equal": equal,
+                "state_hash": h1,
+            },
+        },
+        args.out,
+    )
+    print(f"record: {path}")
+    if not equal:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
