@@ -258,9 +258,9 @@ def topic_of(text: str, max_words: int = 3) -> str:
     """A short stable topic key for a preference: the content words after the cue verb, without the first
     one when there are several, which is usually the preferred value itself ('dark mode in the editor' and
     'light mode in the editor' share 'mode editor'; 'Go for the ingestion service' gives 'ingestion service')."""
-    m = re.search(r"\b(?:prefer|like|love|enjoy|hate|dislike|want|rather|use|fan of|favou?rite)\s+(.*)",
-                  text, re.IGNORECASE)
-    tail = m.group(1) if m else text
+    m = re.search(r"\b(?:prefer|like|love|enjoy|hate|dislike|want|use)(?:s|d|ed|red)?\s+(.*)|"
+                  r"\b(?:rather|fan of|favou?rite)\s+(.*)", text, re.IGNORECASE)
+    tail = (m.group(1) or m.group(2)) if m else text
     tail = re.split(r"[,.;:!?]|\b(?:so|because|since|but|and|when|if|more than|rather than|over)\b", tail,
                     maxsplit=1, flags=re.IGNORECASE)[0]
     words = [w for w in re.findall(r"[a-z][a-z0-9+#\-]*", tail.casefold()) if w not in _STOP]

@@ -50,8 +50,9 @@ def atom_attributes(kind: Kind, sentence: str, extra: dict[str, Any]) -> dict[st
         attrs["negated_values"] = values.negated
     if rules.CORRECTION_CUES.search(sentence):
         attrs["correction"] = True
-    if kind is Kind.PREFERENCE:
-        attrs["facet_key"] = f"preference:{rules.topic_of(sentence)}"
+    if kind is Kind.PREFERENCE:  # a model names the subject; the rules take the words after the cue verb
+        topic = str(extra["subject"]).casefold() if extra.get("subject") else rules.topic_of(sentence)
+        attrs["facet_key"] = f"preference:{topic}"
     if kind is Kind.FACT and re.search(r"\b(?:i'm|i am)\s+[A-Z][a-z]+\b", sentence):
         attrs["facet_key"] = "identity:name"
     if kind is Kind.FACT and re.search(r"\bi\s+(?:lead|manage|run|work (?:at|for|on|as))\b", sentence,

@@ -124,3 +124,56 @@ async def test_server_errors_are_deferred_not_guessed(settings: Settings) -> Non
             l0 = sum(sh.conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
                      for sh in rt.shards.existing())
             assert l0 == 1  # capture is never blocked by a model
+
+
+def staged_answer(body: dict[str, Any]) -> str | int:
+    """One double for every stage: the schema name in response_format says which stage is asking."""
+    schema = body["response_format"]["json_schema"]["name"]
+    if schema == "ExtractionResult":
+        text = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        if "light" in text:
+            return json.dumps({"atoms": [{"kind": "preference", "content": "Prefers light mode in the editor.",
+                                          "subject": "editor theme"}]})
+        return json.dumps({"atoms": [{"kind": "preference", "content": "Prefers dark mode in the editor.",
+                                      "subject": "editor theme"}]})
+    if schema == "CapsuleSummary":
+        return json.dumps({"summary": "The user talked about editor themes.", "decisions": [],
+                           "constraints": [], "corrections": ["switched from dark to light mode"],
+                           "open_questions": []})
+    if schema == "GraphExtraction":
+        return json.dumps({"entities": [{"name": "Editor", "type": "Entity"}, {"name": "Dark mode"}],
+                           "relations": [{"src": "Editor", "dst": "Dark mode", "label": "uses"}]})
+    if schema == "NLIJudgement":
+        return json.dumps({"label": "contradiction", "confidence": 0.9})
+    if schema == "SupersedeRubric":
+        return json.dumps({"supersede": True, "confidence": 0.95, "reason": "same topic, new value"})
+    return 400
+
+
+async def test_every_stage_uses_its_model_when_configured(settings: Settings) -> None:
+    with openai_double(staged_answer) as api:
+        stages = {stage: LLMSettings(base_url=api.base_url, model=f"m-{stage.value.lower()}", max_retries=0)
+                  for stage in (Stage.L1, Stage.L2, Stage.GRAPH, Stage.NLI, Stage.GOVERNANCE)}
+        async with EmbeddedRuntime(_settings(settings), llm_settings=stages) as rt:
+            await rt.publish([make_turn(1, "I use dark mode in my editor.", session="a"),
+                              make_turn(2, "Now I switched to light mode in the editor.", session="b")])
+            await rt.run_until_idle()
+            rows = [dict(r) for s in rt.shards.existing() for r in s.conn.execute(
+                "SELECT layer, kind, method, model, trust_status, trust_method, superseded_by, attributes "
+                "FROM memories ORDER BY valid_from, memory_id")]
+            nodes = [dict(r) for s in rt.shards.existing() for r in s.conn.execute(
+                "SELECT name, method FROM graph_nodes")]
+            edges = [dict(r) for s in rt.shards.existing() for r in s.conn.execute(
+                "SELECT edge_type, label, method FROM graph_edges WHERE edge_type='RELATED'")]
+    capsules = [r for r in rows if r["layer"] == "L1"]
+    assert capsules and all(r["method"] == "llm" and r["model"] == "m-l1" for r in capsules)
+    atoms = [r for r in rows if r["layer"] == "L2"]
+    assert len(atoms) == 2 and all(r["model"] == "m-l2" for r in atoms)
+    dark, light = atoms
+    assert dark["trust_status"] == "contradicted" and dark["trust_method"] == "nli"
+    assert any(n["method"] == "llm" and n["name"] == "Editor" for n in nodes)
+    assert edges and edges[0]["label"] == "uses" and edges[0]["method"] == "llm"
+    facets = [r for r in rows if r["layer"] == "L4"]
+    assert len(facets) == 2 and facets[0]["superseded_by"] is not None  # the rubric approved the supersede
+    schemas = {r["body"]["response_format"]["json_schema"]["name"] for r in api.chat_requests}
+    assert schemas == {"ExtractionResult", "CapsuleSummary", "GraphExtraction", "NLIJudgement", "SupersedeRubric"}
