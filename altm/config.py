@@ -19,6 +19,8 @@ class Settings(BaseSettings):
     poll_batch: int = Field(default=256, ge=1, description="Records per poll in a stage")
     defer_backoff_s: float = Field(default=30.0, ge=0, description="First retry delay of deferred work")
     defer_max_backoff_s: float = Field(default=3600.0, ge=0)
+    guard_overlap_threshold: float = Field(
+        default=0.8, gt=0, le=1, description="Write guard: token overlap that counts as a match")
     embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
     vector_backend: str = Field(default="edge", description="edge (embedded Qdrant) or qdrant (server)")
     qdrant_url: str | None = Field(default=None, description="Qdrant server URL for vector_backend=qdrant")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ._scope import Scope, ScopeId
 from .ids import derive_id
 from .graph import GraphEdge, GraphNode
-from .governance import DeferredAction, Merge, Supersession, TrustVerdict
+from .governance import DeferredAction, Erasure, Merge, Supersession, TrustVerdict
 from .memory import Kind, Layer, MemoryUnit
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -114,6 +114,7 @@ class ProposalOp(StrEnum):
     SUPERSEDE = "supersede"
     MERGE = "merge"
     DEFER_ACTION = "defer_action"
+    ERASE = "erase"
 
 
 _OP_PAYLOAD = {
@@ -124,6 +125,7 @@ _OP_PAYLOAD = {
     ProposalOp.SUPERSEDE: "supersession",
     ProposalOp.MERGE: "merge",
     ProposalOp.DEFER_ACTION: "deferred",
+    ProposalOp.ERASE: "erasure",
 }
 
 
@@ -143,6 +145,7 @@ class ProposalEvent(_Envelope):
     supersession: Supersession | None = None
     merge: Merge | None = None
     deferred: DeferredAction | None = None
+    erasure: Erasure | None = None
 
     @model_validator(mode="after")
     def _op_payload(self) -> ProposalEvent:
@@ -169,6 +172,8 @@ class ProposalEvent(_Envelope):
             return self.merge.duplicate_id
         if self.deferred is not None:
             return self.deferred.action_id
+        if self.erasure is not None:
+            return self.erasure.memory_id or self.erasure.session_id or self.scope.path
         return None
 
 
@@ -176,6 +181,7 @@ class ChangeStatus(StrEnum):
     COMMITTED = "committed"
     REJECTED = "rejected"
     UNCHANGED = "unchanged"
+    DEFERRED = "deferred"  # the guard could not be evaluated: kept for retry, never accepted
 
 
 class ChangeEvent(_Envelope):
@@ -190,6 +196,7 @@ class ChangeEvent(_Envelope):
     kind: Kind | None = None
     reason: str | None = None
     memory: MemoryUnit | None = Field(default=None, description="After-image of a committed memory")
+    affected_ids: tuple[str, ...] = Field(default=(), description="Memories removed by an erasure")
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset: int | None = None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .memory import Trust
 
@@ -46,3 +46,22 @@ class DeferredAction(BaseModel):
     target_ids: tuple[str, ...]
     reason: str
     inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Erasure(BaseModel):
+    """Erase a memory, a session, an agent or a whole user scope (the proposal's scope says whose)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: Literal["memory", "session", "agent", "user"]
+    memory_id: str | None = None
+    session_id: str | None = None
+    reason: str = Field(default="erasure requested", max_length=2000)
+
+    @model_validator(mode="after")
+    def _needs_ids(self) -> Erasure:
+        if self.target == "memory" and not self.memory_id:
+            raise ValueError("erasing a memory needs its memory_id")
+        if self.target == "session" and not self.session_id:
+            raise ValueError("erasing a session needs its session_id")
+        return self

@@ -225,6 +225,43 @@ def validate(file: Annotated[Path, typer.Argument()]) -> None:
 
 
 @app.command()
+def erase(
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+    session: Annotated[str | None, typer.Option(help="Erase one session of the agent")] = None,
+    memory: Annotated[str | None, typer.Option(help="Erase one memory (and what was derived from it)")] = None,
+    agent: Annotated[bool, typer.Option("--agent", help="Erase everything of the agent")] = False,
+    user: Annotated[bool, typer.Option("--user", help="Erase everything of the user (all agents)")] = False,
+    reason: Annotated[str, typer.Option(help="Recorded with the tombstones and the audit")] = "erasure requested",
+) -> None:
+    """Erase content from every store and leave tombstones so no replay re-creates it."""
+    from ._open import embedded_app
+    from .protocol import ProtocolError
+
+    chosen = [name for name, on in (("session", session), ("memory", memory), ("agent", agent), ("user", user))
+              if on]
+    if len(chosen) != 1:
+        raise _fail("choose exactly one of --session S, --memory ID, --agent, --user")
+    try:
+        parsed = Scope.parse(scope)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+    async def run() -> int:
+        async with embedded_app(_settings(data_dir)) as (runtime, mem):
+            await mem.erase(parsed, chosen[0], memory_id=memory, session_id=session, reason=reason)
+            await runtime.run_until_idle()
+            return sum(int(s.conn.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0])
+                       for s in runtime.shards.existing())
+
+    try:
+        tombstones = asyncio.run(run())
+    except ProtocolError as exc:
+        raise _fail(str(exc)) from None
+    console.print(f"erased ({chosen[0]}); {tombstones} tombstones in the store")
+
+
+@app.command()
 def optimize(data_dir: DataDir = Path("altm-data")) -> None:
     """Build the vector index's HNSW graphs (run after large ingests; queries work without it, slower)."""
     from ..streams.runtime._context import choose_embedder, open_vector_index

@@ -8,6 +8,7 @@ in the outbox. The runtime then publishes the outbox, so a crash between commit 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,8 +35,11 @@ from ..schemas import (
 )
 from ..services.store import Shard, ShardSet, comparable, memory_to_row, row_to_memory
 from .bus import Record
+from .guard import GuardUnavailable, WriteGuard, value_hash
 from .partitioner import partition_for
 from .topics import Topic, topic_name
+
+log = logging.getLogger("altm.writer")
 
 WRITER_GROUP = "altm-writer"
 _PAYLOAD_KEEP = 64 * 1024
@@ -62,6 +66,7 @@ class WriteOutcome:
     skipped: bool = False
     changes: list[ChangeEvent] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    deferred_reason: str | None = None  # set when the proposal must be retried later
 
 
 @dataclass
@@ -69,6 +74,7 @@ class _Applied:
     status: ChangeStatus
     memory: MemoryUnit | None = None
     also_changed: list[MemoryUnit] = field(default_factory=list)  # rows updated as a consequence
+    erased: tuple[str, ...] = ()
 
 
 class Writer:
@@ -77,6 +83,7 @@ class Writer:
         self.settings = settings
         self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
         self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
+        self.guard = WriteGuard(settings.guard_overlap_threshold)
         self._handlers: dict[ProposalOp, Callable[[Shard, ProposalEvent, str], _Applied]] = {
             ProposalOp.UPSERT_MEMORY: self._upsert_memory,
             ProposalOp.UPSERT_NODE: self._upsert_node,
@@ -85,21 +92,24 @@ class Writer:
             ProposalOp.SUPERSEDE: self._supersede,
             ProposalOp.MERGE: self._merge,
             ProposalOp.DEFER_ACTION: self._defer_action,
+            ProposalOp.ERASE: self._erase,
         }
 
     def resume_offset(self, topic: str, partition: int) -> int | None:
         """The next proposal offset to apply, as stored with the data (the source of truth on restart)."""
         return self.shards.get(partition).next_offset(WRITER_GROUP, topic, partition)
 
-    def apply(self, record: Record, partitions: int) -> WriteOutcome:
+    def apply(self, record: Record, partitions: int, *, retry: bool = False) -> WriteOutcome:
+        """Apply one proposal record. ``retry`` re-applies a record deferred earlier (its offset is stored)."""
         shard = self.shards.get(record.partition)
         stored = shard.next_offset(WRITER_GROUP, record.topic, record.partition)
-        if stored is not None and record.offset < stored:
+        if not retry and stored is not None and record.offset < stored:
             return WriteOutcome(skipped=True)  # already applied: at-least-once delivery, idempotent effect
         now = _now()
         with shard.transaction():
             outcome = self._apply(shard, record, partitions, now)
-            shard.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
+            if not retry:
+                shard.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
             for change in outcome.changes:
                 shard.enqueue(self.changes_topic, change.key, encode(change))
             for dead in outcome.dead_letters:
@@ -119,6 +129,11 @@ class Writer:
         try:
             self._check_route(event, record, partitions)
             applied = self._handlers[event.op](shard, event, now)
+        except GuardUnavailable as exc:
+            log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
+                      record.offset, exc)
+            return WriteOutcome(changes=[self._change(event, record, ChangeStatus.DEFERRED, reason=str(exc))],
+                                deferred_reason=str(exc))
         except Rejection as exc:
             reason = str(exc)
             shard.add_rejection(
@@ -127,7 +142,7 @@ class Writer:
                 payload=original_text(record.value[:_PAYLOAD_KEEP]),
             )
             return WriteOutcome(changes=[self._change(event, record, ChangeStatus.REJECTED, reason=reason)])
-        changes = [self._change(event, record, applied.status, memory=applied.memory)]
+        changes = [self._change(event, record, applied.status, memory=applied.memory, affected=applied.erased)]
         changes += [self._change(event, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id)
                     for m in applied.also_changed]
         return WriteOutcome(changes=changes)
@@ -192,6 +207,9 @@ class Writer:
         for ev in mem.evidence:
             if shard.memory_row(ev) is None:
                 raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)")
+        verdict = self.guard.check(shard, mem)
+        if verdict is not None:
+            raise Rejection(f"write guard: {verdict.reason}")
         new_row = memory_to_row(mem, datetime.fromisoformat(now))
         old_row = shard.memory_row(mem.memory_id)
         also: list[MemoryUnit] = []
@@ -358,6 +376,58 @@ class Writer:
                       at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED)
 
+    def _erase(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
+        er = event.erasure
+        assert er is not None
+        s = event.scope
+        home = [s.tenant_id, s.workspace_id, s.user_id]
+        targets: dict[str, tuple[str, list[str | None]]] = {
+            "memory": ("memory_id = ?", [er.memory_id]),
+            "session": ("agent_id = ? AND session_id = ?", [s.agent_id, er.session_id]),
+            "agent": ("agent_id = ?", [s.agent_id]),
+            "user": ("1 = 1", []),
+        }
+        where = targets[er.target]
+        seeds = [r[0] for r in shard.conn.execute(
+            f"SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND {where[0]}",
+            [*home, *where[1]])]
+        if er.target == "memory" and not seeds:
+            raise Rejection(f"no memory {er.memory_id} in scope {s.home}")
+        doomed = self._with_derivatives(shard, seeds)
+        successors: dict[str, dict[str, Any]] = {}
+        for mid in sorted(doomed):
+            row = shard.memory_row(mid)
+            if row is None:
+                continue
+            if row["layer"] == "L0":
+                nxt = self._neighbour(shard, row, "next")
+                if nxt is not None and nxt["memory_id"] not in doomed:
+                    successors[nxt["memory_id"]] = nxt
+            shard.tombstone(row, reason=f"{er.target} erased: {er.reason}", at=now, value_hash=value_hash(row["content"]))
+            shard.delete_memory(row, at=now, proposal_id=event.event_id, actor=event.processor)
+        for nxt in successors.values():  # the next message's context held erased content
+            fresh = shard.memory_row(nxt["memory_id"])
+            if fresh is not None:
+                shard.update_memory(fresh, {**fresh, "context": self._previous_content(shard, fresh)}, at=now,
+                                    proposal_id=event.event_id, actor="writer")
+        shard.redact_audit("memories", sorted(successors))
+        shard.scrub(home, sorted(doomed), all_cache=True, at=now, proposal_id=event.event_id)
+        return _Applied(ChangeStatus.COMMITTED, erased=tuple(sorted(doomed)))
+
+    @staticmethod
+    def _with_derivatives(shard: Shard, seeds: list[str]) -> set[str]:
+        """Memories derived from erased ones are erased too (their content came from it)."""
+        doomed = set(seeds)
+        frontier = list(seeds)
+        while frontier:
+            marks = ", ".join("?" for _ in frontier)
+            rows = shard.conn.execute(
+                f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({marks})", frontier).fetchall()
+            frontier = [r[0] for r in rows if r[0] not in doomed]
+            doomed.update(frontier)
+        return doomed
+
     def _evidence_edge(
         self, shard: Shard, event: ProposalEvent, now: str, edge_type: EdgeType, src: str, dst: str
     ) -> None:
@@ -377,7 +447,7 @@ class Writer:
     @staticmethod
     def _change(
         event: ProposalEvent, record: Record, status: ChangeStatus, *, reason: str | None = None,
-        memory: MemoryUnit | None = None, target_id: str | None = None,
+        memory: MemoryUnit | None = None, target_id: str | None = None, affected: tuple[str, ...] = (),
     ) -> ChangeEvent:
         mem = memory or event.memory
         return ChangeEvent(
@@ -392,6 +462,7 @@ class Writer:
             kind=mem.kind if mem else None,
             reason=reason,
             memory=memory if status is ChangeStatus.COMMITTED else None,
+            affected_ids=affected,
             source_topic=record.topic,
             source_partition=record.partition,
             source_offset=record.offset,

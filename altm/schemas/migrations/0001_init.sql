@@ -129,10 +129,16 @@ CREATE TABLE audit_log (
     target_table TEXT NOT NULL,
     target_id    TEXT NOT NULL,
     old_value    TEXT,
-    new_value    TEXT
+    new_value    TEXT,
+    redacted     INTEGER NOT NULL DEFAULT 0   -- 1 once an erasure replaced the values by their hashes
 );
 CREATE INDEX audit_log_target ON audit_log (target_table, target_id);
-CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log BEGIN
+-- insert-only, with one exception: an erasure may redact a row's values once (the row itself stays)
+CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+WHEN NOT (OLD.redacted = 0 AND NEW.redacted = 1 AND NEW.audit_id = OLD.audit_id AND NEW.at = OLD.at
+          AND NEW.actor = OLD.actor AND NEW.action = OLD.action AND NEW.target_table = OLD.target_table
+          AND NEW.target_id = OLD.target_id AND NEW.proposal_id IS OLD.proposal_id)
+BEGIN
     SELECT RAISE(ABORT, 'audit_log is insert-only');
 END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log BEGIN
@@ -253,6 +259,7 @@ CREATE TABLE ccr_entries (
 CREATE TABLE llm_cache (
     model       TEXT NOT NULL,
     prompt_hash TEXT NOT NULL,
+    home        TEXT NOT NULL,                 -- tenant/workspace/user whose content the prompt held
     response    TEXT NOT NULL,
     recorded_at TEXT NOT NULL,
     PRIMARY KEY (model, prompt_hash)

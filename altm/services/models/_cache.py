@@ -15,7 +15,7 @@ from ..store import Shard
 class LLMCache(Protocol):
     def get(self, model: str, prompt_hash: str) -> str | None: ...
 
-    def put(self, model: str, prompt_hash: str, response: str) -> None: ...
+    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None: ...
 
 
 class ShardLLMCache:
@@ -28,10 +28,11 @@ class ShardLLMCache:
         ).fetchone()
         return None if row is None else str(row[0])
 
-    def put(self, model: str, prompt_hash: str, response: str) -> None:
+    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
+        """``home`` records whose content the prompt held, so an erasure can remove the entry."""
         self.shard.conn.execute(
-            "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, response, recorded_at) VALUES (?,?,?,?)",
-            (model, prompt_hash, response, datetime.now(UTC).isoformat()),
+            "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
+            (model, prompt_hash, home, response, datetime.now(UTC).isoformat()),
         )
 
 
@@ -44,5 +45,5 @@ class MemoryLLMCache:
     def get(self, model: str, prompt_hash: str) -> str | None:
         return self._data.get((model, prompt_hash))
 
-    def put(self, model: str, prompt_hash: str, response: str) -> None:
+    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
         self._data.setdefault((model, prompt_hash), response)

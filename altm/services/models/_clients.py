@@ -143,7 +143,7 @@ class ModelClients:
         except ValidationError as exc:
             raise Deferred(f"{stage.value} model output does not match {schema.__name__}: "
                            f"{exc.errors(include_url=False)[0]['msg']}") from None
-        cache.put(model, phash, value.model_dump_json())
+        cache.put(model, phash, value.model_dump_json(), scope.home)
         return Structured(value, model, phash, cached=False)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -19,6 +19,7 @@ from ...schemas import (
     ControlAction,
     ControlEvent,
     CycleState,
+    Erasure,
     Event,
     Layer,
     Role,
@@ -218,6 +219,21 @@ class MemoryApp:
         event_id = derive_id("ctl", scope.path, signal, *ids, ts.isoformat())
         await self.publish([ControlEvent(event_id=event_id, scope=scope, timestamp=ts, action=action,
                                          target_ids=tuple(ids), payload={"signal": signal, "note": note})])
+        return event_id
+
+    async def erase(self, scope: Scope, target: str, *, memory_id: str | None = None,
+                    session_id: str | None = None, reason: str = "erasure requested") -> str:
+        """Request an erasure (memory, session, agent or the whole user scope) as a control event on the log;
+        the writer applies it: content removed from every store, tombstones left, everything audited."""
+        erasure = Erasure(target=target, memory_id=memory_id, session_id=session_id,
+                          reason=reason)
+        if memory_id is not None:
+            self._visible_row(memory_id, scope)
+        ts = _now()
+        event_id = derive_id("ctl", scope.path, "erase", target, memory_id or "", session_id or "", ts.isoformat())
+        await self.publish([ControlEvent(event_id=event_id, scope=scope, timestamp=ts, action=ControlAction.ERASE,
+                                         target_ids=(memory_id,) if memory_id else (), session_id=session_id,
+                                         payload=erasure.model_dump())])
         return event_id
 
     def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:

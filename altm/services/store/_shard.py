@@ -22,6 +22,31 @@ class ShardError(RuntimeError):
     pass
 
 
+_TEXT_FIELDS = ("content", "context", "attributes", "trust_reason", "name", "label", "normalised_text", "compressed",
+                "response", "bundle")
+
+
+def redacted(row: dict[str, Any]) -> dict[str, Any]:
+    """A row whose text fields are replaced by their SHA-256 (what an erasure may keep)."""
+    import hashlib
+
+    out = dict(row)
+    for f in _TEXT_FIELDS:
+        if isinstance(out.get(f), str):
+            out[f] = {"redacted_sha256": hashlib.sha256(out[f].encode()).hexdigest()}
+    return out
+
+
+def _redact_json(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    return orjson.dumps(redacted(obj) if isinstance(obj, dict) else obj, option=orjson.OPT_SORT_KEYS).decode()
+
+
 class Shard:
     def __init__(self, path: str | Path, partition: int, *, read_only: bool = False) -> None:
         self.path = Path(path)
@@ -44,6 +69,7 @@ class Shard:
             conn.execute("PRAGMA synchronous=NORMAL")
             migrate(conn)
         conn.execute("PRAGMA busy_timeout=5000")
+        conn.create_function("redact_json", 1, _redact_json, deterministic=True)
         conn.row_factory = sqlite3.Row
         self._conn = conn
         return self
@@ -177,6 +203,71 @@ class Shard:
                 f"UPDATE {table} SET {sets} WHERE {key_column}=?",
                 [row[c] for c in cols if c != key_column] + [row[key_column]],
             )
+
+    def delete_memory(self, row: dict[str, Any], *, at: str, proposal_id: str, actor: str) -> None:
+        """Delete one memory (FTS rows go with it through the triggers), audited first."""
+        conn = self._require_tx()
+        self.audit(at=at, proposal_id=proposal_id, actor=actor, action="erase", table="memories",
+                   target_id=row["memory_id"], old=redacted(row), new=None)
+        conn.execute("DELETE FROM memories WHERE memory_id=?", (row["memory_id"],))
+
+    def tombstone(self, row: dict[str, Any], *, reason: str, at: str, value_hash: str) -> None:
+        from ...schemas import derive_id, normalise_text
+
+        conn = self._require_tx()
+        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash)
+        conn.execute(
+            "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
+            "normalised_text, reason, at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash,
+             normalise_text(row["content"]), reason, at),
+        )
+
+    def redact_audit(self, table: str, ids: list[str]) -> None:
+        """Replace the text values of earlier audit rows about ``ids`` by their hashes (rows stay)."""
+        conn = self._require_tx()
+        for start in range(0, len(ids), 400):
+            chunk = ids[start : start + 400]
+            conn.execute(
+                "UPDATE audit_log SET old_value = redact_json(old_value), new_value = redact_json(new_value), "
+                f"redacted = 1 WHERE redacted = 0 AND target_table = ? AND target_id IN "
+                f"({', '.join('?' for _ in chunk)})", [table, *chunk])
+
+    def scrub(self, home: list[str], memory_ids: list[str], *, all_cache: bool, at: str, proposal_id: str) -> None:
+        """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
+        that still held the erased content. Every deletion is audited (values redacted)."""
+        conn = self._require_tx()
+        for start in range(0, len(memory_ids), 400):
+            chunk = memory_ids[start : start + 400]
+            marks = ", ".join("?" for _ in chunk)
+            for table, key, where in (
+                ("evidence_edges", "memory_id", f"memory_id IN ({marks}) OR evidence_id IN ({marks})"),
+                ("graph_edges", "edge_id", f"src_id IN ({marks}) OR dst_id IN ({marks})"),
+                ("ccr_entries", "marker", f"memory_id IN ({marks}) OR memory_id IN ({marks})"),
+            ):
+                for r in conn.execute(f"SELECT * FROM {table} WHERE {where}", [*chunk, *chunk]).fetchall():
+                    d = dict(r)
+                    self.audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
+                               target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"),
+                               old=redacted(d), new=None)
+                conn.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
+        self.redact_audit("memories", memory_ids)
+        orphans = conn.execute(
+            "SELECT * FROM graph_nodes n WHERE tenant_id=? AND workspace_id=? AND user_id=? AND NOT EXISTS "
+            "(SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)", home).fetchall()
+        for r in orphans:
+            self.audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_nodes",
+                       target_id=r["node_id"], old=redacted(dict(r)), new=None)
+            conn.execute("DELETE FROM graph_nodes WHERE node_id=?", (r["node_id"],))
+        self.redact_audit("graph_nodes", [r["node_id"] for r in orphans])
+        conn.execute("UPDATE runtime_cycles SET bundle = NULL WHERE tenant_id=? AND workspace_id=? AND user_id=?",
+                     home)
+        if all_cache:
+            n = conn.execute("SELECT COUNT(*) FROM llm_cache WHERE home=?", ("/".join(home),)).fetchone()[0]
+            if n:
+                self.audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
+                           target_id="/".join(home), old={"entries": n}, new=None)
+                conn.execute("DELETE FROM llm_cache WHERE home=?", ("/".join(home),))
 
     def add_rejection(
         self, *, at: str, proposal_id: str | None, memory_id: str | None, reason: str,

@@ -11,6 +11,7 @@ from ._base import (
     upsert_proposal,
 )
 from .capture import CaptureProcessor, l0_memory_id
+from .control import ControlProcessor
 from .embed import EmbedProcessor
 from .extract import ExtractProcessor
 from .fold import FoldProcessor
@@ -22,13 +23,14 @@ from .verify import VerifyProcessor
 def default_processors() -> list[Processor]:
     """Every processor, in the order the embedded runtime steps them."""
     return [
-        CaptureProcessor(), FoldProcessor(), ExtractProcessor(), LinkProcessor(), VerifyProcessor(),
-        GovernProcessor(), EmbedProcessor(),
+        CaptureProcessor(), ControlProcessor(), FoldProcessor(), ExtractProcessor(), LinkProcessor(),
+        VerifyProcessor(), GovernProcessor(), EmbedProcessor(),
     ]
 
 
 __all__ = [
     "CaptureProcessor",
+    "ControlProcessor",
     "Deferred",
     "EmbedProcessor",
     "ExtractProcessor",

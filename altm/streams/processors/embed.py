@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ...schemas import Event, MemoryUnit, ProposalEvent
+from ...schemas import ChangeEvent, ChangeStatus, Event, MemoryUnit, ProposalEvent, ProposalOp
 from ...services.vectors import VectorPoint
 from ..topics import Topic
 from ._base import Processor, ProcessorContext, committed_memory
@@ -45,10 +45,18 @@ class EmbedProcessor(Processor):
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         latest: dict[str, MemoryUnit] = {}
+        erased: list[str] = []
         for event in events:
             mem = committed_memory(event)
             if mem is not None:
                 latest[mem.memory_id] = mem
+            elif (isinstance(event, ChangeEvent) and event.op is ProposalOp.ERASE
+                  and event.status is ChangeStatus.COMMITTED):
+                erased += event.affected_ids
+                for mid in event.affected_ids:
+                    latest.pop(mid, None)
+        if ctx.vectors is not None and erased:
+            ctx.vectors.delete(erased)
         if not latest or ctx.vectors is None:
             return []
         mems = list(latest.values())

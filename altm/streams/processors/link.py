@@ -60,8 +60,8 @@ class LinkProcessor(Processor):
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         mem = committed_memory(event, frozenset({Layer.L0, Layer.L2}))
-        if mem is None:
-            return []
+        if mem is None or ctx.require_reader().get(mem.scope, mem.memory_id) is None:
+            return []  # nothing to link, or the memory was erased since this change (a replayed change)
         from ...services.models import Stage
 
         models = ctx.models

@@ -107,16 +107,30 @@ class _WriterStage:
     async def step(self) -> int:
         records = await self.consumer.poll(self.runtime.settings.poll_batch)
         if not records:
-            return 0
+            return await self._retry_deferred()
         n = self.runtime.settings.partitions
         for rec in records:
-            self.writer.apply(rec, n)
+            outcome = self.writer.apply(rec, n)
+            if outcome.deferred_reason is not None:  # fail closed: kept and retried, never accepted
+                self.runtime.deferred.add(self.name, rec, outcome.deferred_reason)
         for partition in sorted({r.partition for r in records}):
             await self.flush(partition)
         await self.consumer.commit(
             {TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()}
         )
-        return len(records)
+        return len(records) + await self._retry_deferred()
+
+    async def _retry_deferred(self) -> int:
+        done = 0
+        for work_id, rec in self.runtime.deferred.due(self.name):
+            outcome = self.writer.apply(rec, self.runtime.settings.partitions, retry=True)
+            if outcome.deferred_reason is not None:
+                self.runtime.deferred.add(self.name, rec, outcome.deferred_reason)
+                continue
+            self.runtime.deferred.done(work_id, rec.partition)
+            await self.flush(rec.partition)
+            done += 1
+        return done
 
 
 class EmbeddedRuntime:

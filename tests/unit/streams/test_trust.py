@@ -1,0 +1,165 @@
+"""The write guard and erasure (trust and correction)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from altm.config import Settings
+from altm.schemas import ChangeStatus, Kind, Layer, MemoryUnit, Method, Provenance, content_hash
+from altm.services._open import app_for_runtime
+from altm.services.replay import replay_into
+from altm.services.store import ShardSet
+from altm.streams import partition_for
+from altm.streams.bus import Record
+from altm.streams.guard import WriteGuard, matches
+from altm.streams.processors import upsert_proposal
+from altm.streams.runtime import EmbeddedRuntime
+from altm.streams.writer import Writer
+from tests.conftest import SCOPE, make_turn
+
+ANTI = "Don't run the refund batch in one big transaction because it locks the invoices table; use chunks."
+
+
+def _rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted((data_dir / "shards").glob("shard-*.db")):
+        conn = sqlite3.connect(path)
+        conn.row_factory = sqlite3.Row
+        out += [dict(r) for r in conn.execute(sql, args)]
+        conn.close()
+    return out
+
+
+def test_matching_is_forgiving_both_ways() -> None:
+    assert matches("We will run the refund batch in one big transaction tonight.",
+                   "run the refund batch in one big transaction", 0.8)
+    assert matches("refund batch in one transaction", "Run the refund batch in one big transaction!", 0.8)
+    assert not matches("The refund job finished in 40 seconds.", "run the refund batch in one big transaction", 0.8)
+    with pytest.raises(ValueError):
+        WriteGuard(0)
+
+
+def _derived(kind: Kind, content: str, evidence: str) -> MemoryUnit:
+    return MemoryUnit(memory_id=f"mem_{content_hash(content)[:32]}", scope=SCOPE, session_id="s1", layer=Layer.L2,
+                      kind=kind, content=content, content_hash=content_hash(content), evidence=(evidence,),
+                      provenance=Provenance(method=Method.HEURISTIC, processor="test"))
+
+
+async def test_guard_rejects_re_asserted_anti_patterns_from_every_writer_path(settings: Settings) -> None:
+    s = settings.model_copy(update={"embedder": "none"})
+    async with EmbeddedRuntime(s) as rt:
+        await rt.publish([make_turn(1, ANTI)])
+        await rt.run_until_idle()
+        l0 = _rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0'")[0]["memory_id"]
+        writer = Writer(rt.shards, s)
+        part = partition_for(SCOPE.home, 4)
+        offset = 10_000
+        # every processor's kind of output is guarded: the guard sits in the writer, not in a processor
+        for processor, kind in (("extract", Kind.DECISION), ("govern", Kind.FACT), ("lifecycle", Kind.HEURISTIC),
+                                ("api", Kind.PREFERENCE), ("replay", Kind.TASK)):
+            mem = _derived(kind, "Let's run the refund batch in one big transaction.", l0)
+            prop = upsert_proposal(mem, processor=processor, cause=make_turn(1))
+            from altm.schemas import encode
+
+            (change,) = writer.apply(Record("altm.proposals", part, offset, SCOPE.home, encode(prop)), 4).changes
+            offset += 1
+            assert change.status is ChangeStatus.REJECTED, processor
+            assert change.reason is not None and "re-asserts anti-pattern" in change.reason
+            assert "it locks the invoices table" in change.reason
+        # negated mentions and the raw message itself are fine
+        ok = _derived(Kind.HEURISTIC, "Instead of one big transaction, run the refund batch in chunks.", l0)
+        from altm.schemas import encode
+
+        (change,) = writer.apply(Record("altm.proposals", part, offset, SCOPE.home,
+                                        encode(upsert_proposal(ok, processor="extract", cause=make_turn(1)))),
+                                 4).changes
+        assert change.status is ChangeStatus.COMMITTED
+
+
+async def test_guard_fails_closed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = settings.model_copy(update={"embedder": "none", "defer_backoff_s": 3600.0})
+
+    def broken(self: WriteGuard, shard: object, mem: object) -> None:
+        raise RuntimeError("disk gone")
+
+    async with EmbeddedRuntime(s) as rt:
+        monkeypatch.setattr(WriteGuard, "_tombstone", broken)
+        await rt.publish([make_turn(1, "We decided to use Postgres.")])
+        await rt.run_until_idle()
+        assert _rows(s.data_dir, "SELECT * FROM memories") == []  # nothing accepted
+        assert rt.deferred.count() >= 1  # kept for retry
+        monkeypatch.undo()
+        s2 = rt.deferred
+        for row in _rows(s.data_dir, "SELECT work_id, partition FROM deferred_work"):  # make them due now
+            rt.shards.get(row["partition"]).conn.execute("UPDATE deferred_work SET next_attempt_at=0")
+        await rt.run_until_idle()
+        assert s2.count() == 0
+        assert _rows(s.data_dir, "SELECT * FROM memories WHERE layer='L0'")
+
+
+async def test_erasure_removes_content_everywhere_and_replay_cannot_undo_it(settings: Settings,
+                                                                           tmp_path: Path) -> None:
+    secret = "My passport number is X1234567 and I keep it in the blue drawer."
+    async with EmbeddedRuntime(settings) as rt:
+        await rt.publish([make_turn(1, "We decided to deploy on Tuesdays.", session="s1"),
+                          make_turn(2, secret, session="s1"), make_turn(3, "Thanks, noted.", session="s1")])
+        await rt.run_until_idle()
+        app = app_for_runtime(rt)
+        (row,) = [r for r in app.list_memories(SCOPE, layer="L0") if r["content"] == secret]
+        before = app.search(SCOPE, "s1", "passport number blue drawer", preset_name="hybrid+graph").hits
+        assert any("passport" in h.content for h in before)
+        await app.erase(SCOPE, "memory", memory_id=row["memory_id"], reason="user request")
+        await rt.run_until_idle()
+
+        def assert_gone(data_dir: Path, runtime: EmbeddedRuntime) -> None:
+            for table, col in (("memories", "content"), ("memories", "context")):
+                assert not _rows(data_dir, f"SELECT 1 FROM {table} WHERE {col} LIKE '%passport%'")
+            assert not _rows(data_dir, "SELECT 1 FROM memories_fts WHERE memories_fts MATCH 'passport'")
+            assert not _rows(data_dir, "SELECT 1 FROM memories_fts_tri WHERE memories_fts_tri MATCH 'passport'")
+            assert not _rows(data_dir, "SELECT 1 FROM graph_nodes WHERE name LIKE '%X1234567%'")
+            assert not _rows(data_dir, "SELECT 1 FROM audit_log WHERE old_value LIKE '%passport%' "
+                                       "OR new_value LIKE '%passport%'")
+            hits = app_for_runtime(runtime).search(SCOPE, "s1", "passport number blue drawer").hits
+            assert not any("passport" in h.content for h in hits)
+            vectors = runtime.ctx.vectors
+            assert vectors is not None and vectors.count() == len(_rows(data_dir, "SELECT 1 FROM memories"))
+
+        assert_gone(settings.data_dir, rt)
+        tombstones = _rows(settings.data_dir, "SELECT * FROM tombstones")
+        assert tombstones and all(t["reason"].startswith("memory erased: user request") for t in tombstones)
+        assert _rows(settings.data_dir, "SELECT 1 FROM audit_log WHERE action='erase' AND redacted=0")
+        # the next message's context no longer holds the erased text
+        (thanks,) = _rows(settings.data_dir, "SELECT context FROM memories WHERE content='Thanks, noted.'")
+        assert thanks["context"] == "We decided to deploy on Tuesdays."
+        # replay the whole log into the same store: the tombstones keep the content out
+        await rt.rewind([p for p in ("capture", "control", "fold", "extract", "link", "verify", "govern", "embed")])
+        await rt.run_until_idle()
+        assert_gone(settings.data_dir, rt)
+        rejected = _rows(settings.data_dir, "SELECT reason FROM rejections WHERE reason LIKE '%erased content%'")
+        assert rejected
+    # replay into a fresh store honours the erasure recorded on the log
+    fresh = tmp_path / "fresh"
+    await replay_into(settings.data_dir, fresh)
+    async with EmbeddedRuntime(settings.model_copy(update={"data_dir": fresh})) as rt2:
+        assert_gone(fresh, rt2)
+        assert _rows(fresh, "SELECT 1 FROM memories WHERE content LIKE '%Tuesdays%'")
+
+
+async def test_erasing_a_user_scope_removes_every_layer(settings: Settings) -> None:
+    s = settings.model_copy(update={"embedder": "none"})
+    async with EmbeddedRuntime(s) as rt:
+        await rt.publish([make_turn(i, f"I prefer option {i} for the deploy schedule.", session=f"s{i}")
+                          for i in range(3)])
+        await rt.run_until_idle()
+        assert len({r["layer"] for r in _rows(s.data_dir, "SELECT layer FROM memories")}) >= 3
+        await app_for_runtime(rt).erase(SCOPE, "user", reason="account deleted")
+        await rt.run_until_idle()
+        assert _rows(s.data_dir, "SELECT * FROM memories") == []
+        assert _rows(s.data_dir, "SELECT * FROM graph_edges") == []
+        assert json.loads(_rows(s.data_dir, "SELECT old_value FROM audit_log WHERE action='erase' LIMIT 1")[0][
+            "old_value"])["content"]["redacted_sha256"]
