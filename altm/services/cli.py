@@ -106,6 +106,8 @@ def stats(data_dir: DataDir = Path("altm-data"), json: Annotated[bool, typer.Opt
             table.add_row(f"kind {kind}", str(n))
     table.add_row("graph nodes", str(data["graph"]["nodes"]))
     table.add_row("graph edges", str(data["graph"]["edges"]))
+    if data["verified_fraction"] is not None:
+        table.add_row("L2 atoms with a trust verdict", f"{data['verified_fraction']:.0%}")
     table.add_row("dead letters", str(data["dlq"]))
     table.add_row("rejected proposals", str(data["rejected"]))
     console.print(table)

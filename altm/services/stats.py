@@ -40,6 +40,8 @@ def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:
     layers = {layer.value: 0 for layer in Layer}
     kinds = {kind.value: 0 for kind in Kind}
     nodes = edges = rejected = audit = memories = 0
+    trust: dict[str, int] = {}
+    derived = verified_any = 0
     shards = ShardSet(data_dir, partitions, read_only=True)
     try:
         for shard in shards.existing():
@@ -53,6 +55,12 @@ def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:
             edges += c.execute("SELECT COUNT(*) FROM graph_edges").fetchone()[0]
             rejected += c.execute("SELECT COUNT(*) FROM rejections").fetchone()[0]
             audit += c.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0]
+            for status, n in c.execute("SELECT trust_status, COUNT(*) FROM memories GROUP BY trust_status"):
+                trust[status] = trust.get(status, 0) + n
+            d, v = c.execute("SELECT COUNT(*), SUM(trust_verified_at IS NOT NULL) FROM memories "
+                             "WHERE layer = 'L2'").fetchone()
+            derived += d
+            verified_any += v or 0
     finally:
         shards.close()
     return {
@@ -63,6 +71,8 @@ def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:
         "dlq": counts.get(f"{prefix}dlq", 0),
         "rejected": rejected,
         "audit_rows": audit,
+        "trust": trust,
+        "verified_fraction": round(verified_any / derived, 4) if derived else None,
         "partitions": partitions,
         "topics": {k.removeprefix(prefix): v for k, v in sorted(counts.items())},
     }

@@ -36,6 +36,11 @@ class GuardVerdict:
     reason: str
 
 
+def negates(text: str) -> bool:
+    """The text speaks against something (don't, never, avoid, instead of...)."""
+    return bool(_NEGATION.search(text.casefold()))
+
+
 def tokens(text: str) -> frozenset[str]:
     return frozenset(t for t in _TOKEN.findall(normalise_text(text)) if t not in _STOP)
 
@@ -86,7 +91,7 @@ class WriteGuard:
         return None
 
     def _anti_pattern(self, shard: Shard, mem: MemoryUnit) -> GuardVerdict | None:
-        if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern" or _NEGATION.search(mem.content.casefold()):
+        if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern" or negates(mem.content):
             return None
         s = mem.scope
         for mid, attributes in shard.conn.execute(

@@ -70,6 +70,13 @@ class FeedbackRequest(_Scoped):
     note: str | None = None
 
 
+class EraseRequest(_Scoped):
+    target: str = Field(pattern="^(memory|session|agent|user)$")
+    memory_id: str | None = None
+    session_id: str | None = None
+    reason: str = Field(default="erasure requested", max_length=2000)
+
+
 class QueryRequest(_Scoped):
     session_id: str | None = None
     query: str = Field(min_length=1)
@@ -145,6 +152,14 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
         event_id = await memory.feedback(req.parsed, req.memory_ids, req.signal, req.note)
         return {"accepted": True, "event_id": event_id,
                 "note": "queued on the control topic; applied by the lifecycle processor"}
+
+    @api.post("/v1/erase")
+    async def erase(req: EraseRequest, key: Caller) -> dict[str, Any]:
+        allow(key, req.parsed)
+        event_id = await memory.erase(req.parsed, req.target, memory_id=req.memory_id, session_id=req.session_id,
+                                      reason=req.reason)
+        return {"accepted": True, "event_id": event_id,
+                "note": "queued on the control topic; the writer removes the content and leaves tombstones"}
 
     @api.post("/v1/query")
     async def query(req: QueryRequest, key: Caller) -> dict[str, Any]:

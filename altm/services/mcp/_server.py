@@ -18,7 +18,7 @@ from ...schemas import Scope
 from ..protocol import Feedback, MemoryApp, ProtocolError
 
 Profile = Literal["runtime", "admin"]
-RUNTIME_TOOLS = ("prepare", "commit", "abort", "drilldown", "feedback", "pin", "unpin")
+RUNTIME_TOOLS = ("prepare", "commit", "abort", "drilldown", "feedback", "pin", "unpin", "delete")
 ADMIN_TOOLS = ("emerge", "stats", "review", "replay")
 
 ScopeGuard = Callable[[Scope], None]
@@ -107,6 +107,12 @@ def _runtime_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str
     @_surface_errors
     async def unpin(scope: str, memory_ids: list[str]) -> dict[str, Any]:
         return {"event_id": await memory.feedback(scope_of(scope), memory_ids, "unpin")}
+
+    @server.tool(description="Erase a memory and everything derived from it (tombstoned: never re-created).")
+    @_surface_errors
+    async def delete(scope: str, memory_id: str, reason: str = "deleted by the agent") -> dict[str, Any]:
+        event_id = await memory.erase(scope_of(scope), "memory", memory_id=memory_id, reason=reason)
+        return {"event_id": event_id, "note": "queued on the control topic; the writer applies it"}
 
 
 def _admin_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str], Scope], stats: Stats | None,

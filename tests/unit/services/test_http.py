@@ -108,3 +108,14 @@ async def test_a_key_for_one_tenant_never_reads_another(client: tuple[httpx.Asyn
     assert r.json()["memories"] and all("Globex" not in m["content"] for m in r.json()["memories"])
     r = await c.post("/v1/query", json={"scope": SCOPE.path, "query": "Globex deploys Fridays"}, headers=h)
     assert r.status_code == 200 and all("Globex" not in x["content"] for x in r.json()["results"])
+
+
+async def test_erase_is_scoped_and_validated(client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    c, keys = client
+    h = _auth(keys["acme"])
+    r = await c.post("/v1/erase", json={"scope": OTHER.path, "target": "user"}, headers=h)
+    assert r.status_code == 403
+    r = await c.post("/v1/erase", json={"scope": SCOPE.path, "target": "memory"}, headers=h)
+    assert r.status_code == 422 and "memory_id" in r.text
+    r = await c.post("/v1/erase", json={"scope": SCOPE.path, "target": "session", "session_id": "s1"}, headers=h)
+    assert r.status_code == 200 and r.json()["event_id"].startswith("ctl_")
