@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -57,6 +58,8 @@ def query(
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=200)] = 10,
     token_budget: Annotated[int, typer.Option("--token-budget", min=1)] = 2000,
     strict_session: Annotated[bool, typer.Option("--strict-session")] = False,
+    as_of: Annotated[datetime | None, typer.Option("--as-of", help="Valid in the world at (ISO 8601)")] = None,
+    known_at: Annotated[datetime | None, typer.Option("--known-at", help="Believed by the store at")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print JSON (results, bundle, tokens)")] = False,
 ) -> None:
     """Read-only retrieval: ranked memories and the context bundle they would form."""
@@ -67,7 +70,7 @@ def query(
     with read_only_app(settings, partitions) as app:
         try:
             result = app.search(sc, session or None, text, preset_name=preset_name, top_k=top_k,
-                                strict_session=strict_session)
+                                strict_session=strict_session, as_of=as_of, known_at=known_at)
         except ValueError as exc:
             raise _fail(str(exc)) from None
         bundle = build_bundle(result.hits, query=text, scope=sc.path, session_id=session, preset=preset_name,

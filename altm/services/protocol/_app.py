@@ -95,11 +95,15 @@ class MemoryApp:
 
     # -- recall ----------------------------------------------------------------------------------------
     def search(self, scope: Scope, session_id: str | None, text: str, *, preset_name: str = DEFAULT_PRESET,
-               top_k: int | None = None, strict_session: bool = False) -> SearchResult:
+               top_k: int | None = None, strict_session: bool = False, as_of: datetime | None = None,
+               known_at: datetime | None = None) -> SearchResult:
+        """Recall. ``as_of``: what was valid in the world at that time (superseded versions included);
+        ``known_at``: what the store believed at that time. Default: valid and believed now."""
         config: SearchConfig = preset(preset_name)
         if top_k is not None:
             config = config.model_copy(update={"top_k": top_k})
-        return self.retriever.search(scope, session_id, text, config, strict_session=strict_session)
+        return self.retriever.search(scope, session_id, text, config, strict_session=strict_session,
+                                     as_of=as_of, known_at=known_at)
 
     # -- runtime protocol ------------------------------------------------------------------------------
     async def prepare_turn(

@@ -7,6 +7,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +132,10 @@ class Retriever:
         ordered = ordered[: config.candidates]
         return ordered, {n: sub.path_to(n) for n in ordered}
 
+    def _admitted(self, conn: sqlite3.Connection, ids: list[str], policy: ScopePolicy) -> list[str]:
+        allowed = self._allowed(conn, ids, policy)
+        return [m for m in ids if m in allowed]
+
     @staticmethod
     def _allowed(conn: sqlite3.Connection, ids: Sequence[str], policy: ScopePolicy) -> set[str]:
         """The candidates the scope policy admits (primary-key lookups, then the policy predicate)."""
@@ -147,9 +152,11 @@ class Retriever:
 
     # -- fusion and ranking ----------------------------------------------------------------------------
     def search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
-               *, strict_session: bool = False) -> SearchResult:
+               *, strict_session: bool = False, as_of: datetime | None = None,
+               known_at: datetime | None = None) -> SearchResult:
         timings: dict[str, float] = {}
-        policy = ScopePolicy(scope, session_id, strict_session, config.l0_across_sessions, config.layers)
+        policy = ScopePolicy(scope, session_id, strict_session, config.l0_across_sessions, config.layers,
+                             as_of=as_of, known_at=known_at)
         conn = self.conn_for(scope)
         terms = query_terms(query)
         ranked: dict[str, list[str]] = {}
@@ -167,7 +174,9 @@ class Retriever:
             if tri:
                 timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
         if config.vector:
-            timed("vector", lambda: self._vector(query, policy, config.candidates))
+            # the payload filter scopes the search; the SQL policy then applies what the payload cannot hold
+            # (supersession, validity and record time)
+            timed("vector", lambda: self._admitted(conn, self._vector(query, policy, config.candidates), policy))
         paths: dict[str, list[str]] = {}
         if config.graph:
             t0 = time.perf_counter()

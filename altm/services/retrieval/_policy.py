@@ -6,7 +6,8 @@ L0/L1: the current session of the agent; L2/L3: every session of the agent; L4: 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from ...schemas import Layer, Scope
 from ..vectors import VectorFilter
@@ -19,6 +20,9 @@ class ScopePolicy:
     strict_session: bool = False
     l0_across_sessions: bool = False
     layers: tuple[Layer, ...] = tuple(Layer)
+    as_of: datetime | None = None  # validity time: what held in the world then (superseded versions too)
+    known_at: datetime | None = None  # record time: what the store believed then
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def __post_init__(self) -> None:
         if self.strict_session and not self.session_id:
@@ -49,9 +53,27 @@ class ScopePolicy:
                 clause += f" AND {alias}.session_id = ?"
                 args.append(self.session_id or "")
             parts.append(f"({clause})")
+        when, when_args = self._time(alias)
         where = (f"{alias}.tenant_id = ? AND {alias}.workspace_id = ? AND {alias}.user_id = ? "
-                 f"AND {alias}.superseded_by IS NULL AND ({' OR '.join(parts) or '0'})")
-        return where, args
+                 f"AND {when} AND ({' OR '.join(parts) or '0'})")
+        return where, [*args[:3], *when_args, *args[3:]]
+
+    def _time(self, a: str) -> tuple[str, list[str]]:
+        """Bitemporal filter. Default: believed now and valid now."""
+        if self.as_of is None and self.known_at is None:
+            return (f"{a}.superseded_by IS NULL AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)",
+                    [_iso(self.now)])
+        clauses, args = [], []
+        if self.as_of is not None:
+            clauses.append(f"({a}.valid_from IS NULL OR {a}.valid_from <= ?) AND ({a}.valid_to IS NULL OR "
+                           f"{a}.valid_to > ?)")
+            args += [_iso(self.as_of), _iso(self.as_of)]
+        if self.known_at is not None:
+            clauses.append(f"{a}.recorded_at <= ? AND ({a}.superseded_at IS NULL OR {a}.superseded_at > ?)")
+            args += [_iso(self.known_at), _iso(self.known_at)]
+        else:
+            clauses.append(f"({a}.lc_state IS NOT 'merged')")
+        return " AND ".join(clauses), args
 
     def vector_filters(self) -> list[VectorFilter]:
         s = self.scope
@@ -64,3 +86,7 @@ class ScopePolicy:
                 eq["session_id"] = self.session_id or ""
             out.append(VectorFilter(equals=eq, any_of={"layer": layers}))
         return out
+
+
+def _iso(value: datetime) -> str:
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
