@@ -18,10 +18,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.streams.guard import matches, negates  # noqa: E402
-from altm.streams.processors import _rules as rules  # noqa: E402
-from benchmarks._record import config_stamp, write_record  # noqa: E402
-from benchmarks.ingest import DEFAULT_DATA  # noqa: E402
+from altm.streams.guard import matches, negates
+from altm.streams.processors import _rules as rules
+from benchmarks._record import config_stamp, write_record
+from benchmarks.ingest import DEFAULT_DATA
 
 ANTI_PATTERNS = [
     "run the refund batch in one big transaction",

@@ -16,7 +16,7 @@ from .events import (
     Role,
     TurnEvent,
 )
-from .governance import DeferredAction, Erasure, Merge, Supersession, TrustVerdict
+from .governance import DeferredAction, Erasure, Merge, ReviewDecision, Supersession, TrustVerdict
 from .graph import EdgeType, GraphEdge, GraphNode, NodeType
 from .ids import content_hash, derive_id, normalise_text, sha256_hex
 from .memory import (
@@ -60,6 +60,7 @@ __all__ = [
     "ProposalEvent",
     "ProposalOp",
     "Provenance",
+    "ReviewDecision",
     "Role",
     "RuntimeCycle",
     "Scope",

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ._scope import Scope, ScopeId
 from .ids import derive_id
 from .graph import GraphEdge, GraphNode
-from .governance import DeferredAction, Erasure, Merge, Supersession, TrustVerdict
+from .governance import DeferredAction, Erasure, Merge, ReviewDecision, Supersession, TrustVerdict
 from .memory import Kind, Layer, MemoryUnit
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -93,6 +93,7 @@ class ControlAction(StrEnum):
     UNPIN = "unpin"
     FEEDBACK = "feedback"
     ERASE = "erase"
+    REVIEW = "review"
     REVIEW_DECISION = "review_decision"
 
 
@@ -115,6 +116,7 @@ class ProposalOp(StrEnum):
     MERGE = "merge"
     DEFER_ACTION = "defer_action"
     ERASE = "erase"
+    REVIEW = "review"
 
 
 _OP_PAYLOAD = {
@@ -126,6 +128,7 @@ _OP_PAYLOAD = {
     ProposalOp.MERGE: "merge",
     ProposalOp.DEFER_ACTION: "deferred",
     ProposalOp.ERASE: "erasure",
+    ProposalOp.REVIEW: "review",
 }
 
 
@@ -146,6 +149,7 @@ class ProposalEvent(_Envelope):
     merge: Merge | None = None
     deferred: DeferredAction | None = None
     erasure: Erasure | None = None
+    review: ReviewDecision | None = None
 
     @model_validator(mode="after")
     def _op_payload(self) -> ProposalEvent:
@@ -174,6 +178,8 @@ class ProposalEvent(_Envelope):
             return self.deferred.action_id
         if self.erasure is not None:
             return self.erasure.memory_id or self.erasure.session_id or self.scope.path
+        if self.review is not None:
+            return self.review.item_id
         return None
 
 

@@ -65,3 +65,19 @@ class Erasure(BaseModel):
         if self.target == "session" and not self.session_id:
             raise ValueError("erasing a session needs its session_id")
         return self
+
+
+class ReviewDecision(BaseModel):
+    """A reviewer's decision on a review-queue item: a memory (mem_…), a deferred action (act_…) or a
+    rejected proposal (rej_<n>)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    item_id: str = Field(pattern=r"^(mem|act)_[0-9a-f]{32}$|^rej_\d+$")
+    decision: Literal["approve", "reject"]
+    note: str | None = Field(default=None, max_length=2000)
+
+    @property
+    def item_kind(self) -> Literal["memory", "action", "rejection"]:
+        prefix = self.item_id.split("_", 1)[0]
+        return {"mem": "memory", "act": "action"}.get(prefix, "rejection")  # type: ignore[return-value]

@@ -65,6 +65,7 @@ class LifecycleState(StrEnum):
     DEMOTED = "demoted"
     ARCHIVED = "archived"
     MERGED = "merged"
+    REJECTED = "rejected"  # a reviewer rejected it: kept for the audit, out of recall
     FORGOTTEN = "forgotten"
 
 

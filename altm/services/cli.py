@@ -347,6 +347,114 @@ def worker(
     run_worker(_settings(data_dir, broker=broker, partitions=partitions))
 
 
+review_app = typer.Typer(help="The review queue: contradicted/uncertain memories, deferred actions, "
+                                "rejected proposals.", no_args_is_help=True)
+app.add_typer(review_app, name="review")
+
+
+def _review_scope(scope: str) -> Scope:
+    try:
+        return Scope.parse(scope)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+
+@review_app.command("list")
+def review_list(
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+    json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Items waiting for a decision, for the user of SCOPE."""
+    from ._open import read_only_app
+    from .stats import log_topics
+
+    parsed = _review_scope(scope)
+    partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
+    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+        queue = mem.review_queue(parsed)
+    if json:
+        sys.stdout.write(orjson.dumps(queue, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    table = Table(title="review queue")
+    for col in ("item", "what", "why"):
+        table.add_column(col, overflow="fold")
+    for m in queue["memories"]:
+        table.add_row(m["item_id"], f"{m['layer']} {m['kind']} ({m['trust_status']}): {m['content']}",
+                      m["trust_reason"] or "")
+    for a in queue["deferred_actions"]:
+        table.add_row(a["item_id"], f"deferred {a['action']} of {a['target_ids']}", a["reason"])
+    for r in queue["rejections"]:
+        table.add_row(r["item_id"], f"rejected proposal {r['proposal_id']}", r["reason"])
+    console.print(table)
+
+
+@review_app.command("show")
+def review_show(
+    item: Annotated[str, typer.Argument(help="mem_…, act_… or rej_<n>")],
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+) -> None:
+    """One review item, as JSON."""
+    from ._open import read_only_app
+    from .stats import log_topics
+
+    parsed = _review_scope(scope)
+    partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
+    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+        queue = mem.review_queue(parsed, limit=1000)
+    for group in queue.values():
+        for entry in group:
+            if entry["item_id"] == item:
+                sys.stdout.write(orjson.dumps(entry, option=orjson.OPT_INDENT_2).decode() + "\n")
+                return
+    raise _fail(f"{item} is not in the review queue of {parsed.home}")
+
+
+def _decide(item: str, decision: str, data_dir: Path, scope: str, note: str | None) -> None:
+    from ._open import embedded_app
+
+    parsed = _review_scope(scope)
+
+    async def run() -> list[dict[str, object]]:
+        async with embedded_app(_settings(data_dir)) as (runtime, mem):
+            await mem.review_decide(parsed, item, decision, note)
+            await runtime.run_until_idle()
+            return [dict(r) for s in runtime.shards.existing() for r in s.conn.execute(
+                "SELECT reason FROM rejections WHERE json_extract(payload, '$.review.item_id') = ? "
+                "ORDER BY rejection_id DESC LIMIT 1", (item,))]
+
+    try:
+        refused = asyncio.run(run())
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    if refused:
+        raise _fail(f"the decision was refused: {refused[0]['reason']}")
+    console.print(f"{decision}d {item}")
+
+
+@review_app.command("approve")
+def review_approve(
+    item: Annotated[str, typer.Argument()],
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+    note: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Approve: a memory becomes verified (ground truth); a deferred action is carried out."""
+    _decide(item, "approve", data_dir, scope, note)
+
+
+@review_app.command("reject")
+def review_reject(
+    item: Annotated[str, typer.Argument()],
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+    note: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Reject: a memory leaves recall (kept for the audit); a deferred action or rejection is dismissed."""
+    _decide(item, "reject", data_dir, scope, note)
+
+
 keys_app = typer.Typer(help="API keys for the HTTP API and streamable-HTTP MCP.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..streams.bus import OutgoingRecord, TopicPartition
+from ..streams.bus import OutgoingRecord, Record, TopicPartition
 from ..streams.bus.embedded import EmbeddedLog, default_log_path
 from ..streams.runtime import EmbeddedRuntime
 from ..streams.topics import Topic, topic_name
@@ -33,12 +33,12 @@ class ReplaySummary:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
 
-async def copy_host_topics(source: Path, target: EmbeddedLog, prefix: str, partitions: int,
-                           from_offset: int = 0, batch: int = 1000) -> int:
-    """Host events of ``source`` into ``target``, partition by partition, in offset order."""
+async def read_host_records(source: Path, prefix: str, partitions: int, from_offset: int = 0,
+                            batch: int = 1000) -> list[Record]:
+    """Host events of ``source``, in the order they were first published (turns and control interleaved)."""
     log = EmbeddedLog(default_log_path(source), read_only=True)
     await log.start()
-    copied = 0
+    out: list[Record] = []
     try:
         for topic in HOST_TOPICS:
             name = topic_name(topic, prefix)
@@ -46,13 +46,36 @@ async def copy_host_topics(source: Path, target: EmbeddedLog, prefix: str, parti
                 tp = TopicPartition(name, p)
                 offset = max(from_offset, log.log_start_offset(tp))
                 while records := log.read(tp, offset, batch):
-                    await target.publish_many([OutgoingRecord(r.topic, r.value, key=r.key, headers=r.headers,
-                                                              partition=p) for r in records])
-                    copied += len(records)
+                    out += records
                     offset = records[-1].offset + 1
     finally:
         await log.stop()
-    return copied
+    out.sort(key=lambda r: (r.timestamp_ms, r.topic != topic_name(Topic.TURNS, prefix), r.partition, r.offset))
+    return out
+
+
+async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix: str,
+                         progress: Callable[[str, int], None] | None = None) -> int:
+    """Publish host events in their original order. A control event (a decision about the state of its
+    time) is applied once everything published before it has been derived, as it was originally."""
+    control = topic_name(Topic.CONTROL, prefix)
+    processed = 0
+    pending: list[OutgoingRecord] = []
+    for rec in records:
+        if rec.topic == control:
+            if pending:
+                await runtime.log.publish_many(pending)
+                pending = []
+            processed += await runtime.run_until_idle(progress=progress)
+        pending.append(OutgoingRecord(rec.topic, rec.value, key=rec.key, headers=rec.headers,
+                                      partition=rec.partition))
+        if rec.topic == control:
+            await runtime.log.publish_many(pending)
+            pending = []
+            processed += await runtime.run_until_idle(progress=progress)
+    if pending:
+        await runtime.log.publish_many(pending)
+    return processed + await runtime.run_until_idle(progress=progress)
 
 
 async def replay_into(source: Path, target: Path, *, from_offset: int = 0,
@@ -65,10 +88,10 @@ async def replay_into(source: Path, target: Path, *, from_offset: int = 0,
     await runtime.start()
     try:
         start = time.perf_counter()
-        events = await copy_host_topics(source, runtime.log, settings.topic_prefix, partitions, from_offset)
+        records = await read_host_records(source, settings.topic_prefix, partitions, from_offset)
         if progress:
-            progress("events", events)
-        processed = await runtime.run_until_idle(progress=progress)
-        return ReplaySummary(events, processed, time.perf_counter() - start)
+            progress("events", len(records))
+        processed = await replay_records(runtime, records, settings.topic_prefix, progress)
+        return ReplaySummary(len(records), processed, time.perf_counter() - start)
     finally:
         await runtime.stop()

@@ -28,6 +28,7 @@ from ..schemas import (
     MemoryUnit,
     ProposalEvent,
     ProposalOp,
+    Supersession,
     content_hash,
     decode_event,
     derive_id,
@@ -47,6 +48,14 @@ _PAYLOAD_KEEP = 64 * 1024
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _payload_in_home(payload: str | None, home: str) -> bool:
+    try:
+        scope = orjson.loads(payload or "{}").get("scope") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return bool(scope) and "/".join(str(scope.get(k)) for k in ("tenant_id", "workspace_id", "user_id")) == home
 
 
 def original_text(data: bytes) -> str:
@@ -93,6 +102,7 @@ class Writer:
             ProposalOp.MERGE: self._merge,
             ProposalOp.DEFER_ACTION: self._defer_action,
             ProposalOp.ERASE: self._erase,
+            ProposalOp.REVIEW: self._review,
         }
 
     def resume_offset(self, topic: str, partition: int) -> int | None:
@@ -414,6 +424,54 @@ class Writer:
         shard.redact_audit("memories", sorted(successors))
         shard.scrub(home, sorted(doomed), all_cache=True, at=now, proposal_id=event.event_id)
         return _Applied(ChangeStatus.COMMITTED, erased=tuple(sorted(doomed)))
+
+    def _review(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        """Apply a reviewer's decision (it arrived as a control event, so a replay reproduces it)."""
+        review = event.review
+        assert review is not None
+        who = f"reviewer: {review.note}" if review.note else "reviewer"
+        if review.item_kind == "memory":
+            old = self._target_row(shard, event, review.item_id, "reviewed memory")
+            approve = review.decision == "approve"
+            new = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
+                   "trust_confidence": 1.0, "trust_reason": f"{review.decision}d by {who}",
+                   "trust_verified_at": now, "lc_state": old["lc_state"] if approve else "rejected"}
+            shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor="review")
+            return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
+        if review.item_kind == "action":
+            action = shard.row("deferred_actions", "action_id", review.item_id)
+            if action is None or action["tenant_id"] != event.scope.tenant_id or \
+                    action["user_id"] != event.scope.user_id:
+                raise Rejection(f"no deferred action {review.item_id} in scope {event.scope.home}")
+            if action["status"] != "pending":
+                if action["status"] == ("approved" if review.decision == "approve" else "rejected"):
+                    return _Applied(ChangeStatus.UNCHANGED)
+                raise Rejection(f"deferred action {review.item_id} was already {action['status']}")
+            if review.decision == "approve" and action["action"] == "supersede":
+                old_id, new_id = orjson.loads(action["target_ids"])
+                self._supersede(shard, event.model_copy(update={"review": None, "op": ProposalOp.SUPERSEDE,
+                                                                "supersession": Supersession(
+                                                                    old_id=old_id, new_id=new_id,
+                                                                    reason=f"approved by {who}")}), now)
+            shard.put_row("deferred_actions", "action_id",
+                          {**action, "status": "approved" if review.decision == "approve" else "rejected"}, action,
+                          at=now, proposal_id=event.event_id, actor="review")
+            return _Applied(ChangeStatus.COMMITTED)
+        rejection_id = int(review.item_id.removeprefix("rej_"))
+        row = shard.conn.execute("SELECT * FROM rejections WHERE rejection_id=?", (rejection_id,)).fetchone()
+        if row is None or not _payload_in_home(row["payload"], event.scope.home):
+            raise Rejection(f"no rejection {review.item_id} in scope {event.scope.home}")
+        status = "dismissed" if review.decision == "reject" else "approved"
+        self._mark_rejection(shard, dict(row), status, event, now)
+        return _Applied(ChangeStatus.COMMITTED)
+
+    @staticmethod
+    def _mark_rejection(shard: Shard, row: dict[str, Any], status: str, event: ProposalEvent, now: str
+                               ) -> None:
+        shard.audit(at=now, proposal_id=event.event_id, actor="review", action="update", table="rejections",
+                    target_id=f"rej_{row['rejection_id']}", old={"review_status": row["review_status"]},
+                    new={"review_status": status})
+        shard.conn.execute("UPDATE rejections SET review_status=? WHERE rejection_id=?", (status, row["rejection_id"]))
 
     @staticmethod
     def _with_derivatives(shard: Shard, seeds: list[str]) -> set[str]:

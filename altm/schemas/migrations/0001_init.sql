@@ -201,7 +201,8 @@ CREATE TABLE rejections (
     source_partition INTEGER,
     source_offset    INTEGER,
     payload          TEXT,
-    at               TEXT NOT NULL
+    at               TEXT NOT NULL,
+    review_status    TEXT NOT NULL DEFAULT 'pending'   -- pending, approved (re-reviewed), dismissed
 );
 
 -- consumer offsets, stored in the same transaction as the writes they cover

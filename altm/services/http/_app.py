@@ -77,6 +77,12 @@ class EraseRequest(_Scoped):
     reason: str = Field(default="erasure requested", max_length=2000)
 
 
+class ReviewRequest(_Scoped):
+    item_id: str
+    decision: str = Field(pattern="^(approve|reject)$")
+    note: str | None = Field(default=None, max_length=2000)
+
+
 class QueryRequest(_Scoped):
     session_id: str | None = None
     query: str = Field(min_length=1)
@@ -160,6 +166,22 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
                                       reason=req.reason)
         return {"accepted": True, "event_id": event_id,
                 "note": "queued on the control topic; the writer removes the content and leaves tombstones"}
+
+    @api.get("/v1/review")
+    async def review_list(key: Caller, scope: Annotated[str, Query(description="TENANT/WORKSPACE/USER/AGENT")],
+                          limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
+        try:
+            parsed = Scope.parse(scope)
+        except ValueError as exc:
+            raise HTTPException(422, detail=str(exc)) from None
+        allow(key, parsed)
+        return memory.review_queue(parsed, limit=limit)
+
+    @api.post("/v1/review")
+    async def review_decide(req: ReviewRequest, key: Caller) -> dict[str, Any]:
+        allow(key, req.parsed)
+        event_id = await memory.review_decide(req.parsed, req.item_id, req.decision, req.note)
+        return {"accepted": True, "event_id": event_id, "note": "queued on the control topic; the writer applies it"}
 
     @api.post("/v1/query")
     async def query(req: QueryRequest, key: Caller) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from ..protocol import Feedback, MemoryApp, ProtocolError
 
 Profile = Literal["runtime", "admin"]
 RUNTIME_TOOLS = ("prepare", "commit", "abort", "drilldown", "feedback", "pin", "unpin", "delete")
-ADMIN_TOOLS = ("emerge", "stats", "review", "replay")
+ADMIN_TOOLS = ("emerge", "stats", "review", "review_decide", "replay")
 
 ScopeGuard = Callable[[Scope], None]
 Replay = Callable[[], Awaitable[dict[str, Any]]]
@@ -136,6 +136,12 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str],
     @_surface_errors
     async def review(scope: str, limit: int = 50) -> dict[str, Any]:
         return memory.review_queue(scope_of(scope), limit=limit)
+
+    @server.tool(description="Approve or reject a review-queue item (mem_…, act_… or rej_<n>).")
+    @_surface_errors
+    async def review_decide(scope: str, item_id: str, decision: Literal["approve", "reject"],
+                            note: str | None = None) -> dict[str, Any]:
+        return {"event_id": await memory.review_decide(scope_of(scope), item_id, decision, note)}
 
     @server.tool(name="replay", description="Re-derive every memory from the log (idempotent; model answers "
                  "come from the LLM cache).")

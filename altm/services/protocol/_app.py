@@ -21,6 +21,7 @@ from ...schemas import (
     CycleState,
     Erasure,
     Event,
+    ReviewDecision,
     Layer,
     Role,
     RuntimeCycle,
@@ -240,23 +241,36 @@ class MemoryApp:
                                          payload=erasure.model_dump())])
         return event_id
 
+    async def review_decide(self, scope: Scope, item_id: str, decision: str, note: str | None = None) -> str:
+        """Approve or reject a review-queue item; the decision is a control event the writer applies."""
+        review = ReviewDecision(item_id=item_id, decision=decision, note=note)
+        ts = _now()
+        event_id = derive_id("ctl", scope.path, "review", item_id, decision, ts.isoformat())
+        await self.publish([ControlEvent(event_id=event_id, scope=scope, timestamp=ts,
+                                         action=ControlAction.REVIEW_DECISION, target_ids=(item_id,),
+                                         payload=review.model_dump())])
+        return event_id
+
     def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:
         """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
         conn = self.retriever.conn_for(scope)
         home = [scope.tenant_id, scope.workspace_id, scope.user_id]
         memories = [dict(r) for r in conn.execute(
-            "SELECT memory_id, layer, kind, content, trust_status, trust_reason, trust_contradicting_id, agent_id "
-            "FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? "
-            "AND trust_status IN ('contradicted', 'uncertain') ORDER BY valid_from, memory_id LIMIT ?",
+            "SELECT memory_id AS item_id, memory_id, layer, kind, content, trust_status, trust_reason, "
+            "trust_contradicting_id, agent_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+            "AND trust_status IN ('contradicted', 'uncertain') AND (trust_method IS NOT 'ground_truth') "
+            "AND lc_state NOT IN ('rejected', 'merged') ORDER BY valid_from, memory_id LIMIT ?",
             [*home, limit])]
         deferred = [dict(r) for r in conn.execute(
-            "SELECT action_id, action, target_ids, reason, status FROM deferred_actions WHERE tenant_id=? "
+            "SELECT action_id AS item_id, action_id, action, target_ids, reason, status FROM deferred_actions "
+            "WHERE tenant_id=? "
             "AND workspace_id=? AND user_id=? AND status='pending' ORDER BY recorded_at, action_id LIMIT ?",
             [*home, limit])]
-        prefix = f'%"tenant_id":"{scope.tenant_id}"%'
-        rejected = [dict(r) for r in conn.execute(
-            "SELECT rejection_id, proposal_id, memory_id, reason, at FROM rejections WHERE payload LIKE ? "
-            "ORDER BY rejection_id DESC LIMIT ?", [prefix, limit])]
+        rejected = [{**dict(r), "item_id": f"rej_{r['rejection_id']}"} for r in conn.execute(
+            "SELECT rejection_id, proposal_id, memory_id, reason, at FROM rejections WHERE json_valid(payload) "
+            "AND json_extract(payload, '$.scope.tenant_id') = ? AND json_extract(payload, '$.scope.workspace_id') = ? "
+            "AND json_extract(payload, '$.scope.user_id') = ? AND review_status = 'pending' "
+            "ORDER BY rejection_id DESC LIMIT ?", [*home, limit])]
         return {"memories": memories, "deferred_actions": deferred, "rejections": rejected}
 
     # -- drilldown -------------------------------------------------------------------------------------

@@ -61,8 +61,8 @@ class ScopePolicy:
     def _time(self, a: str) -> tuple[str, list[str]]:
         """Bitemporal filter. Default: believed now and valid now."""
         if self.as_of is None and self.known_at is None:
-            return (f"{a}.superseded_by IS NULL AND ({a}.valid_to IS NULL OR {a}.valid_to > ?)",
-                    [_iso(self.now)])
+            return (f"{a}.superseded_by IS NULL AND ({a}.valid_to IS NULL OR {a}.valid_to > ?) "
+                    f"AND {a}.lc_state NOT IN ('rejected', 'forgotten')", [_iso(self.now)])
         clauses, args = [], []
         if self.as_of is not None:
             clauses.append(f"({a}.valid_from IS NULL OR {a}.valid_from <= ?) AND ({a}.valid_to IS NULL OR "

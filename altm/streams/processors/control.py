@@ -1,7 +1,7 @@
 """control: operator and user decisions on the control topic → proposals for the writer.
 
-Erasure requests become ``erase`` proposals (applied, audited and tombstoned by the writer). Feedback, pin
-and unpin signals are consumed by the lifecycle processor; they are not memory-state changes here.
+Erasure requests become ``erase`` proposals (applied, audited and tombstoned by the writer) and review
+decisions ``review`` proposals. Feedback, pin and unpin signals are for the lifecycle processor.
 """
 
 from __future__ import annotations
@@ -10,7 +10,16 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from ...schemas import ControlAction, ControlEvent, Erasure, Event, ProposalEvent, ProposalOp, describe_validation_error
+from ...schemas import (
+    ControlAction,
+    ControlEvent,
+    Erasure,
+    Event,
+    ProposalEvent,
+    ProposalOp,
+    ReviewDecision,
+    describe_validation_error,
+)
 from ..topics import Topic
 from ._base import ProcessingError, Processor, ProcessorContext, proposal
 
@@ -22,10 +31,15 @@ class ControlProcessor(Processor):
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         if not isinstance(event, ControlEvent):
             raise ProcessingError(f"the control topic carries control events, got {event.event_type!r}")
-        if event.action is not ControlAction.ERASE:
-            return []
         try:
-            erasure = Erasure.model_validate(event.payload)
+            if event.action is ControlAction.ERASE:
+                erasure = Erasure.model_validate(event.payload)
+                return [proposal(ProposalOp.ERASE, scope=event.scope, processor=self.name, cause=event,
+                                 erasure=erasure)]
+            if event.action is ControlAction.REVIEW_DECISION:
+                review = ReviewDecision.model_validate(event.payload)
+                return [proposal(ProposalOp.REVIEW, scope=event.scope, processor=self.name, cause=event,
+                                 review=review)]
         except ValidationError as exc:
-            raise ProcessingError(f"invalid erase request: {describe_validation_error(exc)}") from None
-        return [proposal(ProposalOp.ERASE, scope=event.scope, processor=self.name, cause=event, erasure=erasure)]
+            raise ProcessingError(f"invalid {event.action.value} request: {describe_validation_error(exc)}") from None
+        return []
