@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     defer_max_backoff_s: float = Field(default=3600.0, ge=0)
     guard_overlap_threshold: float = Field(
         default=0.8, gt=0, le=1, description="Write guard: token overlap that counts as a match")
+    sweep_interval_s: float = Field(
+        default=300.0, gt=0, description="How often a running pipeline verifies never-verified L2 rows")
     embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
     vector_backend: str = Field(default="edge", description="edge (embedded Qdrant) or qdrant (server)")
     qdrant_url: str | None = Field(default=None, description="Qdrant server URL for vector_backend=qdrant")

@@ -264,6 +264,21 @@ def erase(
 
 
 @app.command()
+def sweep(data_dir: DataDir = Path("altm-data")) -> None:
+    """Verify every L2 memory that was never verified or changed since its verdict (no reads needed)."""
+    from ._open import embedded_app
+
+    async def run() -> int:
+        async with embedded_app(_settings(data_dir)) as (runtime, _):
+            n = await runtime.sweep(limit=100_000)
+            await runtime.run_until_idle()
+            return n
+
+    console.print(f"verified {asyncio.run(run())} memories")
+    stats(data_dir=data_dir, json=False)
+
+
+@app.command()
 def optimize(data_dir: DataDir = Path("altm-data")) -> None:
     """Build the vector index's HNSW graphs (run after large ingests; queries work without it, slower)."""
     from ..streams.runtime._context import choose_embedder, open_vector_index

@@ -216,6 +216,8 @@ class Shard:
 
         conn = self._require_tx()
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash)
+        self.audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
+                   old=None, new={"value_hash": value_hash, "reason": reason})
         conn.execute(
             "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
             "normalised_text, reason, at) VALUES (?,?,?,?,?,?,?,?,?)",

@@ -8,10 +8,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import TracebackType
 
 from ...config import Settings
-from ...schemas import Event
+from ...schemas import Event, encode
 from ...services.models import LLMSettings, Stage
 from ...services.store import ShardSet
 from ..bus import OutgoingRecord, TopicPartition
@@ -222,6 +223,35 @@ class EmbeddedRuntime:
         """Publish host events (turns, control) to their topics, keyed by scope home."""
         await self.log.publish_many([host_record(self.settings, ev) for ev in events])
 
+    async def sweep(self, limit: int = 500) -> int:
+        """Verify L2 rows that were never verified or changed after their verdict, independent of reads.
+        Returns how many rows were queued for verification (their verdicts go through the writer)."""
+        from ...schemas import ChangeEvent, ChangeStatus, ProposalOp, derive_id
+        from ...services.store import row_to_memory
+        from ..processors import VerifyProcessor
+
+        verify = next((p for p in self._processors if isinstance(p, VerifyProcessor)), VerifyProcessor())
+        out: list[OutgoingRecord] = []
+        swept = 0
+        for shard in self.shards.existing():
+            rows = shard.conn.execute(
+                "SELECT m.* FROM memories m WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND "
+                "(m.trust_verified_at IS NULL OR EXISTS (SELECT 1 FROM audit_log a WHERE a.target_table = "
+                "'memories' AND a.target_id = m.memory_id AND a.actor NOT IN ('verify', 'review') "
+                "AND a.at > m.trust_verified_at)) ORDER BY m.valid_from, m.memory_id LIMIT ?", (limit,)).fetchall()
+            for row in rows:
+                mem = row_to_memory(dict(row))
+                change = ChangeEvent(event_id=derive_id("sweep", mem.memory_id, mem.content_hash), scope=mem.scope,
+                                     timestamp=mem.valid_from or datetime.now(UTC), proposal_id="sweep",
+                                     op=ProposalOp.UPSERT_MEMORY, status=ChangeStatus.COMMITTED,
+                                     memory_id=mem.memory_id, layer=mem.layer, kind=mem.kind, memory=mem)
+                for prop in await verify.process(change, self.ctx):
+                    out.append(OutgoingRecord(topic_name(Topic.PROPOSALS, self.settings.topic_prefix),
+                                              encode(prop), key=prop.key))
+                swept += 1
+        await self.log.publish_many(out)
+        return swept
+
     async def rewind(self, processors: Sequence[str]) -> None:
         """Re-derivation: these processors read their input again from offset 0 (effects are idempotent)."""
         unknown = set(processors) - {s.name for s in self._stages}
@@ -269,9 +299,13 @@ class EmbeddedRuntime:
                 return handled
 
     async def _loop(self) -> None:
+        next_sweep = time.monotonic() + self.settings.sweep_interval_s
         while not self._stopping.is_set():
             try:
                 n = await self.step()
+                if time.monotonic() >= next_sweep:
+                    await self.sweep()
+                    next_sweep = time.monotonic() + self.settings.sweep_interval_s
             except Exception:
                 log.exception("embedded runtime step failed; retrying in 1s")
                 await asyncio.sleep(1.0)

@@ -163,3 +163,23 @@ async def test_erasing_a_user_scope_removes_every_layer(settings: Settings) -> N
         assert _rows(s.data_dir, "SELECT * FROM graph_edges") == []
         assert json.loads(_rows(s.data_dir, "SELECT old_value FROM audit_log WHERE action='erase' LIMIT 1")[0][
             "old_value"])["content"]["redacted_sha256"]
+
+
+async def test_sweep_verifies_rows_nobody_read(settings: Settings) -> None:
+    from altm.services.stats import collect_stats
+    from altm.streams.processors import CaptureProcessor, ExtractProcessor
+
+    s = settings.model_copy(update={"embedder": "none"})
+    async with EmbeddedRuntime(s, [CaptureProcessor(), ExtractProcessor()]) as rt:  # no verify processor
+        await rt.publish([make_turn(1, "The deadline is December 15.", session="a"),
+                          make_turn(2, "Actually the deadline moved to January 10, not December 15.", session="b")])
+        await rt.run_until_idle()
+        assert collect_stats(s.data_dir)["verified_fraction"] == 0.0
+        swept = await rt.sweep()
+        await rt.run_until_idle()
+        assert swept == 2
+        assert collect_stats(s.data_dir)["verified_fraction"] == 1.0
+        statuses = {r["content"]: r["trust_status"] for r in _rows(s.data_dir, "SELECT * FROM memories "
+                                                                               "WHERE layer='L2'")}
+        assert statuses["The deadline is December 15."] == "contradicted"  # found without any read
+        assert await rt.sweep() == 0  # nothing left to verify
