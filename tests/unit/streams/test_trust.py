@@ -45,40 +45,71 @@ def test_matching_is_forgiving_both_ways() -> None:
 
 
 def _derived(kind: Kind, content: str, evidence: str) -> MemoryUnit:
-    return MemoryUnit(memory_id=f"mem_{content_hash(content)[:32]}", scope=SCOPE, session_id="s1", layer=Layer.L2,
+    layer = Layer.L1 if kind is Kind.CAPSULE else Layer.L2
+    return MemoryUnit(memory_id=f"mem_{content_hash(content)[:32]}", scope=SCOPE, session_id="s1", layer=layer,
                       kind=kind, content=content, content_hash=content_hash(content), evidence=(evidence,),
                       provenance=Provenance(method=Method.HEURISTIC, processor="test"))
 
 
-async def test_guard_rejects_re_asserted_anti_patterns_from_every_writer_path(settings: Settings) -> None:
+WRITER_PATHS = [("extract", Kind.DECISION), ("govern", Kind.FACT), ("fold", Kind.CAPSULE),
+                ("lifecycle", Kind.HEURISTIC), ("api", Kind.PREFERENCE), ("cli", Kind.TASK),
+                ("replay", Kind.OUTCOME)]
+
+
+async def _writer_with(settings: Settings, turns: list[Any]) -> tuple[EmbeddedRuntime, Writer, str]:
     s = settings.model_copy(update={"embedder": "none"})
-    async with EmbeddedRuntime(s) as rt:
-        await rt.publish([make_turn(1, ANTI)])
+    rt = EmbeddedRuntime(s)
+    await rt.start()
+    await rt.publish(turns)
+    await rt.run_until_idle()
+    l0 = _rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0' ORDER BY valid_from")[0]["memory_id"]
+    return rt, Writer(rt.shards, s), l0
+
+
+def _apply(writer: Writer, mem: MemoryUnit, processor: str, offset: int) -> Any:
+    from altm.schemas import encode
+
+    prop = upsert_proposal(mem, processor=processor, cause=make_turn(1))
+    record = Record("altm.proposals", partition_for(SCOPE.home, 4), offset, SCOPE.home, encode(prop))
+    (change,) = writer.apply(record, 4).changes
+    return change
+
+
+@pytest.mark.parametrize(("processor", "kind"), WRITER_PATHS)
+async def test_guard_refuses_anti_pattern_re_assertions_on_every_writer_path(
+    settings: Settings, processor: str, kind: Kind
+) -> None:
+    rt, writer, l0 = await _writer_with(settings, [make_turn(1, ANTI)])
+    try:
+        change = _apply(writer, _derived(kind, "Let's run the refund batch in one big transaction.", l0),
+                        processor, 10_000)
+        assert change.status is ChangeStatus.REJECTED
+        assert change.reason is not None and "re-asserts anti-pattern" in change.reason
+        assert "it locks the invoices table" in change.reason
+        ok = _derived(kind, "Instead of one big transaction, run the refund batch in chunks.", l0)
+        assert _apply(writer, ok, processor, 10_001).status is ChangeStatus.COMMITTED  # negated: fine
+    finally:
+        await rt.stop()
+
+
+@pytest.mark.parametrize(("processor", "kind"), WRITER_PATHS)
+async def test_guard_refuses_erased_values_on_every_writer_path(settings: Settings, processor: str, kind: Kind
+                                                                ) -> None:
+    secret = "The vault master password is hunter2-blue-otter."
+    rt, writer, _ = await _writer_with(settings, [make_turn(1, "Something harmless to cite."),
+                                                  make_turn(2, secret)])
+    try:
+        app = app_for_runtime(rt)
+        (row,) = [r for r in app.list_memories(SCOPE, layer="L0") if r["content"] == secret]
+        await app.erase(SCOPE, "memory", memory_id=row["memory_id"])
         await rt.run_until_idle()
-        l0 = _rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0'")[0]["memory_id"]
-        writer = Writer(rt.shards, s)
-        part = partition_for(SCOPE.home, 4)
-        offset = 10_000
-        # every processor's kind of output is guarded: the guard sits in the writer, not in a processor
-        for processor, kind in (("extract", Kind.DECISION), ("govern", Kind.FACT), ("lifecycle", Kind.HEURISTIC),
-                                ("api", Kind.PREFERENCE), ("replay", Kind.TASK)):
-            mem = _derived(kind, "Let's run the refund batch in one big transaction.", l0)
-            prop = upsert_proposal(mem, processor=processor, cause=make_turn(1))
-            from altm.schemas import encode
-
-            (change,) = writer.apply(Record("altm.proposals", part, offset, SCOPE.home, encode(prop)), 4).changes
-            offset += 1
-            assert change.status is ChangeStatus.REJECTED, processor
-            assert change.reason is not None and "re-asserts anti-pattern" in change.reason
-            assert "it locks the invoices table" in change.reason
-        # negated mentions and the raw message itself are fine
-        ok = _derived(Kind.HEURISTIC, "Instead of one big transaction, run the refund batch in chunks.", l0)
-        from altm.schemas import encode
-
-        (change,) = writer.apply(Record("altm.proposals", part, offset, SCOPE.home,
-                                        encode(upsert_proposal(ok, processor="extract", cause=make_turn(1)))),
-                                 4).changes
-        assert change.status is ChangeStatus.COMMITTED
+        (kept,) = [r["memory_id"] for r in app.list_memories(SCOPE, layer="L0")]
+        change = _apply(writer, _derived(kind, "the vault master password is hunter2-blue-otter", kept),
+                        processor, 20_000)
+        assert change.status is ChangeStatus.REJECTED
+        assert change.reason is not None and "matches erased content" in change.reason
+    finally:
+        await rt.stop()
 
 
 async def test_guard_fails_closed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
