@@ -19,7 +19,7 @@ from ..protocol import Feedback, MemoryApp, ProtocolError
 
 Profile = Literal["runtime", "admin"]
 RUNTIME_TOOLS = ("prepare", "commit", "abort", "drilldown", "feedback", "pin", "unpin", "delete")
-ADMIN_TOOLS = ("emerge", "stats", "review", "review_decide", "replay")
+ADMIN_TOOLS = ("emerge", "stats", "review", "review_decide", "erase", "replay")
 
 ScopeGuard = Callable[[Scope], None]
 Replay = Callable[[], Awaitable[dict[str, Any]]]
@@ -142,6 +142,13 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str],
     async def review_decide(scope: str, item_id: str, decision: Literal["approve", "reject"],
                             note: str | None = None) -> dict[str, Any]:
         return {"event_id": await memory.review_decide(scope_of(scope), item_id, decision, note)}
+
+    @server.tool(description="Erase a memory, a session, an agent or a whole user scope (tombstoned, audited).")
+    @_surface_errors
+    async def erase(scope: str, target: Literal["memory", "session", "agent", "user"], memory_id: str | None = None,
+                    session_id: str | None = None, reason: str = "erasure requested") -> dict[str, Any]:
+        return {"event_id": await memory.erase(scope_of(scope), target, memory_id=memory_id, session_id=session_id,
+                                               reason=reason)}
 
     @server.tool(name="replay", description="Re-derive every memory from the log (idempotent; model answers "
                  "come from the LLM cache).")
