@@ -19,7 +19,7 @@ from .store import ShardSet
 def app_for_runtime(runtime: EmbeddedRuntime) -> MemoryApp:
     ctx = runtime.ctx
     return MemoryApp(runtime.settings, runtime.shards, Retriever(runtime.shards, ctx.embedder, ctx.vectors),
-                     runtime.publish)
+                     runtime.publish, ctx.models)
 
 
 @asynccontextmanager

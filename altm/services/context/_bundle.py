@@ -1,4 +1,7 @@
-"""The context bundle: recalled memories as quoted evidence with provenance, within a token budget."""
+"""The context bundle: recalled memories as quoted evidence with provenance, within a token budget.
+
+Prose over its share is compressed extractively, or by the summarisation model when one is configured
+(``rewrites``, prepared by the caller, which can await the model)."""
 
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ class BundleItem(BaseModel):
     graph_path: list[str] | None
     text: str = Field(description="The content as shown (compressed when over its budget share)")
     compressed: bool
+    compression: str | None = Field(default=None, description="extractive (by content type) or llm")
     content_type: str
     tokens: int
 
@@ -74,8 +78,15 @@ def _quote(text: str) -> str:
     return "\n".join("  > " + line for line in text.splitlines() or [""])
 
 
+def share_estimate(n_hits: int, token_budget: int) -> int:
+    """The content tokens one of ``n_hits`` memories can expect (for preparing model compressions)."""
+    remaining = token_budget - count_tokens(HEADER) - count_tokens(FOOTER) - 2
+    capacity = max(1, remaining // (60 + MIN_SHARE_CONTENT))
+    return max(MIN_ITEM_TOKENS, remaining // max(1, min(n_hits, capacity)) - 60)
+
+
 def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str, preset: str,
-                 token_budget: int) -> ContextBundle:
+                 token_budget: int, rewrites: dict[str, str] | None = None) -> ContextBundle:
     """Each candidate gets a share of what is left of the budget; content over its share is compressed by
     content type, and the original stays addressable by its marker."""
     if token_budget < 1:
@@ -95,6 +106,11 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
         if room < MIN_ITEM_TOKENS and count_tokens(hit.content) > max(room, 0):
             continue
         shown = compress(hit.content, max(room, 1), query)
+        how = "extractive" if shown.compressed else None
+        rewrite = (rewrites or {}).get(hit.memory_id)
+        if shown.compressed and shown.content_type.value == "prose" and rewrite and count_tokens(rewrite) <= room:
+            shown = type(shown)(rewrite, shown.content_type, True, count_tokens(rewrite))
+            how = "llm"
         block = header + "\n" + _quote(shown.text)
         block_tokens = count_tokens(block) + 1
         if block_tokens > remaining:
@@ -106,7 +122,8 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
             session_id=hit.session_id, valid_from=hit.valid_from, method=hit.method,
             trust_status=hit.trust_status, flag=hit.flag, source_ids=hit.source_ids, score=hit.score,
             channels=hit.channels, breakdown=hit.breakdown, graph_path=hit.graph_path, text=shown.text,
-            compressed=shown.compressed, content_type=shown.content_type.value, tokens=block_tokens,
+            compressed=shown.compressed, compression=how, content_type=shown.content_type.value,
+            tokens=block_tokens,
         ))
     parts.append(FOOTER)
     rendered = "\n".join(parts)

@@ -31,8 +31,11 @@ from ...schemas import (
     sha256_hex,
 )
 from ...streams.partitioner import partition_for
-from ..context import ContextBundle, build_bundle
-from ..retrieval import DEFAULT_PRESET, Retriever, SearchConfig, SearchResult, preset
+from ...streams.processors import Deferred
+from ..context import ContentType, ContextBundle, build_bundle, count_tokens, detect
+from ..context._bundle import share_estimate
+from ..models import ModelClients, Stage
+from ..retrieval import DEFAULT_PRESET, Hit, Retriever, SearchConfig, SearchResult, preset
 from ..retrieval._graph import expand, personalised_pagerank
 from ..retrieval._policy import ScopePolicy
 from ..store import ShardSet
@@ -48,6 +51,10 @@ class Feedback(BaseModel):
     helpful: list[str] = Field(default_factory=list, description="Memory ids that helped")
     harmful: list[str] = Field(default_factory=list, description="Memory ids that misled")
     note: str | None = Field(default=None, max_length=2000)
+
+
+class CompressedText(BaseModel):
+    text: str = Field(min_length=1, max_length=8000)
 
 
 class PreparedTurn(BaseModel):
@@ -87,12 +94,36 @@ def _now() -> datetime:
 
 
 class MemoryApp:
-    def __init__(self, settings: Settings, shards: ShardSet, retriever: Retriever, publish: Publisher) -> None:
+    def __init__(self, settings: Settings, shards: ShardSet, retriever: Retriever, publish: Publisher,
+                 models: ModelClients | None = None) -> None:
         self.settings = settings
         self.shards = shards
         self.retriever = retriever
         self.publish = publish
+        self.models = models
         self.cycles = CycleStore(shards)
+
+    async def _model_compressions(self, scope: Scope, hits: Sequence[Hit], query: str, token_budget: int
+                                  ) -> dict[str, str]:
+        """Prose too long for its share, compressed by the summarisation (L1) model when one is configured."""
+        if self.models is None or not self.models.configured(Stage.L1):
+            return {}
+        share = share_estimate(len(hits), token_budget)
+        out: dict[str, str] = {}
+        for hit in hits:
+            if detect(hit.content) is not ContentType.PROSE or count_tokens(hit.content) <= share:
+                continue
+            try:
+                result = await self.models.structured(Stage.L1, scope, [
+                    {"role": "system", "content": f"Compress the memory to at most {share} tokens for an "
+                     "assistant's context. Keep names, numbers, dates and decisions; add nothing; answer JSON "
+                     "{\"text\": ...}."},
+                    {"role": "user", "content": f"Question: {query}\n\nMemory:\n{hit.content}"},
+                ], CompressedText)
+            except Deferred:
+                continue  # the extractive compression stands in, labelled as such
+            out[hit.memory_id] = result.value.text
+        return out
 
     # -- recall ----------------------------------------------------------------------------------------
     def search(self, scope: Scope, session_id: str | None, text: str, *, preset_name: str = DEFAULT_PRESET,
@@ -126,8 +157,9 @@ class MemoryApp:
             return PreparedTurn(cycle_id=cycle_id, bundle=ContextBundle.model_validate_json(row["bundle"]),
                                 replayed=True)
         result = self.search(scope, session_id, content, preset_name=preset_name, strict_session=strict_session)
+        rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
         bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
-                              preset=preset_name, token_budget=token_budget)
+                              preset=preset_name, token_budget=token_budget, rewrites=rewrites)
         ts = timestamp or _now()
         await self.publish([TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
                                       content=content, timestamp=ts, cycle_id=cycle_id)])

@@ -177,3 +177,31 @@ async def test_every_stage_uses_its_model_when_configured(settings: Settings) ->
     assert len(facets) == 2 and facets[0]["superseded_by"] is not None  # the rubric approved the supersede
     schemas = {r["body"]["response_format"]["json_schema"]["name"] for r in api.chat_requests}
     assert schemas == {"ExtractionResult", "CapsuleSummary", "GraphExtraction", "NLIJudgement", "SupersedeRubric"}
+
+
+async def test_prose_over_its_share_is_compressed_by_the_model_when_configured(settings: Settings) -> None:
+    from altm.services._open import app_for_runtime
+    from tests.conftest import SCOPE
+
+    long_story = " ".join(f"On day {i} the billing migration team reviewed invoice batch {i} and found nothing "
+                          f"unusual about refunds." for i in range(60))
+
+    def answer(body: dict[str, Any]) -> str | int:
+        name = body["response_format"]["json_schema"]["name"]
+        if name == "CompressedText":
+            return json.dumps({"text": "Sixty days of invoice reviews found nothing unusual about refunds."})
+        if name == "CapsuleSummary":
+            return json.dumps({"summary": "reviews", "decisions": [], "constraints": [], "corrections": [],
+                               "open_questions": []})
+        return 400
+
+    with openai_double(answer) as api:
+        llm = {Stage.L1: LLMSettings(base_url=api.base_url, model="summariser", max_retries=0)}
+        async with EmbeddedRuntime(_settings(settings), llm_settings=llm) as rt:
+            await rt.publish([make_turn(1, long_story, session="s1")])
+            await rt.run_until_idle()
+            prepared = await app_for_runtime(rt).prepare_turn(SCOPE, "s1", "q", "invoice reviews refunds", 300)
+    item = next(i for i in prepared.bundle.items if i.layer == "L0")
+    assert item.compressed and item.compression == "llm"
+    assert item.text == "Sixty days of invoice reviews found nothing unusual about refunds."
+    assert prepared.bundle.tokens <= 300
