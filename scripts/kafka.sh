@@ -4,6 +4,7 @@
 # and cached under $ALTM_KAFKA_HOME/jars (default .cache/kafka) after the first run.
 #
 #   scripts/kafka.sh start    # resolve jars if needed, format storage, start, wait until ready
+#   scripts/kafka.sh resume   # start again keeping the data of the last run (e.g. after `stop`)
 #   scripts/kafka.sh stop     # stop the broker started by this script
 #   scripts/kafka.sh status   # exit 0 when the broker answers on its port
 set -euo pipefail
@@ -14,8 +15,10 @@ home="${ALTM_KAFKA_HOME:-$root/.cache/kafka}"
 port="${ALTM_KAFKA_PORT:-19092}"
 cport="${ALTM_KAFKA_CONTROLLER_PORT:-19093}"
 jars="$home/jars"
-run="$home/run"
+run="${ALTM_KAFKA_RUN:-$home/run}"  # a second broker (tests) may use its own run dir
 pidfile="$run/kafka.pid"
+cp="$jars/*"
+jopts=(-Xms256m -Xmx768m -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$run/logs")
 
 resolve_jars() {
   if [ -f "$jars/.complete" ]; then return; fi
@@ -34,6 +37,10 @@ start() {
   resolve_jars
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "kafka.sh: broker already running (pid $(cat "$pidfile")) on 127.0.0.1:$port" >&2; return
+  fi
+  local keep="${1:-}"
+  if [ "$keep" = "keep" ] && [ -f "$run/server.properties" ]; then
+    launch; return
   fi
   rm -rf "$run"; mkdir -p "$run/data" "$run/logs"
   cat > "$run/server.properties" <<PROPS
@@ -55,10 +62,12 @@ share.coordinator.state.topic.replication.factor=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 PROPS
-  local cp="$jars/*"
-  local jopts=(-Xms256m -Xmx768m -Dlog4j2.configurationFile="$here/kafka/log4j2.properties" -Dkafka.logs.dir="$run/logs")
   java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format \
       -t "$(java -cp "$cp" kafka.tools.StorageTool random-uuid)" -c "$run/server.properties" >"$run/logs/format.log" 2>&1
+  launch
+}
+
+launch() {
   nohup java "${jopts[@]}" -cp "$cp" kafka.Kafka "$run/server.properties" >"$run/logs/stdout.log" 2>&1 &
   echo $! > "$pidfile"
   for _ in $(seq 1 120); do
@@ -85,7 +94,8 @@ stop() {
 
 case "${1:-}" in
   start) start ;;
+  resume) start keep ;;
   stop) stop ;;
   status) is_up ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|resume|stop|status" >&2; exit 2 ;;
 esac
