@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -300,17 +301,25 @@ def optimize(data_dir: DataDir = Path("altm-data")) -> None:
 def replay(
     data_dir: DataDir = Path("altm-data"),
     into: Annotated[Path, typer.Option("--into", help="A fresh data dir to rebuild into")] = Path("altm-replay"),
+    broker: Annotated[str | None, typer.Option(help="kafka://HOST:PORT: replay the Kafka topics instead")] = None,
     from_offset: Annotated[int, typer.Option("--from-offset", min=0)] = 0,
+    from_time: Annotated[datetime | None, typer.Option("--from-time", help="Kafka: events from this time")] = None,
+    cache_from: Annotated[Path | None, typer.Option("--cache-from", help="Reuse the LLM cache of a data dir")] = None,
 ) -> None:
-    """Re-derive everything from the turns and control events of DATA_DIR's log into a fresh data dir."""
-    from .replay import replay_into
+    """Re-derive everything from the turns and control events (of DATA_DIR's log, or of Kafka with --broker)
+    into a fresh data dir."""
+    from .replay import replay_from_kafka, replay_into
 
     with console.status("replaying…") as status:
         def progress(kind: str, n: int) -> None:
             status.update(f"replaying… {kind}: {n}")
 
         try:
-            summary = asyncio.run(replay_into(data_dir, into, from_offset=from_offset, progress=progress))
+            if broker:
+                summary = asyncio.run(replay_from_kafka(broker, into, from_offset=from_offset, from_time=from_time,
+                                                        cache_from=cache_from, progress=progress))
+            else:
+                summary = asyncio.run(replay_into(data_dir, into, from_offset=from_offset, progress=progress))
         except DataDirError as exc:
             raise _fail(str(exc)) from None
     console.print(f"replayed {summary.events} events ({summary.records_processed} records processed) in "

@@ -7,17 +7,22 @@ target reuses one.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..config import Settings
 from ..streams.bus import OutgoingRecord, Record, TopicPartition
 from ..streams.bus.embedded import EmbeddedLog, default_log_path
 from ..streams.runtime import EmbeddedRuntime
+from ..streams.partitioner import partition_for
 from ..streams.topics import Topic, topic_name
 from .stats import DataDirError, log_topics
+from .store import ShardSet
 
 HOST_TOPICS = (Topic.TURNS, Topic.CONTROL)
 
@@ -78,7 +83,7 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
     return processed + await runtime.run_until_idle(progress=progress)
 
 
-async def replay_into(source: Path, target: Path, *, from_offset: int = 0,
+async def replay_into(source: Path, target: Path, *, from_offset: int = 0, reuse_cache: bool = True,
                       progress: Callable[[str, int], None] | None = None) -> ReplaySummary:
     if target.exists() and any(target.iterdir()):
         raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
@@ -88,10 +93,101 @@ async def replay_into(source: Path, target: Path, *, from_offset: int = 0,
     await runtime.start()
     try:
         start = time.perf_counter()
+        if reuse_cache:  # model answers come from the cache: a replay costs no model calls
+            copy_llm_cache(source, runtime.shards)
         records = await read_host_records(source, settings.topic_prefix, partitions, from_offset)
         if progress:
             progress("events", len(records))
         processed = await replay_records(runtime, records, settings.topic_prefix, progress)
+        return ReplaySummary(len(records), processed, time.perf_counter() - start)
+    finally:
+        await runtime.stop()
+
+
+async def read_kafka_host_records(broker: str, prefix: str, *, from_offset: int = 0,
+                                  from_time: datetime | None = None) -> tuple[int, list[Record]]:
+    """Host events of the Kafka topics up to their current end, in the order they were published."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as KafkaTP
+
+    from ..streams.bus.kafka import parse_broker_url
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=parse_broker_url(broker), enable_auto_commit=False)
+    await consumer.start()
+    out: list[Record] = []
+    try:
+        tps = []
+        for topic in HOST_TOPICS:
+            name = topic_name(topic, prefix)
+            parts = consumer.partitions_for_topic(name) or set()
+            if not parts:
+                await consumer._client.force_metadata_update()  # noqa: SLF001 - aiokafka has no public refresh
+                parts = consumer.partitions_for_topic(name) or set()
+            if not parts:
+                raise DataDirError(f"no topic {name} on {broker}")
+            tps += [KafkaTP(name, p) for p in sorted(parts)]
+        partitions = len({tp.partition for tp in tps if tp.topic == topic_name(Topic.TURNS, prefix)})
+        consumer.assign(tps)
+        ends = await consumer.end_offsets(tps)
+        starts: dict[Any, int] = {tp: from_offset for tp in tps}
+        if from_time is not None:
+            found = await consumer.offsets_for_times({tp: int(from_time.timestamp() * 1000) for tp in tps})
+            starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
+        for tp in tps:
+            consumer.seek(tp, starts[tp])
+        remaining = {tp for tp in tps if starts[tp] < ends[tp]}
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    if m.offset < ends[tp]:
+                        out.append(Record(m.topic, m.partition, m.offset, m.key.decode() if m.key else None,
+                                          m.value or b"", tuple((k, bytes(v)) for k, v in (m.headers or ())),
+                                          m.timestamp))
+                if msgs and msgs[-1].offset + 1 >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        await consumer.stop()
+    out.sort(key=lambda r: (r.timestamp_ms, r.topic != topic_name(Topic.TURNS, prefix), r.partition, r.offset))
+    return partitions, out
+
+
+def copy_llm_cache(source: Path, target_shards: ShardSet) -> int:
+    """Model answers cached in ``source``'s shards, into the target's (routed by the entry's home)."""
+    copied = 0
+    for path in sorted((source / "shards").glob("shard-*.db")):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT model, prompt_hash, home, response, recorded_at FROM llm_cache").fetchall()
+        finally:
+            conn.close()
+        for model, phash, home, response, at in rows:
+            shard = target_shards.get(partition_for(home, target_shards.partitions))
+            shard.conn.execute("INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) "
+                               "VALUES (?,?,?,?,?)", (model, phash, home, response, at))
+            copied += 1
+    return copied
+
+
+async def replay_from_kafka(broker: str, target: Path, *, settings: Settings | None = None,
+                            from_offset: int = 0, from_time: datetime | None = None,
+                            cache_from: Path | None = None,
+                            progress: Callable[[str, int], None] | None = None) -> ReplaySummary:
+    """Rebuild derived state from the Kafka topics into a fresh data dir (embedded pipeline)."""
+    if target.exists() and any(target.iterdir()):
+        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
+    base = settings or Settings()
+    start = time.perf_counter()
+    partitions, records = await read_kafka_host_records(broker, base.topic_prefix, from_offset=from_offset,
+                                                        from_time=from_time)
+    runtime = EmbeddedRuntime(base.model_copy(update={"data_dir": target, "partitions": partitions}))
+    await runtime.start()
+    try:
+        if cache_from is not None:
+            copy_llm_cache(cache_from, runtime.shards)
+        if progress:
+            progress("events", len(records))
+        processed = await replay_records(runtime, records, base.topic_prefix, progress)
         return ReplaySummary(len(records), processed, time.perf_counter() - start)
     finally:
         await runtime.stop()

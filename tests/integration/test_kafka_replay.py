@@ -1,0 +1,79 @@
+"""Ingest through Kafka (a faust worker with a model), replay the topics into a fresh data dir: the same
+state hash, and not one model call during the replay."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from altm.config import Settings
+from altm.services.cli import sample_path
+from altm.services.ingest import IngestSummary, publish_file
+from altm.services.replay import replay_from_kafka
+from altm.services.stats import state_hash
+from altm.streams import all_topic_specs
+from altm.streams.bus.kafka import KafkaBus
+from tests.integration.test_kafka import wait_until_quiet
+from tests.support.openai_double import openai_double
+
+pytestmark = pytest.mark.kafka
+
+
+def answer(body: dict[str, Any]) -> str | int:
+    if body["response_format"]["json_schema"]["name"] != "ExtractionResult":
+        return 400
+    text = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    atoms = [{"kind": "preference", "content": f"Stated preference: {text[:80]}"}] if "prefer" in text else []
+    return json.dumps({"atoms": atoms})
+
+
+async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = f"r{uuid.uuid4().hex[:10]}."
+    settings = Settings(partitions=4, topic_prefix=prefix, embedder="none")
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics(all_topic_specs(4, prefix))
+        await publish_file(bus, settings, sample_path(), IngestSummary())
+    finally:
+        await bus.stop()
+    with openai_double(answer) as api:
+        llm_env = {"ALTM_L2_LLM_BASE_URL": api.base_url, "ALTM_L2_LLM_MODEL": "extractor",
+                   "ALTM_L2_LLM_MAX_RETRIES": "0"}
+        worker_dir = tmp_path / "worker"
+        env = {**os.environ, **llm_env, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
+        worker = subprocess.Popen(  # noqa: ASYNC220 - a worker process that outlives this coroutine
+            [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{kafka_bootstrap}", "--data-dir",
+             str(worker_dir), "--partitions", "4"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            for _ in range(120):
+                if (worker_dir / "shards").exists() and any((worker_dir / "shards").glob("*.db")):
+                    break
+                await asyncio.sleep(0.5)
+            await wait_until_quiet(worker_dir, worker)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        calls_during_ingest = len(api.chat_requests)
+        assert calls_during_ingest > 0  # the worker really used the model
+        for k, v in llm_env.items():
+            monkeypatch.setenv(k, v)
+        replayed = tmp_path / "replayed"
+        summary = await replay_from_kafka(f"kafka://{kafka_bootstrap}", replayed, settings=settings,
+                                          cache_from=worker_dir)
+        assert summary.events == 29
+        assert len(api.chat_requests) == calls_during_ingest  # zero model calls on the replay
+    assert state_hash(replayed) == state_hash(worker_dir)
