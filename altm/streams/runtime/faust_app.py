@@ -6,7 +6,8 @@ faust never declares topics itself. The faust web server is off by default, and 
 Settings chosen against faust's known stalls (documented in the README, "Kafka runtime"):
 
 * ``stream_wait_empty=False`` — do not wait for every buffered event to be acked on rebalance;
-* ``broker_session_timeout=60``/``broker_heartbeat_interval=3``/``broker_rebalance_timeout=120`` and
+* ``broker_session_timeout=60`` (``ALTM_WORKER_SESSION_TIMEOUT_S``), heartbeats every tenth of it,
+  ``broker_rebalance_timeout=120`` and
   ``broker_max_poll_interval=300`` — slow batches (model calls) do not evict the worker from the group;
 * ``consumer_auto_offset_reset="earliest"`` — a new group reads the log from the start;
 * ``producer_acks=-1`` — outputs are acknowledged by all in-sync replicas before the input is acked.
@@ -84,8 +85,8 @@ class FaustRuntime:
             topic_disable_leader=True,
             consumer_auto_offset_reset="earliest",
             stream_wait_empty=False,
-            broker_session_timeout=60.0,
-            broker_heartbeat_interval=3.0,
+            broker_session_timeout=s.worker_session_timeout_s,
+            broker_heartbeat_interval=s.worker_session_timeout_s / 10,
             broker_rebalance_timeout=120.0,
             broker_max_poll_interval=300.0,
             broker_commit_every=100,
@@ -163,9 +164,12 @@ class FaustRuntime:
                 self.deferred.done(work_id, rec.partition)
 
     async def _flush_all(self) -> None:
-        """Publish changes committed by an earlier run of this worker but not yet delivered."""
-        for shard in self.shards.existing():
-            await self._flush(shard.partition)
+        """Publish changes committed by an earlier run but not yet delivered, for the partitions whose
+        proposals this worker owns (workers may share a data dir; each flushes only its own shards)."""
+        proposals = topic_name(Topic.PROPOSALS, self.settings.topic_prefix)
+        owned = {tp.partition for tp in self.app.consumer.assignment() if tp.topic == proposals}
+        for partition in sorted(owned):
+            await self._flush(partition)
 
 
 async def create_topics(settings: Settings) -> None:

@@ -1,0 +1,97 @@
+"""Two faust workers share the partitions; one is killed with SIGKILL mid-stream and restarted. The final
+state equals the embedded runtime's on the same input: nothing lost, nothing duplicated."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from altm.config import Settings
+from altm.schemas import Scope, TurnEvent
+from altm.services.stats import state_hash
+from altm.streams import all_topic_specs
+from altm.streams._stage import host_record
+from altm.streams.bus.kafka import KafkaBus
+from altm.streams.runtime import EmbeddedRuntime
+from tests.conftest import make_turn
+from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+
+pytestmark = pytest.mark.kafka
+
+SENTENCES = [
+    "We decided to move the nightly jobs to Airflow next week.",
+    "I prefer short standups, fifteen minutes at most.",
+    "The deploy to staging failed because the migration ran twice.",
+    "Don't restart the cache during business hours because it drops sessions; use the maintenance window.",
+    "My manager wants a status report every Thursday.",
+]
+
+
+def _turns() -> list[TurnEvent]:
+    out = []
+    for u in range(16):
+        scope = Scope(tenant_id="t", workspace_id="w", user_id=f"user{u}", agent_id="a")
+        for s in range(3):
+            for i, text in enumerate(SENTENCES):
+                out.append(make_turn(s * 10 + i, f"{text} (user {u}, session {s})", scope=scope, session=f"s{s}"))
+    return out
+
+
+def _worker(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "altm", "worker", *args], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
+    prefix = f"k{uuid.uuid4().hex[:10]}."
+    turns = _turns()
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics(all_topic_specs(4, prefix))
+        await bus.publish_many([host_record(Settings(topic_prefix=prefix), t) for t in turns])
+    finally:
+        await bus.stop()
+    data = tmp_path / "kafka"
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none",
+           "ALTM_WORKER_SESSION_TIMEOUT_S": "6"}
+    args = ["--broker", f"kafka://{kafka_bootstrap}", "--data-dir", str(data), "--partitions", "4"]
+    a, b = _worker(args, env), _worker(args, env)
+    workers = [a, b]
+    try:
+        for _ in range(240):
+            if _shard_l0_count(data) >= len(turns) // 4:
+                break
+            await asyncio.sleep(0.25)
+        a.send_signal(signal.SIGKILL)  # mid-stream, no clean shutdown
+        a.wait(10)
+        killed_at = _shard_l0_count(data)
+        assert killed_at < len(turns), "the stream finished before the kill; make the input longer"
+        workers.append(_worker(args, env))
+        for _ in range(480):
+            if _shard_l0_count(data) >= len(turns):
+                break
+            await asyncio.sleep(0.25)
+        await wait_until_quiet(data, workers[-1], quiet_s=6.0, timeout_s=180)
+        assert _shard_l0_count(data) == len(turns)
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.send_signal(signal.SIGTERM)
+        for w in workers:
+            try:
+                w.wait(60)
+            except subprocess.TimeoutExpired:
+                w.kill()
+    embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
+    async with EmbeddedRuntime(embedded) as rt:
+        await rt.publish(turns)
+        await rt.run_until_idle()
+    assert state_hash(data) == state_hash(embedded.data_dir)
