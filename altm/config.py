@@ -31,6 +31,7 @@ class Settings(BaseSettings):
     worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
     worker_web_host: str = "127.0.0.1"
     worker_session_timeout_s: float = Field(
-        default=60.0, ge=6.0, description="Kafka group session timeout of a worker (dead workers are detected "
-        "after this long); heartbeats every tenth of it")
+        default=60.0, ge=6.0,
+        description="Kafka group session timeout of a worker (a dead worker is detected after this long); "
+        "heartbeats every tenth of it")
     worker_web_port: int = 6066

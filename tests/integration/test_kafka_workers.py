@@ -40,7 +40,8 @@ def _turns() -> list[TurnEvent]:
         scope = Scope(tenant_id="t", workspace_id="w", user_id=f"user{u}", agent_id="a")
         for s in range(3):
             for i, text in enumerate(SENTENCES):
-                out.append(make_turn(s * 10 + i, f"{text} (user {u}, session {s})", scope=scope, session=f"s{s}"))
+                content = f"{text} (user {u}, session {s})"
+                out.append(make_turn(s * 10 + i, content, scope=scope, session=f"s{s}"))
     return out
 
 
