@@ -1,0 +1,201 @@
+"""Kafka ingest: turns/s end to end (publish → searchable) with 1 and 2 faust workers, and consumer lag over
+time. Needs a broker: ``scripts/kafka.sh start`` (127.0.0.1:19092).
+
+    python benchmarks/kafka_ingest.py [--broker kafka://127.0.0.1:19092] [--turns 600] [--workers 1,2]
+
+"Searchable" is when every turn is an L0 row in its shard (FTS-indexed in the same transaction); "derived"
+is when the whole pipeline is quiet (no lag on any topic). Workers run without the embedder here
+(``ALTM_EMBEDDER=none``): the embedder's own cost is measured by ``benchmarks/ingest.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka import TopicPartition as KafkaTP
+from aiokafka.admin import AIOKafkaAdminClient
+
+from altm.config import Settings
+from altm.schemas import Role, Scope, TurnEvent
+from altm.streams import all_topic_specs
+from altm.streams._stage import host_record
+from altm.streams.bus.kafka import KafkaBus, parse_broker_url
+from benchmarks._record import config_stamp, write_record
+from benchmarks.ingest import DEFAULT_DATA, load_turns
+
+PARTITIONS = 4
+
+
+def spread(turns: list[TurnEvent], users: int = 16) -> list[TurnEvent]:
+    """The same conversation text spread over many users, so every partition gets work."""
+    out = []
+    for i, t in enumerate(turns):
+        scope = Scope(tenant_id="bench", workspace_id="w", user_id=f"user{i % users}", agent_id="a")
+        out.append(
+            TurnEvent(
+                scope=scope,
+                session_id=t.session_id,
+                turn_id=t.turn_id,
+                role=Role.USER,
+                content=t.content,
+                timestamp=t.timestamp,
+            )
+        )
+    return out
+
+
+def l0_count(data_dir: Path) -> int:
+    total = 0
+    for path in (data_dir / "shards").glob("shard-*.db"):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            total += conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            conn.close()
+    return total
+
+
+async def lag(bootstrap: str, group: str, topics: list[str]) -> int:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await admin.start()
+    await probe.start()
+    try:
+        committed = await admin.list_consumer_group_offsets(group)
+        tps = [KafkaTP(t, p) for t in topics for p in range(PARTITIONS)]
+        ends = await probe.end_offsets(tps)
+        return sum(max(0, ends[tp] - (committed[tp].offset if tp in committed else 0)) for tp in tps)
+    finally:
+        await probe.stop()
+        await admin.close()
+
+
+async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, Any]:
+    bootstrap = parse_broker_url(broker)
+    prefix = f"b{uuid.uuid4().hex[:8]}."
+    settings = Settings(topic_prefix=prefix, partitions=PARTITIONS)
+    topics = [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")]
+    bus = KafkaBus(bootstrap)
+    await bus.start()
+    await bus.ensure_topics(all_topic_specs(PARTITIONS, prefix))
+    with tempfile.TemporaryDirectory(prefix="altm-kafka-bench-") as tmp:
+        data = Path(tmp) / "data"
+        env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "altm",
+                    "worker",
+                    "--broker",
+                    broker,
+                    "--data-dir",
+                    str(data),
+                    "--partitions",
+                    str(PARTITIONS),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(workers)
+        ]
+        try:
+            await asyncio.sleep(8)  # let the workers join the group before the clock starts
+            start = time.perf_counter()
+            await bus.publish_many([host_record(settings, t) for t in turns])
+            published = time.perf_counter() - start
+            samples: list[dict[str, float]] = []
+            searchable = derived = None
+            while time.perf_counter() - start < 600:
+                await asyncio.sleep(1.0)
+                now = time.perf_counter() - start
+                n = l0_count(data)
+                current_lag = await lag(bootstrap, f"{prefix}workers", topics)
+                samples.append({"t_s": round(now, 1), "l0": n, "lag": current_lag})
+                if searchable is None and n >= len(turns):
+                    searchable = now
+                if searchable is not None and current_lag == 0:
+                    derived = now
+                    break
+        finally:
+            for p in procs:
+                p.send_signal(signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.wait(60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            await bus.stop()
+    return {
+        "workers": workers,
+        "turns": len(turns),
+        "publish_s": published,
+        "searchable_s": searchable,
+        "derived_s": derived,
+        "turns_per_s_searchable": len(turns) / searchable if searchable else None,
+        "turns_per_s_derived": len(turns) / derived if derived else None,
+        "lag_samples": samples,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--broker", default="kafka://127.0.0.1:19092")
+    ap.add_argument("--turns", type=int, default=600)
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    turns = spread(load_turns(DEFAULT_DATA, args.turns))
+    results = []
+    for n in [int(w) for w in args.workers.split(",")]:
+        r = asyncio.run(run(args.broker, turns, n))
+        results.append(r)
+        lag_line = " ".join(
+            f"{s['t_s']:.0f}s:{s['lag']}" for s in r["lag_samples"][:: max(1, len(r["lag_samples"]) // 12)]
+        )
+        print(
+            f"{n} worker(s): {r['turns']} turns searchable in {r['searchable_s']:.1f} s "
+            f"({r['turns_per_s_searchable']:.1f} turns/s), fully derived in {r['derived_s']:.1f} s "
+            f"({r['turns_per_s_derived']:.1f} turns/s); lag over time {lag_line}",
+            flush=True,
+        )
+    path = write_record(
+        "kafka_ingest",
+        {
+            "config": config_stamp(
+                benchmark="kafka_ingest", turns=args.turns, partitions=PARTITIONS, embedder=None
+            ),
+            "aggregate": {
+                str(r["workers"]): {
+                    k: r[k]
+                    for k in ("searchable_s", "derived_s", "turns_per_s_searchable", "turns_per_s_derived")
+                }
+                for r in results
+            },
+            "runs": results,
+        },
+        args.out,
+    )
+    print(f"record: {path}")
+
+
+if __name__ == "__main__":
+    main()
