@@ -98,7 +98,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, An
         data = Path(tmp) / "data"
         env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
         procs = [
-            subprocess.Popen(
+            subprocess.Popen(  # noqa: ASYNC220 - worker processes that outlive the loop iteration
                 [
                     sys.executable,
                     "-m",
