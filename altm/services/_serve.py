@@ -5,16 +5,18 @@ from __future__ import annotations
 import contextvars
 import logging
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from ..config import Settings
-from ..schemas import Scope
+from ..schemas import Event, Scope
+from ..streams._stage import host_record
 from ..streams.runtime import EmbeddedRuntime
 from ._open import embedded_app
 from .http import ApiKey, KeyStore, create_app
 from .mcp import Profile, build_server
-from .protocol import ScopeDenied
+from .protocol import MemoryApp, ScopeDenied
 from .stats import collect_stats
 
 log = logging.getLogger("altm.serve")
@@ -48,9 +50,45 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
     keys = keystore(settings)
     if not len(keys):
         log.warning("no API keys yet: every request will get 401; create one with `altm keys create`")
+    if settings.broker:
+        async with kafka_app(settings) as memory:
+            api = create_app(memory, keys, _stats_for(settings) if _has_log(settings) else None)
+            await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
+        return
     async with embedded_app(settings, background=True) as (_, memory):
         api = create_app(memory, keys, _stats_for(settings))
         await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
+
+
+def _has_log(settings: Settings) -> bool:
+    return (settings.data_dir / "log.db").exists()
+
+
+@asynccontextmanager
+async def kafka_app(settings: Settings) -> AsyncIterator[MemoryApp]:
+    """The retrieval service of a Kafka deployment: reads the workers' shards and vector index, publishes
+    turns and control events to Kafka (the workers derive memory from them)."""
+    from ..streams.bus.kafka import KafkaBus
+    from ..streams.runtime._context import choose_embedder, open_vector_index
+    from .retrieval import Retriever
+    from .store import ShardSet
+
+    bus = KafkaBus(settings.broker or "")
+    await bus.start()
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    embedder = choose_embedder(settings)
+    vectors = open_vector_index(settings, embedder) if embedder is not None else None
+
+    async def publish(events: Sequence[Event]) -> None:
+        await bus.publish_many([host_record(settings, e) for e in events])
+
+    try:
+        yield MemoryApp(settings, shards, Retriever(shards, embedder, vectors), publish)
+    finally:
+        if vectors is not None:
+            vectors.close()
+        shards.close()
+        await bus.stop()
 
 
 def _key_middleware(app: ASGIApp, keys: KeyStore) -> ASGIApp:

@@ -505,11 +505,14 @@ def serve(
     data_dir: DataDir = Path("altm-data"),
     host: Annotated[str, typer.Option(help="Bind address (loopback by default)")] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8420,
+    broker: Annotated[str | None, typer.Option(help="kafka://HOST:PORT: serve a Kafka deployment")] = None,
+    partitions: Annotated[int | None, typer.Option(help="Partition count (Kafka deployments)")] = None,
 ) -> None:
-    """The embedded pipeline and the HTTP API in one process."""
+    """The HTTP API: with the embedded pipeline in the same process, or (with --broker) as the retrieval
+    service of a Kafka deployment, reading the workers' shards and publishing to Kafka."""
     from ._serve import serve_http
 
-    asyncio.run(serve_http(_settings(data_dir), host, port))
+    asyncio.run(serve_http(_settings(data_dir, broker=broker, partitions=partitions), host, port))
 
 
 @app.command("mcp-server")

@@ -186,6 +186,9 @@ async def create_topics(settings: Settings) -> None:
 def run_worker(settings: Settings) -> None:
     """Create the topics, then run a faust worker until SIGINT/SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.embedder != "none" and settings.vector_backend == "edge":
+        log.warning("the embedded vector index belongs to one process: with several workers set "
+                    "ALTM_VECTOR_BACKEND=qdrant and ALTM_QDRANT_URL (one collection per embedding model)")
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     asyncio.run(create_topics(settings))
     runtime = FaustRuntime(settings)

@@ -1,0 +1,124 @@
+"""The retrieval service of a Kafka deployment: `altm serve --broker` reads the workers' shards and
+publishes prepare_turn's user message to Kafka, where a worker captures it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from altm.config import Settings
+from altm.services.cli import app, sample_path
+from altm.services.ingest import IngestSummary, publish_file
+from altm.streams import all_topic_specs
+from altm.streams.bus.kafka import KafkaBus
+from tests.e2e.test_servers import _free_port
+from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+
+pytestmark = pytest.mark.kafka
+
+
+async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None:
+    prefix = f"s{uuid.uuid4().hex[:10]}."
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics(all_topic_specs(4, prefix))
+        await publish_file(bus, Settings(topic_prefix=prefix), sample_path(), IngestSummary())
+    finally:
+        await bus.stop()
+    data = tmp_path / "data"
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
+    broker = f"kafka://{kafka_bootstrap}"
+    worker = subprocess.Popen(  # noqa: ASYNC220 - a worker process that outlives this coroutine
+        [
+            sys.executable,
+            "-m",
+            "altm",
+            "worker",
+            "--broker",
+            broker,
+            "--data-dir",
+            str(data),
+            "--partitions",
+            "4",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    port = _free_port()
+    server = None
+    try:
+        for _ in range(120):
+            if _shard_l0_count(data) >= 29:
+                break
+            await asyncio.sleep(0.5)
+        await wait_until_quiet(data, worker)
+        key = (
+            CliRunner()
+            .invoke(app, ["keys", "create", "--data-dir", str(data), "--name", "t", "--scope-prefix", "acme"])
+            .output.strip()
+        )
+        server = subprocess.Popen(  # noqa: ASYNC220
+            [
+                sys.executable,
+                "-m",
+                "altm",
+                "serve",
+                "--data-dir",
+                str(data),
+                "--broker",
+                broker,
+                "--partitions",
+                "4",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            for _ in range(60):
+                try:
+                    if (await client.get("/healthz")).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.5)
+            r = await client.post(
+                "/v1/prepare",
+                headers={"Authorization": f"Bearer {key}"},
+                json={
+                    "scope": "acme/platform/dana/coder",
+                    "session_id": "k1",
+                    "turn_id": "k1-t1",
+                    "content": "When is the billing migration deadline?",
+                    "token_budget": 600,
+                },
+            )
+            assert r.status_code == 200, r.text
+            assert any("January 10" in i["text"] for i in r.json()["bundle"]["items"])
+        for _ in range(60):  # the worker captured the user message prepare_turn published
+            if _shard_l0_count(data) == 30:
+                break
+            await asyncio.sleep(0.5)
+        assert _shard_l0_count(data) == 30
+    finally:
+        for proc in (server, worker):
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in (server, worker):
+            if proc is not None:
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
