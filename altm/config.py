@@ -23,6 +23,12 @@ class Settings(BaseSettings):
         default=0.8, gt=0, le=1, description="Write guard: token overlap that counts as a match")
     sweep_interval_s: float = Field(
         default=300.0, gt=0, description="How often a running pipeline verifies never-verified L2 rows")
+    retention_days_l0: float | None = Field(default=None, gt=0, description="L0 is kept forever by default")
+    retention_days_l1: float | None = Field(default=None, gt=0)
+    retention_days_l2: float | None = Field(default=None, gt=0)
+    retention_days_l3: float | None = Field(default=None, gt=0)
+    retention_days_l4: float | None = Field(default=None, gt=0)
+    retention_tombstones: bool = Field(default=False, description="Tombstone forgotten content")
     embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
     vector_backend: str = Field(default="edge", description="edge (embedded Qdrant) or qdrant (server)")
     qdrant_url: str | None = Field(default=None, description="Qdrant server URL for vector_backend=qdrant")

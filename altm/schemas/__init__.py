@@ -16,7 +16,16 @@ from .events import (
     Role,
     TurnEvent,
 )
-from .governance import DeferredAction, Erasure, Merge, ReviewDecision, Supersession, TrustVerdict
+from .governance import (
+    DeferredAction,
+    Erasure,
+    Forget,
+    LifecycleSignal,
+    Merge,
+    ReviewDecision,
+    Supersession,
+    TrustVerdict,
+)
 from .graph import EdgeType, GraphEdge, GraphNode, NodeType
 from .ids import content_hash, derive_id, normalise_text, sha256_hex
 from .memory import (
@@ -51,9 +60,11 @@ __all__ = [
     "Supersession",
     "TrustVerdict",
     "Event",
+    "Forget",
     "Kind",
     "Layer",
     "Lifecycle",
+    "LifecycleSignal",
     "LifecycleState",
     "MemoryUnit",
     "Method",

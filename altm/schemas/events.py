@@ -15,7 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ._scope import Scope, ScopeId
 from .ids import derive_id
 from .graph import GraphEdge, GraphNode
-from .governance import DeferredAction, Erasure, Merge, ReviewDecision, Supersession, TrustVerdict
+from .governance import (
+    DeferredAction,
+    Erasure,
+    Forget,
+    LifecycleSignal,
+    Merge,
+    ReviewDecision,
+    Supersession,
+    TrustVerdict,
+)
 from .memory import Kind, Layer, MemoryUnit
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -94,6 +103,8 @@ class ControlAction(StrEnum):
     FEEDBACK = "feedback"
     ERASE = "erase"
     REVIEW = "review"
+    SIGNAL = "signal"
+    FORGET = "forget"
     REVIEW_DECISION = "review_decision"
 
 
@@ -117,6 +128,8 @@ class ProposalOp(StrEnum):
     DEFER_ACTION = "defer_action"
     ERASE = "erase"
     REVIEW = "review"
+    SIGNAL = "signal"
+    FORGET = "forget"
 
 
 _OP_PAYLOAD = {
@@ -129,6 +142,8 @@ _OP_PAYLOAD = {
     ProposalOp.DEFER_ACTION: "deferred",
     ProposalOp.ERASE: "erasure",
     ProposalOp.REVIEW: "review",
+    ProposalOp.SIGNAL: "signal",
+    ProposalOp.FORGET: "forget",
 }
 
 
@@ -150,6 +165,8 @@ class ProposalEvent(_Envelope):
     deferred: DeferredAction | None = None
     erasure: Erasure | None = None
     review: ReviewDecision | None = None
+    signal: LifecycleSignal | None = None
+    forget: Forget | None = None
 
     @model_validator(mode="after")
     def _op_payload(self) -> ProposalEvent:
@@ -180,6 +197,10 @@ class ProposalEvent(_Envelope):
             return self.erasure.memory_id or self.erasure.session_id or self.scope.path
         if self.review is not None:
             return self.review.item_id
+        if self.signal is not None:
+            return self.signal.memory_id
+        if self.forget is not None:
+            return self.forget.memory_ids[0]
         return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -81,3 +82,24 @@ class ReviewDecision(BaseModel):
     def item_kind(self) -> Literal["memory", "action", "rejection"]:
         prefix = self.item_id.split("_", 1)[0]
         return {"mem": "memory", "act": "action"}.get(prefix, "rejection")  # type: ignore[return-value]
+
+
+class LifecycleSignal(BaseModel):
+    """One use signal for one memory (``signal_id`` makes it idempotent: counted once however often sent)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_id: str
+    signal_id: str
+    kind: Literal["injected", "cited_by_agent", "helpful", "harmful", "pin", "unpin"]
+    at: datetime
+
+
+class Forget(BaseModel):
+    """Forget memories (retention): removed with an audit row, optionally tombstoned; evidence repaired."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_ids: tuple[str, ...] = Field(min_length=1)
+    reason: str
+    tombstone: bool = False

@@ -265,6 +265,32 @@ def erase(
 
 
 @app.command()
+def retention(
+    data_dir: DataDir = Path("altm-data"),
+    preview: Annotated[bool, typer.Option("--preview", help="Show what would be forgotten; change nothing")] = False,
+) -> None:
+    """Forget memories past their layer's retention (ALTM_RETENTION_DAYS_L0..L4); pinned ones are exempt."""
+    from ._open import embedded_app
+
+    async def run() -> list[dict[str, object]] | int:
+        async with embedded_app(_settings(data_dir)) as (runtime, _):
+            if preview:
+                return runtime.retention_candidates()
+            n = await runtime.retention()
+            await runtime.run_until_idle()
+            return n
+
+    result = asyncio.run(run())
+    if isinstance(result, list):
+        for c in result:
+            console.print(f"would forget {c['memory_id']} ({c['layer']} {c['kind']}, {c['valid_from']}): "
+                          f"{str(c['content'])[:80]}")
+        console.print(f"{len(result)} memories past retention (preview: nothing changed)")
+    else:
+        console.print(f"forgot {result} memories (pinned ones are exempt)")
+
+
+@app.command()
 def sweep(data_dir: DataDir = Path("altm-data")) -> None:
     """Verify every L2 memory that was never verified or changed since its verdict (no reads needed)."""
     from ._open import embedded_app

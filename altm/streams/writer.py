@@ -37,6 +37,7 @@ from ..schemas import (
 from ..services.store import Shard, ShardSet, comparable, memory_to_row, row_to_memory
 from .bus import Record
 from .guard import GuardUnavailable, WriteGuard, value_hash
+from .lifecycle import LifecycleRules
 from .partitioner import partition_for
 from .topics import Topic, topic_name
 
@@ -103,7 +104,10 @@ class Writer:
             ProposalOp.DEFER_ACTION: self._defer_action,
             ProposalOp.ERASE: self._erase,
             ProposalOp.REVIEW: self._review,
+            ProposalOp.SIGNAL: self._signal,
+            ProposalOp.FORGET: self._forget,
         }
+        self.rules = LifecycleRules()
 
     def resume_offset(self, topic: str, partition: int) -> int | None:
         """The next proposal offset to apply, as stored with the data (the source of truth on restart)."""
@@ -464,6 +468,84 @@ class Writer:
         status = "dismissed" if review.decision == "reject" else "approved"
         self._mark_rejection(shard, dict(row), status, event, now)
         return _Applied(ChangeStatus.COMMITTED)
+
+    def _signal(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        """Count a use signal once, then recompute counters, weight and state from all signals."""
+        sig = event.signal
+        assert sig is not None
+        old = self._target_row(shard, event, sig.memory_id, "signalled memory")
+        if shard.conn.execute("SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+                              (sig.memory_id, sig.signal_id, sig.kind)).fetchone():
+            return _Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
+        shard.audit(at=now, proposal_id=event.event_id, actor="lifecycle", action="insert",
+                    table="lifecycle_signals", target_id=sig.memory_id, old=None,
+                    new={"signal_id": sig.signal_id, "kind": sig.kind})
+        shard.conn.execute("INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at) VALUES (?,?,?,?)",
+                           (sig.memory_id, sig.signal_id, sig.kind, sig.at.isoformat()))
+        counts = dict(shard.conn.execute(
+            "SELECT kind, COUNT(*) FROM lifecycle_signals WHERE memory_id=? GROUP BY kind", (sig.memory_id,)))
+        last_pin = shard.conn.execute(
+            "SELECT kind FROM lifecycle_signals WHERE memory_id=? AND kind IN ('pin', 'unpin') "
+            "ORDER BY at DESC, signal_id DESC LIMIT 1", (sig.memory_id,)).fetchone()
+        pinned = last_pin is not None and last_pin[0] == "pin"
+        cited, helpful, harmful, injected = (int(counts.get(k, 0)) for k in
+                                             ("cited_by_agent", "helpful", "harmful", "injected"))
+        weight = self.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
+                                   contradicted=old["trust_status"] == "contradicted")
+        new = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
+               "lc_pinned": int(pinned), "lc_weight": weight,
+               "lc_state": self.rules.state(weight, pinned=pinned, current=old["lc_state"])}
+        if comparable(new) == comparable(old):
+            return _Applied(ChangeStatus.UNCHANGED)
+        shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor="lifecycle")
+        return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
+
+    def _forget(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        """Retention: remove memories (pinned ones are exempt), audited with the removed value; derived
+        memories that cited them keep their remaining evidence, or are flagged when none remains."""
+        fg = event.forget
+        assert fg is not None
+        forgotten: list[str] = []
+        for mid in fg.memory_ids:
+            row = self._target_row(shard, event, mid, "memory to forget")
+            if row["lc_pinned"]:
+                continue
+            if fg.tombstone:
+                shard.tombstone(row, reason=f"forgotten: {fg.reason}", at=now, value_hash=value_hash(row["content"]))
+            shard.delete_memory(row, at=now, proposal_id=event.event_id, actor="lifecycle", redact=False)
+            forgotten.append(mid)
+        if not forgotten:
+            return _Applied(ChangeStatus.UNCHANGED)
+        repaired = self._repair_evidence(shard, forgotten, event, now)
+        return _Applied(ChangeStatus.COMMITTED, erased=tuple(forgotten), also_changed=repaired)
+
+    def _repair_evidence(self, shard: Shard, gone: list[str], event: ProposalEvent, now: str) -> list[MemoryUnit]:
+        marks = ", ".join("?" for _ in gone)
+        dependants = [r[0] for r in shard.conn.execute(
+            f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({marks})", gone)]
+        repaired = []
+        for mid in dependants:
+            row = shard.memory_row(mid)
+            if row is None:
+                continue
+            remaining = [e for e in orjson.loads(row["evidence"]) if e not in set(gone)]
+            new = {**row, "evidence": _json(remaining)}
+            if not remaining:  # nothing left to stand on: kept, flagged for review
+                attrs = orjson.loads(row["attributes"])
+                attrs["evidence_forgotten"] = True
+                new.update({"attributes": _json(attrs), "trust_status": "uncertain", "trust_method": "confidence",
+                            "trust_reason": "its evidence was forgotten by the retention policy"})
+            shard.update_memory(row, new, at=now, proposal_id=event.event_id, actor="lifecycle")
+            repaired.append(row_to_memory(new))
+        for table, where in (("evidence_edges", f"evidence_id IN ({marks})"),
+                             ("graph_edges", f"src_id IN ({marks}) OR dst_id IN ({marks})")):
+            args = gone if table == "evidence_edges" else [*gone, *gone]
+            for r in shard.conn.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
+                d = dict(r)
+                shard.audit(at=now, proposal_id=event.event_id, actor="lifecycle", action="delete", table=table,
+                            target_id=str(d.get("edge_id") or f"{d['memory_id']}->{d['evidence_id']}"), old=d, new=None)
+            shard.conn.execute(f"DELETE FROM {table} WHERE {where}", args)
+        return repaired
 
     @staticmethod
     def _mark_rejection(shard: Shard, row: dict[str, Any], status: str, event: ProposalEvent, now: str

@@ -191,6 +191,16 @@ CREATE TABLE deferred_work (
 );
 CREATE INDEX deferred_work_due ON deferred_work (next_attempt_at);
 
+-- lifecycle signals, one row per (memory, signal): counters and weights are recomputed from them, so a
+-- signal delivered twice counts once and a replay gives the same weights
+CREATE TABLE lifecycle_signals (
+    memory_id TEXT NOT NULL,
+    signal_id TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    at        TEXT NOT NULL,
+    PRIMARY KEY (memory_id, signal_id, kind)
+) WITHOUT ROWID;
+
 -- proposals the writer refused, with the reason
 CREATE TABLE rejections (
     rejection_id     INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -248,8 +248,11 @@ class Retriever:
                 scope="/".join((row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"])),
                 session_id=row["session_id"], source_id=row["source_id"], source_ids=sources[mid],
                 role=row["role"], valid_from=row["valid_from"], method=row["method"],
-                trust_status=row["trust_status"], trust_reason=row["trust_reason"],
-                flag="contradicted" if row["trust_status"] == "contradicted" else None,
+                trust_status=row["trust_status"],
+                trust_reason=row["trust_reason"] if row["trust_status"] == "contradicted" or not row["lc_harmful"]
+                else f"marked harmful {row['lc_harmful']} time(s)",
+                flag="contradicted" if row["trust_status"] == "contradicted"
+                else ("harmful" if row["lc_harmful"] else None),
                 score=round(final, 6), channels=group["channels"],
                 breakdown={"rrf": round(group["rrf"], 6), "trust": trust, "lifecycle": lifecycle,
                            "final": round(final, 6)},

@@ -204,11 +204,13 @@ class Shard:
                 [row[c] for c in cols if c != key_column] + [row[key_column]],
             )
 
-    def delete_memory(self, row: dict[str, Any], *, at: str, proposal_id: str, actor: str) -> None:
-        """Delete one memory (FTS rows go with it through the triggers), audited first."""
+    def delete_memory(self, row: dict[str, Any], *, at: str, proposal_id: str, actor: str,
+                      redact: bool = True) -> None:
+        """Delete one memory (FTS rows go with it through the triggers), audited first: an erasure keeps
+        only hashes of the removed value, forgetting keeps the value itself."""
         conn = self._require_tx()
-        self.audit(at=at, proposal_id=proposal_id, actor=actor, action="erase", table="memories",
-                   target_id=row["memory_id"], old=redacted(row), new=None)
+        self.audit(at=at, proposal_id=proposal_id, actor=actor, action="erase" if redact else "forget",
+                   table="memories", target_id=row["memory_id"], old=redacted(row) if redact else row, new=None)
         conn.execute("DELETE FROM memories WHERE memory_id=?", (row["memory_id"],))
 
     def tombstone(self, row: dict[str, Any], *, reason: str, at: str, value_hash: str) -> None:

@@ -16,6 +16,7 @@ from .embed import EmbedProcessor
 from .extract import ExtractProcessor
 from .fold import FoldProcessor
 from .govern import GovernProcessor
+from .lifecycle import LifecycleProcessor
 from .link import LinkProcessor
 from .verify import VerifyProcessor
 
@@ -24,7 +25,7 @@ def default_processors() -> list[Processor]:
     """Every processor, in the order the embedded runtime steps them."""
     return [
         CaptureProcessor(), ControlProcessor(), FoldProcessor(), ExtractProcessor(), LinkProcessor(),
-        VerifyProcessor(), GovernProcessor(), EmbedProcessor(),
+        VerifyProcessor(), GovernProcessor(), LifecycleProcessor(), EmbedProcessor(),
     ]
 
 
@@ -36,6 +37,7 @@ __all__ = [
     "ExtractProcessor",
     "FoldProcessor",
     "GovernProcessor",
+    "LifecycleProcessor",
     "LinkProcessor",
     "ProcessingError",
     "Processor",

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
 from ...config import Settings
@@ -251,6 +251,44 @@ class EmbeddedRuntime:
                 swept += 1
         await self.log.publish_many(out)
         return swept
+
+    def retention_candidates(self, now: datetime | None = None) -> list[dict[str, object]]:
+        """Memories past their layer's retention (``ALTM_RETENTION_DAYS_L0..L4``), pinned ones excepted."""
+        now = now or datetime.now(UTC)
+        out: list[dict[str, object]] = []
+        for layer in ("L0", "L1", "L2", "L3", "L4"):
+            days = getattr(self.settings, f"retention_days_{layer.lower()}")
+            if days is None:
+                continue
+            cutoff = (now - timedelta(days=days)).isoformat()
+            for shard in self.shards.existing():
+                out += [dict(r) for r in shard.conn.execute(
+                    "SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, layer, kind, content, valid_from "
+                    "FROM memories WHERE layer = ? AND valid_from < ? AND lc_pinned = 0 AND superseded_by IS NULL "
+                    "ORDER BY valid_from, memory_id", (layer, cutoff))]
+        return out
+
+    async def retention(self, now: datetime | None = None) -> int:
+        """Forget what is past retention, through the writer (audit with the removed value, evidence
+        repaired, tombstones when ``ALTM_RETENTION_TOMBSTONES``). Returns how many were proposed."""
+        from ...schemas import Forget, ProposalEvent, ProposalOp, Scope, derive_id
+
+        by_scope: dict[tuple[str, str, str, str], list[str]] = {}
+        for c in self.retention_candidates(now):
+            key = (str(c["tenant_id"]), str(c["workspace_id"]), str(c["user_id"]), str(c["agent_id"]))
+            by_scope.setdefault(key, []).append(str(c["memory_id"]))
+        stamp = now or datetime.now(UTC)
+        records = []
+        for (t, w, u, a), ids in sorted(by_scope.items()):
+            scope = Scope(tenant_id=t, workspace_id=w, user_id=u, agent_id=a)
+            forget = Forget(memory_ids=tuple(ids), reason="past retention",
+                            tombstone=self.settings.retention_tombstones)
+            prop = ProposalEvent(event_id=derive_id("prop", "lifecycle", "forget", *ids), scope=scope,
+                                 timestamp=stamp, op=ProposalOp.FORGET, processor="lifecycle", forget=forget)
+            records.append(OutgoingRecord(topic_name(Topic.PROPOSALS, self.settings.topic_prefix), encode(prop),
+                                          key=prop.key))
+        await self.log.publish_many(records)
+        return sum(len(v) for v in by_scope.values())
 
     async def rewind(self, processors: Sequence[str]) -> None:
         """Re-derivation: these processors read their input again from offset 0 (effects are idempotent)."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import altm
 
 STATE_TABLES = ("memories", "evidence_edges", "graph_nodes", "graph_edges", "tombstones", "deferred_actions",
-                "rejections", "{table}")
+                "rejections", "lifecycle_signals", "{table}")
 MUTATION = re.compile(r"\b(?:UPDATE|DELETE\s+FROM|INSERT(?:\s+OR\s+\w+)?\s+INTO)\s+(" +
                       "|".join(re.escape(t) for t in STATE_TABLES) + r")\b", re.IGNORECASE)
 # Functions allowed to mutate without their own audit row, and why.

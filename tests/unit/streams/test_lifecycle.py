@@ -1,0 +1,98 @@
+"""Lifecycle: citations and feedback move weights and ranks; pins exempt from forgetting; evidence repair."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from altm.config import Settings
+from altm.services.protocol import Feedback
+from altm.services.stats import state_hash
+from altm.services.replay import replay_into
+from altm.streams.lifecycle import LifecycleRules
+from tests.conftest import SCOPE, make_turn
+from tests.support.memories import store_with
+
+TWINS = [make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),
+         make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2")]
+
+
+def _rows(data_dir: Path, sql: str) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted((data_dir / "shards").glob("shard-*.db")):
+        conn = sqlite3.connect(path)
+        conn.row_factory = sqlite3.Row
+        out += [dict(r) for r in conn.execute(sql)]
+        conn.close()
+    return out
+
+
+def test_weight_rules() -> None:
+    rules = LifecycleRules()
+    base = rules.weight(cited=0, helpful=0, harmful=0, injected=0, pinned=False, contradicted=False)
+    assert base == 1.0
+    assert rules.weight(cited=3, helpful=1, harmful=0, injected=3, pinned=False, contradicted=False) > base
+    harmed = rules.weight(cited=0, helpful=0, harmful=2, injected=0, pinned=False, contradicted=False)
+    assert harmed < rules.demote_at and rules.state(harmed, pinned=False, current="active") == "demoted"
+    assert rules.weight(cited=0, helpful=0, harmful=5, injected=0, pinned=True, contradicted=False) == 1.0
+    assert rules.state(0.1, pinned=True, current="active") == "active"  # pinned: never demoted
+
+
+async def test_a_memory_cited_in_several_cycles_rises_and_a_harmful_one_falls(settings: Settings) -> None:
+    s = settings.model_copy(update={"embedder": "none"})
+    async with store_with(s, TWINS) as (rt, app):
+        q = "staging cluster Kubernetes"
+        first = [h for h in app.search(SCOPE, "s3", q, preset_name="lexical").hits if h.layer == "L2"]
+        assert len(first) == 2
+        low = first[-1]  # the twin ranked lower: cite it until it leads
+        for i in range(3):
+            prepared = await app.prepare_turn(SCOPE, "s3", f"c{i}", q, 2000, preset_name="lexical")
+            assert low.memory_id in prepared.bundle.memory_ids
+            await app.commit_turn(prepared.cycle_id, "answer", [low.memory_id])
+            await rt.run_until_idle()
+        after = [h for h in app.search(SCOPE, "s3", q, preset_name="lexical").hits if h.layer == "L2"]
+        assert after[0].memory_id == low.memory_id and after[0].breakdown["lifecycle"] > 1.0
+        (row,) = _rows(s.data_dir, f"SELECT * FROM memories WHERE memory_id='{low.memory_id}'")
+        assert row["lc_cited"] == 3 and row["lc_injected"] >= 3 and row["lc_state"] in ("active", "promoted")
+        # the agent reports it as harmful: it falls and is flagged in the bundle
+        prepared = await app.prepare_turn(SCOPE, "s3", "h1", q, 2000, preset_name="lexical")
+        await app.commit_turn(prepared.cycle_id, "that was wrong", [], Feedback(harmful=[low.memory_id]))
+        await app.feedback(SCOPE, [low.memory_id], "harmful")
+        await rt.run_until_idle()
+        final = [h for h in app.search(SCOPE, "s3", q, preset_name="lexical").hits if h.layer == "L2"]
+        assert final[-1].memory_id == low.memory_id and final[-1].flag == "harmful"
+        bundle = (await app.prepare_turn(SCOPE, "s3", "h2", q, 2000, preset_name="lexical")).bundle
+        assert "⚠ harmful: marked harmful 2 time(s)" in bundle.rendered
+        await rt.run_until_idle()
+    # signals count once however often delivered: replaying the log gives the same weights
+    fresh = s.data_dir.parent / "fresh"
+    await replay_into(s.data_dir, fresh)
+    assert state_hash(fresh) == state_hash(s.data_dir)
+
+
+async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidence(settings: Settings) -> None:
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0})
+    async with store_with(s, TWINS) as (rt, app):
+        atoms = {r["content"]: r for r in app.list_memories(SCOPE, layer="L2")}
+        pinned = atoms["The staging cluster runs on Kubernetes 1.29 in Frankfurt."]
+        await app.feedback(SCOPE, [pinned["memory_id"]], "pin")
+        await rt.run_until_idle()
+        later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
+        preview = rt.retention_candidates(later)
+        assert pinned["memory_id"] not in {c["memory_id"] for c in preview}
+        before = state_hash(s.data_dir)
+        assert before == state_hash(s.data_dir)  # the preview changed nothing
+        assert await rt.retention(later) == len(preview) > 0
+        await rt.run_until_idle()
+        remaining = {r["memory_id"]: r for r in _rows(s.data_dir, "SELECT * FROM memories")}
+        assert pinned["memory_id"] in remaining  # pinned: exempt
+        twin = atoms["The staging cluster runs on Kubernetes 1.30 in Dublin."]
+        assert twin["memory_id"] not in remaining  # its unpinned twin is forgotten
+        # the pinned atom's L0 evidence was forgotten: it is kept, flagged, and says why
+        row = remaining[pinned["memory_id"]]
+        assert row["evidence"] == "[]" and row["trust_status"] == "uncertain"
+        assert "evidence was forgotten" in row["trust_reason"]
+        audits = _rows(s.data_dir, "SELECT old_value FROM audit_log WHERE action='forget'")
+        assert audits and any("Dublin" in a["old_value"] for a in audits)  # the removed value is in the audit
