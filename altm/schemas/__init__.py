@@ -23,6 +23,7 @@ from .governance import (
     LifecycleSignal,
     Merge,
     ReviewDecision,
+    Rollback,
     Supersession,
     TrustVerdict,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "Provenance",
     "ReviewDecision",
     "Role",
+    "Rollback",
     "RuntimeCycle",
     "Scope",
     "ScopeId",

@@ -22,6 +22,7 @@ from .governance import (
     LifecycleSignal,
     Merge,
     ReviewDecision,
+    Rollback,
     Supersession,
     TrustVerdict,
 )
@@ -102,10 +103,8 @@ class ControlAction(StrEnum):
     UNPIN = "unpin"
     FEEDBACK = "feedback"
     ERASE = "erase"
-    REVIEW = "review"
-    SIGNAL = "signal"
-    FORGET = "forget"
     REVIEW_DECISION = "review_decision"
+    ROLLBACK = "rollback"
 
 
 class ControlEvent(_Envelope):
@@ -130,6 +129,7 @@ class ProposalOp(StrEnum):
     REVIEW = "review"
     SIGNAL = "signal"
     FORGET = "forget"
+    ROLLBACK = "rollback"
 
 
 _OP_PAYLOAD = {
@@ -144,6 +144,7 @@ _OP_PAYLOAD = {
     ProposalOp.REVIEW: "review",
     ProposalOp.SIGNAL: "signal",
     ProposalOp.FORGET: "forget",
+    ProposalOp.ROLLBACK: "rollback",
 }
 
 
@@ -167,6 +168,7 @@ class ProposalEvent(_Envelope):
     review: ReviewDecision | None = None
     signal: LifecycleSignal | None = None
     forget: Forget | None = None
+    rollback: Rollback | None = None
 
     @model_validator(mode="after")
     def _op_payload(self) -> ProposalEvent:
@@ -201,6 +203,8 @@ class ProposalEvent(_Envelope):
             return self.signal.memory_id
         if self.forget is not None:
             return self.forget.memory_ids[0]
+        if self.rollback is not None:
+            return self.rollback.decision_id
         return None
 
 

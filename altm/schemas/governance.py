@@ -103,3 +103,12 @@ class Forget(BaseModel):
     memory_ids: tuple[str, ...] = Field(min_length=1)
     reason: str
     tombstone: bool = False
+
+
+class Rollback(BaseModel):
+    """Restore the rows one autonomous decision changed, from the audit log (its ``decision_id``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    reason: str = Field(default="rolled back by an operator", max_length=2000)

@@ -505,6 +505,63 @@ def review_reject(
     _decide(item, "reject", data_dir, scope, note)
 
 
+gov_app = typer.Typer(help="Autonomous decisions: list, preview and roll back.", no_args_is_help=True)
+app.add_typer(gov_app, name="governance")
+
+
+@gov_app.command("list")
+def governance_list(
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+) -> None:
+    """Every decision's stages (evaluated → decided → applied / deferred / rolled_back), oldest first."""
+    from ._open import read_only_app
+    from .stats import log_topics
+
+    parsed = _review_scope(scope)
+    partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
+    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+        events = mem.governance_events(parsed)
+    table = Table(title="governance events")
+    for col in ("decision id", "decision", "stage", "reason"):
+        table.add_column(col, overflow="fold")
+    for e in events:
+        table.add_row(e["decision_id"], e["decision"], e["stage"], e["reason"])
+    console.print(table)
+
+
+@gov_app.command("preview")
+def governance_preview(data_dir: DataDir = Path("altm-data")) -> None:
+    """What retention would forget now and which deferred actions wait for review; changes nothing."""
+    retention(data_dir=data_dir, preview=True)
+
+
+@gov_app.command("rollback")
+def governance_rollback(
+    decision_id: Annotated[str, typer.Argument(help="A decision id from `altm governance list`")],
+    data_dir: DataDir = Path("altm-data"),
+    scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
+    reason: Annotated[str, typer.Option()] = "rolled back by an operator",
+) -> None:
+    """Restore the rows a decision changed, from the audit log (a control event the writer applies)."""
+    from ._open import embedded_app
+
+    parsed = _review_scope(scope)
+
+    async def run() -> list[str]:
+        async with embedded_app(_settings(data_dir)) as (runtime, mem):
+            await mem.rollback(parsed, decision_id, reason)
+            await runtime.run_until_idle()
+            return [str(r[0]) for s in runtime.shards.existing() for r in s.conn.execute(
+                "SELECT reason FROM rejections WHERE json_extract(payload, '$.rollback.decision_id') = ? "
+                "ORDER BY rejection_id DESC LIMIT 1", (decision_id,))]
+
+    refused = asyncio.run(run())
+    if refused:
+        raise _fail(f"the rollback was refused: {refused[0]}")
+    console.print(f"rolled back {decision_id}")
+
+
 keys_app = typer.Typer(help="API keys for the HTTP API and streamable-HTTP MCP.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 

@@ -106,6 +106,7 @@ class Writer:
             ProposalOp.REVIEW: self._review,
             ProposalOp.SIGNAL: self._signal,
             ProposalOp.FORGET: self._forget,
+            ProposalOp.ROLLBACK: self._rollback,
         }
         self.rules = LifecycleRules()
 
@@ -353,6 +354,10 @@ class Writer:
         }
         shard.update_memory(old, closed, at=now, proposal_id=event.event_id, actor=event.processor)
         self._evidence_edge(shard, event, now, EdgeType.SUPERSEDES, sup.new_id, sup.old_id)
+        self._gov(shard, event, now, "supersede", [
+            ("evaluated", f"{sup.new_id} is a new version of {sup.old_id}"), ("decided", sup.reason),
+            ("applied", f"{sup.old_id} valid until {closed['valid_to']}, superseded_by {sup.new_id}")],
+            {"old_id": sup.old_id, "new_id": sup.new_id})
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
 
     def _merge(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
@@ -372,6 +377,10 @@ class Writer:
                   "lc_state": LifecycleState.MERGED.value}
         shard.update_memory(dup, folded, at=now, proposal_id=event.event_id, actor=event.processor)
         self._evidence_edge(shard, event, now, EdgeType.DUPLICATE_OF, merge.duplicate_id, merge.canonical_id)
+        self._gov(shard, event, now, "merge", [
+            ("evaluated", f"same kind and content hash {canonical['content_hash'][:12]}"),
+            ("decided", merge.reason), ("applied", f"{merge.duplicate_id} folded into {merge.canonical_id}")],
+            {"canonical_id": merge.canonical_id, "duplicate_id": merge.duplicate_id})
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
 
     def _defer_action(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
@@ -388,6 +397,9 @@ class Writer:
             return _Applied(ChangeStatus.UNCHANGED)
         shard.put_row("deferred_actions", "action_id", {**row, "status": "pending", "recorded_at": now}, None,
                       at=now, proposal_id=event.event_id, actor=event.processor)
+        self._gov(shard, event, now, d.action, [("evaluated", f"{d.action} of {list(d.target_ids)}"),
+                                                ("decided", "not without a model or review"),
+                                                ("deferred", d.reason)], {"action_id": d.action_id, **d.inputs})
         return _Applied(ChangeStatus.COMMITTED)
 
     def _erase(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
@@ -469,6 +481,18 @@ class Writer:
         self._mark_rejection(shard, dict(row), status, event, now)
         return _Applied(ChangeStatus.COMMITTED)
 
+    @staticmethod
+    def _gov(shard: Shard, event: ProposalEvent, now: str, decision: str, stages: list[tuple[str, str]],
+             inputs: dict[str, Any]) -> None:
+        """Record an autonomous decision's stages (evaluated → decided → applied/deferred) with its inputs."""
+        s = event.scope
+        for stage, reason in stages:
+            shard.conn.execute(
+                "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
+                "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (derive_id("gov", event.event_id, stage), event.event_id, s.tenant_id, s.workspace_id, s.user_id,
+                 s.agent_id, decision, stage, _json(inputs), reason, now))
+
     def _signal(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
         """Count a use signal once, then recompute counters, weight and state from all signals."""
         sig = event.signal
@@ -498,6 +522,13 @@ class Writer:
         if comparable(new) == comparable(old):
             return _Applied(ChangeStatus.UNCHANGED)
         shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor="lifecycle")
+        if new["lc_state"] != old["lc_state"] and new["lc_state"] in ("promoted", "demoted"):
+            inputs = {"memory_id": sig.memory_id, "cited": cited, "helpful": helpful, "harmful": harmful,
+                      "injected": injected, "pinned": pinned, "weight": weight}
+            self._gov(shard, event, now, new["lc_state"][:-1], [  # promote / demote
+                ("evaluated", f"{sig.kind} signal; weight {old['lc_weight']} -> {weight}"),
+                ("decided", f"weight {weight} crosses the {new['lc_state'][:-1]} threshold"),
+                ("applied", f"state {old['lc_state']} -> {new['lc_state']}")], inputs)
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
 
     def _forget(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
@@ -517,6 +548,13 @@ class Writer:
         if not forgotten:
             return _Applied(ChangeStatus.UNCHANGED)
         repaired = self._repair_evidence(shard, forgotten, event, now)
+        skipped = [m for m in fg.memory_ids if m not in forgotten]
+        self._gov(shard, event, now, "forget", [
+            ("evaluated", f"{len(fg.memory_ids)} memories past retention"),
+            ("decided", fg.reason),
+            ("applied", f"{len(forgotten)} forgotten, {len(skipped)} pinned and kept, {len(repaired)} repaired")],
+            {"candidates": list(fg.memory_ids), "forgotten": forgotten, "pinned": skipped,
+             "repaired": [m.memory_id for m in repaired]})
         return _Applied(ChangeStatus.COMMITTED, erased=tuple(forgotten), also_changed=repaired)
 
     def _repair_evidence(self, shard: Shard, gone: list[str], event: ProposalEvent, now: str) -> list[MemoryUnit]:
@@ -546,6 +584,42 @@ class Writer:
                             target_id=str(d.get("edge_id") or f"{d['memory_id']}->{d['evidence_id']}"), old=d, new=None)
             shard.conn.execute(f"DELETE FROM {table} WHERE {where}", args)
         return repaired
+
+    def _rollback(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
+        rb = event.rollback
+        assert rb is not None
+        s = event.scope
+        stages = shard.conn.execute(
+            "SELECT decision, stage FROM governance_events WHERE decision_id=? AND tenant_id=? AND workspace_id=? "
+            "AND user_id=?", (rb.decision_id, s.tenant_id, s.workspace_id, s.user_id)).fetchall()
+        if not stages:
+            raise Rejection(f"no governance decision {rb.decision_id} in scope {s.home}")
+        if any(stage == "rolled_back" for _, stage in stages):
+            return _Applied(ChangeStatus.UNCHANGED)
+        audits = shard.conn.execute("SELECT * FROM audit_log WHERE proposal_id=? ORDER BY audit_id DESC",
+                                    (rb.decision_id,)).fetchall()
+        if any(a["redacted"] for a in audits):
+            raise Rejection(f"decision {rb.decision_id} touched erased content; erasure cannot be undone")
+        restored: list[MemoryUnit] = []
+        removed: list[str] = []
+        for a in audits:
+            old = orjson.loads(a["old_value"]) if a["old_value"] else None
+            new = orjson.loads(a["new_value"]) if a["new_value"] else None
+            kind = shard.restore(a["target_table"], a["target_id"], old, new, at=now, proposal_id=event.event_id)
+            if a["target_table"] == "memories" and kind == "removed":
+                removed.append(a["target_id"])
+            elif a["target_table"] == "memories" and old is not None:
+                restored.append(row_to_memory(old))
+        decision = stages[0][0]
+        self._gov(shard, event, now, "rollback", [("applied", rb.reason)],
+                  {"decision_id": rb.decision_id, "decision": decision, "rows": len(audits)})
+        shard.conn.execute(
+            "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
+            "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (derive_id("gov", rb.decision_id, "rolled_back"), rb.decision_id, s.tenant_id, s.workspace_id,
+             s.user_id, s.agent_id, decision, "rolled_back", _json({"by": event.event_id}), rb.reason, now))
+        return _Applied(ChangeStatus.COMMITTED, erased=tuple(removed), also_changed=restored)
 
     @staticmethod
     def _mark_rejection(shard: Shard, row: dict[str, Any], status: str, event: ProposalEvent, now: str

@@ -201,6 +201,22 @@ CREATE TABLE lifecycle_signals (
     PRIMARY KEY (memory_id, signal_id, kind)
 ) WITHOUT ROWID;
 
+-- autonomous decisions and their stages: evaluated -> decided -> applied (or deferred / degraded / rolled_back)
+CREATE TABLE governance_events (
+    event_id     TEXT PRIMARY KEY,
+    decision_id  TEXT NOT NULL,               -- groups the stages of one decision (its proposal id)
+    tenant_id    TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    decision     TEXT NOT NULL,               -- merge, supersede, promote, demote, forget, defer, rollback
+    stage        TEXT NOT NULL,
+    inputs       TEXT NOT NULL DEFAULT '{}',
+    reason       TEXT NOT NULL,
+    at           TEXT NOT NULL
+);
+CREATE INDEX governance_events_decision ON governance_events (decision_id);
+
 -- proposals the writer refused, with the reason
 CREATE TABLE rejections (
     rejection_id     INTEGER PRIMARY KEY AUTOINCREMENT,

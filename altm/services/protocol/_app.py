@@ -283,6 +283,22 @@ class MemoryApp:
                                          payload=review.model_dump())])
         return event_id
 
+    async def rollback(self, scope: Scope, decision_id: str, reason: str = "rolled back by an operator") -> str:
+        """Undo one autonomous decision (its rows restored from the audit log) via a control event."""
+        ts = _now()
+        event_id = derive_id("ctl", scope.path, "rollback", decision_id, ts.isoformat())
+        await self.publish([ControlEvent(event_id=event_id, scope=scope, timestamp=ts, action=ControlAction.ROLLBACK,
+                                         target_ids=(decision_id,),
+                                         payload={"decision_id": decision_id, "reason": reason})])
+        return event_id
+
+    def governance_events(self, scope: Scope, *, limit: int = 200) -> list[dict[str, Any]]:
+        conn = self.retriever.conn_for(scope)
+        return [dict(r) for r in conn.execute(
+            "SELECT decision_id, decision, stage, reason, inputs, at FROM governance_events WHERE tenant_id=? "
+            "AND workspace_id=? AND user_id=? ORDER BY at, decision_id, event_id LIMIT ?",
+            [scope.tenant_id, scope.workspace_id, scope.user_id, limit])]
+
     def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:
         """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
         conn = self.retriever.conn_for(scope)

@@ -273,6 +273,56 @@ class Shard:
                            target_id="/".join(home), old={"entries": n}, new=None)
                 conn.execute("DELETE FROM llm_cache WHERE home=?", ("/".join(home),))
 
+    _KEYS = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
+             "deferred_actions": "action_id", "tombstones": "tombstone_id"}
+
+    def restore(self, table: str, target_id: str, old: dict[str, Any] | None, new: dict[str, Any] | None, *,
+                at: str, proposal_id: str) -> str:
+        """Undo one audited change (rollback): the row goes back to ``old`` (or away if it had none).
+        Every restoration is audited in turn. Returns "removed", "restored" or "reinserted"."""
+        conn = self._require_tx()
+        if table == "memories":
+            current = self.memory_row(target_id)
+            if old is None:
+                if current is not None:
+                    self.delete_memory(current, at=at, proposal_id=proposal_id, actor="rollback", redact=False)
+                return "removed"
+            if current is None:
+                self.insert_memory(old, at=at, proposal_id=proposal_id, actor="rollback")
+                return "reinserted"
+            self.update_memory(current, old, at=at, proposal_id=proposal_id, actor="rollback")
+            return "restored"
+        if table in self._KEYS:
+            key = self._KEYS[table]
+            current = self.row(table, key, target_id)
+            if old is None:
+                if current is not None:
+                    self.audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
+                               target_id=target_id, old=current, new=None)
+                    conn.execute(f"DELETE FROM {table} WHERE {key}=?", (target_id,))
+                return "removed"
+            self.put_row(table, key, old, current, at=at, proposal_id=proposal_id, actor="rollback")
+            return "restored" if current is not None else "reinserted"
+        if table == "evidence_edges" and old is not None:
+            self.audit(at=at, proposal_id=proposal_id, actor="rollback", action="insert", table=table,
+                       target_id=target_id, old=None, new=old)
+            conn.execute("INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
+                         (old["memory_id"], old["evidence_id"]))
+            return "reinserted"
+        if table == "lifecycle_signals" and new is not None:
+            self.audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
+                       target_id=target_id, old=new, new=None)
+            conn.execute("DELETE FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+                         (target_id, new["signal_id"], new["kind"]))
+            return "removed"
+        if table == "rejections" and old is not None:
+            self.audit(at=at, proposal_id=proposal_id, actor="rollback", action="update", table=table,
+                       target_id=target_id, old=new, new=old)
+            conn.execute("UPDATE rejections SET review_status=? WHERE rejection_id=?",
+                         (old["review_status"], int(target_id.removeprefix("rej_"))))
+            return "restored"
+        raise ShardError(f"cannot roll back a change to {table}")
+
     def add_rejection(
         self, *, at: str, proposal_id: str | None, memory_id: str | None, reason: str,
         source: tuple[str, int, int] | None, payload: str | None,

@@ -18,6 +18,7 @@ from ...schemas import (
     ProposalEvent,
     ProposalOp,
     ReviewDecision,
+    Rollback,
     describe_validation_error,
 )
 from ..topics import Topic
@@ -36,6 +37,10 @@ class ControlProcessor(Processor):
                 erasure = Erasure.model_validate(event.payload)
                 return [proposal(ProposalOp.ERASE, scope=event.scope, processor=self.name, cause=event,
                                  erasure=erasure)]
+            if event.action is ControlAction.ROLLBACK:
+                rollback = Rollback.model_validate(event.payload)
+                return [proposal(ProposalOp.ROLLBACK, scope=event.scope, processor=self.name, cause=event,
+                                 rollback=rollback)]
             if event.action is ControlAction.REVIEW_DECISION:
                 review = ReviewDecision.model_validate(event.payload)
                 return [proposal(ProposalOp.REVIEW, scope=event.scope, processor=self.name, cause=event,

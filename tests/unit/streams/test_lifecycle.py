@@ -80,10 +80,10 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
         await app.feedback(SCOPE, [pinned["memory_id"]], "pin")
         await rt.run_until_idle()
         later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
+        before = state_hash(s.data_dir)
         preview = rt.retention_candidates(later)
         assert pinned["memory_id"] not in {c["memory_id"] for c in preview}
-        before = state_hash(s.data_dir)
-        assert before == state_hash(s.data_dir)  # the preview changed nothing
+        assert state_hash(s.data_dir) == before  # the preview changed nothing
         assert await rt.retention(later) == len(preview) > 0
         await rt.run_until_idle()
         remaining = {r["memory_id"]: r for r in _rows(s.data_dir, "SELECT * FROM memories")}
@@ -96,3 +96,38 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
         assert "evidence was forgotten" in row["trust_reason"]
         audits = _rows(s.data_dir, "SELECT old_value FROM audit_log WHERE action='forget'")
         assert audits and any("Dublin" in a["old_value"] for a in audits)  # the removed value is in the audit
+
+
+async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> None:
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0})
+    async with store_with(s, TWINS) as (rt, app):
+        before = state_hash(s.data_dir)
+        later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
+        assert await rt.retention(later) > 0
+        await rt.run_until_idle()
+        assert state_hash(s.data_dir) != before
+        events = app.governance_events(SCOPE)
+        stages = [(e["decision"], e["stage"]) for e in events]
+        assert ("forget", "evaluated") in stages and ("forget", "decided") in stages
+        assert ("forget", "applied") in stages
+        (decision,) = {e["decision_id"] for e in events if e["decision"] == "forget"}
+        await app.rollback(SCOPE, decision, "too eager")
+        await rt.run_until_idle()
+        assert state_hash(s.data_dir) == before  # the exact prior rows are back
+        assert ("forget", "rolled_back") in {(e["decision"], e["stage"]) for e in app.governance_events(SCOPE)}
+        hits = app.search(SCOPE, "s1", "staging cluster Kubernetes", preset_name="lexical").hits
+        assert any("Dublin" in h.content for h in hits)  # searchable again (FTS rows restored)
+        # a second rollback of the same decision changes nothing
+        await app.rollback(SCOPE, decision)
+        await rt.run_until_idle()
+        assert state_hash(s.data_dir) == before
+
+
+async def test_merges_and_deferrals_are_recorded_as_governance_events(settings: Settings) -> None:
+    turns = [make_turn(1, "I prefer dark mode in every editor.", session="a"),
+             make_turn(2, "I prefer dark mode in every editor.", session="b"),
+             make_turn(3, "I prefer light mode in every editor.", session="c")]
+    async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (_, app):
+        stages = {(e["decision"], e["stage"]) for e in app.governance_events(SCOPE)}
+    assert {("merge", "evaluated"), ("merge", "decided"), ("merge", "applied")} <= stages
+    assert ("supersede", "deferred") in stages
