@@ -105,6 +105,8 @@ def shard_state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
                 out[table].extend(
                     tuple(r) for r in shard.conn.execute(f"SELECT {', '.join(cols)} FROM {table}")
                 )
+        except sqlite3.OperationalError as exc:
+            raise DataDirError(f"shard {path} is not initialised yet ({exc}); is a worker starting?") from None
         finally:
             shard.close()
     for rows in out.values():

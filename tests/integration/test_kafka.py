@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import pytest
 from altm.config import Settings
 from altm.services.cli import sample_path
 from altm.services.ingest import IngestSummary, publish_file
-from altm.services.stats import state_hash
+from altm.services.stats import DataDirError, state_hash
 from altm.streams import TopicSpec, all_topic_specs, partition_for
 from altm.streams.bus import OutgoingRecord, Record, TopicPartition
 from altm.streams.bus.kafka import KafkaBus
@@ -98,7 +99,10 @@ async def wait_until_quiet(data_dir: Path, worker: subprocess.Popen[bytes], quie
     last, since = "", time.monotonic()
     while time.monotonic() < deadline:
         assert worker.poll() is None, "the worker exited"
-        current = state_hash(data_dir)
+        try:
+            current = state_hash(data_dir)
+        except (sqlite3.OperationalError, DataDirError):  # a shard the worker is still creating
+            current = ""
         if current != last:
             last, since = current, time.monotonic()
         elif time.monotonic() - since >= quiet_s:

@@ -22,7 +22,7 @@ from altm.services.replay import replay_from_kafka
 from altm.services.stats import state_hash
 from altm.streams import all_topic_specs
 from altm.streams.bus.kafka import KafkaBus
-from tests.integration.test_kafka import wait_until_quiet
+from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
 from tests.support.openai_double import openai_double
 
 pytestmark = pytest.mark.kafka
@@ -56,8 +56,8 @@ async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_
             [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{kafka_bootstrap}", "--data-dir",
              str(worker_dir), "--partitions", "4"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            for _ in range(120):
-                if (worker_dir / "shards").exists() and any((worker_dir / "shards").glob("*.db")):
+            for _ in range(180):
+                if _shard_l0_count(worker_dir) >= 29:
                     break
                 await asyncio.sleep(0.5)
             await wait_until_quiet(worker_dir, worker)
