@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from altm.config import Settings
 from altm.schemas import Role, Scope, TurnEvent
+from altm.services.stats import count_layer
 from altm.streams import all_topic_specs
 from altm.streams._stage import host_record
 from altm.streams.bus.kafka import KafkaBus, parse_broker_url
@@ -56,19 +56,6 @@ def spread(turns: list[TurnEvent], users: int = 16) -> list[TurnEvent]:
             )
         )
     return out
-
-
-def l0_count(data_dir: Path) -> int:
-    total = 0
-    for path in (data_dir / "shards").glob("shard-*.db"):
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            total += conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
-        except sqlite3.OperationalError:
-            pass
-        finally:
-            conn.close()
-    return total
 
 
 async def lag(bootstrap: str, group: str, topics: list[str]) -> int:
@@ -127,7 +114,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, An
             while time.perf_counter() - start < 600:
                 await asyncio.sleep(1.0)
                 now = time.perf_counter() - start
-                n = l0_count(data)
+                n = count_layer(data)
                 current_lag = await lag(bootstrap, f"{prefix}workers", topics)
                 samples.append({"t_s": round(now, 1), "l0": n, "lag": current_lag})
                 if searchable is None and n >= len(turns):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+from collections.abc import Iterator
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -402,6 +404,20 @@ review_app = typer.Typer(help="The review queue: contradicted/uncertain memories
 app.add_typer(review_app, name="review")
 
 
+@contextlib.contextmanager
+def _read_only(data_dir: Path) -> Iterator[Any]:
+    """The application over DATA_DIR without starting the pipeline (safe beside a running one)."""
+    from ._open import read_only_app
+    from .stats import log_topics
+
+    try:
+        partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
+    except DataDirError as exc:
+        raise _fail(str(exc)) from None
+    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+        yield mem
+
+
 def _review_scope(scope: str) -> Scope:
     try:
         return Scope.parse(scope)
@@ -416,12 +432,8 @@ def review_list(
     json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Items waiting for a decision, for the user of SCOPE."""
-    from ._open import read_only_app
-    from .stats import log_topics
-
     parsed = _review_scope(scope)
-    partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
-    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+    with _read_only(data_dir) as mem:
         queue = mem.review_queue(parsed)
     if json:
         sys.stdout.write(orjson.dumps(queue, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -446,12 +458,8 @@ def review_show(
     scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
 ) -> None:
     """One review item, as JSON."""
-    from ._open import read_only_app
-    from .stats import log_topics
-
     parsed = _review_scope(scope)
-    partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
-    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+    with _read_only(data_dir) as mem:
         queue = mem.review_queue(parsed, limit=1000)
     for group in queue.values():
         for entry in group:
@@ -515,12 +523,8 @@ def governance_list(
     scope: Annotated[str, typer.Option(help="TENANT/WORKSPACE/USER/AGENT")] = "",
 ) -> None:
     """Every decision's stages (evaluated → decided → applied / deferred / rolled_back), oldest first."""
-    from ._open import read_only_app
-    from .stats import log_topics
-
     parsed = _review_scope(scope)
-    partitions, _ = log_topics(data_dir, _settings(data_dir).topic_prefix)
-    with read_only_app(_settings(data_dir, partitions=partitions), partitions) as mem:
+    with _read_only(data_dir) as mem:
         events = mem.governance_events(parsed)
     table = Table(title="governance events")
     for col in ("decision id", "decision", "stage", "reason"):

@@ -122,3 +122,17 @@ def state_hash(data_dir: Path) -> str:
         for row in rows:
             digest.update(orjson.dumps(row))
     return digest.hexdigest()
+
+
+def count_layer(data_dir: Path, layer: str = "L0") -> int:
+    """Memories of one layer across the shards; shards still being created count as empty (for waiting)."""
+    total = 0
+    for path in (data_dir / "shards").glob("shard-*.db"):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            total += conn.execute("SELECT COUNT(*) FROM memories WHERE layer=?", (layer,)).fetchone()[0]
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            conn.close()
+    return total

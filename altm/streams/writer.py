@@ -290,11 +290,17 @@ class Writer:
             "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
             "name": node.name, "attributes": _json(node.attributes), "method": node.method.value,
         }
-        old = shard.row("graph_nodes", "node_id", node.node_id)
+        return self._put_if_changed(shard, "graph_nodes", "node_id", row,
+                                    shard.row("graph_nodes", "node_id", node.node_id), event, now)
+
+    @staticmethod
+    def _put_if_changed(shard: Shard, table: str, key: str, row: dict[str, Any], old: dict[str, Any] | None,
+                        event: ProposalEvent, now: str) -> _Applied:
+        """Write a graph row unless it already holds these values (then the proposal changes nothing)."""
         if old is not None and all(old[k] == v for k, v in row.items()):
             return _Applied(ChangeStatus.UNCHANGED)
-        shard.put_row("graph_nodes", "node_id", {**row, "recorded_at": now}, old, at=now,
-                      proposal_id=event.event_id, actor=event.processor)
+        shard.put_row(table, key, {**row, "recorded_at": now}, old, at=now, proposal_id=event.event_id,
+                      actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED)
 
     def _upsert_edge(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
@@ -317,11 +323,7 @@ class Writer:
             "confidence": confidence, "rejected": int(old["rejected"]) if old else 0,
             "evidence": _json(evidence), "method": edge.method.value,
         }
-        if old is not None and all(old[k] == v for k, v in row.items()):
-            return _Applied(ChangeStatus.UNCHANGED)
-        shard.put_row("graph_edges", "edge_id", {**row, "recorded_at": now}, old, at=now,
-                      proposal_id=event.event_id, actor=event.processor)
-        return _Applied(ChangeStatus.COMMITTED)
+        return self._put_if_changed(shard, "graph_edges", "edge_id", row, old, event, now)
 
     def _set_trust(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
         verdict = event.verdict

@@ -18,7 +18,7 @@ import pytest
 from altm.config import Settings
 from altm.services.cli import sample_path
 from altm.services.ingest import IngestSummary, publish_file
-from altm.services.stats import DataDirError, state_hash
+from altm.services.stats import DataDirError, count_layer, state_hash
 from altm.streams import TopicSpec, all_topic_specs, partition_for
 from altm.streams.bus import OutgoingRecord, Record, TopicPartition
 from altm.streams.bus.kafka import KafkaBus
@@ -112,18 +112,7 @@ async def wait_until_quiet(data_dir: Path, worker: subprocess.Popen[bytes], quie
 
 
 def _shard_l0_count(data_dir: Path) -> int:
-    import sqlite3
-
-    total = 0
-    for path in (data_dir / "shards").glob("shard-*.db"):
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            total += conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
-        except sqlite3.OperationalError:
-            pass
-        finally:
-            conn.close()
-    return total
+    return count_layer(data_dir, "L0")
 
 
 async def test_faust_worker_captures_turns_like_the_embedded_runtime(

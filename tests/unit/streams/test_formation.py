@@ -14,6 +14,7 @@ from altm.services.cli import sample_path
 from altm.services.ingest import ingest_file
 from altm.services.stats import collect_stats, shard_state_rows, state_hash
 from altm.streams.runtime import EmbeddedRuntime
+from tests.support.rows import rows as _rows
 from tests.conftest import make_turn
 
 
@@ -21,17 +22,6 @@ async def _ingest_sample(settings: Settings) -> None:
     async with EmbeddedRuntime(settings) as rt:
         await ingest_file(rt, sample_path())
 
-
-def _rows(rt_or_dir: Path, sql: str) -> list[dict[str, Any]]:
-    import sqlite3
-
-    out = []
-    for path in sorted((rt_or_dir / "shards").glob("shard-*.db")):
-        conn = sqlite3.connect(path)
-        conn.row_factory = sqlite3.Row
-        out += [dict(r) for r in conn.execute(sql)]
-        conn.close()
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -12,21 +12,13 @@ from altm.services.protocol import Feedback
 from altm.services.stats import state_hash
 from altm.services.replay import replay_into
 from altm.streams.lifecycle import LifecycleRules
+from tests.support.rows import rows as _rows
 from tests.conftest import SCOPE, make_turn
 from tests.support.memories import store_with
 
 TWINS = [make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),
          make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2")]
 
-
-def _rows(data_dir: Path, sql: str) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted((data_dir / "shards").glob("shard-*.db")):
-        conn = sqlite3.connect(path)
-        conn.row_factory = sqlite3.Row
-        out += [dict(r) for r in conn.execute(sql)]
-        conn.close()
-    return out
 
 
 def test_weight_rules() -> None:

@@ -20,19 +20,11 @@ from altm.streams.guard import WriteGuard, matches
 from altm.streams.processors import upsert_proposal
 from altm.streams.runtime import EmbeddedRuntime
 from altm.streams.writer import Writer
+from tests.support.rows import rows as _rows
 from tests.conftest import SCOPE, make_turn
 
 ANTI = "Don't run the refund batch in one big transaction because it locks the invoices table; use chunks."
 
-
-def _rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted((data_dir / "shards").glob("shard-*.db")):
-        conn = sqlite3.connect(path)
-        conn.row_factory = sqlite3.Row
-        out += [dict(r) for r in conn.execute(sql, args)]
-        conn.close()
-    return out
 
 
 def test_matching_is_forgiving_both_ways() -> None:

@@ -1,0 +1,19 @@
+"""Reading rows straight from a data dir's shards (for assertions)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+
+def rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted((data_dir / "shards").glob("shard-*.db")):
+        conn = sqlite3.connect(path)
+        conn.row_factory = sqlite3.Row
+        try:
+            out += [dict(r) for r in conn.execute(sql, args)]
+        finally:
+            conn.close()
+    return out
