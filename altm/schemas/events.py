@@ -105,6 +105,7 @@ class ControlAction(StrEnum):
     ERASE = "erase"
     REVIEW_DECISION = "review_decision"
     ROLLBACK = "rollback"
+    LIFECYCLE = "lifecycle"  # a retention or compaction decision, kept on the log so replays repeat it
 
 
 class ControlEvent(_Envelope):

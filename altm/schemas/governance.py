@@ -91,8 +91,9 @@ class LifecycleSignal(BaseModel):
 
     memory_id: str
     signal_id: str
-    kind: Literal["injected", "cited_by_agent", "helpful", "harmful", "pin", "unpin"]
+    kind: Literal["injected", "cited_by_agent", "helpful", "harmful", "pin", "unpin", "compress"]
     at: datetime
+    level: int | None = Field(default=None, ge=0, le=4, description="compress: the compression level C0-C4")
 
 
 class Forget(BaseModel):

@@ -293,6 +293,32 @@ def retention(
 
 
 @app.command()
+def compaction(
+    data_dir: DataDir = Path("altm-data"),
+    preview: Annotated[bool, typer.Option("--preview", help="Show level changes; change nothing")] = False,
+) -> None:
+    """Move idle memories down compression levels C1..C4 (pinned and recently used ones stay at C0)."""
+    from ._open import embedded_app
+
+    async def run() -> list[dict[str, object]] | int:
+        async with embedded_app(_settings(data_dir)) as (runtime, _):
+            if preview:
+                return runtime.compaction_candidates()
+            n = await runtime.compaction()
+            await runtime.run_until_idle()
+            return n
+
+    result = asyncio.run(run())
+    if isinstance(result, list):
+        for c in result:
+            console.print(f"{c['memory_id']} ({c['layer']}): C{c['lc_compression']} -> C{c['level']} "
+                          f"after {c['idle_days']} idle days")
+        console.print(f"{len(result)} level changes (preview: nothing changed)")
+    else:
+        console.print(f"{result} memories changed compression level")
+
+
+@app.command()
 def sweep(data_dir: DataDir = Path("altm-data")) -> None:
     """Verify every L2 memory that was never verified or changed since its verdict (no reads needed)."""
     from ._open import embedded_app
@@ -536,8 +562,9 @@ def governance_list(
 
 @gov_app.command("preview")
 def governance_preview(data_dir: DataDir = Path("altm-data")) -> None:
-    """What retention would forget now and which deferred actions wait for review; changes nothing."""
+    """What retention would forget and compaction would compress now; changes nothing."""
     retention(data_dir=data_dir, preview=True)
+    compaction(data_dir=data_dir, preview=True)
 
 
 @gov_app.command("rollback")

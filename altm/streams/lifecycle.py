@@ -3,7 +3,10 @@
     weight = (1 + cite_gain·min(cited, cite_cap) + helpful_gain·helpful + inject_gain·min(injected, inject_cap))
              / (1 + harmful_penalty·harmful)  × conflict_factor (when contradicted),  clamped to [min, max]
 
-A pinned memory never weighs less than 1 and is exempt from demotion and forgetting. The state is
+A pinned memory never weighs less than 1 and is exempt from demotion, compression and forgetting. Idle
+memories move down compression levels (C1 after 30 days without use, C2 after 90, C3 after 180, C4 after
+365); a use (citation or helpful feedback) brings them back to C0. The original stays in the row, so a
+drilldown on the marker always returns it. The state is
 ``promoted`` at weight ≥ promote_at, ``demoted`` at ≤ demote_at, else ``active``. Weights multiply the fused
 retrieval score, so use raises a memory's rank and harm lowers it.
 """
@@ -28,6 +31,14 @@ class LifecycleRules(BaseSettings):
     max_weight: float = Field(default=3.0, gt=0)
     promote_at: float = Field(default=1.3, gt=0)
     demote_at: float = Field(default=0.7, gt=0)
+    # compression: days without use (and since validity) after which a memory moves to C1..C4
+    compress_after_days: tuple[float, float, float, float] = (30.0, 90.0, 180.0, 365.0)
+
+    def compression_level(self, idle_days: float, *, pinned: bool) -> int:
+        """C0 full, C1 compressed by content type, C2 summary, C3 title, C4 marker only (pinned: C0)."""
+        if pinned:
+            return 0
+        return sum(1 for days in self.compress_after_days if idle_days >= days)
 
     def weight(self, *, cited: int, helpful: int, harmful: int, injected: int, pinned: bool,
                contradicted: bool) -> float:

@@ -506,8 +506,10 @@ class Writer:
         shard.audit(at=now, proposal_id=event.event_id, actor="lifecycle", action="insert",
                     table="lifecycle_signals", target_id=sig.memory_id, old=None,
                     new={"signal_id": sig.signal_id, "kind": sig.kind})
-        shard.conn.execute("INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at) VALUES (?,?,?,?)",
-                           (sig.memory_id, sig.signal_id, sig.kind, sig.at.isoformat()))
+        shard.conn.execute(
+            "INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at, level, seq) VALUES (?,?,?,?,?, "
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
+            (sig.memory_id, sig.signal_id, sig.kind, sig.at.isoformat(), sig.level, sig.memory_id))
         counts = dict(shard.conn.execute(
             "SELECT kind, COUNT(*) FROM lifecycle_signals WHERE memory_id=? GROUP BY kind", (sig.memory_id,)))
         last_pin = shard.conn.execute(
@@ -518,8 +520,16 @@ class Writer:
                                              ("cited_by_agent", "helpful", "harmful", "injected"))
         weight = self.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
                                    contradicted=old["trust_status"] == "contradicted")
+        compress = shard.conn.execute(
+            "SELECT level, seq FROM lifecycle_signals WHERE memory_id=? AND kind='compress' "
+            "ORDER BY seq DESC LIMIT 1", (sig.memory_id,)).fetchone()
+        last_use = shard.conn.execute(  # a use after the last compression brings the memory back to C0
+            "SELECT MAX(seq) FROM lifecycle_signals WHERE memory_id=? AND kind IN ('cited_by_agent', 'helpful')",
+            (sig.memory_id,)).fetchone()[0]
+        level = 0 if pinned or compress is None or (last_use is not None and last_use >= compress[1]) \
+            else int(compress[0])
         new = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
-               "lc_pinned": int(pinned), "lc_weight": weight,
+               "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": level,
                "lc_state": self.rules.state(weight, pinned=pinned, current=old["lc_state"])}
         if comparable(new) == comparable(old):
             return _Applied(ChangeStatus.UNCHANGED)

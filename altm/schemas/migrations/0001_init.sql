@@ -198,6 +198,8 @@ CREATE TABLE lifecycle_signals (
     signal_id TEXT NOT NULL,
     kind      TEXT NOT NULL,
     at        TEXT NOT NULL,
+    level     INTEGER,                  -- compress signals: the level C0-C4
+    seq       INTEGER NOT NULL,         -- arrival order per memory (what came after what)
     PRIMARY KEY (memory_id, signal_id, kind)
 ) WITHOUT ROWID;
 

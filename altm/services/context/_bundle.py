@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from ..retrieval import Hit
-from ._compress import compress
+import re
+
+from ._compress import Compressed, ContentType, compress
 from ._tokens import count_tokens
 
 HEADER = (
@@ -74,6 +76,16 @@ def _item_header(n: int, hit: Hit, marker: str) -> str:
             f"how: {hit.method}{flag} · {marker}")
 
 
+def _level_text(content: str, level: int, kind: ContentType) -> Compressed:
+    if level >= 4:
+        text = "(archived: drill down on the marker for the original)"
+    else:
+        first = (re.split(r"(?<=[.!?])\s|\n", content.strip(), maxsplit=1) or [""])[0]
+        text = first if level == 2 else " ".join(first.split()[:12]) + (" …" if len(first.split()) > 12 else "")
+        text += " (summary; drill down on the marker for the original)"
+    return Compressed(text, kind, True, count_tokens(text))
+
+
 def _quote(text: str) -> str:
     return "\n".join("  > " + line for line in text.splitlines() or [""])
 
@@ -105,8 +117,12 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
         room = share - header_tokens
         if room < MIN_ITEM_TOKENS and count_tokens(hit.content) > max(room, 0):
             continue
-        shown = compress(hit.content, max(room, 1), query)
+        shown = compress(hit.content, max(room, 1) if not hit.compression_level else
+                         max(1, min(room, count_tokens(hit.content) // 2)), query)
         how = "extractive" if shown.compressed else None
+        if hit.compression_level >= 2:  # lifecycle levels: summary, title, marker only
+            shown = _level_text(hit.content, hit.compression_level, shown.content_type)
+            how = f"C{hit.compression_level}"
         rewrite = (rewrites or {}).get(hit.memory_id)
         if shown.compressed and shown.content_type.value == "prose" and rewrite and count_tokens(rewrite) <= room:
             shown = type(shown)(rewrite, shown.content_type, True, count_tokens(rewrite))

@@ -58,6 +58,7 @@ class Hit(BaseModel):
     channels: dict[str, int] = Field(description="1-based rank of this memory in each channel that found it")
     breakdown: dict[str, float]
     graph_path: list[str] | None = None
+    compression_level: int = Field(default=0, description="C0 full … C4 marker only (lifecycle)")
 
 
 @dataclass
@@ -256,7 +257,7 @@ class Retriever:
                 score=round(final, 6), channels=group["channels"],
                 breakdown={"rrf": round(group["rrf"], 6), "trust": trust, "lifecycle": lifecycle,
                            "final": round(final, 6)},
-                graph_path=paths.get(mid),
+                graph_path=paths.get(mid), compression_level=int(row["lc_compression"] or 0),
             ))
         return out
 

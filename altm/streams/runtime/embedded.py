@@ -269,26 +269,63 @@ class EmbeddedRuntime:
         return out
 
     async def retention(self, now: datetime | None = None) -> int:
-        """Forget what is past retention, through the writer (audit with the removed value, evidence
-        repaired, tombstones when ``ALTM_RETENTION_TOMBSTONES``). Returns how many were proposed."""
-        from ...schemas import Forget, ProposalEvent, ProposalOp, Scope, derive_id
-
+        """Forget what is past retention: the decision goes on the control topic (so a replay repeats it) and
+        the writer applies it (audit with the removed value, evidence repaired, tombstones when
+        ``ALTM_RETENTION_TOMBSTONES``). Returns how many memories were named."""
+        candidates = self.retention_candidates(now)
         by_scope: dict[tuple[str, str, str, str], list[str]] = {}
-        for c in self.retention_candidates(now):
+        for c in candidates:
             key = (str(c["tenant_id"]), str(c["workspace_id"]), str(c["user_id"]), str(c["agent_id"]))
             by_scope.setdefault(key, []).append(str(c["memory_id"]))
+        await self._lifecycle_pass(now, {k: {"op": "forget", "memory_ids": v, "reason": "past retention",
+                                             "tombstone": self.settings.retention_tombstones}
+                                         for k, v in by_scope.items()})
+        return len(candidates)
+
+    async def _lifecycle_pass(self, now: datetime | None, payloads: dict[tuple[str, str, str, str],
+                                                                      dict[str, object]]) -> None:
+        from ...schemas import ControlAction, ControlEvent, Scope, derive_id
+
         stamp = now or datetime.now(UTC)
-        records = []
-        for (t, w, u, a), ids in sorted(by_scope.items()):
+        events = []
+        for (t, w, u, a), payload in sorted(payloads.items()):
             scope = Scope(tenant_id=t, workspace_id=w, user_id=u, agent_id=a)
-            forget = Forget(memory_ids=tuple(ids), reason="past retention",
-                            tombstone=self.settings.retention_tombstones)
-            prop = ProposalEvent(event_id=derive_id("prop", "lifecycle", "forget", *ids), scope=scope,
-                                 timestamp=stamp, op=ProposalOp.FORGET, processor="lifecycle", forget=forget)
-            records.append(OutgoingRecord(topic_name(Topic.PROPOSALS, self.settings.topic_prefix), encode(prop),
-                                          key=prop.key))
-        await self.log.publish_many(records)
-        return sum(len(v) for v in by_scope.values())
+            events.append(ControlEvent(
+                event_id=derive_id("ctl", scope.path, "lifecycle", str(payload["op"]), stamp.isoformat()),
+                scope=scope, timestamp=stamp, action=ControlAction.LIFECYCLE, payload=payload))
+        await self.publish(events)
+
+    def compaction_candidates(self, now: datetime | None = None) -> list[dict[str, object]]:
+        """Memories whose compression level should change (idle time since their last use or validity)."""
+        from ..lifecycle import LifecycleRules
+
+        rules = LifecycleRules()
+        now = now or datetime.now(UTC)
+        out: list[dict[str, object]] = []
+        for shard in self.shards.existing():
+            for r in shard.conn.execute(
+                "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id, m.layer, m.valid_from, "
+                "m.lc_pinned, m.lc_compression, (SELECT MAX(at) FROM lifecycle_signals s WHERE s.memory_id = "
+                "m.memory_id AND s.kind IN ('cited_by_agent', 'helpful')) AS last_use FROM memories m "
+                "WHERE m.superseded_by IS NULL AND m.valid_from IS NOT NULL ORDER BY m.valid_from, m.memory_id"
+            ):
+                since = max(str(r["valid_from"]), str(r["last_use"] or ""))
+                idle = (now - datetime.fromisoformat(since)).total_seconds() / 86400
+                level = rules.compression_level(idle, pinned=bool(r["lc_pinned"]))
+                if level != r["lc_compression"]:
+                    out.append({**dict(r), "level": level, "idle_days": round(idle, 1)})
+        return out
+
+    async def compaction(self, now: datetime | None = None) -> int:
+        """Move idle memories down compression levels (C1..C4): a decision on the control topic the
+        lifecycle processor turns into signals for the writer. Returns how many levels change."""
+        candidates = self.compaction_candidates(now)
+        by_scope: dict[tuple[str, str, str, str], dict[str, int]] = {}
+        for c in candidates:
+            key = (str(c["tenant_id"]), str(c["workspace_id"]), str(c["user_id"]), str(c["agent_id"]))
+            by_scope.setdefault(key, {})[str(c["memory_id"])] = int(str(c["level"]))
+        await self._lifecycle_pass(now, {k: {"op": "compress", "levels": v} for k, v in by_scope.items()})
+        return len(candidates)
 
     async def rewind(self, processors: Sequence[str]) -> None:
         """Re-derivation: these processors read their input again from offset 0 (effects are idempotent)."""

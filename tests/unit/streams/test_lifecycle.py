@@ -16,9 +16,10 @@ from tests.support.rows import rows as _rows
 from tests.conftest import SCOPE, make_turn
 from tests.support.memories import store_with
 
-TWINS = [make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),
-         make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2")]
-
+TWINS = [
+    make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),
+    make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2"),
+]
 
 
 def test_weight_rules() -> None:
@@ -88,6 +89,9 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
         assert "evidence was forgotten" in row["trust_reason"]
         audits = _rows(s.data_dir, "SELECT old_value FROM audit_log WHERE action='forget'")
         assert audits and any("Dublin" in a["old_value"] for a in audits)  # the removed value is in the audit
+    fresh = s.data_dir.parent / "fresh-r"  # the retention decision is on the log: a replay repeats it
+    await replay_into(s.data_dir, fresh)
+    assert state_hash(fresh) == state_hash(s.data_dir)
 
 
 async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> None:
@@ -106,7 +110,12 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
         await app.rollback(SCOPE, decision, "too eager")
         await rt.run_until_idle()
         assert state_hash(s.data_dir) == before  # the exact prior rows are back
-        assert ("forget", "rolled_back") in {(e["decision"], e["stage"]) for e in app.governance_events(SCOPE)}
+        assert ("forget", "rolled_back") in {
+            (e["decision"], e["stage"]) for e in app.governance_events(SCOPE)
+        }
+        fresh = s.data_dir.parent / "fresh-rb"  # forget and rollback both replay
+        await replay_into(s.data_dir, fresh)
+        assert state_hash(fresh) == before
         hits = app.search(SCOPE, "s1", "staging cluster Kubernetes", preset_name="lexical").hits
         assert any("Dublin" in h.content for h in hits)  # searchable again (FTS rows restored)
         # a second rollback of the same decision changes nothing
@@ -116,10 +125,64 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
 
 
 async def test_merges_and_deferrals_are_recorded_as_governance_events(settings: Settings) -> None:
-    turns = [make_turn(1, "I prefer dark mode in every editor.", session="a"),
-             make_turn(2, "I prefer dark mode in every editor.", session="b"),
-             make_turn(3, "I prefer light mode in every editor.", session="c")]
+    turns = [
+        make_turn(1, "I prefer dark mode in every editor.", session="a"),
+        make_turn(2, "I prefer dark mode in every editor.", session="b"),
+        make_turn(3, "I prefer light mode in every editor.", session="c"),
+    ]
     async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (_, app):
         stages = {(e["decision"], e["stage"]) for e in app.governance_events(SCOPE)}
     assert {("merge", "evaluated"), ("merge", "decided"), ("merge", "applied")} <= stages
     assert ("supersede", "deferred") in stages
+
+
+async def test_compression_levels_round_trip_through_drilldown(settings: Settings) -> None:
+    long_text = (
+        "The staging cluster runs on Kubernetes 1.29 in Frankfurt. It has three node pools. "
+        "The ingress uses nginx with TLS from cert-manager. Backups run nightly at 02:00."
+    )
+    s = settings.model_copy(update={"embedder": "none"})
+    async with store_with(
+        s,
+        [
+            make_turn(1, long_text, session="s1"),
+            make_turn(2, "We decided to pin the Postgres version to 15.", session="s1"),
+        ],
+    ) as (rt, app):
+        (pinned,) = [r for r in app.list_memories(SCOPE, layer="L0") if "Postgres" in r["content"]]
+        await app.feedback(SCOPE, [pinned["memory_id"]], "pin")
+        await rt.run_until_idle()
+        later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=100)
+        assert await rt.compaction(later) > 0
+        await rt.run_until_idle()
+        levels = {
+            r["content"]: r["lc_compression"]
+            for r in _rows(s.data_dir, "SELECT * FROM memories WHERE layer='L0'")
+        }
+        assert levels[long_text] == 2 and levels[pinned["content"]] == 0  # idle 100 days: C2; pinned: C0
+        bundle = (
+            await app.prepare_turn(
+                SCOPE, "s1", "q1", "staging cluster Kubernetes", 2000, preset_name="lexical"
+            )
+        ).bundle
+        await rt.run_until_idle()
+        item = next(i for i in bundle.items if i.layer == "L0" and "Frankfurt" in i.text)
+        assert item.compression == "C2" and "node pools" not in item.text  # summary only
+        assert app.drilldown(item.marker, SCOPE).content == long_text  # the original, intact
+        # a citation brings it back to C0
+        prepared = await app.prepare_turn(
+            SCOPE, "s1", "q2", "staging cluster Kubernetes", 2000, preset_name="lexical"
+        )
+        await app.commit_turn(prepared.cycle_id, "ok", [item.memory_id])
+        await rt.run_until_idle()
+        again = (
+            await app.prepare_turn(
+                SCOPE, "s1", "q3", "staging cluster Kubernetes", 2000, preset_name="lexical"
+            )
+        ).bundle
+        await rt.run_until_idle()
+        full = next(i for i in again.items if i.memory_id == item.memory_id)
+        assert full.text == long_text and full.compression is None
+    fresh = s.data_dir.parent / "fresh-c"
+    await replay_into(s.data_dir, fresh)
+    assert state_hash(fresh) == state_hash(s.data_dir)
