@@ -9,29 +9,14 @@ import argparse
 import asyncio
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.config import Settings
 from altm.services.replay import replay_into
 from altm.services.stats import state_hash
-from altm.streams.runtime import EmbeddedRuntime
 from benchmarks._record import config_stamp, write_record
-from benchmarks.ingest import DEFAULT_DATA, load_turns
-
-
-async def ingest(turns: list, data_dir: Path) -> float:  # type: ignore[type-arg]
-    runtime = EmbeddedRuntime(Settings(data_dir=data_dir, partitions=4))
-    await runtime.start()
-    try:
-        start = time.perf_counter()
-        await runtime.publish(turns)
-        await runtime.run_until_idle()
-        return time.perf_counter() - start
-    finally:
-        await runtime.stop()
+from benchmarks.ingest import DEFAULT_DATA, load_turns, run
 
 
 def main() -> None:
@@ -43,7 +28,7 @@ def main() -> None:
     turns = load_turns(args.data, args.turns)
     with tempfile.TemporaryDirectory(prefix="altm-replay-") as tmp:
         original, rebuilt = Path(tmp) / "original", Path(tmp) / "rebuilt"
-        ingest_s = asyncio.run(ingest(turns, original))
+        ingest_s = float(asyncio.run(run(turns, original))["seconds"])  # the ingest benchmark's run
         summary = asyncio.run(replay_into(original, rebuilt))
         h1, h2 = state_hash(original), state_hash(rebuilt)
     equal = h1 == h2

@@ -85,17 +85,25 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
 
 async def replay_into(source: Path, target: Path, *, from_offset: int = 0, reuse_cache: bool = True,
                       progress: Callable[[str, int], None] | None = None) -> ReplaySummary:
-    if target.exists() and any(target.iterdir()):
-        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
     settings = Settings(data_dir=source)
     partitions, _ = log_topics(source, settings.topic_prefix)
+    start = time.perf_counter()
+    records = await read_host_records(source, settings.topic_prefix, partitions, from_offset)
+    # model answers come from the source's cache: a replay costs no model calls
+    return await _rebuild(settings, target, partitions, records, source if reuse_cache else None, start, progress)
+
+
+async def _rebuild(settings: Settings, target: Path, partitions: int, records: list[Record],
+                   cache_from: Path | None, start: float,
+                   progress: Callable[[str, int], None] | None) -> ReplaySummary:
+    """Run the embedded pipeline over ``records`` in a fresh data dir, optionally with a reused LLM cache."""
+    if target.exists() and any(target.iterdir()):
+        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
     runtime = EmbeddedRuntime(settings.model_copy(update={"data_dir": target, "partitions": partitions}))
     await runtime.start()
     try:
-        start = time.perf_counter()
-        if reuse_cache:  # model answers come from the cache: a replay costs no model calls
-            copy_llm_cache(source, runtime.shards)
-        records = await read_host_records(source, settings.topic_prefix, partitions, from_offset)
+        if cache_from is not None:
+            copy_llm_cache(cache_from, runtime.shards)
         if progress:
             progress("events", len(records))
         processed = await replay_records(runtime, records, settings.topic_prefix, progress)
@@ -180,14 +188,4 @@ async def replay_from_kafka(broker: str, target: Path, *, settings: Settings | N
     start = time.perf_counter()
     partitions, records = await read_kafka_host_records(broker, base.topic_prefix, from_offset=from_offset,
                                                         from_time=from_time)
-    runtime = EmbeddedRuntime(base.model_copy(update={"data_dir": target, "partitions": partitions}))
-    await runtime.start()
-    try:
-        if cache_from is not None:
-            copy_llm_cache(cache_from, runtime.shards)
-        if progress:
-            progress("events", len(records))
-        processed = await replay_records(runtime, records, base.topic_prefix, progress)
-        return ReplaySummary(len(records), processed, time.perf_counter() - start)
-    finally:
-        await runtime.stop()
+    return await _rebuild(base, target, partitions, records, cache_from, start, progress)

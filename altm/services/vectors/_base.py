@@ -48,6 +48,13 @@ class VectorIndexError(RuntimeError):
 class VectorIndex(ABC):
     """One collection per embedding model and dimension (:attr:`Embedder.collection`)."""
 
+    dim: int
+
+    def _check_dims(self, points: Sequence[VectorPoint]) -> None:
+        for p in points:
+            if len(p.vector) != self.dim:
+                raise VectorIndexError(f"vector of {len(p.vector)} dims for a {self.dim}-dim collection")
+
     @abstractmethod
     def open(self) -> None: ...
 

@@ -54,9 +54,7 @@ class EdgeVectorIndex(VectorIndex):
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         if not points:
             return
-        for p in points:
-            if len(p.vector) != self.dim:
-                raise VectorIndexError(f"vector of {len(p.vector)} dims for a {self.dim}-dim collection")
+        self._check_dims(points)
         self.shard.update(q.UpdateOperation.upsert_points([
             q.Point(point_uuid(p.memory_id), list(p.vector), {**p.payload, "memory_id": p.memory_id})
             for p in points

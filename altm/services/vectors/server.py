@@ -57,9 +57,7 @@ class QdrantServerIndex(VectorIndex):
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         if not points:
             return
-        for p in points:
-            if len(p.vector) != self.dim:
-                raise VectorIndexError(f"vector of {len(p.vector)} dims for a {self.dim}-dim collection")
+        self._check_dims(points)
         self.client.upsert(self.collection, [
             models.PointStruct(
                 id=point_uuid(p.memory_id), vector=list(p.vector), payload={**p.payload, "memory_id": p.memory_id}
