@@ -693,8 +693,9 @@ def demo(
                             f"{bundle.tokens}/{bundle.token_budget} tokens", expand=False))
         for item in bundle.items:
             ranks = ", ".join(f"{c}#{r}" for c, r in sorted(item.channels.items()))
+            fusion = "score" if "score" in item.breakdown else "rrf"
             console.print(f"  [dim]{item.layer} {item.kind} from session {item.session_id or '*'}: "
-                          f"score {item.score:.4f} = rrf {item.breakdown['rrf']:.4f} × trust "
+                          f"score {item.score:.4f} = {fusion} {item.breakdown[fusion]:.4f} × trust "
                           f"{item.breakdown['trust']} × lifecycle {item.breakdown['lifecycle']} ({ranks})[/]")
     console.print(f"\nstate hash: {state_hash(data_dir)}")
 

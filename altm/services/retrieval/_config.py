@@ -30,6 +30,24 @@ class SearchConfig(BaseModel):
         default="fallback", pattern="^(always|fallback)$",
         description="fallback: only for identifier-like terms (digits, '_', '-', '.', '/') or when FTS finds "
                     "fewer than top_k memories")
+    neighbour_seeds: int = Field(
+        default=0, ge=0, le=50,
+        description="Conversational neighbours channel: the best fused L0 hits whose surrounding messages are "
+                    "proposed (0: off)")
+    neighbours_after: int = Field(default=2, ge=0, le=10, description="Messages after each seed")
+    neighbours_before: int = Field(default=1, ge=0, le=10, description="Messages before each seed")
+    neighbour_decay: float = Field(default=0.5, gt=0, le=1, description="Share kept per extra turn of distance")
+    fusion: str = Field(default="rrf", pattern="^(rrf|score)$",
+                        description="rrf: reciprocal ranks; score: min-max normalised channel scores")
+    session_prior: float = Field(
+        default=0.0, ge=0.0, le=5.0,
+        description="Weight of how well a memory's session as a whole matches (0: off)")
+    time_prior: float = Field(
+        default=0.0, ge=0.0, le=5.0,
+        description="Weight for memories recorded at (or shortly after) a date the query names (0: off)")
+    time_lookback_days: int = Field(default=14, ge=0, le=366,
+                                    description="How long after an event it may still be talked about")
+    session_prior_top: int = Field(default=3, ge=1, le=50, description="Best candidates summed per session")
     ppr_damping: float = Field(default=0.85, gt=0, lt=1)
     ppr_iterations: int = Field(default=30, ge=1, le=200)
     top_k: int = Field(default=10, ge=1, le=200)
@@ -43,14 +61,17 @@ class SearchConfig(BaseModel):
 PRESETS: dict[str, SearchConfig] = {
     "lexical": SearchConfig(name="lexical", vector=False, graph=False),
     "vector": SearchConfig(name="vector", fts=False, trigram=False, graph=False),
-    "hybrid": SearchConfig(name="hybrid", graph=False),
-    "hybrid+graph": SearchConfig(name="hybrid+graph"),
+    "hybrid": SearchConfig(name="hybrid", graph=False, time_prior=0.4),
+    "hybrid+graph": SearchConfig(name="hybrid+graph", time_prior=0.4),
     # Raw turns and typed atoms across every session of the agent (the published LoCoMo figures search
     # raw turns across all sessions of a conversation). Atoms cite one turn each, so every result stands
-    # for specific turns rather than whole sessions.
+    # for specific turns rather than whole sessions. Scores rather than ranks are fused (bm25 carries most of
+    # the signal on chat turns), then a memory gains from its session's overall match, from a date the
+    # query names, and from a strong message right before or after it.
     "conversation": SearchConfig(
         name="conversation", l0_across_sessions=True, layers=(Layer.L0, Layer.L2), trigram=False, graph=False,
-        rrf_k=10, channel_weights={"fts": 1.0, "vector": 0.5}),
+        fusion="score", candidates=100, session_prior=0.3, time_prior=0.4, neighbour_seeds=3,
+        channel_weights={"fts": 1.0, "vector": 0.5, "neighbours": 0.3}),
 }
 DEFAULT_PRESET = "hybrid+graph"
 

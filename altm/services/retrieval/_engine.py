@@ -21,6 +21,9 @@ from ..store import MEMORY_COLUMNS, ShardSet
 from ..vectors import VectorIndex
 from ._config import SearchConfig
 from ._graph import expand, personalised_pagerank
+from ._fusion import add_channel, fuse, ordered, propagate, rrf, session_prior
+from ._neighbours import neighbours
+from ._temporal import time_anchors, time_prior
 from ._policy import ScopePolicy
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
@@ -33,7 +36,7 @@ STOPWORDS = frozenset(
     "let us get got".split()
 )
 
-CHANNELS = ("fts", "trigram", "vector", "graph")
+CHANNELS = ("fts", "trigram", "vector", "neighbours", "graph")
 
 
 class Hit(BaseModel):
@@ -95,7 +98,8 @@ class Retriever:
 
     # -- channels --------------------------------------------------------------------------------------
     def _fts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str], policy: ScopePolicy,
-             limit: int, context_weight: float | None = None) -> list[str]:
+             limit: int, context_weight: float | None = None) -> list[tuple[str, float]]:
+        """(memory id, -bm25) best first: higher is better."""
         if not terms:
             return []
         where, args = policy.sql("m")
@@ -107,17 +111,22 @@ class Retriever:
         else:
             rank = f"bm25({table})"
         rows = conn.execute(
-            f"SELECT m.memory_id FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
-            f"WHERE {table} MATCH ? AND {where} ORDER BY {rank}, m.memory_id LIMIT ?",
+            f"SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
+            f"WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?",
             [expression, *args, limit],
         ).fetchall()
-        return [r[0] for r in rows]
+        return [(r[0], -float(r[1])) for r in rows]
 
-    def _vector(self, query: str, policy: ScopePolicy, limit: int) -> list[str]:
+    def _vector(self, conn: sqlite3.Connection, query: str, policy: ScopePolicy, limit: int
+                ) -> list[tuple[str, float]]:
+        """(memory id, cosine) best first. The payload filter scopes the search; the SQL policy then applies
+        what the payload cannot hold (supersession, validity and record time)."""
         if self.embedder is None or self.vectors is None:
             return []
         (vec,) = self.embedder.embed([query])
-        return [h.memory_id for h in self.vectors.search_any(vec, policy.vector_filters(), limit)]
+        hits = self.vectors.search_any(vec, policy.vector_filters(), limit)
+        allowed = self._allowed(conn, [h.memory_id for h in hits], policy)
+        return [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
 
     def _graph(self, conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], policy: ScopePolicy,
                config: SearchConfig) -> tuple[list[str], dict[str, list[str]]]:
@@ -161,10 +170,13 @@ class Retriever:
         conn = self.conn_for(scope)
         terms = query_terms(query)
         ranked: dict[str, list[str]] = {}
+        scores: dict[str, dict[str, float]] = {}
 
         def timed(name: str, fn: Any) -> None:
             t0 = time.perf_counter()
-            ranked[name] = fn()
+            found: list[tuple[str, float]] = fn()
+            ranked[name] = [m for m, _ in found]
+            scores[name] = dict(found)
             timings[name] = (time.perf_counter() - t0) * 1000
 
         if config.fts:
@@ -175,19 +187,41 @@ class Retriever:
             if tri:
                 timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
         if config.vector:
-            # the payload filter scopes the search; the SQL policy then applies what the payload cannot hold
-            # (supersession, validity and record time)
-            timed("vector", lambda: self._admitted(conn, self._vector(query, policy, config.candidates), policy))
+            timed("vector", lambda: self._vector(conn, query, policy, config.candidates))
+        t0 = time.perf_counter()
+        fused = fuse(ranked, scores, config)
+        rows = self._rows(conn, list(fused))
+        if config.session_prior:
+            session_prior(fused, {m: r["session_id"] for m, r in rows.items()}, config.session_prior,
+                          config.session_prior_top)
+        if config.time_prior:
+            time_prior(fused, {m: r["valid_from"] for m, r in rows.items()}, time_anchors(query),
+                       config.time_prior, config.time_lookback_days)
+        if config.neighbour_seeds:
+            self._neighbours(conn, fused, rows, ranked, policy, config)
+        timings["fusion"] = (time.perf_counter() - t0) * 1000
         paths: dict[str, list[str]] = {}
         if config.graph:
             t0 = time.perf_counter()
-            seeds = [m for m, _ in self._rrf(ranked, config)[: config.graph_seeds]]
+            seeds = [m for m, _ in ordered(fused)[: config.graph_seeds]]
             ranked["graph"], paths = self._graph(conn, scope, seeds, policy, config)
+            add_channel(fused, "graph", ranked["graph"], config)
+            rows.update(self._rows(conn, [m for m in ranked["graph"] if m not in rows]))
             timings["graph"] = (time.perf_counter() - t0) * 1000
         t0 = time.perf_counter()
-        hits = self._assemble(conn, ranked, paths, config)
+        hits = self._assemble(conn, ordered(fused), rows, ranked, paths, config)
         timings["assemble"] = (time.perf_counter() - t0) * 1000
         return SearchResult(hits, timings, config.name)
+
+    def _neighbours(self, conn: sqlite3.Connection, fused: dict[str, float], rows: dict[str, dict[str, Any]],
+                    ranked: dict[str, list[str]], policy: ScopePolicy, config: SearchConfig) -> None:
+        seeds = [m for m, _ in ordered(fused)[: config.neighbour_seeds]]
+        around = neighbours(conn, seeds, config.neighbours_after, config.neighbours_before)
+        admitted = self._admitted(conn, list(around), policy)
+        ranked["neighbours"] = admitted
+        propagate(fused, {m: around[m] for m in admitted}, config.channel_weights.get("neighbours", 1.0),
+                  config.neighbour_decay)
+        rows.update(self._rows(conn, [m for m in admitted if m not in rows]))
 
     @staticmethod
     def _trigram_terms(query: str, terms: Sequence[str], fts_hits: Sequence[str] | None,
@@ -199,33 +233,31 @@ class Retriever:
 
     @staticmethod
     def _rrf(ranked: dict[str, list[str]], config: SearchConfig) -> list[tuple[str, float]]:
-        scores: dict[str, float] = {}
-        for channel, ids in ranked.items():
-            weight = config.channel_weights.get(channel, 1.0)
-            for rank, mid in enumerate(ids, start=1):
-                scores[mid] = scores.get(mid, 0.0) + weight / (config.rrf_k + rank)
-        return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+        return ordered(rrf(ranked, config))
 
-    def _assemble(self, conn: sqlite3.Connection, ranked: dict[str, list[str]], paths: dict[str, list[str]],
-                  config: SearchConfig) -> list[Hit]:
-        fused = self._rrf(ranked, config)
+    def _assemble(self, conn: sqlite3.Connection, fused: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
+                  ranked: dict[str, list[str]], paths: dict[str, list[str]], config: SearchConfig) -> list[Hit]:
         if not fused:
             return []
-        ids = [m for m, _ in fused]
-        rows = self._rows(conn, ids)
-        # memories sharing a content hash count as one: keep the best-fused, merge the channels
+        stands_for = self._single_turn_evidence(conn, rows)
+        # memories sharing a content hash count as one (their scores add up), and so does a memory derived
+        # from exactly one turn with that turn (the better score counts, the turn is shown): merge channels
         groups: dict[str, dict[str, Any]] = {}
         for mid, score in fused:
             row = rows.get(mid)
             if row is None:
                 continue
-            key = f"{row['kind']}:{row['content_hash']}"
+            turn = rows.get(stands_for.get(mid, ""))
+            key = f"{turn['kind']}:{turn['content_hash']}" if turn else f"{row['kind']}:{row['content_hash']}"
             group = groups.get(key)
             channels = {c: ids_.index(mid) + 1 for c, ids_ in ranked.items() if mid in ids_}
             if group is None:
-                groups[key] = {"row": row, "rrf": score, "channels": channels, "members": [mid]}
+                groups[key] = {"row": row, "fused": score, "channels": channels, "members": [mid]}
             else:
-                group["rrf"] += score
+                derived = group["row"]["memory_id"] in stands_for
+                if derived and stands_for[group["row"]["memory_id"]] == mid:
+                    group["row"] = row  # the message itself stands for the pair: the original, not an extract
+                group["fused"] += 0.0 if derived or mid in stands_for else score
                 group["members"].append(mid)
                 for c, r in channels.items():
                     group["channels"][c] = min(group["channels"].get(c, r), r)
@@ -234,7 +266,7 @@ class Retriever:
             row = group["row"]
             trust = config.trust_factors.get(row["trust_status"], 1.0)
             lifecycle = max(0.05, float(row["lc_weight"]))
-            final = group["rrf"] * trust * lifecycle
+            final = group["fused"] * trust * lifecycle
             hits.append((final, group, trust, lifecycle))
         hits.sort(key=lambda x: (-x[0], x[1]["row"]["memory_id"]))
         top = hits[: config.top_k]
@@ -255,11 +287,27 @@ class Retriever:
                 flag="contradicted" if row["trust_status"] == "contradicted"
                 else ("harmful" if row["lc_harmful"] else None),
                 score=round(final, 6), channels=group["channels"],
-                breakdown={"rrf": round(group["rrf"], 6), "trust": trust, "lifecycle": lifecycle,
+                breakdown={config.fusion: round(group["fused"], 6), "trust": trust, "lifecycle": lifecycle,
                            "final": round(final, 6)},
                 graph_path=paths.get(mid), compression_level=int(row["lc_compression"] or 0),
             ))
         return out
+
+    @staticmethod
+    def _single_turn_evidence(conn: sqlite3.Connection, rows: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Derived candidates citing exactly one L0 message → that message's id."""
+        cited = {mid: orjson.loads(row["evidence"]) for mid, row in rows.items() if row["layer"] != "L0"}
+        single = {mid: ev[0] for mid, ev in cited.items() if len(ev) == 1}
+        if not single:
+            return {}
+        targets = sorted(set(single.values()))
+        l0: set[str] = set()
+        for start in range(0, len(targets), 500):
+            chunk = targets[start : start + 500]
+            l0.update(r[0] for r in conn.execute(
+                f"SELECT memory_id FROM memories WHERE layer = 'L0' AND memory_id IN ({', '.join('?' for _ in chunk)})",
+                chunk))
+        return {mid: ev for mid, ev in single.items() if ev in l0}
 
     @staticmethod
     def _rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
