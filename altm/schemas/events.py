@@ -13,8 +13,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._scope import Scope, ScopeId
-from .ids import derive_id
-from .graph import GraphEdge, GraphNode
 from .governance import (
     DeferredAction,
     Erasure,
@@ -26,6 +24,8 @@ from .governance import (
     Supersession,
     TrustVerdict,
 )
+from .graph import GraphEdge, GraphNode
+from .ids import derive_id
 from .memory import Kind, Layer, MemoryUnit
 
 SCHEMA_VERSION: Literal[1] = 1

@@ -12,7 +12,6 @@ from ..streams.runtime import EmbeddedRuntime
 from ..streams.runtime._context import choose_embedder, open_vector_index
 from .protocol import MemoryApp
 from .retrieval import Retriever
-from .stats import DataDirError
 from .store import ShardSet
 
 

@@ -392,7 +392,7 @@ def publish(
     from ..streams.topics import all_topic_specs
     from .ingest import publish_file
 
-    settings = _settings(Path("."), broker=broker, partitions=partitions)
+    settings = _settings(Path(), broker=broker, partitions=partitions)
     summary = IngestSummary()
 
     async def run() -> None:

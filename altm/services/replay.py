@@ -18,8 +18,8 @@ from typing import Any
 from ..config import Settings
 from ..streams.bus import OutgoingRecord, Record, TopicPartition
 from ..streams.bus.embedded import EmbeddedLog, default_log_path
-from ..streams.runtime import EmbeddedRuntime
 from ..streams.partitioner import partition_for
+from ..streams.runtime import EmbeddedRuntime
 from ..streams.topics import Topic, topic_name
 from .stats import DataDirError, log_topics
 from .store import ShardSet
@@ -37,6 +37,11 @@ class ReplaySummary:
     def events_per_s(self) -> float:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
+
+
+def _require_empty(target: Path) -> None:
+    if target.exists() and any(target.iterdir()):
+        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
 
 async def read_host_records(source: Path, prefix: str, partitions: int, from_offset: int = 0,
                             batch: int = 1000) -> list[Record]:
@@ -97,8 +102,7 @@ async def _rebuild(settings: Settings, target: Path, partitions: int, records: l
                    cache_from: Path | None, start: float,
                    progress: Callable[[str, int], None] | None) -> ReplaySummary:
     """Run the embedded pipeline over ``records`` in a fresh data dir, optionally with a reused LLM cache."""
-    if target.exists() and any(target.iterdir()):
-        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
+    _require_empty(target)
     runtime = EmbeddedRuntime(settings.model_copy(update={"data_dir": target, "partitions": partitions}))
     await runtime.start()
     try:
@@ -129,7 +133,7 @@ async def read_kafka_host_records(broker: str, prefix: str, *, from_offset: int 
             name = topic_name(topic, prefix)
             parts = consumer.partitions_for_topic(name) or set()
             if not parts:
-                await consumer._client.force_metadata_update()  # noqa: SLF001 - aiokafka has no public refresh
+                await consumer._client.force_metadata_update()
                 parts = consumer.partitions_for_topic(name) or set()
             if not parts:
                 raise DataDirError(f"no topic {name} on {broker}")
@@ -182,8 +186,7 @@ async def replay_from_kafka(broker: str, target: Path, *, settings: Settings | N
                             cache_from: Path | None = None,
                             progress: Callable[[str, int], None] | None = None) -> ReplaySummary:
     """Rebuild derived state from the Kafka topics into a fresh data dir (embedded pipeline)."""
-    if target.exists() and any(target.iterdir()):
-        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
+    _require_empty(target)
     base = settings or Settings()
     start = time.perf_counter()
     partitions, records = await read_kafka_host_records(broker, base.topic_prefix, from_offset=from_offset,

@@ -432,7 +432,8 @@ class Writer:
                 nxt = self._neighbour(shard, row, "next")
                 if nxt is not None and nxt["memory_id"] not in doomed:
                     successors[nxt["memory_id"]] = nxt
-            shard.tombstone(row, reason=f"{er.target} erased: {er.reason}", at=now, value_hash=value_hash(row["content"]))
+            shard.tombstone(row, reason=f"{er.target} erased: {er.reason}", at=now,
+                            value_hash=value_hash(row["content"]))
             shard.delete_memory(row, at=now, proposal_id=event.event_id, actor=event.processor)
         for nxt in successors.values():  # the next message's context held erased content
             fresh = shard.memory_row(nxt["memory_id"])

@@ -5,13 +5,12 @@ Prose over its share is compressed extractively, or by the summarisation model w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
 from ..retrieval import Hit
-import re
-
 from ._compress import Compressed, ContentType, compress
 from ._tokens import count_tokens
 

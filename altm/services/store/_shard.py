@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -273,7 +273,7 @@ class Shard:
                            target_id="/".join(home), old={"entries": n}, new=None)
                 conn.execute("DELETE FROM llm_cache WHERE home=?", ("/".join(home),))
 
-    _KEYS = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
+    _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
              "deferred_actions": "action_id", "tombstones": "tombstone_id"}
 
     def restore(self, table: str, target_id: str, old: dict[str, Any] | None, new: dict[str, Any] | None, *,

@@ -8,10 +8,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
-
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -47,7 +45,7 @@ class ProcessingError(Exception):
     """The event cannot be processed (e.g. over a configured limit); it goes to the DLQ with this reason."""
 
 
-class Deferred(Exception):  # noqa: N818 - a control-flow signal, not an error
+class Deferred(Exception):
     """The work item cannot be finished now (model failure, invalid output, budget): retry it later.
 
     Nothing the processor computed for this item is published (no partial writes)."""

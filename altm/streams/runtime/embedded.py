@@ -15,12 +15,12 @@ from ...config import Settings
 from ...schemas import Event, encode
 from ...services.models import LLMSettings, Stage
 from ...services.store import ShardSet
+from .._stage import DeferredQueue, host_record, next_offsets, run_records
 from ..bus import OutgoingRecord, TopicPartition
 from ..bus.embedded import EmbeddedConsumer, EmbeddedLog, default_log_path
 from ..processors import Processor, ProcessorContext, default_processors
 from ..topics import Topic, all_topic_specs, topic_name
 from ..writer import Writer
-from .._stage import DeferredQueue, host_record, next_offsets, run_records
 from ._context import RuntimeResources, build_resources
 
 log = logging.getLogger("altm.runtime")

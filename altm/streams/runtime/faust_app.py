@@ -28,13 +28,13 @@ import faust
 
 from ...config import Settings
 from ...services.store import ShardSet
+from .._stage import DeferredQueue, run_processor
 from ..bus import OutgoingRecord, Record
 from ..bus.kafka import KafkaBus, parse_broker_url
 from ..partitioner import partition_for
 from ..processors import Processor, default_processors
 from ..topics import Topic, all_topic_specs, topic_name
 from ..writer import Writer
-from .._stage import DeferredQueue, run_processor
 from ._context import RuntimeResources, build_resources
 
 log = logging.getLogger("altm.worker")

@@ -169,7 +169,7 @@ async def test_every_stage_uses_its_model_when_configured(settings: Settings) ->
     assert capsules and all(r["method"] == "llm" and r["model"] == "m-l1" for r in capsules)
     atoms = [r for r in rows if r["layer"] == "L2"]
     assert len(atoms) == 2 and all(r["model"] == "m-l2" for r in atoms)
-    dark, light = atoms
+    dark, _light = atoms
     assert dark["trust_status"] == "contradicted" and dark["trust_method"] == "nli"
     assert any(n["method"] == "llm" and n["name"] == "Editor" for n in nodes)
     assert edges and edges[0]["label"] == "uses" and edges[0]["method"] == "llm"

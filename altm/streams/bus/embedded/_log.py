@@ -7,6 +7,7 @@ of processes may open it read-only (``altm log tail``) while it is written, than
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -224,10 +225,8 @@ class EmbeddedLog(Bus):
 
     async def wait_for_data(self, timeout_s: float) -> None:
         self._new_data.clear()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._new_data.wait(), timeout_s)
-        except TimeoutError:
-            pass
 
     # -- groups ----------------------------------------------------------------------------------------
     def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,10 +92,8 @@ class KafkaBus(Bus):
                 )
                 for s in missing
             ]
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):
                 await self._admin.create_topics(new)
-            except TopicAlreadyExistsError:
-                pass
         for _ in range(50):  # metadata propagation after creation
             described = await self._describe([s.name for s in specs])
             if all(described.get(s.name) == s.partitions for s in specs):

@@ -7,7 +7,8 @@ from altm.services.retrieval import Hit
 
 
 def _hit(i: int, content: str, **kw: object) -> Hit:
-    base: dict[str, object] = dict(memory_id=f"mem_{i:032x}", layer="L2", kind="fact", content=content, content_hash="ab" * 32,
+    base: dict[str, object] = dict(memory_id=f"mem_{i:032x}", layer="L2", kind="fact", content=content,
+                content_hash="ab" * 32,
                 scope="t/w/u/a", session_id="s1", source_id=None, source_ids=[f"D1:{i}"], role="user",
                 valid_from="2026-01-01T00:00:00+00:00", method="heuristic", trust_status="unverified",
                 trust_reason=None, flag=None, score=1.0 / (i + 1), channels={"fts": i + 1},
