@@ -7,8 +7,8 @@ import re
 import sqlite3
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -18,13 +18,14 @@ from ...schemas import Scope
 from ...streams.partitioner import partition_for
 from ..models import Embedder
 from ..store import MEMORY_COLUMNS, ShardSet
-from ..vectors import VectorIndex
+from ..vectors import VectorHit, VectorIndex
+from ._concurrent import Concurrent
 from ._config import SearchConfig
-from ._graph import expand, personalised_pagerank
 from ._fusion import add_channel, fuse, ordered, propagate, rrf, session_prior
+from ._graph import expand, personalised_pagerank
 from ._neighbours import neighbours
-from ._temporal import time_anchors, time_prior
 from ._policy import ScopePolicy
+from ._temporal import time_anchors, time_prior
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _IDENTIFIER = re.compile(r"\b[\w.\-/]*(?:\d|_|\w[.\-/]\w)[\w.\-/]*\b")
@@ -117,14 +118,17 @@ class Retriever:
         ).fetchall()
         return [(r[0], -float(r[1])) for r in rows]
 
-    def _vector(self, conn: sqlite3.Connection, query: str, policy: ScopePolicy, limit: int
-                ) -> list[tuple[str, float]]:
-        """(memory id, cosine) best first. The payload filter scopes the search; the SQL policy then applies
-        what the payload cannot hold (supersession, validity and record time)."""
+    def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
+        """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
         if self.embedder is None or self.vectors is None:
             return []
         (vec,) = self.embedder.embed([query])
-        hits = self.vectors.search_any(vec, policy.vector_filters(), limit)
+        return self.vectors.search_any(vec, policy.vector_filters(), limit)
+
+    def _vector(self, conn: sqlite3.Connection, hits: list[VectorHit], policy: ScopePolicy
+                ) -> list[tuple[str, float]]:
+        """(memory id, cosine) best first. The payload filter scoped the search; the SQL policy now applies
+        what the payload cannot hold (supersession, validity and record time)."""
         allowed = self._allowed(conn, [h.memory_id for h in hits], policy)
         return [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
 
@@ -179,15 +183,22 @@ class Retriever:
             scores[name] = dict(found)
             timings[name] = (time.perf_counter() - t0) * 1000
 
-        if config.fts:
-            timed("fts", lambda: self._fts(conn, "memories_fts", terms, policy, config.candidates,
-                                           config.context_weight))
-        if config.trigram:
-            tri = self._trigram_terms(query, terms, ranked.get("fts"), config)
-            if tri:
-                timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
-        if config.vector:
-            timed("vector", lambda: self._vector(conn, query, policy, config.candidates))
+        # the query embedding and the vector search run on a helper thread while SQLite scores the words
+        # (both release the GIL), so the channels cost about the slower of the two, not their sum
+        nearest = Concurrent(lambda: self._nearest(query, policy, config.candidates)) if config.vector else None
+        try:
+            if config.fts:
+                timed("fts", lambda: self._fts(conn, "memories_fts", terms, policy, config.candidates,
+                                               config.context_weight))
+            if config.trigram:
+                tri = self._trigram_terms(query, terms, ranked.get("fts"), config)
+                if tri:
+                    timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
+        finally:
+            nearest_hits = nearest.result() if nearest is not None else []
+        if nearest is not None:
+            timed("vector", lambda: self._vector(conn, nearest_hits, policy))
+            timings["vector"] += nearest.elapsed_ms
         t0 = time.perf_counter()
         fused = fuse(ranked, scores, config)
         rows = self._rows(conn, list(fused))
@@ -339,7 +350,7 @@ class Retriever:
                     break
                 seen.update(batch)
                 marks = ", ".join("?" for _ in batch)
-                for mid, layer, source_id, evidence in conn.execute(
+                for _mid, layer, source_id, evidence in conn.execute(
                     f"SELECT memory_id, layer, source_id, evidence FROM memories WHERE memory_id IN ({marks}) "
                     "ORDER BY valid_from, memory_id", batch,
                 ):
