@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -324,6 +325,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--users", type=int, default=10)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--stores", type=Path,
+                    help="Keep the generated stores under this directory (one per size) and reuse them next time")
     ap.add_argument("--phase", choices=["generate", "serve"], help=argparse.SUPPRESS)
     ap.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -337,41 +340,22 @@ def main() -> None:
     results = []
     for size in [int(s) for s in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory(prefix="altm-latency-") as tmp:
-            d = Path(tmp) / "data"
+            d = (args.stores / f"size-{size}-users-{args.users}" if args.stores else Path(tmp)) / "data"
             t0 = time.perf_counter()
-            subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--phase",
-                    "generate",
-                    "--dir",
-                    str(d),
-                    "--size",
-                    str(size),
-                    "--users",
-                    str(args.users),
-                ],
-                check=True,
-                stdout=sys.stderr,
-            )
+            if not (d.parent / "complete").exists():
+                shutil.rmtree(d, ignore_errors=True)
+                subprocess.run(
+                    [sys.executable, __file__, "--phase", "generate", "--dir", str(d), "--size", str(size),
+                     "--users", str(args.users)],
+                    check=True, stdout=sys.stderr,
+                )
+                if args.stores:
+                    (d.parent / "complete").write_text(str(size))
             gen_s = time.perf_counter() - t0
             out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--phase",
-                    "serve",
-                    "--dir",
-                    str(d),
-                    "--queries",
-                    str(args.queries),
-                    "--users",
-                    str(args.users),
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
+                [sys.executable, __file__, "--phase", "serve", "--dir", str(d), "--queries", str(args.queries),
+                 "--users", str(args.users)],
+                check=True, capture_output=True, text=True,
             )
             r = orjson.loads(out.stdout.strip().splitlines()[-1])
         r.update({"size": size, "generate_s": gen_s, "per_user": size // args.users})
