@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 from typer.testing import CliRunner
 
+from altm.schemas import encode
 from altm.services.cli import app
 from altm.services.replay import replay_into
 from altm.services.stats import state_hash
-from altm.schemas import encode
 from tests.conftest import make_turn
 
 runner = CliRunner()

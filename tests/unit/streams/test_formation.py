@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,8 +13,8 @@ from altm.services.cli import sample_path
 from altm.services.ingest import ingest_file
 from altm.services.stats import collect_stats, shard_state_rows, state_hash
 from altm.streams.runtime import EmbeddedRuntime
-from tests.support.rows import rows as _rows
 from tests.conftest import make_turn
+from tests.support.rows import rows as _rows
 
 
 async def _ingest_sample(settings: Settings) -> None:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
 
 from altm.config import Settings
 from altm.services.protocol import Feedback
-from altm.services.stats import state_hash
 from altm.services.replay import replay_into
+from altm.services.stats import state_hash
 from altm.streams.lifecycle import LifecycleRules
-from tests.support.rows import rows as _rows
 from tests.conftest import SCOPE, make_turn
 from tests.support.memories import store_with
+from tests.support.rows import rows as _rows
 
 TWINS = [
     make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),

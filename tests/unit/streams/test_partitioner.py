@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from aiokafka.partitioner import DefaultPartitioner, murmur2 as aiokafka_murmur2
+from aiokafka.partitioner import DefaultPartitioner
+from aiokafka.partitioner import murmur2 as aiokafka_murmur2
 from hypothesis import given
 from hypothesis import strategies as st
 

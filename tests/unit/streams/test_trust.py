@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +12,14 @@ from altm.config import Settings
 from altm.schemas import ChangeStatus, Kind, Layer, MemoryUnit, Method, Provenance, content_hash
 from altm.services._open import app_for_runtime
 from altm.services.replay import replay_into
-from altm.services.store import ShardSet
 from altm.streams import partition_for
 from altm.streams.bus import Record
 from altm.streams.guard import WriteGuard, matches
 from altm.streams.processors import upsert_proposal
 from altm.streams.runtime import EmbeddedRuntime
 from altm.streams.writer import Writer
-from tests.support.rows import rows as _rows
 from tests.conftest import SCOPE, make_turn
+from tests.support.rows import rows as _rows
 
 ANTI = "Don't run the refund batch in one big transaction because it locks the invoices table; use chunks."
 

@@ -22,9 +22,9 @@ from altm.schemas import (
 )
 from altm.services.store import ShardSet
 from altm.streams import partition_for
-from altm.streams.writer import WRITER_GROUP, Writer
 from altm.streams.bus import Record
 from altm.streams.processors import CaptureProcessor, ProcessorContext, upsert_proposal
+from altm.streams.writer import WRITER_GROUP, Writer
 from tests.conftest import SCOPE, make_turn
 
 N = 4
