@@ -73,6 +73,10 @@ class VectorIndex(ABC):
     @abstractmethod
     def count(self, flt: VectorFilter | None = None) -> int: ...
 
+    def flush(self) -> None:
+        """Make every write so far durable (the embed stage calls it before its offsets are committed)."""
+        return None
+
     def optimize(self) -> None:
         """Build search indexes for what was written since the last call (may take a while)."""
         return None

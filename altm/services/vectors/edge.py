@@ -27,17 +27,24 @@ class EdgeVectorIndex(VectorIndex):
     def open(self) -> None:
         if self._shard is not None:
             return
-        config = q.EdgeConfig(vectors=q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine))
+        vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine)
         if (self.path / "edge_config.json").exists():
-            self._shard = q.EdgeShard.load(str(self.path), config)
+            # unspecified settings (the write-ahead log among them) stay as the shard was created
+            self._shard = q.EdgeShard.load(str(self.path), q.EdgeConfig(vectors=vectors))
         else:
-            self._shard = q.EdgeShard.create(str(self.path), config)
+            # No write-ahead log: Qdrant keeps the whole WAL mapped and its buffers resident (~600 MB at 100k
+            # points). The index is derived state: the embed stage flushes it before committing its offsets,
+            # so a crash loses nothing that is not re-embedded from the changes topic.
+            self._shard = q.EdgeShard.create(str(self.path), q.EdgeConfig(vectors=vectors, wal_enabled=False))
             for name in KEYWORD_FIELDS:
                 self._shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
 
     def optimize(self) -> None:
         """Run Qdrant's optimizers in-process: builds the HNSW index of large segments (blocking)."""
         self.shard.optimize()
+
+    def flush(self) -> None:
+        self.shard.flush()
 
     def close(self) -> None:
         if self._shard is not None:

@@ -57,6 +57,7 @@ class EmbedProcessor(Processor):
                     latest.pop(mid, None)
         if ctx.vectors is not None and erased:
             ctx.vectors.delete(erased)
+            ctx.vectors.flush()
         if not latest or ctx.vectors is None:
             return []
         mems = list(latest.values())
@@ -71,4 +72,5 @@ class EmbedProcessor(Processor):
             return []
         ctx.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m)) for m, v in zip(mems, vectors,
                                                                                             strict=True)])
+        ctx.vectors.flush()  # durable before the stage commits its offsets
         return []

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from qdrant_client import QdrantClient
 
@@ -79,3 +82,28 @@ def test_edge_index_persists_across_reopen(tmp_path: Path) -> None:
     again.open()
     assert again.count() == 1
     again.close()
+
+
+def test_edge_index_flushed_writes_survive_a_hard_kill(tmp_path: Path) -> None:
+    """No write-ahead log: what the embed stage flushed before committing offsets must survive a crash."""
+    script = (
+        "import os, sys\n"
+        "from altm.services.vectors import VectorPoint\n"
+        "from altm.services.vectors.edge import EdgeVectorIndex\n"
+        "idx = EdgeVectorIndex(sys.argv[1], 'c', 3)\n"
+        "idx.open()\n"
+        "payload = {'tenant_id': 'acme', 'workspace_id': 'w', 'user_id': 'u', 'agent_id': 'coder'}\n"
+        "idx.upsert([VectorPoint('mem_flushed', [1.0, 0.0, 0.0], payload)])\n"
+        "idx.flush()\n"
+        "os._exit(0)\n"  # no close(), no flush at exit: a crash
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "v")], check=True, timeout=60)
+    config = orjson.loads((tmp_path / "v" / "c" / "edge_config.json").read_bytes())
+    assert config.get("wal_enabled") is False
+    again = EdgeVectorIndex(tmp_path / "v", "c", 3)
+    again.open()
+    try:
+        assert again.count() == 1
+        assert [h.memory_id for h in again.search([1.0, 0.0, 0.0], VectorFilter(), 1)] == ["mem_flushed"]
+    finally:
+        again.close()
