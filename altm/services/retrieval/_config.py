@@ -12,6 +12,11 @@ class SearchConfig(BaseModel):
 
     name: str = "custom"
     fts: bool = Field(default=True, description="FTS5 unicode61 channel (bm25)")
+    max_term_df: float = Field(
+        default=0.3, gt=0.0, le=1.0,
+        description="Word terms found in more than this share of a shard's memories are left out of the word "
+                    "query (near-zero IDF, yet bm25 would score every memory holding them); 1.0: keep all")
+    min_terms: int = Field(default=2, ge=1, le=20, description="Rarest terms kept whatever their frequency")
     trigram: bool = Field(default=True, description="FTS5 trigram channel (substrings, typos in long words)")
     vector: bool = Field(default=True, description="Vector channel (the embedder's collection)")
     graph: bool = Field(default=True, description="Graph channel: bounded BFS + personalised PageRank")

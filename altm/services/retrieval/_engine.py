@@ -26,6 +26,7 @@ from ._graph import expand, personalised_pagerank
 from ._neighbours import neighbours
 from ._policy import ScopePolicy
 from ._temporal import time_anchors, time_prior
+from ._terms import TermStatistics
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _IDENTIFIER = re.compile(r"\b[\w.\-/]*(?:\d|_|\w[.\-/]\w)[\w.\-/]*\b")
@@ -93,9 +94,13 @@ class Retriever:
         self.shards = shards
         self.embedder = embedder
         self.vectors = vectors
+        self.term_stats = TermStatistics()
 
     def conn_for(self, scope: Scope) -> sqlite3.Connection:
-        return self.shards.get(partition_for(scope.home, self.shards.partitions)).conn
+        return self.shards.get(self._partition(scope)).conn
+
+    def _partition(self, scope: Scope) -> int:
+        return partition_for(scope.home, self.shards.partitions)
 
     # -- channels --------------------------------------------------------------------------------------
     def _fts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str], policy: ScopePolicy,
@@ -187,11 +192,14 @@ class Retriever:
         # (both release the GIL), so the channels cost about the slower of the two, not their sum
         nearest = Concurrent(lambda: self._nearest(query, policy, config.candidates)) if config.vector else None
         try:
+            # very common terms are left out of the word query (and so of the trigram fallback)
+            words = self.term_stats.prune(conn, str(self._partition(scope)), terms, config.max_term_df,
+                                          config.min_terms)
             if config.fts:
-                timed("fts", lambda: self._fts(conn, "memories_fts", terms, policy, config.candidates,
+                timed("fts", lambda: self._fts(conn, "memories_fts", words, policy, config.candidates,
                                                config.context_weight))
             if config.trigram:
-                tri = self._trigram_terms(query, terms, ranked.get("fts"), config)
+                tri = self._trigram_terms(query, words, ranked.get("fts"), config)
                 if tri:
                     timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
         finally:
