@@ -17,6 +17,10 @@ class Settings(BaseSettings):
     max_content_bytes: int = Field(default=64 * 1024, ge=1, description="Largest accepted message content")
     dlq_retention_ms: int | None = Field(default=None, description="DLQ retention; None keeps forever")
     poll_batch: int = Field(default=256, ge=1, description="Records per poll in a stage")
+    derive_every_steps: int = Field(
+        default=8, ge=1,
+        description="Embedded runtime: turns are made searchable first (capture, writer, embed run every step); "
+                    "the deriving stages run when those are idle, and at least every this many steps")
     defer_backoff_s: float = Field(default=30.0, ge=0, description="First retry delay of deferred work")
     defer_max_backoff_s: float = Field(default=3600.0, ge=0)
     guard_overlap_threshold: float = Field(

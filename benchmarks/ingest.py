@@ -1,6 +1,10 @@
 """Ingest throughput through the embedded pipeline, end to end (publish → searchable), per stage, and the
 embedder's raw throughput on the same texts in the same run (so the ratio pipeline/embedder is printed).
 
+Two figures: *searchable* — every turn is in the word index and the vector index, so ``prepare_turn`` can
+recall it (the embedded runtime runs capture, writer and embed first); *derived* — every stage is idle
+(capsules, atoms, graph, verdicts, scenes, facets written and embedded too).
+
     python benchmarks/ingest.py [--data LOCOMO.json] [--turns N] [--out FILE.json]
 
 Turns come from the LoCoMo dev file when it is present (real conversation text), else are synthesised.
@@ -60,12 +64,17 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
     runtime = EmbeddedRuntime(Settings(data_dir=data_dir, partitions=4))
     await runtime.start()
     try:
+        vectors = runtime.ctx.vectors
+        l0 = VectorFilter(any_of={"layer": ("L0",)})
         start = time.perf_counter()
         await runtime.publish(turns)
+        while (vectors.count(l0) if vectors else 0) < len(turns):
+            if not await runtime.step():
+                break
+        searchable_s = time.perf_counter() - start
         await runtime.run_until_idle()
         elapsed = time.perf_counter() - start
-        vectors = runtime.ctx.vectors
-        searchable = vectors.count(VectorFilter(any_of={"layer": ("L0",)})) if vectors else 0
+        searchable = vectors.count(l0) if vectors else 0
         memories = sum(
             s.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] for s in runtime.shards.existing()
         )
@@ -74,6 +83,8 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
             for name, m in runtime.stage_metrics().items()
         }
         return {
+            "searchable_s": searchable_s,
+            "searchable_turns_per_s": len(turns) / searchable_s,
             "seconds": elapsed,
             "turns_per_s": len(turns) / elapsed,
             "searchable_l0": searchable,
@@ -100,12 +111,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="altm-ingest-") as tmp:
         result = asyncio.run(run(turns, Path(tmp) / "data"))
     assert result["searchable_l0"] == len(turns), "every turn must be searchable when the pipeline is idle"
-    ratio = result["turns_per_s"] / raw
-    print(
-        f"{len(turns)} turns end to end in {result['seconds']:.1f} s: {result['turns_per_s']:.1f} turns/s "
-        f"({result['memories']} memories)"
-    )
+    ratio = result["searchable_turns_per_s"] / raw
+    print(f"{len(turns)} turns searchable in {result['searchable_s']:.1f} s: "
+          f"{result['searchable_turns_per_s']:.1f} turns/s")
     print(f"embedder raw: {raw:.1f} texts/s (batch 64) -> pipeline/embedder = {ratio:.2f}")
+    print(f"fully derived in {result['seconds']:.1f} s: {result['turns_per_s']:.1f} turns/s "
+          f"({result['memories']} memories; {result['turns_per_s'] / raw:.2f} of the embedder)")
     for name, st in result["stages"].items():
         print(
             f"  {name:>8}: {st['records']:>6} records, {st['busy_s']:>7.2f} s busy, "
@@ -122,10 +133,13 @@ def main() -> None:
                 model=None,
             ),
             "aggregate": {
-                "turns_per_s": result["turns_per_s"],
+                "searchable_turns_per_s": result["searchable_turns_per_s"],
                 "embedder_texts_per_s": raw,
                 "pipeline_over_embedder": ratio,
-                "seconds": result["seconds"],
+                "searchable_s": result["searchable_s"],
+                "derived_turns_per_s": result["turns_per_s"],
+                "derived_over_embedder": result["turns_per_s"] / raw,
+                "derived_s": result["seconds"],
             },
             "stages": result["stages"],
         },

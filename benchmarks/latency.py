@@ -292,7 +292,7 @@ def serve(data_dir: Path, queries: int, users: int) -> dict[str, Any]:
     from altm.services._open import embedded_app
 
     rng = random.Random(11)
-    run = time.time_ns()
+    nonce = time.time_ns()
     settings = Settings(data_dir=data_dir, partitions=PARTITIONS)
 
     async def run() -> list[float]:
@@ -305,7 +305,7 @@ def serve(data_dir: Path, queries: int, users: int) -> dict[str, Any]:
                 text = " ".join(_words(rng, 6)) + "?"
                 start = time.perf_counter()
                 # a fresh turn id per run: a reused store must not answer from the cycles of an earlier run
-                await memory.prepare_turn(scope, "s1", f"q{run}-{q}", text, 2000)
+                await memory.prepare_turn(scope, "s1", f"q{nonce}-{q}", text, 2000)
                 if q >= 10:  # warm-up excluded
                     out.append((time.perf_counter() - start) * 1000)
         return out

@@ -25,6 +25,9 @@ from ._context import RuntimeResources, build_resources
 
 log = logging.getLogger("altm.runtime")
 
+# A turn can be recalled once it is captured, written (word indexes) and embedded (vector index).
+SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
+
 ProgressCallback = Callable[[str, int], None]
 
 
@@ -159,6 +162,7 @@ class EmbeddedRuntime:
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._started = False
+        self._steps_since_derivation = 0
 
     @property
     def resources(self) -> RuntimeResources:
@@ -202,6 +206,7 @@ class EmbeddedRuntime:
         if self._started:
             await self._close_stores()
             self._started = False
+        self._steps_since_derivation = 0
 
     async def _close_stores(self) -> None:
         if self._resources is not None:
@@ -338,15 +343,28 @@ class EmbeddedRuntime:
                     await stage.consumer.seek(tp, 0)
 
     async def step(self) -> int:
+        """One poll batch per stage. The stages that make a turn searchable run every step; the deriving
+        stages (fold, extract, link, …) when those had nothing to do, or every ``derive_every_steps``."""
         total = 0
         for stage in self._stages:
-            start = time.perf_counter()
-            n = await stage.step()
-            if n:
-                stage.metrics.records += n
-                stage.metrics.busy_s += time.perf_counter() - start
-            total += n
+            if stage.name in SEARCHABLE_PATH:
+                total += await self._step_stage(stage)
+        self._steps_since_derivation += 1
+        if total == 0 or self._steps_since_derivation >= self.settings.derive_every_steps:
+            self._steps_since_derivation = 0
+            for stage in self._stages:
+                if stage.name not in SEARCHABLE_PATH:
+                    total += await self._step_stage(stage)
         return total
+
+    @staticmethod
+    async def _step_stage(stage: _ProcessorStage | _WriterStage) -> int:
+        start = time.perf_counter()
+        n = await stage.step()
+        if n:
+            stage.metrics.records += n
+            stage.metrics.busy_s += time.perf_counter() - start
+        return n
 
     def stage_metrics(self) -> dict[str, StageMetrics]:
         return {stage.name: stage.metrics for stage in self._stages}

@@ -139,3 +139,37 @@ async def test_hosts_cannot_publish_proposals(settings: Settings) -> None:
                              status=ChangeStatus.COMMITTED)
         with pytest.raises(ValueError, match="hosts publish turn and control events"):
             await rt.publish([change])
+
+
+def _layers(rt: EmbeddedRuntime) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in rt.shards.existing():
+        for layer, n in s.conn.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
+            out[layer] = out.get(layer, 0) + n
+    return out
+
+
+async def test_turns_are_made_searchable_before_they_are_derived(settings: Settings) -> None:
+    turns = [make_turn(i, f"We decided to move service {i} to region eu-{i} on Friday.") for i in range(12)]
+    async with EmbeddedRuntime(settings.model_copy(update={"derive_every_steps": 1000})) as rt:
+        await rt.publish(turns)
+        steps = 0
+        while (rt.ctx.vectors.count() if rt.ctx.vectors else 0) < len(turns):
+            assert await rt.step() > 0
+            steps += 1
+            assert steps < 50
+        # every turn is in the word index and the vector index; nothing has been derived from them yet
+        assert _layers(rt) == {"L0": len(turns)}
+        assert rt.stage_metrics()["fold"].records == 0 and rt.stage_metrics()["extract"].records == 0
+        await rt.run_until_idle()  # the deriving stages run once the searchable path is idle
+        layers = _layers(rt)
+        assert layers["L0"] == len(turns) and layers.get("L1", 0) >= 1 and layers.get("L2", 0) >= 1
+
+
+async def test_deriving_stages_are_not_starved_by_a_busy_searchable_path(settings: Settings) -> None:
+    rt = EmbeddedRuntime(settings.model_copy(update={"derive_every_steps": 2, "poll_batch": 1}))
+    async with rt:
+        await rt.publish([make_turn(i, f"We decided to deploy build {i} on Friday.") for i in range(6)])
+        for _ in range(4):  # the searchable path is never idle in these steps
+            await rt.step()
+        assert rt.stage_metrics()["fold"].records + rt.stage_metrics()["extract"].records > 0
