@@ -110,10 +110,9 @@ class Retriever:
             return []
         where, args = policy.sql("m")
         expression = _fts_expression(terms)
-        if context_weight is not None:  # the word index: content, context, home
+        if context_weight is not None:  # the word index: content, context, scope_terms
             rank = f"bm25({table}, 1.0, {float(context_weight)}, 0.0)"
-            home = " ".join((policy.scope.tenant_id, policy.scope.workspace_id, policy.scope.user_id))
-            expression = f'home : "{home.replace(chr(34), "")}" AND ({{content context}} : ({expression}))'
+            expression = f"{policy.fts_filter()} AND ({{content context}} : ({expression}))"
         else:
             rank = f"bm25({table})"
         rows = conn.execute(

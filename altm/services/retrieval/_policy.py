@@ -75,6 +75,21 @@ class ScopePolicy:
             clauses.append(f"({a}.lc_state IS NOT 'merged')")
         return " AND ".join(clauses), args
 
+    def fts_filter(self) -> str:
+        """The policy's groups as an FTS5 expression over the word index's ``scope_terms`` column, so bm25
+        only scores what the policy can admit (time and supersession stay with the SQL predicate)."""
+        s = self.scope
+        home = _token("h", f"{s.tenant_id}/{s.workspace_id}/{s.user_id}")
+        groups = []
+        for layers, agent, session in self._groups():
+            parts = ["(" + " OR ".join(f'"l{layer.lower()}"' for layer in layers) + ")"]
+            if agent:
+                parts.append(_token("a", s.agent_id))
+            if session:
+                parts.append(_token("s", self.session_id or ""))
+            groups.append("(" + " AND ".join(parts) + ")")
+        return f"scope_terms : ({home} AND ({' OR '.join(groups) or home}))"
+
     def vector_filters(self) -> list[VectorFilter]:
         s = self.scope
         out = []
@@ -86,6 +101,11 @@ class ScopePolicy:
                 eq["session_id"] = self.session_id or ""
             out.append(VectorFilter(equals=eq, any_of={"layer": layers}))
         return out
+
+
+def _token(prefix: str, value: str) -> str:
+    """One scope part as the word index holds it (``scope_terms``: prefix + hex of the UTF-8 bytes)."""
+    return f'"{prefix}{value.encode().hex()}"'
 
 
 def _iso(value: datetime) -> str:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from ...schemas.migrations import migrate
+from ...schemas.migrations import LATEST_VERSION, migrate
 from ._rows import MEMORY_COLUMNS
 
 
@@ -62,6 +62,14 @@ class Shard:
             if not self.path.exists():
                 raise ShardError(f"no shard at {self.path}")
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            version = conn.execute(
+                "SELECT MAX(version) FROM schema_version").fetchone()[0] if conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone() else 0
+            if version != LATEST_VERSION:
+                conn.close()
+                raise ShardError(
+                    f"shard {self.path} has schema version {version}, this ALTM reads {LATEST_VERSION}: open the "
+                    "data dir once for writing (e.g. `altm sweep --data-dir DIR`) to migrate it")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, isolation_level=None)
