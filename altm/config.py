@@ -16,7 +16,7 @@ class Settings(BaseSettings):
     topic_prefix: str = Field(default="altm.", description="Prefix of every topic name")
     max_content_bytes: int = Field(default=64 * 1024, ge=1, description="Largest accepted message content")
     dlq_retention_ms: int | None = Field(default=None, description="DLQ retention; None keeps forever")
-    poll_batch: int = Field(default=256, ge=1, description="Records per poll in a stage")
+    poll_batch: int = Field(default=512, ge=1, description="Records per poll in a stage")
     derive_every_steps: int = Field(
         default=8, ge=1,
         description="Embedded runtime: turns are made searchable first (capture, writer, embed run every step); "

@@ -98,9 +98,14 @@ class LocalEmbedder(Embedder):
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out: list[list[float]] = []
-        for start in range(0, len(texts), self.batch_size):
-            out.extend(self._embed_batch(texts[start : start + self.batch_size]))
+        """Batches of similar length (a batch is padded to its longest text: one scene among 63 short
+        atoms would make all 64 cost a scene), returned in the order given."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for i, vector in zip(chunk, self._embed_batch([texts[i] for i in chunk]), strict=True):
+                out[i] = vector
         return out
 
     def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
