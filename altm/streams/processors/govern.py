@@ -80,13 +80,13 @@ class GovernProcessor(Processor):
             for dup in same[1:] if dup.superseded_by is None
         ]
 
-    def _facet_memory(self, event: Event, atom: MemoryUnit, facet_key: str) -> MemoryUnit:
+    def _facet_memory(self, atom: MemoryUnit, facet_key: str) -> MemoryUnit:
         return derived_memory(
             scope=atom.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
             content=f"{facet_label(facet_key)}: {atom.content}", evidence=[atom.memory_id], processor=self.name,
             method=Method.HEURISTIC, id_parts=[atom.scope.home, "L4", facet_key, norm(atom.content)],
             valid_from=atom.valid_from, attributes={"facet_key": facet_key, "source_kind": atom.kind.value},
-            source_event_id=event.event_id,
+            source_event_id=atom.provenance.source_event_id,
         )
 
     async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
@@ -96,16 +96,20 @@ class GovernProcessor(Processor):
         facet_key = mem.attributes.get("facet_key")
         if not isinstance(facet_key, str) or mem.kind not in (Kind.PREFERENCE, Kind.FACT):
             return []
-        facet = self._facet_memory(event, mem, facet_key)
+        atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
+        # the same statement made in several sessions is one facet version, cited from its first atom,
+        # whichever of those atoms was processed first (the state must not depend on arrival order)
+        first = min((a for a in atoms if norm(a.content) == norm(mem.content)), key=_order, default=mem)
+        first = mem if _order(mem) < _order(first) else first
+        facet = self._facet_memory(first, facet_key)
         out = [upsert_proposal(facet, processor=self.name, cause=event)]
-        earlier = [a for a in reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
-                   if _order(a) < _order(mem) and a.superseded_by is None]
+        earlier = [a for a in atoms if _order(a) < _order(first) and a.superseded_by is None]
         if not earlier:
             return out
-        previous = self._facet_memory(event, max(earlier, key=_order), facet_key)
+        previous = self._facet_memory(max(earlier, key=_order), facet_key)
         if previous.content_hash == facet.content_hash:
             return out
-        decision = await self._should_supersede(ctx, mem, previous, facet)
+        decision = await self._should_supersede(ctx, first, previous, facet)
         if decision is True:
             out.append(proposal(ProposalOp.SUPERSEDE, scope=mem.scope, processor=self.name, cause=event,
                                 supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,

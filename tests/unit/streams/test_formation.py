@@ -13,7 +13,7 @@ from altm.services.cli import sample_path
 from altm.services.ingest import ingest_file
 from altm.services.stats import collect_stats, shard_state_rows, state_hash
 from altm.streams.runtime import EmbeddedRuntime
-from tests.conftest import make_turn
+from tests.conftest import T0, make_turn
 from tests.support.rows import rows as _rows
 
 
@@ -185,3 +185,33 @@ async def test_conversational_context_does_not_depend_on_arrival_order(tmp_path:
         assert rows["message 1 about topic 1"] is None
         assert rows["message 3 about topic 3"] == "message 2 about topic 2"
     assert hashes["in-order"] == hashes["shuffled"]
+
+
+
+REPEATED = [
+    "We decided to move the nightly jobs to Airflow next week.",
+    "I prefer short standups, fifteen minutes at most.",
+    "The deploy to staging failed because the migration ran twice.",
+    "Don't restart the cache during business hours because it drops sessions; use the maintenance window.",
+    "My manager wants a status report every Thursday.",
+]
+
+
+async def test_statements_repeated_across_sessions_derive_the_same_state_whatever_the_batching(
+        tmp_path: Path) -> None:
+    """Found by the Kafka SIGKILL test: a facet cited whichever repeated atom was processed last."""
+    turns = [make_turn(s * 10 + i, f"{text} (user {u}, session {s})", session=f"s{s}",
+                       scope=Scope(tenant_id="t", workspace_id="w", user_id=f"user{u}", agent_id="a"))
+             for u in range(16) for s in range(3) for i, text in enumerate(REPEATED)]
+    hashes, facets = [], []
+    for batch in (64, 256, 512):
+        data = tmp_path / f"b{batch}"
+        async with EmbeddedRuntime(Settings(data_dir=data, partitions=4, embedder="none", poll_batch=batch)) as rt:
+            await rt.publish(turns)
+            await rt.run_until_idle()
+        hashes.append(state_hash(data))
+        facets.append(sorted(r["valid_from"] for r in _rows(data, "SELECT valid_from FROM memories WHERE layer='L4' "
+                                                              "AND content LIKE '%standups%'")))
+    assert hashes[0] == hashes[1] == hashes[2]
+    # one facet per user for the repeated preference, dated by its first statement (session 0)
+    assert len(facets[0]) == 16 and all(v.startswith(T0.date().isoformat()) for v in facets[0])
