@@ -21,7 +21,7 @@ from ..store import MEMORY_COLUMNS, ShardSet
 from ..vectors import VectorHit, VectorIndex
 from ._concurrent import Concurrent
 from ._config import SearchConfig
-from ._fusion import add_channel, fuse, ordered, propagate, rrf, session_prior
+from ._fusion import add_channel, fuse, ordered, propagate, session_prior
 from ._graph import expand, personalised_pagerank
 from ._neighbours import neighbours
 from ._policy import ScopePolicy
@@ -193,7 +193,7 @@ class Retriever:
         try:
             # very common terms are left out of the word query (and so of the trigram fallback)
             words = self.term_stats.prune(conn, str(self._partition(scope)), terms, config.max_term_df,
-                                          config.min_terms)
+                                          config.min_terms) if config.fts or config.trigram else []
             if config.fts:
                 timed("fts", lambda: self._fts(conn, "memories_fts", words, policy, config.candidates,
                                                config.context_weight))
@@ -249,15 +249,11 @@ class Retriever:
             return [t for t in terms if len(t) >= 3]
         return [t for t in _IDENTIFIER.findall(query) if len(t) >= 3]
 
-    @staticmethod
-    def _rrf(ranked: dict[str, list[str]], config: SearchConfig) -> list[tuple[str, float]]:
-        return ordered(rrf(ranked, config))
-
     def _assemble(self, conn: sqlite3.Connection, fused: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
                   ranked: dict[str, list[str]], paths: dict[str, list[str]], config: SearchConfig) -> list[Hit]:
         if not fused:
             return []
-        stands_for = self._single_turn_evidence(conn, rows)
+        stands_for = self._single_turn_evidence(rows)
         # memories sharing a content hash count as one (their scores add up), and so does a memory derived
         # from exactly one turn with that turn (the better score counts, the turn is shown): merge channels
         groups: dict[str, dict[str, Any]] = {}
@@ -265,8 +261,8 @@ class Retriever:
             row = rows.get(mid)
             if row is None:
                 continue
-            turn = rows.get(stands_for.get(mid, ""))
-            key = f"{turn['kind']}:{turn['content_hash']}" if turn else f"{row['kind']}:{row['content_hash']}"
+            turn = rows[stands_for[mid]] if mid in stands_for else row
+            key = f"{turn['kind']}:{turn['content_hash']}"
             group = groups.get(key)
             channels = {c: ids_.index(mid) + 1 for c, ids_ in ranked.items() if mid in ids_}
             if group is None:
@@ -312,20 +308,17 @@ class Retriever:
         return out
 
     @staticmethod
-    def _single_turn_evidence(conn: sqlite3.Connection, rows: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """Derived candidates citing exactly one L0 message → that message's id."""
-        cited = {mid: orjson.loads(row["evidence"]) for mid, row in rows.items() if row["layer"] != "L0"}
-        single = {mid: ev[0] for mid, ev in cited.items() if len(ev) == 1}
-        if not single:
-            return {}
-        targets = sorted(set(single.values()))
-        l0: set[str] = set()
-        for start in range(0, len(targets), 500):
-            chunk = targets[start : start + 500]
-            l0.update(r[0] for r in conn.execute(
-                f"SELECT memory_id FROM memories WHERE layer = 'L0' AND memory_id IN ({', '.join('?' for _ in chunk)})",
-                chunk))
-        return {mid: ev for mid, ev in single.items() if ev in l0}
+    def _single_turn_evidence(rows: dict[str, dict[str, Any]]) -> dict[str, str]:
+        """Derived candidates citing exactly one L0 message that is a candidate too → that message's id."""
+        out: dict[str, str] = {}
+        for mid, row in rows.items():
+            if row["layer"] == "L0":
+                continue
+            evidence = orjson.loads(row["evidence"])
+            turn = rows.get(evidence[0]) if len(evidence) == 1 else None
+            if turn is not None and turn["layer"] == "L0":
+                out[mid] = turn["memory_id"]
+        return out
 
     @staticmethod
     def _rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -57,13 +57,8 @@ def fuse(ranked: Ranked, scores: Scores, config: SearchConfig) -> dict[str, floa
 
 def add_channel(fused: dict[str, float], channel: str, ids: Sequence[str], config: SearchConfig) -> None:
     """Fold one more (rank-only) channel into already fused scores."""
-    weight = config.channel_weights.get(channel, 1.0)
-    if config.fusion == "score":
-        for mid, value in channel_values(ids, None).items():
-            fused[mid] = fused.get(mid, 0.0) + weight * value
-    else:
-        for rank, mid in enumerate(ids, start=1):
-            fused[mid] = fused.get(mid, 0.0) + weight / (config.rrf_k + rank)
+    for mid, value in fuse({channel: ids}, {}, config).items():
+        fused[mid] = fused.get(mid, 0.0) + value
 
 
 def ordered(fused: Mapping[str, float]) -> list[tuple[str, float]]:

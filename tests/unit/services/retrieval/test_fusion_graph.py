@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from altm.schemas import Layer, Scope
-from altm.services.retrieval import Retriever, ScopePolicy, SearchConfig, preset, query_terms
+from altm.services.retrieval import ScopePolicy, SearchConfig, preset, query_terms
+from altm.services.retrieval._fusion import ordered, rrf
 from altm.services.retrieval._graph import personalised_pagerank
 
 SCOPE = Scope.parse("t/w/u/a")
@@ -11,7 +12,7 @@ SCOPE = Scope.parse("t/w/u/a")
 
 def test_rrf_sums_weighted_reciprocal_ranks_and_breaks_ties_by_id() -> None:
     config = SearchConfig(rrf_k=60, channel_weights={"fts": 1.0, "vector": 1.0})
-    fused = Retriever._rrf({"fts": ["m_b", "m_a", "m_c"], "vector": ["m_a", "m_b"]}, config)
+    fused = ordered(rrf({"fts": ["m_b", "m_a", "m_c"], "vector": ["m_a", "m_b"]}, config))
     scores = dict(fused)
     assert scores["m_a"] == pytest.approx(1 / 62 + 1 / 61)
     assert scores["m_c"] == pytest.approx(1 / 63)
@@ -21,7 +22,7 @@ def test_rrf_sums_weighted_reciprocal_ranks_and_breaks_ties_by_id() -> None:
 
 def test_channel_weights_matter() -> None:
     config = SearchConfig(channel_weights={"fts": 1.0, "graph": 0.1})
-    fused = dict(Retriever._rrf({"fts": ["x"], "graph": ["y"]}, config))
+    fused = rrf({"fts": ["x"], "graph": ["y"]}, config)
     assert fused["x"] > fused["y"]
 
 
