@@ -38,16 +38,21 @@ def test_newer_shard_is_refused(tmp_path: Path) -> None:
         migrate(conn)
 
 
-def test_version_2_reindexes_existing_memories_with_their_scope_terms(tmp_path: Path) -> None:
-    from altm.schemas import Layer, Scope
-    from altm.services.retrieval._policy import ScopePolicy
-
-    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+def _at_version_1(conn: sqlite3.Connection) -> None:
+    """A shard as version 1 left it."""
     first = load_migrations()[0]
     conn.executescript(f"BEGIN;\n{first.sql}\nCOMMIT;")
     conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                  "applied_at TEXT NOT NULL)")
     conn.execute("INSERT INTO schema_version VALUES (1, ?, 'then')", [first.name])
+
+
+def test_version_2_reindexes_existing_memories_with_their_scope_terms(tmp_path: Path) -> None:
+    from altm.schemas import Layer, Scope
+    from altm.services.retrieval._policy import ScopePolicy
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    _at_version_1(conn)
     for mid, agent, session, layer in (("m1", "coder", "s1", "L0"), ("m2", "other", "s1", "L0"),
                                        ("m3", "coder", "s2", "L0"), ("m4", "coder", "s2", "L2")):
         conn.execute(
@@ -77,11 +82,7 @@ def test_a_shard_of_an_older_version_is_not_read_without_migrating(tmp_path: Pat
 
     path = tmp_path / "p0.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    first = load_migrations()[0]
-    conn.executescript(f"BEGIN;\n{first.sql}\nCOMMIT;")
-    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                 "applied_at TEXT NOT NULL)")
-    conn.execute("INSERT INTO schema_version VALUES (1, ?, 'then')", [first.name])
+    _at_version_1(conn)
     conn.close()
     with pytest.raises(ShardError, match=r"schema version 1.*open the data dir once for writing"):
         Shard(path, 0, read_only=True).open()
