@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +21,7 @@ from altm.streams import TopicSpec, all_topic_specs, partition_for
 from altm.streams.bus import OutgoingRecord, Record, TopicPartition
 from altm.streams.bus.kafka import KafkaBus
 from altm.streams.runtime import EmbeddedRuntime
+from tests.support.workers import start_worker, stop
 
 pytestmark = pytest.mark.kafka
 
@@ -132,11 +131,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
         await bus.stop()
 
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix}
-    worker = subprocess.Popen(  # noqa: ASYNC220 - a worker process that outlives this coroutine
-        [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{kafka_bootstrap}",
-         "--data-dir", str(settings.data_dir), "--partitions", "4"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    worker = start_worker(kafka_bootstrap, settings.data_dir, env, capture=True)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and _shard_l0_count(settings.data_dir) < 29:
@@ -147,12 +142,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
         with pytest.raises(OSError):  # faust's web server (default 0.0.0.0:6066) is off
             socket.create_connection(("127.0.0.1", 6066), timeout=1).close()
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            out, _ = worker.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            out, _ = worker.communicate()
+        (out,) = stop(worker)
     assert b"0.0.0.0" not in out  # no web server on all interfaces
 
     embedded = Settings(data_dir=tmp_path / "embedded", partitions=4)

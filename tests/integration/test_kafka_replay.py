@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from altm.streams import all_topic_specs
 from altm.streams.bus.kafka import KafkaBus
 from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
 from tests.support.openai_double import openai_double
+from tests.support.workers import start_worker, stop
 
 pytestmark = pytest.mark.kafka
 
@@ -52,9 +50,7 @@ async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_
                    "ALTM_L2_LLM_MAX_RETRIES": "0"}
         worker_dir = tmp_path / "worker"
         env = {**os.environ, **llm_env, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
-        worker = subprocess.Popen(  # noqa: ASYNC220 - a worker process that outlives this coroutine
-            [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{kafka_bootstrap}", "--data-dir",
-             str(worker_dir), "--partitions", "4"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        worker = start_worker(kafka_bootstrap, worker_dir, env, capture=True)
         try:
             for _ in range(180):
                 if _shard_l0_count(worker_dir) >= 29:
@@ -62,11 +58,7 @@ async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_
                 await asyncio.sleep(0.5)
             await wait_until_quiet(worker_dir, worker)
         finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            stop(worker)
         calls_during_ingest = len(api.chat_requests)
         assert calls_during_ingest > 0  # the worker really used the model
         for k, v in llm_env.items():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -22,6 +21,7 @@ from altm.streams import all_topic_specs
 from altm.streams.bus.kafka import KafkaBus
 from tests.e2e.test_servers import _free_port
 from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+from tests.support.workers import start_worker, stop
 
 pytestmark = pytest.mark.kafka
 
@@ -38,23 +38,7 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
     data = tmp_path / "data"
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
     broker = f"kafka://{kafka_bootstrap}"
-    worker = subprocess.Popen(  # noqa: ASYNC220 - a worker process that outlives this coroutine
-        [
-            sys.executable,
-            "-m",
-            "altm",
-            "worker",
-            "--broker",
-            broker,
-            "--data-dir",
-            str(data),
-            "--partitions",
-            "4",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    worker = start_worker(kafka_bootstrap, data, env)
     port = _free_port()
     server = None
     try:
@@ -113,12 +97,4 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
             await asyncio.sleep(0.5)
         assert _shard_l0_count(data) == 30
     finally:
-        for proc in (server, worker):
-            if proc is not None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in (server, worker):
-            if proc is not None:
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop(server, worker)

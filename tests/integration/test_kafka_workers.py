@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from altm.streams.bus.kafka import KafkaBus
 from altm.streams.runtime import EmbeddedRuntime
 from tests.conftest import make_turn
 from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+from tests.support.workers import start_worker, stop
 
 pytestmark = pytest.mark.kafka
 
@@ -45,11 +44,6 @@ def _turns() -> list[TurnEvent]:
     return out
 
 
-def _worker(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "altm", "worker", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
     prefix = f"k{uuid.uuid4().hex[:10]}."
     turns = _turns()
@@ -63,8 +57,7 @@ async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: 
     data = tmp_path / "kafka"
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none",
            "ALTM_WORKER_SESSION_TIMEOUT_S": "6"}
-    args = ["--broker", f"kafka://{kafka_bootstrap}", "--data-dir", str(data), "--partitions", "4"]
-    a, b = _worker(args, env), _worker(args, env)
+    a, b = start_worker(kafka_bootstrap, data, env), start_worker(kafka_bootstrap, data, env)
     workers = [a, b]
     try:
         for _ in range(240):
@@ -75,7 +68,7 @@ async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: 
         a.wait(10)
         killed_at = _shard_l0_count(data)
         assert killed_at < len(turns), "the stream finished before the kill; make the input longer"
-        workers.append(_worker(args, env))
+        workers.append(start_worker(kafka_bootstrap, data, env))
         for _ in range(480):
             if _shard_l0_count(data) >= len(turns):
                 break
@@ -83,14 +76,7 @@ async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: 
         await wait_until_quiet(data, workers[-1], quiet_s=6.0, timeout_s=180)
         assert _shard_l0_count(data) == len(turns)
     finally:
-        for w in workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-        for w in workers:
-            try:
-                w.wait(60)
-            except subprocess.TimeoutExpired:
-                w.kill()
+        stop(*workers)
     embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
     async with EmbeddedRuntime(embedded) as rt:
         await rt.publish(turns)

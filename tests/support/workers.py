@@ -1,0 +1,40 @@
+"""`altm worker` processes for the Kafka tests: started against a broker, stopped gracefully."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from signal import SIGTERM
+
+Process = subprocess.Popen[bytes]
+
+
+def start_worker(bootstrap: str, data_dir: Path, env: Mapping[str, str], *, partitions: int = 4,
+                 capture: bool = False) -> Process:
+    """A faust worker on ``bootstrap`` (host:port); ``capture`` keeps its output for ``stop``."""
+    out = subprocess.PIPE if capture else subprocess.DEVNULL
+    return subprocess.Popen(
+        [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{bootstrap}", "--data-dir", str(data_dir),
+         "--partitions", str(partitions)],
+        env=dict(env), stdout=out, stderr=subprocess.STDOUT if capture else subprocess.DEVNULL,
+    )
+
+
+def stop(*processes: Process | None, timeout_s: float = 60.0) -> list[bytes]:
+    """SIGTERM to every process still running, then wait for each (killed after ``timeout_s``); returns
+    what each one wrote (empty unless started with ``capture``)."""
+    running = [p for p in processes if p is not None]
+    for p in running:
+        if p.poll() is None:
+            p.send_signal(SIGTERM)
+    outputs = []
+    for p in running:
+        try:
+            out, _ = p.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        outputs.append(out or b"")
+    return outputs
