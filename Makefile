@@ -22,6 +22,7 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check altm tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 kafka-start:
 	scripts/kafka.sh start

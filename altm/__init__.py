@@ -2,7 +2,7 @@
 
 Public entry points live in the three subpackages:
 
-* :mod:`altm.schemas` — event, memory and cycle models, codec, SQL migrations;
+* :mod:`altm.core` — event, memory and cycle models, codec, SQL migrations;
 * :mod:`altm.streams` — the bus (embedded log, Kafka), processors, the writer and the runtimes;
 * :mod:`altm.services` — stores, ingestion, statistics and the ``altm`` CLI.
 """

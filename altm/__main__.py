@@ -1,3 +1,3 @@
-from altm.services.cli import main
+from altm.interfaces.cli import main
 
 main()

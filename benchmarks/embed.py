@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.services.models import LocalEmbedder
+from altm.models import LocalEmbedder
 from benchmarks._record import config_stamp, median, write_record
 
 SENTENCES = [

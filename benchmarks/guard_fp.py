@@ -18,8 +18,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.streams.guard import matches, negates
-from altm.streams.processors import _rules as rules
+from altm.pipeline.processors import _rules as rules
+from altm.pipeline.writer.guard import matches, negates
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA
 

@@ -24,11 +24,11 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.config import Settings
-from altm.schemas import Role, Scope, TurnEvent
-from altm.services.vectors import VectorFilter
-from altm.streams.runtime import EmbeddedRuntime
-from altm.streams.runtime._context import shared_local_embedder
+from altm.core import Role, Scope, TurnEvent
+from altm.core.settings import Settings
+from altm.pipeline.runtime import EmbeddedRuntime
+from altm.pipeline.runtime._resources import shared_local_embedder
+from altm.vectors import VectorFilter
 from benchmarks._record import config_stamp, write_record
 from benchmarks.locomo import conversation_turns
 

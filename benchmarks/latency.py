@@ -28,10 +28,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.config import Settings
-from altm.schemas import Scope, content_hash, derive_id
-from altm.services.store import MEMORY_COLUMNS, ShardSet
-from altm.streams import partition_for
+from altm.core import Scope, content_hash, derive_id, partition_for
+from altm.core.settings import Settings
+from altm.store import MEMORY_COLUMNS, ShardSet
 from benchmarks._record import config_stamp, percentile, write_record
 
 DOMAIN_WORDS = [
@@ -157,9 +156,9 @@ def _sentence(rng: random.Random) -> str:
 
 
 def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
-    from altm.services.vectors import VectorPoint
-    from altm.services.vectors.edge import EdgeVectorIndex
-    from altm.streams.runtime._context import shared_local_embedder
+    from altm.pipeline.runtime._resources import shared_local_embedder
+    from altm.vectors import VectorPoint
+    from altm.vectors.edge import EdgeVectorIndex
 
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
@@ -278,7 +277,7 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
     index.close()
     shards.close()
     # a log with the topics, so the runtime can open the data dir
-    from altm.streams.runtime import EmbeddedRuntime
+    from altm.pipeline.runtime import EmbeddedRuntime
 
     async def init() -> None:
         rt = EmbeddedRuntime(settings)
@@ -289,7 +288,7 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
 
 
 def serve(data_dir: Path, queries: int, users: int) -> dict[str, Any]:
-    from altm.services._open import embedded_app
+    from altm.wiring._open import embedded_app
 
     rng = random.Random(11)
     nonce = time.time_ns()

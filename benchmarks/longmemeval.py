@@ -30,11 +30,11 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.config import Settings
-from altm.schemas import Role, Scope, TurnEvent
-from altm.services._open import app_for_runtime
-from altm.services.retrieval import PRESETS
-from altm.streams.runtime import EmbeddedRuntime
+from altm.core import Role, Scope, TurnEvent
+from altm.core.settings import Settings
+from altm.pipeline.runtime import EmbeddedRuntime
+from altm.recall.retrieval import PRESETS
+from altm.wiring._open import app_for_runtime
 from benchmarks._record import config_stamp, file_sha256, write_record
 from benchmarks.locomo import aggregate, print_table, score_question
 

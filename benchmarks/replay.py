@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.services.replay import replay_into
-from altm.services.stats import state_hash
+from altm.app.replay import replay_into
+from altm.app.stats import state_hash
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns, run
 

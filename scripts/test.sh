@@ -9,6 +9,7 @@ venv="$root/.venv/bin"
 
 echo "== ruff"; "$venv/ruff" check altm tests benchmarks
 echo "== mypy (strict)"; "$venv/mypy"
+echo "== layers (import-linter: each layer imports only those below it)"; "$venv/lint-imports"
 echo "== JSON Schemas up to date"; "$venv/altm" export-schemas --check
 
 started=""

@@ -13,8 +13,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.types import TextContent
 from typer.testing import CliRunner
 
-from altm.services.cli import app, sample_path
-from altm.services.mcp import ADMIN_TOOLS, RUNTIME_TOOLS
+from altm.interfaces.cli import app, sample_path
+from altm.interfaces.mcp import ADMIN_TOOLS, RUNTIME_TOOLS
 
 
 @pytest.fixture(scope="module")

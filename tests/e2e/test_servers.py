@@ -14,7 +14,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from altm.services.cli import app, sample_path
+from altm.interfaces.cli import app, sample_path
 
 runner = CliRunner()
 

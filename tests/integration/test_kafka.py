@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from altm.config import Settings
-from altm.services.cli import sample_path
-from altm.services.ingest import IngestSummary, publish_file
-from altm.services.stats import DataDirError, count_layer, state_hash
-from altm.streams import TopicSpec, all_topic_specs, partition_for
-from altm.streams.bus import OutgoingRecord, Record, TopicPartition
-from altm.streams.bus.kafka import KafkaBus
-from altm.streams.runtime import EmbeddedRuntime
+from altm.app.ingest import IngestSummary, publish_file
+from altm.app.stats import DataDirError, count_layer, state_hash
+from altm.bus import OutgoingRecord, Record, TopicPartition
+from altm.bus.kafka import KafkaBus
+from altm.core import TopicSpec, all_topic_specs, partition_for
+from altm.core.settings import Settings
+from altm.interfaces.cli import sample_path
+from altm.pipeline.runtime import EmbeddedRuntime
 from tests.support.workers import start_worker, stop
 
 pytestmark = pytest.mark.kafka
@@ -147,7 +147,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
 
     embedded = Settings(data_dir=tmp_path / "embedded", partitions=4)
     async with EmbeddedRuntime(embedded) as rt:
-        from altm.services.ingest import ingest_file
+        from altm.app.ingest import ingest_file
 
         await ingest_file(rt, sample_path())
     assert state_hash(settings.data_dir) == state_hash(embedded.data_dir)

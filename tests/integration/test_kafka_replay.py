@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from altm.config import Settings
-from altm.services.cli import sample_path
-from altm.services.ingest import IngestSummary, publish_file
-from altm.services.replay import replay_from_kafka
-from altm.services.stats import state_hash
-from altm.streams import all_topic_specs
-from altm.streams.bus.kafka import KafkaBus
+from altm.app.ingest import IngestSummary, publish_file
+from altm.app.replay import replay_from_kafka
+from altm.app.stats import state_hash
+from altm.bus.kafka import KafkaBus
+from altm.core import all_topic_specs
+from altm.core.settings import Settings
+from altm.interfaces.cli import sample_path
 from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
 from tests.support.openai_double import openai_double
 from tests.support.workers import start_worker, stop

@@ -14,11 +14,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from altm.config import Settings
-from altm.services.cli import app, sample_path
-from altm.services.ingest import IngestSummary, publish_file
-from altm.streams import all_topic_specs
-from altm.streams.bus.kafka import KafkaBus
+from altm.app.ingest import IngestSummary, publish_file
+from altm.bus.kafka import KafkaBus
+from altm.core import all_topic_specs
+from altm.core.settings import Settings
+from altm.interfaces.cli import app, sample_path
 from tests.e2e.test_servers import _free_port
 from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
 from tests.support.workers import start_worker, stop

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from altm.config import Settings
-from altm.schemas import Scope, TurnEvent
-from altm.services.stats import state_hash
-from altm.streams import all_topic_specs
-from altm.streams._stage import host_record
-from altm.streams.bus.kafka import KafkaBus
-from altm.streams.runtime import EmbeddedRuntime
-from tests.conftest import make_turn
+from altm.app.stats import state_hash
+from altm.bus.kafka import KafkaBus
+from altm.core import Scope, TurnEvent, all_topic_specs
+from altm.core.settings import Settings
+from altm.pipeline._stage import host_record
+from altm.pipeline.runtime import EmbeddedRuntime
 from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+from tests.support.turns import make_turn
 from tests.support.workers import start_worker, stop
 
 pytestmark = pytest.mark.kafka

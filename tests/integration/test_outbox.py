@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from altm.config import Settings
-from altm.schemas import Scope, decode_event
-from altm.services.sdk import HostProducer
-from altm.streams import all_topic_specs
-from altm.streams.bus.kafka import KafkaBus
-from tests.conftest import make_turn
+from altm.bus.kafka import KafkaBus
+from altm.core import Scope, all_topic_specs, decode_event
+from altm.core.settings import Settings
+from altm.interfaces.sdk import HostProducer
+from tests.support.turns import make_turn
 
 pytestmark = pytest.mark.kafka
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from altm.config import Settings
-from altm.services.protocol import NotFound, ScopeDenied
-from tests.conftest import SCOPE, make_turn
+from altm.app.protocol import NotFound, ScopeDenied
+from altm.core.settings import Settings
 from tests.support.memories import store_with
+from tests.support.turns import SCOPE, make_turn
 
 SECRET = "My locker combination is 31-07-19 at the north gym."
 ANTI = "Don't store passwords in the wiki because everyone can read it; use the vault."

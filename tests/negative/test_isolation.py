@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from altm.config import Settings
-from altm.schemas import Scope
-from altm.services.protocol import MemoryApp, NotFound, ScopeDenied
-from tests.conftest import make_turn
+from altm.app.protocol import MemoryApp, NotFound, ScopeDenied
+from altm.core import Scope
+from altm.core.settings import Settings
 from tests.support.memories import store_with
+from tests.support.turns import make_turn
 
 ME = Scope.parse("acme/platform/dana/coder")
 OTHER_TENANT = Scope.parse("globex/platform/dana/coder")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from altm.config import Settings
-from tests.conftest import SCOPE, T0, make_turn
+from altm.core.settings import Settings
 from tests.support.memories import store_with
+from tests.support.turns import SCOPE, T0, make_turn
 
 TURNS = [make_turn(1, "I prefer dark mode in every editor.", session="a"),
          make_turn(3, "I prefer light mode in the editor now, actually.", session="b")]

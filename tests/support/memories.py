@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from altm.config import Settings
-from altm.schemas import TurnEvent
-from altm.services._open import app_for_runtime
-from altm.services.protocol import MemoryApp
-from altm.streams.runtime import EmbeddedRuntime
+from altm.app.protocol import MemoryApp
+from altm.core import TurnEvent
+from altm.core.settings import Settings
+from altm.pipeline.runtime import EmbeddedRuntime
+from altm.wiring._open import app_for_runtime
 
 
 @asynccontextmanager

@@ -1,0 +1,112 @@
+"""The bus port: keyed publish with headers, consumer groups with explicit commit and seek."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from altm.core.topics import TopicSpec
+
+Headers = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    value: bytes
+    headers: Headers = ()
+    timestamp_ms: int = 0
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class OutgoingRecord:
+    topic: str
+    value: bytes
+    key: str | None = None
+    headers: Headers = ()
+    partition: int | None = field(default=None)  # None: the key decides (murmur2)
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    topic: str
+    partition: int
+    offset: int
+
+
+class BusError(RuntimeError):
+    """A bus operation failed (unknown topic, broker unreachable, closed bus...)."""
+
+
+class Consumer(ABC):
+    """A member of a consumer group. Offsets are committed explicitly, never automatically."""
+
+    @abstractmethod
+    async def start(self) -> None: ...
+
+    @abstractmethod
+    async def stop(self) -> None: ...
+
+    @abstractmethod
+    def assignment(self) -> frozenset[TopicPartition]: ...
+
+    @abstractmethod
+    async def poll(self, max_records: int = 500, timeout_s: float = 0.0) -> list[Record]:
+        """Records after the current positions; waits up to ``timeout_s`` when there are none."""
+
+    @abstractmethod
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit the *next* offset to read for each partition."""
+
+    @abstractmethod
+    async def committed(self, tp: TopicPartition) -> int | None: ...
+
+    @abstractmethod
+    async def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Move the position (e.g. replay from 0, or resume from an offset stored with the data)."""
+
+
+class Bus(ABC):
+    """Publish/subscribe over partitioned topics. Implementations: embedded SQLite log, Apache Kafka."""
+
+    @abstractmethod
+    async def start(self) -> None: ...
+
+    @abstractmethod
+    async def stop(self) -> None: ...
+
+    @abstractmethod
+    async def ensure_topics(self, specs: Sequence[TopicSpec]) -> None: ...
+
+    @abstractmethod
+    async def partitions(self, topic: str) -> int: ...
+
+    @abstractmethod
+    async def publish_many(self, records: Sequence[OutgoingRecord]) -> list[RecordMetadata]:
+        """Publish in order; keyed records land on ``partition_for(key)``."""
+
+    async def publish(
+        self, topic: str, value: bytes, key: str | None = None, headers: Headers = ()
+    ) -> RecordMetadata:
+        (meta,) = await self.publish_many([OutgoingRecord(topic, value, key, headers)])
+        return meta
+
+    @abstractmethod
+    def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer: ...
+
+    @abstractmethod
+    async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...

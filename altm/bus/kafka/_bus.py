@@ -1,0 +1,206 @@
+"""The Kafka adapter on aiokafka: idempotent producer (acks=all), consumer groups with manual commits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTP
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from altm.bus._base import (
+    Bus,
+    BusError,
+    Consumer,
+    OutgoingRecord,
+    Record,
+    RecordMetadata,
+    TopicPartition,
+)
+from altm.core.partitioner import partition_for
+from altm.core.topics import TopicSpec
+
+
+def parse_broker_url(url: str) -> str:
+    """``kafka://host:port[,host:port]`` or ``host:port`` → aiokafka bootstrap string."""
+    return url.removeprefix("kafka://").strip("/")
+
+
+class KafkaBus(Bus):
+    def __init__(self, bootstrap: str, *, client_id: str = "altm") -> None:
+        self.bootstrap = parse_broker_url(bootstrap)
+        self.client_id = client_id
+        self._producer: AIOKafkaProducer | None = None
+        self._admin: AIOKafkaAdminClient | None = None
+        self._partitions: dict[str, int] = {}
+
+    async def start(self) -> None:
+        if self._producer is not None:
+            return
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            client_id=self.client_id,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+        )
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, client_id=f"{self.client_id}-admin")
+        try:
+            await producer.start()
+            await admin.start()
+        except Exception as exc:
+            await producer.stop()
+            await admin.close()
+            raise BusError(f"cannot reach Kafka at {self.bootstrap}: {exc}") from exc
+        self._producer, self._admin = producer, admin
+
+    async def stop(self) -> None:
+        if self._producer is not None:
+            await self._producer.stop()
+            self._producer = None
+        if self._admin is not None:
+            await self._admin.close()
+            self._admin = None
+
+    @property
+    def producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise BusError("the Kafka bus is not started")
+        return self._producer
+
+    async def ensure_topics(self, specs: Sequence[TopicSpec]) -> None:
+        if self._admin is None:
+            raise BusError("the Kafka bus is not started")
+        existing = await self._describe([s.name for s in specs])
+        for spec in specs:
+            have = existing.get(spec.name)
+            if have is not None and have != spec.partitions:
+                raise BusError(
+                    f"topic {spec.name!r} exists with {have} partitions, not {spec.partitions}; "
+                    "all ALTM topics must share one partition count"
+                )
+        missing = [s for s in specs if s.name not in existing]
+        if missing:
+            new = [
+                NewTopic(
+                    s.name, s.partitions, 1,
+                    topic_configs={"retention.ms": str(s.retention_ms if s.retention_ms else -1)},
+                )
+                for s in missing
+            ]
+            with contextlib.suppress(TopicAlreadyExistsError):
+                await self._admin.create_topics(new)
+        for _ in range(50):  # metadata propagation after creation
+            described = await self._describe([s.name for s in specs])
+            if all(described.get(s.name) == s.partitions for s in specs):
+                self._partitions.update(described)
+                return
+            await asyncio.sleep(0.1)
+        raise BusError(f"topics {[s.name for s in specs]} did not appear in broker metadata")
+
+    async def _describe(self, names: list[str]) -> dict[str, int]:
+        assert self._admin is not None
+        out: dict[str, int] = {}
+        for desc in await self._admin.describe_topics(names):
+            if desc.get("error_code", 0) == 0 and desc.get("partitions"):
+                out[desc["topic"]] = len(desc["partitions"])
+        return out
+
+    async def partitions(self, topic: str) -> int:
+        if topic not in self._partitions:
+            parts = await self.producer.partitions_for(topic)
+            if not parts:
+                raise BusError(f"unknown topic {topic!r}")
+            self._partitions[topic] = len(parts)
+        return self._partitions[topic]
+
+    async def publish_many(self, records: Sequence[OutgoingRecord]) -> list[RecordMetadata]:
+        futures = []
+        for rec in records:
+            part = rec.partition
+            if part is None:
+                part = partition_for(rec.key, await self.partitions(rec.topic)) if rec.key is not None else 0
+            futures.append(
+                await self.producer.send(
+                    rec.topic,
+                    value=rec.value,
+                    key=rec.key.encode("utf-8") if rec.key is not None else None,
+                    partition=part,
+                    headers=list(rec.headers),
+                )
+            )
+        metas = []
+        for fut in futures:
+            md = await fut
+            metas.append(RecordMetadata(md.topic, md.partition, md.offset))
+        return metas
+
+    def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer:
+        return KafkaConsumer(self.bootstrap, group_id, topics, client_id=self.client_id)
+
+    async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+        await probe.start()
+        try:
+            ends = await probe.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])
+        finally:
+            await probe.stop()
+        return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
+
+
+class KafkaConsumer(Consumer):
+    def __init__(
+        self, bootstrap: str, group_id: str, topics: Sequence[str], *, client_id: str = "altm",
+        **options: Any,
+    ) -> None:
+        self._consumer = AIOKafkaConsumer(
+            *topics,
+            bootstrap_servers=bootstrap,
+            group_id=group_id,
+            client_id=client_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed",
+            **options,
+        )
+
+    async def start(self) -> None:
+        await self._consumer.start()
+
+    async def stop(self) -> None:
+        await self._consumer.stop()
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return frozenset(TopicPartition(tp.topic, tp.partition) for tp in self._consumer.assignment())
+
+    async def poll(self, max_records: int = 500, timeout_s: float = 0.0) -> list[Record]:
+        batches = await self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records)
+        out: list[Record] = []
+        for tp in sorted(batches, key=lambda t: (t.topic, t.partition)):
+            for msg in batches[tp]:
+                out.append(
+                    Record(
+                        msg.topic,
+                        msg.partition,
+                        msg.offset,
+                        msg.key.decode("utf-8") if msg.key is not None else None,
+                        msg.value if msg.value is not None else b"",
+                        tuple((k, bytes(v)) for k, v in (msg.headers or ())),
+                        msg.timestamp,
+                    )
+                )
+        return out
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        await self._consumer.commit({KafkaTP(tp.topic, tp.partition): off for tp, off in offsets.items()})
+
+    async def committed(self, tp: TopicPartition) -> int | None:
+        off = await self._consumer.committed(KafkaTP(tp.topic, tp.partition))
+        return None if off is None else int(off)
+
+    async def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._consumer.seek(KafkaTP(tp.topic, tp.partition), offset)

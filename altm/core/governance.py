@@ -1,0 +1,115 @@
+"""Payloads of trust and governance proposals: verdicts, supersession, merge, deferred actions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from altm.core.memory import Trust
+
+
+class TrustVerdict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_id: str
+    trust: Trust
+
+
+class Supersession(BaseModel):
+    """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    old_id: str
+    new_id: str
+    reason: str
+
+
+class Merge(BaseModel):
+    """An exact duplicate folds into its canonical memory (evidence is unioned; the duplicate is kept)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    canonical_id: str
+    duplicate_id: str
+    reason: str
+
+
+class DeferredAction(BaseModel):
+    """A destructive or low-confidence action that was not taken, kept for review."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action_id: str
+    action: str = Field(description="supersede, merge, delete...")
+    target_ids: tuple[str, ...]
+    reason: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
+class Erasure(BaseModel):
+    """Erase a memory, a session, an agent or a whole user scope (the proposal's scope says whose)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: Literal["memory", "session", "agent", "user"]
+    memory_id: str | None = None
+    session_id: str | None = None
+    reason: str = Field(default="erasure requested", max_length=2000)
+
+    @model_validator(mode="after")
+    def _needs_ids(self) -> Erasure:
+        if self.target == "memory" and not self.memory_id:
+            raise ValueError("erasing a memory needs its memory_id")
+        if self.target == "session" and not self.session_id:
+            raise ValueError("erasing a session needs its session_id")
+        return self
+
+
+class ReviewDecision(BaseModel):
+    """A reviewer's decision on a review-queue item: a memory (mem_…), a deferred action (act_…) or a
+    rejected proposal (rej_<n>)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    item_id: str = Field(pattern=r"^(mem|act)_[0-9a-f]{32}$|^rej_\d+$")
+    decision: Literal["approve", "reject"]
+    note: str | None = Field(default=None, max_length=2000)
+
+    @property
+    def item_kind(self) -> Literal["memory", "action", "rejection"]:
+        prefix = self.item_id.split("_", 1)[0]
+        return {"mem": "memory", "act": "action"}.get(prefix, "rejection")  # type: ignore[return-value]
+
+
+class LifecycleSignal(BaseModel):
+    """One use signal for one memory (``signal_id`` makes it idempotent: counted once however often sent)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_id: str
+    signal_id: str
+    kind: Literal["injected", "cited_by_agent", "helpful", "harmful", "pin", "unpin", "compress"]
+    at: datetime
+    level: int | None = Field(default=None, ge=0, le=4, description="compress: the compression level C0-C4")
+
+
+class Forget(BaseModel):
+    """Forget memories (retention): removed with an audit row, optionally tombstoned; evidence repaired."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_ids: tuple[str, ...] = Field(min_length=1)
+    reason: str
+    tombstone: bool = False
+
+
+class Rollback(BaseModel):
+    """Restore the rows one autonomous decision changed, from the audit log (its ``decision_id``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    reason: str = Field(default="rolled back by an operator", max_length=2000)

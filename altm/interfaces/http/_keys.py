@@ -1,0 +1,60 @@
+"""API keys: only their SHA-256 is stored; each key is bound to a scope prefix (and maybe admin rights)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel, Field
+
+from altm.core import Scope
+
+
+class ApiKey(BaseModel):
+    name: str
+    sha256: str
+    scope_prefix: str = Field(description="TENANT[/WORKSPACE[/USER[/AGENT]]] this key may act on")
+    admin: bool = False
+
+    def allows(self, scope: Scope) -> bool:
+        want = self.scope_prefix.strip("/").split("/")
+        have = [scope.tenant_id, scope.workspace_id, scope.user_id, scope.agent_id]
+        return have[: len(want)] == want
+
+
+class KeyStore:
+    """Keys in ``<data_dir>/api_keys.json``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._keys: list[ApiKey] = []
+        if path.exists():
+            self._keys = [ApiKey.model_validate(k) for k in orjson.loads(path.read_bytes())]
+
+    @staticmethod
+    def digest(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    def create(self, name: str, scope_prefix: str, *, admin: bool = False) -> str:
+        parts = scope_prefix.strip("/").split("/")
+        if not 1 <= len(parts) <= 4 or not all(parts):
+            raise ValueError("a scope prefix is TENANT[/WORKSPACE[/USER[/AGENT]]]")
+        key = "altm_" + secrets.token_urlsafe(32)
+        self._keys.append(ApiKey(name=name, sha256=self.digest(key), scope_prefix="/".join(parts), admin=admin))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_bytes(orjson.dumps([k.model_dump() for k in self._keys], option=orjson.OPT_INDENT_2))
+        self.path.chmod(0o600)
+        return key
+
+    def lookup(self, key: str) -> ApiKey | None:
+        digest = self.digest(key)
+        for k in self._keys:
+            if hmac.compare_digest(k.sha256, digest):
+                return k
+        return None
+
+    def __len__(self) -> int:
+        return len(self._keys)

@@ -1,0 +1,147 @@
+"""The host producer SDK: agents publish turn and control events to Kafka with the same schemas, keys and
+partitioner as ALTM, through a local durable outbox (SQLite), so a broker outage loses nothing: events are
+delivered in order when the broker returns.
+
+    producer = HostProducer("kafka://127.0.0.1:9092", outbox="agent-outbox.db")
+    await producer.start()
+    await producer.publish(TurnEvent(...))   # durable once this returns
+    await producer.flush(timeout_s=30)       # optional: wait until the broker has everything
+    await producer.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from altm.bus.kafka import parse_broker_url
+from altm.core import Event
+from altm.core.partitioner import partition_for
+from altm.core.settings import Settings
+from altm.pipeline._stage import host_record
+
+log = logging.getLogger("altm.sdk")
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL
+);
+"""
+
+
+class HostProducer:
+    """Idempotent, ordered, outage-proof publishing of host events. One producer per outbox file."""
+
+    def __init__(self, broker: str, outbox: str | Path, *, settings: Settings | None = None,
+                 partitions: int | None = None, retry_backoff_s: float = 0.5, batch: int = 200) -> None:
+        self.bootstrap = parse_broker_url(broker)
+        self.settings = settings or Settings()
+        self.partitions = partitions or self.settings.partitions
+        self.retry_backoff_s = retry_backoff_s
+        self.batch = batch
+        self._db = sqlite3.connect(Path(outbox), isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_DDL)
+        self._producer: AIOKafkaProducer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._drained = asyncio.Event()
+        self.delivered = 0
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="altm-host-producer")
+            self._wake.set()
+
+    async def stop(self, flush_timeout_s: float = 5.0) -> None:
+        """Flush what the broker accepts within the timeout; the rest stays in the outbox for next time."""
+        with contextlib.suppress(TimeoutError):
+            await self.flush(flush_timeout_s)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._close_producer()
+        self._db.close()
+
+    async def publish(self, event: Event) -> None:
+        await self.publish_many([event])
+
+    async def publish_many(self, events: Sequence[Event]) -> None:
+        """Durable when this returns (the outbox is committed); delivery happens in the background."""
+        records = [host_record(self.settings, e) for e in events]
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)",
+                                 [(r.topic, r.key, r.value) for r in records])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._drained.clear()
+        self._wake.set()
+
+    def pending(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+
+    async def flush(self, timeout_s: float = 30.0) -> None:
+        """Wait until every event in the outbox has been acknowledged by the broker."""
+        if self.pending() == 0:
+            return
+        self._drained.clear()
+        self._wake.set()
+        await asyncio.wait_for(self._drained.wait(), timeout_s)
+
+    async def _ensure_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, enable_idempotence=True, acks="all",
+                                        linger_ms=5, request_timeout_ms=10_000)
+            try:
+                await producer.start()
+            except BaseException:
+                await producer.stop()
+                raise
+            self._producer = producer
+        return self._producer
+
+    async def _close_producer(self) -> None:
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                await self._producer.stop()
+            self._producer = None
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while rows := self._db.execute(
+                "SELECT seq, topic, key, value FROM outbox ORDER BY seq LIMIT ?", (self.batch,)
+            ).fetchall():
+                try:
+                    await self._send(rows)
+                except (KafkaError, OSError) as exc:
+                    log.warning("broker unavailable (%s); %d events kept in the outbox", exc, self.pending())
+                    await self._close_producer()
+                    await asyncio.sleep(self.retry_backoff_s)
+                    continue
+                self._db.execute("DELETE FROM outbox WHERE seq <= ?", (rows[-1][0],))
+                self.delivered += len(rows)
+            self._drained.set()
+
+    async def _send(self, rows: list[tuple[int, str, str | None, bytes]]) -> None:
+        producer = await self._ensure_producer()
+        futures = []
+        for _, topic, key, value in rows:  # in outbox order: per key (and partition) order is kept
+            part = partition_for(key, self.partitions) if key is not None else 0
+            futures.append(await producer.send(topic, value=bytes(value),
+                                               key=key.encode() if key is not None else None, partition=part))
+        for fut in futures:
+            await fut

@@ -1,0 +1,28 @@
+"""The LLM response cache, stored in the shard of the scope (keyed by model and prompt hash).
+
+The shard-backed cache lives in :mod:`altm.store` (it is a table of the shard); this module holds the
+interface the model clients need and an in-process cache.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class LLMCache(Protocol):
+    def get(self, model: str, prompt_hash: str) -> str | None: ...
+
+    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None: ...
+
+
+class MemoryLLMCache:
+    """In-process cache (tests, tools)."""
+
+    def __init__(self) -> None:
+        self._data: dict[tuple[str, str], str] = {}
+
+    def get(self, model: str, prompt_hash: str) -> str | None:
+        return self._data.get((model, prompt_hash))
+
+    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
+        self._data.setdefault((model, prompt_hash), response)

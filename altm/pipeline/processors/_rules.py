@@ -1,0 +1,269 @@
+"""Deterministic text rules behind the model-free methods (cue phrases, entities, dates, values).
+
+Everything here is a pure function of its input text, so the model-free pipeline is reproducible.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from altm.core import Kind
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
+_WS = re.compile(r"\s+")
+
+MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_DATE = re.compile(
+    rf"\b(?:\d{{4}}-\d{{2}}-\d{{2}}|(?:{MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{MONTHS})(?:,?\s+\d{{4}})?|(?:{WEEKDAYS})s?|"
+    r"(?:next|last|this)\s+(?:week|month|year|quarter)|tomorrow|yesterday|today|tonight)\b",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:\s?(?:%|ms|s|gb|mb|kb|k|rows|lines|minutes|hours|days))?\b",
+                     re.IGNORECASE)
+_IDENTIFIER = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+_PATH = re.compile(r"(?<![\w@])(?:~?/[\w.\-]+(?:/[\w.\-{}]+)*|[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}|[\w\-]+\.(?:py|md|"
+                   r"json|yaml|yml|toml|sql|js|ts|go|rs|java|txt|csv|sh|cfg|ini|lock))\b")
+_URL = re.compile(r"\bhttps?://[^\s)>\]]+")
+_VERSIONED = re.compile(r"\b([A-Z][A-Za-z0-9+#.]*[A-Za-z+#])\s+(\d+(?:\.\d+)*)\b")
+_CAPS_RUN = re.compile(r"\b(?:[A-Z][a-zA-Z0-9+#]*(?:[A-Z][a-zA-Z0-9+#]*)*)(?:\s+[A-Z][a-zA-Z0-9+#]+)*\b")
+
+_COMMON_CAPS = frozenset(
+    "i i'm i've i'd i'll im a an the we our my you your it its this that these those he she they them his her "
+    "hi hello hey thanks thank yes no ok okay sure also actually quick back next then so but and or if when "
+    "what why how where who which please let let's lets great nice good right understood noted got will do "
+    "done plan todo note avoid don't dont never always maybe well just still now here there is are was were "
+    "be been can could should would must may might monday tuesday wednesday thursday friday saturday sunday "
+    "january february march april june july august september october november december "
+    "today tomorrow yesterday tonight after before while since because however instead don doesn didn can won isn "
+    "aren wasn weren shouldn couldn wouldn haven hasn let that's there's what's it's".split()
+)
+
+_NEGATED_VALUE = re.compile(r"\bnot\s+((?:" + _DATE.pattern[2:-2] + r")|\d+(?:[.,]\d+)*)", re.IGNORECASE)
+
+CORRECTION_CUES = re.compile(
+    r"\b(actually|correction|i meant|no longer|not anymore|anymore|changed|moved|instead of|now it is|"
+    r"it is now|is now|are now|update:|scratch that|turns out)\b",
+    re.IGNORECASE,
+)
+
+_SUBJECT = re.compile(
+    r"\b(?:the|my|our|their|his|her)\s+((?:[a-z][\w\-]*\s+){0,2}?[a-z][\w\-]*)\s+"
+    r"(?:is|are|was|were|moved|changed|has\s+been|have\s+been|will\s+be|got|became|slipped|shifted)\b",
+    re.IGNORECASE,
+)
+
+_ANTI = re.compile(
+    r"\b(?:don't|do not|dont|never|avoid|stop|shouldn't|should not|quit)\s+(?P<pattern>.+?)"
+    r"(?:,?\s+(?:because|since|as|otherwise|or else)\s+(?P<why>.+?))"
+    r"(?:[;,.]\s*|\s+-\s+|\s+and\s+)(?:(?:instead,?\s+)?(?:use|prefer|try|do|go with|write|run|switch to|"
+    r"rely on)\s+(?P<better>.+?)(?:\s+instead)?)?[.!]?$",
+    re.IGNORECASE,
+)
+_ANTI_MISTAKE = re.compile(
+    r"^(?P<pattern>.+?)\s+(?:was|is)\s+(?:a\s+)?(?:mistake|bad idea|a trap|an anti-pattern|antipattern)"
+    r"(?:\s*(?:because|since|as)\s+(?P<why>.+?))?(?:[;,.]\s*(?:use|prefer|try|do)\s+(?P<better>.+?)"
+    r"(?:\s+instead)?)?[.!]?$",
+    re.IGNORECASE,
+)
+
+_CUES: list[tuple[Kind, re.Pattern[str]]] = [
+    (Kind.PREFERENCE, re.compile(
+        r"\b(?:i|we)\s+(?:really\s+)?(?:prefer|like|love|enjoy|hate|dislike|can't stand|want|'d rather|"
+        r"would rather|'d like|would like)\b|\bmy\s+(?:favou?rite|preferred)\b|\bi'm\s+(?:a\s+)?fan of\b|"
+        r"\b(?:i|we)'d\s+(?:rather|prefer|like)\b|"
+        r"\bplease\s+(?:always|never|don't|do not|use|write|keep)\b|\bi\s+(?:don't|do not)\s+(?:like|want)\b",
+        re.IGNORECASE)),
+    (Kind.DECISION, re.compile(
+        r"\b(?:we|i|they|the team)\s+(?:have\s+|'ve\s+)?(?:decided|agreed|chose|chosen|settled on|opted)\b|"
+        r"\b(?:we'll|we will|let's|lets)\s+(?:go with|use|stick with|keep|deploy|switch)\b|\bdecision\s*:|"
+        r"\bwe're going (?:to|with)\b|\bwe are going (?:to|with)\b",
+        re.IGNORECASE)),
+    (Kind.OUTCOME, re.compile(
+        r"\b(?:it|that|this|which)\s+(?:worked|failed|succeeded|helped|didn't work|did not work)\b|"
+        r"\bi tried\b.+\b(?:and|but)\b|"
+        r"\b(?:worked|succeeded|failed|finished|passed|fixed|resolved|solved|went live|shipped|"
+        r"completed)\b.*\b(?:without|in \d|after|because|successfully)|\bwas (?:a )?success(?:ful)?\b|"
+        r"\b(?:deploy|deployment|build|migration|test|job|release)\s+(?:to \w+\s+)?"
+        r"(?:failed|succeeded|passed|broke|worked)\b",
+        re.IGNORECASE)),
+    (Kind.ISSUE, re.compile(
+        r"\b(?:bug|crash(?:es|ed)?|error|exception|broken|regression|outage|timeouts?|times out|leak|"
+        r"doesn't work|does not work|not working|fails?|failing|issue|problem|flaky|stuck|throws?|throwing|"
+        r"5\d\d|(?:is|are|gets?|got) (?:slow|down|unavailable|unresponsive))\b",
+        re.IGNORECASE)),
+    (Kind.TASK, re.compile(
+        r"\btodo\b|\bto-do\b|\baction item\b|\bnext step\b|\b(?:we|i|you)\s+(?:still\s+)?(?:need|have|has|"
+        r"must|should)\s+to\b|\bremind me to\b|\bdon't forget to\b|\bplease\s+(?:add|write|fix|review|"
+        r"update|check|move|create|send)\b|\b(?:we|i)\s+(?:will|'ll)\s+(?:need|have) to\b|\bbefore\s+"
+        rf"(?:{WEEKDAYS}|the end of|eod|tomorrow)",
+        re.IGNORECASE)),
+    (Kind.HEURISTIC, re.compile(
+        r"\b(?:rule of thumb|the trick is|best practice|it helps to|always\s+\w+|pro tip|tip:|"
+        r"works (?:better|best|well) (?:than|when|if|for)|the key is to|make sure to)\b",
+        re.IGNORECASE)),
+    (Kind.FACT, re.compile(
+        r"\b(?:i am|i'm|i work|i live|i lead|i manage|i run|i own|i have|we have|we use|we run|we're on|"
+        r"we're\s+\w+ing|we are\s+\w+ing|"
+        r"we are on|our\s+\w+(?:\s+\w+)?\s+(?:is|are|runs|uses)|"
+        r"my\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|wants|lives|works|has|had|likes|moved|studies|runs)|"
+        r"the\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|uses|runs|moved|showed|had))\b",
+        re.IGNORECASE)),
+]
+
+_POSITIVE = re.compile(r"\b(?:worked|succeeded|passed|fixed|resolved|solved|finished|shipped|success|"
+                       r"completed|helped|improv\w+|faster)\b", re.IGNORECASE)
+_NEGATIVE = re.compile(r"\b(?:failed|didn't work|did not work|broke|crash\w*|regress\w*|slower|locked|"
+                       r"blocked|timed out|hung)\b",
+                       re.IGNORECASE)
+
+
+def clean(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def sentences(text: str) -> list[str]:
+    out = []
+    for part in _SENTENCE.split(text):
+        part = clean(part)
+        if len(part) >= 3:
+            out.append(part)
+    return out
+
+
+def dates(text: str) -> list[str]:
+    return _dedupe(clean(m.group(0)) for m in _DATE.finditer(text))
+
+
+def numbers(text: str) -> list[str]:
+    spans = [m.span() for m in _DATE.finditer(text)] + [m.span() for m in _IDENTIFIER.finditer(text)]
+    out = []
+    for m in _NUMBER.finditer(text):
+        if not any(a <= m.start() < b for a, b in spans):
+            out.append(clean(m.group(0)))
+    return _dedupe(out)
+
+
+def paths(text: str) -> list[str]:
+    urls = [(m.span(), m.group(0).rstrip(".,;:!?")) for m in _URL.finditer(text)]
+    inside = [span for span, _ in urls]
+    local = [m.group(0) for m in _PATH.finditer(text) if not any(a <= m.start() < b for a, b in inside)]
+    return _dedupe([u for _, u in urls] + local)
+
+
+def identifiers(text: str) -> list[str]:
+    return _dedupe(m.group(0) for m in _IDENTIFIER.finditer(text))
+
+
+def _dedupe(items: object) -> list[str]:
+    seen: dict[str, str] = {}
+    for item in items:  # type: ignore[attr-defined]
+        key = str(item).casefold()
+        if key not in seen:
+            seen[key] = str(item)
+    return list(seen.values())
+
+
+def named_entities(text: str) -> list[str]:
+    """Capitalised names (not sentence-initial function words), versioned products, identifiers, paths."""
+    found: list[str] = []
+    found += [f"{m.group(1)} {m.group(2)}" for m in _VERSIONED.finditer(text)
+              if m.group(1).casefold() not in _COMMON_CAPS and m.group(1).casefold() not in MONTHS.split("|")]
+    found += identifiers(text)
+    found += paths(text)
+    for m in _CAPS_RUN.finditer(text):
+        if text[m.end() : m.end() + 1] == "'" and text[m.end() + 1 : m.end() + 2] in ("t", "r", "v", "l", "d"):
+            continue  # a contraction such as Don't / We're
+        words = [w for w in m.group(0).split()
+                 if w.casefold().strip("'") not in _COMMON_CAPS and w.casefold().rstrip("s") not in _COMMON_CAPS]
+        if not words:
+            continue
+        name = " ".join(words)
+        if len(name) < 2 or name.isdigit() or _IDENTIFIER.fullmatch(name):
+            continue
+        if any(name in f for f in found):
+            continue
+        found.append(name)
+    return _dedupe(found)
+
+
+def subject_of(sentence: str) -> str | None:
+    m = _SUBJECT.search(sentence)
+    if m is None:
+        return None
+    subject = m.group(1).casefold()
+    return None if subject in {"it", "this", "that", "one", "thing"} else subject
+
+
+@dataclass
+class Values:
+    asserted: list[str] = field(default_factory=list)
+    negated: list[str] = field(default_factory=list)
+
+
+def values_of(sentence: str) -> Values:
+    """Dates and numbers a sentence asserts, and the ones it explicitly negates ("not December 15")."""
+    negated = _dedupe(clean(m.group(1)) for m in _NEGATED_VALUE.finditer(sentence))
+    neg_keys = {n.casefold() for n in negated}
+    asserted = [v for v in dates(sentence) + numbers(sentence) if v.casefold() not in neg_keys]
+    return Values(asserted=_dedupe(asserted), negated=negated)
+
+
+@dataclass
+class CueMatch:
+    kind: Kind
+    sentence: str
+    attributes: dict[str, object]
+
+
+def classify(sentence: str) -> CueMatch | None:
+    """The first matching cue, in priority order: anti-pattern, then preference … fact."""
+    for rx in (_ANTI, _ANTI_MISTAKE):
+        m = rx.search(sentence)
+        if m and m.group("why"):
+            attrs: dict[str, object] = {
+                "pattern": clean(m.group("pattern")).rstrip(",;"),
+                "why_bad": clean(m.group("why")).rstrip(",;."),
+                "better_alternative": clean(m.group("better")).rstrip(".") if m.group("better") else None,
+                "occurrences": 1,
+            }
+            return CueMatch(Kind.ANTI_PATTERN, sentence, attrs)
+    for kind, rx in _CUES:
+        if rx.search(sentence):
+            attrs = {}
+            if kind is Kind.OUTCOME:
+                attrs["success"] = bool(_POSITIVE.search(sentence)) and not _NEGATIVE.search(sentence)
+            if kind is Kind.HEURISTIC:
+                attrs.update({"occurrences": 1, "successes": 0})
+            if kind is Kind.FACT and sentence.rstrip().endswith("?"):
+                return None
+            return CueMatch(kind, sentence, attrs)
+    return None
+
+
+_STOP = frozenset(
+    "i me my we our you your it its a an the to of in on for with and or but so that this these those is are "
+    "was were be been am do does did have has had will would should could can may might must not no more than "
+    "really very just also please always never like prefer love want rather each every some any all which "
+    "who what when how so quick stay now actually instead anymore again too still there here".split()
+)
+
+
+def topic_of(text: str, max_words: int = 3) -> str:
+    """A short stable topic key for a preference: the content words after the cue verb, without the first
+    one when there are several, which is usually the preferred value itself ('dark mode in the editor' and
+    'light mode in the editor' share 'mode editor'; 'Go for the ingestion service' gives 'ingestion service')."""
+    m = re.search(r"\b(?:prefer|like|love|enjoy|hate|dislike|want|use)(?:s|d|ed|red)?\s+(.*)|"
+                  r"\b(?:rather|fan of|favou?rite)\s+(.*)", text, re.IGNORECASE)
+    tail = (m.group(1) or m.group(2)) if m else text
+    tail = re.split(r"[,.;:!?]|\b(?:so|because|since|but|and|when|if|more than|rather than|over)\b", tail,
+                    maxsplit=1, flags=re.IGNORECASE)[0]
+    words = [w for w in re.findall(r"[a-z][a-z0-9+#\-]*", tail.casefold()) if w not in _STOP]
+    if len(words) >= 2:
+        words = words[1:]
+    return " ".join(words[:max_words]) or "general"

@@ -1,0 +1,118 @@
+"""extract: L0 changes → typed L2 atoms with evidence (cue rules, or structured extraction by a model)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from altm.core import Event, Kind, Layer, MemoryUnit, Method, ProposalEvent
+from altm.core.topics import Topic
+from altm.pipeline.processors import _rules as rules
+from altm.pipeline.processors._base import (
+    Processor,
+    ProcessorContext,
+    committed_memory,
+    derived_memory,
+    norm,
+    upsert_proposal,
+)
+
+ATOM_KINDS = (Kind.FACT, Kind.PREFERENCE, Kind.DECISION, Kind.ISSUE, Kind.TASK, Kind.OUTCOME, Kind.HEURISTIC,
+              Kind.ANTI_PATTERN)
+_EXTRACT_ROLES = frozenset({"user", "tool"})
+
+
+class ExtractedAtom(BaseModel):
+    kind: Literal["fact", "preference", "decision", "issue", "task", "outcome", "heuristic", "anti_pattern"]
+    content: str = Field(min_length=3, max_length=2000, description="One self-contained statement")
+    subject: str | None = Field(default=None, description="What the statement is about, e.g. 'deadline'")
+    pattern: str | None = None
+    why_bad: str | None = None
+    better_alternative: str | None = None
+    success: bool | None = Field(default=None, description="For outcomes: did it work?")
+
+
+class ExtractionResult(BaseModel):
+    atoms: list[ExtractedAtom] = Field(default_factory=list, max_length=32)
+
+
+_SYSTEM = (
+    "Extract durable memories from one chat message. Kinds: fact, preference, decision, issue, task, outcome, "
+    "heuristic (what worked), anti_pattern (pattern, why_bad, better_alternative). Each atom must be stated "
+    "in the message; never invent. Return JSON {\"atoms\": [...]}; an empty list when nothing is worth keeping."
+)
+
+
+def atom_attributes(kind: Kind, sentence: str, extra: dict[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {k: v for k, v in extra.items() if v is not None}
+    subject = attrs.get("subject") or rules.subject_of(sentence)
+    if subject:
+        attrs["subject"] = subject
+    values = rules.values_of(sentence)
+    if values.asserted or values.negated:
+        attrs["values"] = values.asserted
+        attrs["negated_values"] = values.negated
+    if rules.CORRECTION_CUES.search(sentence):
+        attrs["correction"] = True
+    if kind is Kind.PREFERENCE:  # a model names the subject; the rules take the words after the cue verb
+        topic = str(extra["subject"]).casefold() if extra.get("subject") else rules.topic_of(sentence)
+        attrs["facet_key"] = f"preference:{topic}"
+    if kind is Kind.FACT and re.search(r"\b(?:i'm|i am)\s+[A-Z][a-z]+\b", sentence):
+        attrs["facet_key"] = "identity:name"
+    if kind is Kind.FACT and re.search(r"\bi\s+(?:lead|manage|run|work (?:at|for|on|as))\b", sentence,
+                                             re.IGNORECASE):
+        attrs["facet_key"] = "identity:role"
+    return attrs
+
+
+class ExtractProcessor(Processor):
+    name = "extract"
+    input_topic = Topic.CHANGES
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        mem = committed_memory(event, frozenset({Layer.L0}))
+        if mem is None or mem.role not in _EXTRACT_ROLES:
+            return []
+        from altm.models import Stage
+
+        models = ctx.models
+        atoms: list[MemoryUnit] = []
+        if models is not None and models.configured(Stage.L2):
+            result = await models.structured(Stage.L2, mem.scope, [
+                {"role": "system", "content": _SYSTEM},
+                {"role": "user", "content": mem.content},
+            ], ExtractionResult)
+            for item in result.value.atoms:
+                kind = Kind(item.kind)
+                extra = item.model_dump(exclude={"kind", "content"})
+                if kind is Kind.ANTI_PATTERN:
+                    extra["occurrences"] = 1
+                atoms.append(self._atom(mem, kind, item.content, extra, Method.LLM, result.model,
+                                        result.prompt_hash))
+        else:
+            for sentence in rules.sentences(mem.content):
+                match = rules.classify(sentence)
+                if match is None:
+                    continue
+                atoms.append(self._atom(mem, match.kind, sentence, match.attributes, Method.HEURISTIC))
+                better = match.attributes.get("better_alternative")
+                if match.kind is Kind.ANTI_PATTERN and isinstance(better, str) and better:
+                    tip = f"Instead of {match.attributes['pattern']}: {better}."
+                    atoms.append(self._atom(mem, Kind.HEURISTIC, tip,
+                                            {"occurrences": 1, "successes": 0, "derived_from": "anti_pattern"},
+                                            Method.HEURISTIC))
+        unique = {a.memory_id: a for a in atoms}
+        return [upsert_proposal(a, processor=self.name, cause=event) for a in unique.values()]
+
+    def _atom(self, mem: MemoryUnit, kind: Kind, content: str, extra: dict[str, Any], method: Method,
+              model: str | None = None, prompt_hash: str | None = None) -> MemoryUnit:
+        return derived_memory(
+            scope=mem.scope, session_id=mem.session_id, layer=Layer.L2, kind=kind, content=content,
+            evidence=[mem.memory_id], processor=self.name, method=method,
+            id_parts=[mem.scope.path, "L2", kind.value, mem.memory_id, norm(content)],
+            valid_from=mem.valid_from, attributes=atom_attributes(kind, content, extra), model=model,
+            prompt_hash=prompt_hash, source_event_id=mem.provenance.source_event_id,
+        )

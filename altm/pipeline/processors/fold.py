@@ -1,0 +1,142 @@
+"""fold: L0 changes → one incremental L1 capsule per session (extractive, or summarised by a model)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from altm.core import Event, Kind, Layer, MemoryUnit, Method, ProposalEvent
+from altm.core.topics import Topic
+from altm.pipeline.processors import _rules as rules
+from altm.pipeline.processors._base import (
+    Processor,
+    ProcessorContext,
+    committed_memory,
+    derived_memory,
+    upsert_proposal,
+)
+
+_CONSTRAINT = re.compile(
+    r"\b(?:must|must not|mustn't|should not|shouldn't|never|always|cannot|can't|has to|have to|need to|"
+    r"needs to|required?|deadline|no later than|at most|at least|under \d+|limit)\b",
+    re.IGNORECASE,
+)
+_SECTION_LIMIT = 8
+
+
+class CapsuleSummary(BaseModel):
+    """What a model returns for a session capsule."""
+
+    summary: str = Field(min_length=1, max_length=4000)
+    decisions: list[str] = Field(default_factory=list)
+    constraints: list[str] = Field(default_factory=list)
+    corrections: list[str] = Field(default_factory=list)
+    open_questions: list[str] = Field(default_factory=list)
+
+
+def capsule_id_parts(mem: MemoryUnit) -> list[str]:
+    return [mem.scope.path, mem.session_id or "", "L1", "capsule"]
+
+
+def extractive_sections(messages: Sequence[MemoryUnit]) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {
+        "decisions": [], "constraints": [], "corrections": [], "open_questions": [], "numbers": [], "paths": [],
+    }
+    for msg in messages:
+        for sentence in rules.sentences(msg.content):
+            match = rules.classify(sentence)
+            if sentence.endswith("?") and msg.role == "user":
+                sections["open_questions"].append(sentence)
+            elif rules.CORRECTION_CUES.search(sentence):
+                sections["corrections"].append(sentence)
+            elif match is not None and match.kind is Kind.DECISION:
+                sections["decisions"].append(sentence)
+            elif _CONSTRAINT.search(sentence) and msg.role == "user":
+                sections["constraints"].append(sentence)
+        sections["numbers"] += rules.numbers(msg.content) + rules.dates(msg.content)
+        sections["paths"] += rules.paths(msg.content)
+    return {k: _first_unique(v) for k, v in sections.items()}
+
+
+def _first_unique(items: list[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for item in items:
+        seen.setdefault(item.casefold(), item)
+    return list(seen.values())[: _SECTION_LIMIT * (3 if len(items) and len(items[0]) < 25 else 1)]
+
+
+def render_capsule(session_id: str, messages: Sequence[MemoryUnit], sections: dict[str, list[str]],
+                   summary: str | None = None) -> str:
+    first = messages[0].valid_from.date().isoformat() if messages[0].valid_from else "unknown date"
+    lines = [f"Session {session_id} ({len(messages)} messages, {first})"]
+    if summary:
+        lines.append(f"Summary: {summary}")
+    titles = {"decisions": "Decisions", "constraints": "Constraints", "corrections": "Corrections",
+              "open_questions": "Open questions", "numbers": "Numbers and dates", "paths": "Paths"}
+    for key, title in titles.items():
+        if sections.get(key):
+            sep = ", " if key in ("numbers", "paths") else " | "
+            lines.append(f"{title}: {sep.join(sections[key])}")
+    return "\n".join(lines)
+
+
+class FoldProcessor(Processor):
+    name = "fold"
+    input_topic = Topic.CHANGES
+
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        """One capsule per session per batch: the capsule is a function of the session's stored messages,
+        so folding once after the batch's last message gives the same result as folding after each."""
+        last: dict[tuple[str, str], tuple[Event, MemoryUnit]] = {}
+        for event in events:
+            mem = committed_memory(event, frozenset({Layer.L0}))
+            if mem is not None and mem.session_id is not None:
+                last[(mem.scope.path, mem.session_id)] = (event, mem)
+        out: list[ProposalEvent] = []
+        for event, mem in last.values():
+            out += await self._fold(event, mem, ctx)
+        return out
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        mem = committed_memory(event, frozenset({Layer.L0}))
+        if mem is None or mem.session_id is None:
+            return []
+        return await self._fold(event, mem, ctx)
+
+    async def _fold(self, event: Event, mem: MemoryUnit, ctx: ProcessorContext) -> list[ProposalEvent]:
+        assert mem.session_id is not None
+        messages = ctx.require_reader().session_messages(mem.scope, mem.session_id)
+        if not messages:
+            return []
+        sections = extractive_sections(messages)
+        from altm.models import Stage
+
+        models = ctx.models
+        if models is not None and models.configured(Stage.L1):
+            transcript = "\n".join(f"[{m.source_id}] {m.role}: {m.content}" for m in messages)
+            result = await models.structured(Stage.L1, mem.scope, [
+                {"role": "system", "content": "Summarise this conversation session for long-term memory. "
+                 "Return JSON with summary, decisions, constraints, corrections, open_questions. Quote facts; "
+                 "do not invent anything that is not in the transcript."},
+                {"role": "user", "content": transcript},
+            ], CapsuleSummary)
+            s = result.value
+            llm_sections = {"decisions": s.decisions, "constraints": s.constraints, "corrections": s.corrections,
+                            "open_questions": s.open_questions, "numbers": sections["numbers"],
+                            "paths": sections["paths"]}
+            content = render_capsule(mem.session_id, messages, llm_sections, s.summary)
+            method, model, phash = Method.LLM, result.model, result.prompt_hash
+            attributes = {"sections": llm_sections, "turns": len(messages)}
+        else:
+            content = render_capsule(mem.session_id, messages, sections)
+            method, model, phash = Method.EXTRACTIVE, None, None
+            attributes = {"sections": sections, "turns": len(messages)}
+        capsule = derived_memory(
+            scope=mem.scope, session_id=mem.session_id, layer=Layer.L1, kind=Kind.CAPSULE, content=content,
+            evidence=[m.memory_id for m in messages], processor=self.name, method=method,
+            id_parts=capsule_id_parts(mem), valid_from=messages[0].valid_from, attributes=attributes,
+            model=model, prompt_hash=phash,  # no source event: a capsule is derived from all of them
+        )
+        return [upsert_proposal(capsule, processor=self.name, cause=event)]

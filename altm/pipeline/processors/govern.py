@@ -1,0 +1,182 @@
+"""govern: L3 scenes, L4 persona facets with versioned supersede, exact-duplicate merge.
+
+Without a model only non-destructive or evidence-certain actions are taken (exact duplicates merge;
+a facet is superseded only when the user states a correction); anything else is recorded as a deferred
+action for review instead of being guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from altm.core import (
+    ChangeEvent,
+    ChangeStatus,
+    DeferredAction,
+    EdgeType,
+    Event,
+    Kind,
+    Layer,
+    MemoryUnit,
+    Merge,
+    Method,
+    ProposalEvent,
+    ProposalOp,
+    Supersession,
+    derive_id,
+)
+from altm.core.topics import Topic
+from altm.pipeline.processors._base import (
+    Processor,
+    ProcessorContext,
+    committed_memory,
+    derived_memory,
+    norm,
+    proposal,
+    upsert_proposal,
+)
+from altm.store import MemoryReader
+
+SCENE_MIN_SESSIONS = 2
+SCENE_MAX_ITEMS = 12
+SUPERSEDE_MIN_CONFIDENCE = 0.7
+
+
+class SupersedeRubric(BaseModel):
+    supersede: bool
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = Field(min_length=1, max_length=500)
+
+
+def _order(m: MemoryUnit) -> tuple[str, str]:
+    return (m.valid_from.isoformat() if m.valid_from else "", m.memory_id)
+
+
+def facet_label(facet_key: str) -> str:
+    family, _, topic = facet_key.partition(":")
+    return f"{family.capitalize()} ({topic})" if topic else family.capitalize()
+
+
+class GovernProcessor(Processor):
+    name = "govern"
+    input_topic = Topic.CHANGES
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        reader = ctx.require_reader()
+        mem = committed_memory(event, frozenset({Layer.L2}))
+        if mem is not None:
+            merges = self._merge_duplicates(event, reader, mem)
+            if any(p.merge is not None and p.merge.duplicate_id == mem.memory_id for p in merges):
+                return merges  # a duplicate adds evidence to its canonical atom, not a facet of its own
+            return [*merges, *await self._facet(event, ctx, reader, mem)]
+        if (isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED
+                and event.op is ProposalOp.UPSERT_EDGE and event.memory_id):
+            return self._scene(event, reader)
+        return []
+
+    def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[ProposalEvent]:
+        same = sorted(reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash), key=_order)
+        if len(same) < 2:
+            return []
+        canonical = same[0]
+        return [
+            proposal(ProposalOp.MERGE, scope=mem.scope, processor=self.name, cause=event,
+                     merge=Merge(canonical_id=canonical.memory_id, duplicate_id=dup.memory_id,
+                                 reason="exact duplicate (same kind and content hash)"))
+            for dup in same[1:] if dup.superseded_by is None
+        ]
+
+    def _facet_memory(self, atom: MemoryUnit, facet_key: str) -> MemoryUnit:
+        return derived_memory(
+            scope=atom.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
+            content=f"{facet_label(facet_key)}: {atom.content}", evidence=[atom.memory_id], processor=self.name,
+            method=Method.HEURISTIC, id_parts=[atom.scope.home, "L4", facet_key, norm(atom.content)],
+            valid_from=atom.valid_from, attributes={"facet_key": facet_key, "source_kind": atom.kind.value},
+            source_event_id=atom.provenance.source_event_id,
+        )
+
+    async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
+                     ) -> list[ProposalEvent]:
+        """A facet version per distinct statement; the predecessor is found among the *atoms* (committed
+        before this one), so the version chain does not depend on when facets themselves were written."""
+        facet_key = mem.attributes.get("facet_key")
+        if not isinstance(facet_key, str) or mem.kind not in (Kind.PREFERENCE, Kind.FACT):
+            return []
+        atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
+        # the same statement made in several sessions is one facet version, cited from its first atom,
+        # whichever of those atoms was processed first (the state must not depend on arrival order)
+        first = min((a for a in atoms if norm(a.content) == norm(mem.content)), key=_order, default=mem)
+        first = mem if _order(mem) < _order(first) else first
+        facet = self._facet_memory(first, facet_key)
+        out = [upsert_proposal(facet, processor=self.name, cause=event)]
+        earlier = [a for a in atoms if _order(a) < _order(first) and a.superseded_by is None]
+        if not earlier:
+            return out
+        previous = self._facet_memory(max(earlier, key=_order), facet_key)
+        if previous.content_hash == facet.content_hash:
+            return out
+        decision = await self._should_supersede(ctx, first, previous, facet)
+        if decision is True:
+            out.append(proposal(ProposalOp.SUPERSEDE, scope=mem.scope, processor=self.name, cause=event,
+                                supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
+                                                          reason=f"new version of facet {facet_key!r}")))
+        else:
+            reason = decision if isinstance(decision, str) else "needs review"
+            out.append(proposal(
+                ProposalOp.DEFER_ACTION, scope=mem.scope, processor=self.name, cause=event,
+                deferred=DeferredAction(
+                    action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
+                    action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
+                    inputs={"facet_key": facet_key, "old": previous.content, "new": facet.content},
+                ),
+            ))
+        return out
+
+    async def _should_supersede(self, ctx: ProcessorContext, atom: MemoryUnit, old: MemoryUnit,
+                                new: MemoryUnit) -> bool | str:
+        from altm.models import Stage
+
+        if ctx.models is not None and ctx.models.configured(Stage.GOVERNANCE):
+            result = await ctx.models.structured(Stage.GOVERNANCE, atom.scope, [
+                {"role": "system", "content": "Decide whether the NEW persona facet replaces the OLD one "
+                 "(same topic, changed value) rather than adding to it. Answer JSON {supersede, confidence, "
+                 "reason}."},
+                {"role": "user", "content": f"OLD: {old.content}\nNEW: {new.content}"},
+            ], SupersedeRubric)
+            r = result.value
+            if r.supersede and r.confidence >= SUPERSEDE_MIN_CONFIDENCE:
+                return True
+            return f"model ({result.model}) did not supersede: confidence {r.confidence:.2f}; {r.reason}"
+        if atom.attributes.get("correction"):
+            return True
+        return ("no model configured and no correction cue: both versions are kept and the supersede is "
+                "deferred for review")
+
+    def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[ProposalEvent]:
+        assert event.memory_id is not None
+        edge = reader.edge(event.scope, event.memory_id)
+        if edge is None or edge["edge_type"] != EdgeType.MENTIONS.value:
+            return []
+        node = reader.node(event.scope, edge["dst_id"])
+        if node is None or node["node_type"] not in ("Entity", "Time"):
+            return []
+        unique: dict[tuple[str, str], MemoryUnit] = {}
+        for atom in sorted(reader.atoms_mentioning(event.scope, node["node_id"]), key=_order):
+            unique.setdefault((atom.kind.value, atom.content_hash), atom)  # duplicates count once
+        atoms = list(unique.values())
+        sessions = sorted({a.session_id or "" for a in atoms})
+        if len(sessions) < SCENE_MIN_SESSIONS:
+            return []
+        atoms = sorted(atoms, key=_order)[:SCENE_MAX_ITEMS]
+        lines = [f"Scene: {node['name']} — {len(atoms)} memories across sessions {', '.join(sessions)}"]
+        lines += [f"- [{a.session_id}] {a.kind.value}: {a.content}" for a in atoms]
+        scene = derived_memory(
+            scope=event.scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE, content="\n".join(lines),
+            evidence=[a.memory_id for a in atoms], processor=self.name, method=Method.HEURISTIC,
+            id_parts=[event.scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
+            attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
+            # no source event: a scene is recomputed from every atom, whichever change triggered it
+        )
+        return [upsert_proposal(scene, processor=self.name, cause=event)]

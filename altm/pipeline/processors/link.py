@@ -1,0 +1,117 @@
+"""link: L0/L2 changes → graph nodes (Entity, Event, Task, Intent, Time) and typed, weighted edges."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+from pydantic import BaseModel, Field
+
+from altm.core import (
+    EdgeType,
+    Event,
+    GraphEdge,
+    GraphNode,
+    Kind,
+    Layer,
+    MemoryUnit,
+    Method,
+    NodeType,
+    ProposalEvent,
+    ProposalOp,
+    derive_id,
+)
+from altm.core.topics import Topic
+from altm.pipeline.processors import _rules as rules
+from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, norm, proposal
+
+_KIND_NODE = {Kind.TASK: NodeType.TASK, Kind.ISSUE: NodeType.EVENT, Kind.OUTCOME: NodeType.EVENT,
+              Kind.PREFERENCE: NodeType.INTENT, Kind.DECISION: NodeType.INTENT}
+_MAX_COOCCUR = 6
+
+
+class ExtractedEntity(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    type: NodeType = NodeType.ENTITY
+
+
+class ExtractedRelation(BaseModel):
+    src: str
+    dst: str
+    label: str = Field(min_length=1, max_length=64)
+
+
+class GraphExtraction(BaseModel):
+    entities: list[ExtractedEntity] = Field(default_factory=list, max_length=32)
+    relations: list[ExtractedRelation] = Field(default_factory=list, max_length=32)
+
+
+def node_id(mem: MemoryUnit, node_type: NodeType, name: str) -> str:
+    return derive_id("node", mem.scope.path, node_type.value, norm(name))
+
+
+def edge_id(mem: MemoryUnit, edge_type: EdgeType, src: str, dst: str) -> str:
+    return derive_id("edge", mem.scope.path, edge_type.value, src, dst)
+
+
+class LinkProcessor(Processor):
+    name = "link"
+    input_topic = Topic.CHANGES
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        mem = committed_memory(event, frozenset({Layer.L0, Layer.L2}))
+        if mem is None or ctx.require_reader().get(mem.scope, mem.memory_id) is None:
+            return []  # nothing to link, or the memory was erased since this change (a replayed change)
+        from altm.models import Stage
+
+        models = ctx.models
+        named: list[tuple[NodeType, str]] = []
+        relations: list[ExtractedRelation] = []
+        method = Method.HEURISTIC
+        if models is not None and models.configured(Stage.GRAPH) and mem.layer is Layer.L2:
+            result = await models.structured(Stage.GRAPH, mem.scope, [
+                {"role": "system", "content": "List the entities (people, organisations, products, files, "
+                 "identifiers, dates) a memory mentions and the relations between them, as JSON. Only what "
+                 "the text states."},
+                {"role": "user", "content": mem.content},
+            ], GraphExtraction)
+            named = [(e.type, e.name) for e in result.value.entities]
+            relations = result.value.relations
+            method = Method.LLM
+        else:
+            named = [(NodeType.ENTITY, n) for n in rules.named_entities(mem.content)]
+            named += [(NodeType.TIME, d) for d in rules.dates(mem.content)]
+        if mem.layer is Layer.L2 and mem.kind in _KIND_NODE:
+            named.append((_KIND_NODE[mem.kind], mem.content[:200]))
+        nodes: dict[str, GraphNode] = {}
+        for node_type, name in named:
+            nid = node_id(mem, node_type, name)
+            nodes.setdefault(nid, GraphNode(node_id=nid, scope=mem.scope, node_type=node_type, name=name,
+                                            method=method))
+        edges = [
+            GraphEdge(edge_id=edge_id(mem, EdgeType.MENTIONS, mem.memory_id, nid), scope=mem.scope,
+                      src_id=mem.memory_id, dst_id=nid, edge_type=EdgeType.MENTIONS, unit_weight=1.0,
+                      evidence=(mem.memory_id,), method=method)
+            for nid in nodes
+        ]
+        linked = [n for n in nodes.values() if n.node_type in (NodeType.ENTITY, NodeType.TIME)][:_MAX_COOCCUR]
+        for a, b in combinations(sorted(linked, key=lambda n: n.node_id), 2):
+            edges.append(GraphEdge(
+                edge_id=edge_id(mem, EdgeType.CO_OCCURS, a.node_id, b.node_id), scope=mem.scope,
+                src_id=a.node_id, dst_id=b.node_id, edge_type=EdgeType.CO_OCCURS, unit_weight=0.5,
+                confidence=0.6, evidence=(mem.memory_id,), method=method,
+            ))
+        by_name = {norm(n.name): n.node_id for n in nodes.values()}
+        for rel in relations:
+            src, dst = by_name.get(norm(rel.src)), by_name.get(norm(rel.dst))
+            if src and dst and src != dst:
+                edges.append(GraphEdge(
+                    edge_id=edge_id(mem, EdgeType.RELATED, src, dst) + "", scope=mem.scope, src_id=src,
+                    dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
+                    evidence=(mem.memory_id,), method=method,
+                ))
+        out = [proposal(ProposalOp.UPSERT_NODE, scope=mem.scope, processor=self.name, cause=event, node=n)
+               for n in nodes.values()]
+        out += [proposal(ProposalOp.UPSERT_EDGE, scope=mem.scope, processor=self.name, cause=event, edge=e)
+                for e in edges]
+        return out

@@ -1,0 +1,144 @@
+"""verify: L2 changes → trust verdicts, by cross-verification against same-subject atoms (or NLI).
+
+Verdicts are recomputed for the whole subject group from the stored atoms, so the final verdicts do not
+depend on arrival order. A periodic sweep over never-verified rows comes with the trust issue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from altm.core import (
+    Event,
+    Layer,
+    MemoryUnit,
+    ProposalEvent,
+    ProposalOp,
+    Trust,
+    TrustMethod,
+    TrustStatus,
+    TrustVerdict,
+)
+from altm.core.topics import Topic
+from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, proposal
+
+
+class NLIJudgement(BaseModel):
+    label: Literal["entailment", "contradiction", "neutral"]
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+def _vals(mem: MemoryUnit, key: str) -> set[str]:
+    raw = mem.attributes.get(key) or []
+    return {str(v).casefold() for v in raw} if isinstance(raw, list) else set()
+
+
+def conflicts(older: MemoryUnit, newer: MemoryUnit) -> bool:
+    """Same subject, different values: the newer negates an older value, or both assert disjoint values."""
+    a_vals, b_vals = _vals(older, "values"), _vals(newer, "values")
+    if a_vals & _vals(newer, "negated_values"):
+        return True
+    return bool(a_vals and b_vals and not (a_vals & b_vals))
+
+
+def agrees(a: MemoryUnit, b: MemoryUnit) -> bool:
+    """Independent support: another statement (not a verbatim duplicate) asserting a shared value."""
+    return a.content_hash != b.content_hash and bool(_vals(a, "values") & _vals(b, "values"))
+
+
+def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
+    """Verdicts for every atom of one subject group (ordered by validity time)."""
+    ordered = sorted(group, key=lambda m: (m.valid_from.isoformat() if m.valid_from else "", m.memory_id))
+    subject = str(ordered[0].attributes.get("subject", "")) if ordered else ""
+    out: dict[str, Trust] = {}
+    for i, mem in enumerate(ordered):
+        later = [b for b in ordered[i + 1 :] if conflicts(mem, b)]
+        earlier = [a for a in ordered[:i] if conflicts(a, mem)]
+        support = [o for o in ordered if o.memory_id != mem.memory_id and agrees(mem, o)]
+        if later:
+            b = later[0]
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.CONTRADICTED, method=TrustMethod.CROSS_VERIFY, confidence=0.7,
+                contradicting_id=b.memory_id,
+                reason=f"a later memory about {subject!r} states {sorted(_vals(b, 'values'))} instead of "
+                       f"{sorted(_vals(mem, 'values'))}",
+            )
+        elif earlier:
+            a = earlier[-1]
+            corrected = bool(mem.attributes.get("correction"))
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.VERIFIED if corrected else TrustStatus.UNCERTAIN,
+                method=TrustMethod.CROSS_VERIFY, confidence=0.7 if corrected else 0.5,
+                contradicting_id=a.memory_id,
+                reason=(f"replaces an earlier value about {subject!r}; stated as a correction" if corrected
+                        else f"conflicts with an earlier memory about {subject!r}; no correction cue, "
+                             "needs review"),
+            )
+        elif support:
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.VERIFIED, method=TrustMethod.CROSS_VERIFY, confidence=0.8,
+                reason=f"{len(support)} other memor{'y' if len(support) == 1 else 'ies'} about {subject!r} agree",
+            )
+        else:
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.UNVERIFIABLE, method=TrustMethod.CONFIDENCE, confidence=0.5,
+                reason=f"no other memory about {subject!r} to compare with" if subject
+                else "no subject to cross-verify against",
+            )
+    return out
+
+
+class VerifyProcessor(Processor):
+    name = "verify"
+    input_topic = Topic.CHANGES
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        mem = committed_memory(event, frozenset({Layer.L2}))
+        if mem is None:
+            return []
+        subject = mem.attributes.get("subject")
+        group = ctx.require_reader().atoms_with(mem.scope, "subject", str(subject)) if subject else [mem]
+        group = group or [mem]
+        verdicts = cross_verify(group)
+        from altm.models import Stage
+
+        models = ctx.models
+        if models is not None and models.configured(Stage.NLI) and len(group) > 1:
+            verdicts = await self._nli(ctx, mem, group, verdicts)
+        return [
+            proposal(ProposalOp.SET_TRUST, scope=m.scope, processor=self.name, cause=event,
+                     verdict=TrustVerdict(memory_id=m.memory_id, trust=verdicts[m.memory_id]))
+            for m in group if m.memory_id in verdicts
+        ]
+
+    async def _nli(self, ctx: ProcessorContext, mem: MemoryUnit, group: Sequence[MemoryUnit],
+                   verdicts: dict[str, Trust]) -> dict[str, Trust]:
+        from altm.models import Stage
+
+        assert ctx.models is not None
+        out = dict(verdicts)
+        for other in group:
+            if other.memory_id == mem.memory_id:
+                continue
+            result = await ctx.models.structured(Stage.NLI, mem.scope, [
+                {"role": "system", "content": "Does the premise entail, contradict or not relate to the "
+                 "hypothesis? Answer JSON {label, confidence}."},
+                {"role": "user", "content": f"Premise: {other.content}\nHypothesis: {mem.content}"},
+            ], NLIJudgement)
+            j = result.value
+            if j.label == "contradiction":
+                older, newer = sorted((other, mem), key=lambda m: (m.valid_from.isoformat() if m.valid_from else "",
+                                                                    m.memory_id))
+                out[older.memory_id] = Trust(
+                    status=TrustStatus.CONTRADICTED, method=TrustMethod.NLI, confidence=j.confidence,
+                    contradicting_id=newer.memory_id, reason=f"NLI ({result.model}): contradicted by a later memory",
+                )
+            elif j.label == "entailment" and out[mem.memory_id].status is not TrustStatus.CONTRADICTED:
+                out[mem.memory_id] = Trust(
+                    status=TrustStatus.VERIFIED, method=TrustMethod.NLI, confidence=j.confidence,
+                    reason=f"NLI ({result.model}): entailed by {other.memory_id}",
+                )
+        return out

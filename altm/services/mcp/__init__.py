@@ -1,5 +1,0 @@
-"""MCP server (runtime and admin profiles; stdio and streamable HTTP)."""
-
-from ._server import ADMIN_TOOLS, RUNTIME_TOOLS, Profile, build_server
-
-__all__ = ["ADMIN_TOOLS", "RUNTIME_TOOLS", "Profile", "build_server"]

@@ -1,8 +1,0 @@
-"""Retrieval: hybrid recall with graph expansion, scope/session policy, search presets."""
-
-from ._config import DEFAULT_PRESET, PRESETS, SearchConfig, preset
-from ._engine import CHANNELS, Hit, Retriever, SearchResult, query_terms
-from ._policy import ScopePolicy
-
-__all__ = ["CHANNELS", "DEFAULT_PRESET", "PRESETS", "Hit", "Retriever", "ScopePolicy", "SearchConfig",
-           "SearchResult", "preset", "query_terms"]

@@ -1,5 +1,0 @@
-"""The host SDK: publishing turn and control events to ALTM's Kafka topics from an agent process."""
-
-from ._producer import HostProducer
-
-__all__ = ["HostProducer"]

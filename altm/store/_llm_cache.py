@@ -1,0 +1,30 @@
+"""The LLM response cache in the shard of the scope (keyed by model and prompt hash).
+
+It is a cache, not memory state, so it is written directly rather than through the writer; replays that
+reuse a shard answer from it without calling the model, which makes them deterministic and free. It
+satisfies :class:`altm.models.LLMCache` structurally.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from altm.store._shard import Shard
+
+
+class ShardLLMCache:
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+
+    def get(self, model: str, prompt_hash: str) -> str | None:
+        row = self.shard.conn.execute(
+            "SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?", (model, prompt_hash)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
+        """``home`` records whose content the prompt held, so an erasure can remove the entry."""
+        self.shard.conn.execute(
+            "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
+            (model, prompt_hash, home, response, datetime.now(UTC).isoformat()),
+        )

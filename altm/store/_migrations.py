@@ -1,0 +1,62 @@
+"""Versioned SQL migrations for the shard (``sql/NNNN_name.sql``), applied in order."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+
+_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations() -> list[Migration]:
+    out = []
+    for entry in resources.files("altm.store").joinpath("sql").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            out.append(Migration(int(match.group(1)), entry.name, entry.read_text("utf-8")))
+    out.sort(key=lambda m: m.version)
+    versions = [m.version for m in out]
+    if versions != list(range(1, len(out) + 1)):
+        raise RuntimeError(f"shard migrations must be numbered 1..n without gaps, got {versions}")
+    return out
+
+
+LATEST_VERSION = len(load_migrations())
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+        "applied_at TEXT NOT NULL)"
+    )
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply pending migrations, each in its own transaction; returns the resulting version."""
+    version = current_version(conn)
+    if version > LATEST_VERSION:
+        raise RuntimeError(
+            f"shard schema version {version} is newer than this ALTM ({LATEST_VERSION}); upgrade ALTM"
+        )
+    for mig in load_migrations():
+        if mig.version <= version:
+            continue
+        now = datetime.now(UTC).isoformat()
+        conn.executescript(
+            f"BEGIN;\n{mig.sql}\nINSERT INTO schema_version (version, name, applied_at) "
+            f"VALUES ({mig.version}, '{mig.name}', '{now}');\nCOMMIT;"
+        )
+        version = mig.version
+    return version

@@ -1,0 +1,100 @@
+"""Read-only queries that processors need, routed to the shard of the scope home.
+
+Every query is filtered by scope inside SQL. Processors get this through their context; they never write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from altm.core import Layer, MemoryUnit, Scope
+from altm.core.partitioner import partition_for
+from altm.store._rows import MEMORY_COLUMNS, row_to_memory
+from altm.store._shardset import ShardSet
+
+_COLS = ", ".join(MEMORY_COLUMNS)
+_AGENT = "tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?"
+_HOME = "tenant_id=? AND workspace_id=? AND user_id=?"
+
+
+def _agent_args(scope: Scope) -> list[str]:
+    return [scope.tenant_id, scope.workspace_id, scope.user_id, scope.agent_id]
+
+
+def _home_args(scope: Scope) -> list[str]:
+    return [scope.tenant_id, scope.workspace_id, scope.user_id]
+
+
+class MemoryReader:
+    def __init__(self, shards: ShardSet) -> None:
+        self.shards = shards
+
+    def _query(self, scope: Scope, sql: str, args: list[Any]) -> list[MemoryUnit]:
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return [row_to_memory(r) for r in shard.conn.execute(sql, args)]
+
+    def get(self, scope: Scope, memory_id: str) -> MemoryUnit | None:
+        rows = self._query(scope, f"SELECT {_COLS} FROM memories WHERE memory_id=? AND {_HOME}",
+                           [memory_id, *_home_args(scope)])
+        return rows[0] if rows else None
+
+    def session_messages(self, scope: Scope, session_id: str) -> list[MemoryUnit]:
+        """The L0 messages of one session of one agent, in conversation order."""
+        return self._query(
+            scope,
+            f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' "
+            "ORDER BY valid_from, source_id, memory_id",
+            [*_agent_args(scope), session_id],
+        )
+
+    def atoms_with(
+        self, scope: Scope, attribute: str, value: str, layer: Layer = Layer.L2, *, user_wide: bool = False
+    ) -> list[MemoryUnit]:
+        """Memories of the agent (or of all the user's agents) whose ``attributes[attribute] == value``."""
+        where, args = (_HOME, _home_args(scope)) if user_wide else (_AGENT, _agent_args(scope))
+        return self._query(
+            scope,
+            f"SELECT {_COLS} FROM memories WHERE {where} AND layer=? "
+            f"AND json_extract(attributes, '$.{attribute}') = ? ORDER BY valid_from, memory_id",
+            [*args, layer.value, value],
+        )
+
+    def same_content(self, scope: Scope, layer: Layer, kind: str, content_hash: str) -> list[MemoryUnit]:
+        return self._query(
+            scope,
+            f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND layer=? AND kind=? AND content_hash=? "
+            "ORDER BY valid_from, memory_id",
+            [*_agent_args(scope), layer.value, kind, content_hash],
+        )
+
+    def facet_versions(self, scope: Scope, facet_key: str) -> list[MemoryUnit]:
+        """L4 facet versions of the whole user (L4 is shared across the user's agents)."""
+        return self._query(
+            scope,
+            f"SELECT {_COLS} FROM memories WHERE {_HOME} AND layer='L4' "
+            "AND json_extract(attributes, '$.facet_key') = ? ORDER BY valid_from, memory_id",
+            [*_home_args(scope), facet_key],
+        )
+
+    def edge(self, scope: Scope, edge_id: str) -> dict[str, Any] | None:
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        row = shard.conn.execute(f"SELECT * FROM graph_edges WHERE edge_id=? AND {_HOME}",
+                                 [edge_id, *_home_args(scope)]).fetchone()
+        return None if row is None else dict(row)
+
+    def node(self, scope: Scope, node_id: str) -> dict[str, Any] | None:
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        row = shard.conn.execute(f"SELECT * FROM graph_nodes WHERE node_id=? AND {_HOME}",
+                                 [node_id, *_home_args(scope)]).fetchone()
+        return None if row is None else dict(row)
+
+    def atoms_mentioning(self, scope: Scope, node_id: str) -> list[MemoryUnit]:
+        """L2 atoms of the agent with a MENTIONS edge to ``node_id``."""
+        return self._query(
+            scope,
+            f"SELECT {', '.join('m.' + c for c in MEMORY_COLUMNS)} FROM memories m "
+            "JOIN graph_edges e ON e.src_id = m.memory_id AND e.edge_type='MENTIONS' AND e.rejected=0 "
+            f"WHERE e.dst_id=? AND m.layer='L2' AND "
+            f"{' AND '.join('m.' + c for c in _AGENT.split(' AND '))} ORDER BY m.valid_from, m.memory_id",
+            [node_id, *_agent_args(scope)],
+        )

@@ -1,0 +1,117 @@
+"""Mapping between :class:`MemoryUnit` and rows of the ``memories`` table."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from altm.core import Lifecycle, MemoryUnit, Provenance, Scope, Trust
+
+MEMORY_COLUMNS = (
+    "memory_id", "tenant_id", "workspace_id", "user_id", "agent_id", "session_id", "layer", "kind",
+    "content", "context", "content_hash", "source_id", "role", "attributes", "evidence", "method", "processor",
+    "model", "prompt_hash", "source_event_id", "valid_from", "valid_to", "recorded_at", "superseded_at",
+    "superseded_by", "trust_status", "trust_method", "trust_confidence", "trust_reason",
+    "trust_contradicting_id", "trust_verified_at", "lc_state", "lc_weight", "lc_injected", "lc_cited",
+    "lc_helpful", "lc_harmful", "lc_pinned", "lc_compression",
+)
+
+WALL_CLOCK_COLUMNS = frozenset({"recorded_at", "superseded_at", "trust_verified_at"})
+"""Columns that hold wall-clock time, excluded from state hashes by design."""
+
+
+def _dt(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def memory_to_row(mem: MemoryUnit, recorded_at: datetime) -> dict[str, Any]:
+    p, t, lc = mem.provenance, mem.trust, mem.lifecycle
+    return {
+        "memory_id": mem.memory_id,
+        "tenant_id": mem.scope.tenant_id,
+        "workspace_id": mem.scope.workspace_id,
+        "user_id": mem.scope.user_id,
+        "agent_id": mem.scope.agent_id,
+        "session_id": mem.session_id,
+        "layer": mem.layer.value,
+        "kind": mem.kind.value,
+        "content": mem.content,
+        "context": mem.context,
+        "content_hash": mem.content_hash,
+        "source_id": mem.source_id,
+        "role": mem.role,
+        "attributes": orjson.dumps(mem.attributes, option=orjson.OPT_SORT_KEYS).decode(),
+        "evidence": orjson.dumps(list(mem.evidence)).decode(),
+        "method": p.method.value,
+        "processor": p.processor,
+        "model": p.model,
+        "prompt_hash": p.prompt_hash,
+        "source_event_id": p.source_event_id,
+        "valid_from": _dt(mem.valid_from),
+        "valid_to": _dt(mem.valid_to),
+        "recorded_at": _dt(mem.recorded_at or recorded_at),
+        "superseded_at": _dt(mem.superseded_at),
+        "superseded_by": mem.superseded_by,
+        "trust_status": t.status.value,
+        "trust_method": None if t.method is None else t.method.value,
+        "trust_confidence": t.confidence,
+        "trust_reason": t.reason,
+        "trust_contradicting_id": t.contradicting_id,
+        "trust_verified_at": _dt(t.verified_at),
+        "lc_state": lc.state.value,
+        "lc_weight": lc.weight,
+        "lc_injected": lc.injected_count,
+        "lc_cited": lc.cited_count,
+        "lc_helpful": lc.helpful_count,
+        "lc_harmful": lc.harmful_count,
+        "lc_pinned": int(lc.pinned),
+        "lc_compression": lc.compression_level,
+    }
+
+
+def row_to_memory(row: sqlite3.Row | dict[str, Any]) -> MemoryUnit:
+    r = dict(row)
+    return MemoryUnit(
+        memory_id=r["memory_id"],
+        scope=Scope(
+            tenant_id=r["tenant_id"], workspace_id=r["workspace_id"], user_id=r["user_id"],
+            agent_id=r["agent_id"],
+        ),
+        session_id=r["session_id"],
+        layer=r["layer"],
+        kind=r["kind"],
+        content=r["content"],
+        context=r["context"],
+        content_hash=r["content_hash"],
+        source_id=r["source_id"],
+        role=r["role"],
+        attributes=orjson.loads(r["attributes"]),
+        evidence=tuple(orjson.loads(r["evidence"])),
+        provenance=Provenance(
+            method=r["method"], processor=r["processor"], model=r["model"], prompt_hash=r["prompt_hash"],
+            source_event_id=r["source_event_id"],
+        ),
+        valid_from=r["valid_from"],
+        valid_to=r["valid_to"],
+        recorded_at=r["recorded_at"],
+        superseded_at=r["superseded_at"],
+        superseded_by=r["superseded_by"],
+        trust=Trust(
+            status=r["trust_status"], method=r["trust_method"], confidence=r["trust_confidence"],
+            reason=r["trust_reason"], contradicting_id=r["trust_contradicting_id"],
+            verified_at=r["trust_verified_at"],
+        ),
+        lifecycle=Lifecycle(
+            state=r["lc_state"], weight=r["lc_weight"], injected_count=r["lc_injected"],
+            cited_count=r["lc_cited"], helpful_count=r["lc_helpful"], harmful_count=r["lc_harmful"],
+            pinned=bool(r["lc_pinned"]), compression_level=r["lc_compression"],
+        ),
+    )
+
+
+def comparable(row: dict[str, Any]) -> dict[str, Any]:
+    """A row without its wall-clock columns (what idempotency and state hashes compare)."""
+    return {k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS}

@@ -1,3 +1,0 @@
-from ._log import EmbeddedConsumer, EmbeddedLog, default_log_path
-
-__all__ = ["EmbeddedConsumer", "EmbeddedLog", "default_log_path"]

@@ -1,3 +1,0 @@
-from ._bus import KafkaBus, KafkaConsumer, parse_broker_url
-
-__all__ = ["KafkaBus", "KafkaConsumer", "parse_broker_url"]

@@ -1,0 +1,23 @@
+"""Vector index port and adapters: embedded Qdrant (qdrant-edge-py, default) and Qdrant server."""
+
+from altm.vectors._base import (
+    KEYWORD_FIELDS,
+    SCOPE_FIELDS,
+    VectorFilter,
+    VectorHit,
+    VectorIndex,
+    VectorIndexError,
+    VectorPoint,
+    point_uuid,
+)
+
+__all__ = [
+    "KEYWORD_FIELDS",
+    "SCOPE_FIELDS",
+    "VectorFilter",
+    "VectorHit",
+    "VectorIndex",
+    "VectorIndexError",
+    "VectorPoint",
+    "point_uuid",
+]

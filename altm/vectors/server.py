@@ -1,0 +1,91 @@
+"""The Qdrant server adapter (qdrant-client), for scale-out. ``QdrantClient(":memory:")`` works in tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from altm.vectors._base import (
+    KEYWORD_FIELDS,
+    VectorFilter,
+    VectorHit,
+    VectorIndex,
+    VectorIndexError,
+    VectorPoint,
+    point_uuid,
+)
+
+
+def server_filter(flt: VectorFilter) -> models.Filter | None:
+    must: list[Any] = [
+        models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in sorted(flt.equals.items())
+    ]
+    must += [
+        models.FieldCondition(key=k, match=models.MatchAny(any=list(v))) for k, v in sorted(flt.any_of.items())
+    ]
+    return models.Filter(must=must) if must else None
+
+
+class QdrantServerIndex(VectorIndex):
+    def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
+        self.client = client
+        self.collection = collection
+        self.dim = dim
+        self._open = False
+
+    @classmethod
+    def from_url(cls, url: str, collection: str, dim: int, api_key: str | None = None) -> QdrantServerIndex:
+        return cls(QdrantClient(url=url, api_key=api_key), collection, dim)
+
+    def open(self) -> None:
+        if self._open:
+            return
+        if not self.client.collection_exists(self.collection):
+            self.client.create_collection(
+                self.collection,
+                vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE),
+            )
+            for name in KEYWORD_FIELDS:
+                self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.KEYWORD)
+        else:
+            info = self.client.get_collection(self.collection)
+            params = info.config.params.vectors
+            size = getattr(params, "size", None)
+            if size is not None and size != self.dim:
+                raise VectorIndexError(
+                    f"collection {self.collection} holds {size}-dim vectors, not {self.dim}"
+                )
+        self._open = True
+
+    def close(self) -> None:
+        self._open = False
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        self._check_dims(points)
+        self.client.upsert(self.collection, [
+            models.PointStruct(
+                id=point_uuid(p.memory_id), vector=list(p.vector), payload={**p.payload, "memory_id": p.memory_id}
+            )
+            for p in points
+        ])
+
+    def delete(self, memory_ids: Sequence[str]) -> None:
+        if memory_ids:
+            self.client.delete(
+                self.collection, models.PointIdsList(points=[point_uuid(m) for m in memory_ids])
+            )
+
+    def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
+        res = self.client.query_points(
+            self.collection, query=list(vector), query_filter=server_filter(flt), limit=limit, with_payload=True
+        )
+        return [VectorHit(str((p.payload or {})["memory_id"]), float(p.score), dict(p.payload or {}))
+                for p in res.points]
+
+    def count(self, flt: VectorFilter | None = None) -> int:
+        return int(self.client.count(self.collection, count_filter=server_filter(flt) if flt else None,
+                                     exact=True).count)

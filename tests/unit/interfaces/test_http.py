@@ -1,0 +1,121 @@
+"""The HTTP API through its ASGI app (no socket)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from altm.core import Scope
+from altm.core.settings import Settings
+from altm.interfaces.http import KeyStore, create_app
+from tests.support.memories import store_with
+from tests.support.turns import SCOPE, make_turn
+
+OTHER = Scope.parse("globex/ops/sam/coder")
+
+
+@pytest.fixture
+async def client(settings: Settings, tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str]]]:
+    turns = [make_turn(1, "The billing deadline is December 15.", session="s1"),
+             make_turn(2, "Globex deploys on Fridays.", scope=OTHER, session="g1")]
+    async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (_, app):
+        keys = KeyStore(tmp_path / "keys.json")
+        acme = keys.create("acme-agent", "acme/platform/dana")
+        admin = keys.create("ops", "acme", admin=True)
+
+        async def stats() -> dict[str, int]:
+            return {"memories": 1}
+
+        api = create_app(app, keys, stats)
+        transport = httpx.ASGITransport(app=api)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            yield c, {"acme": acme, "admin": admin}
+
+
+def _auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def test_health_needs_no_key_and_openapi_is_published(client: tuple[httpx.AsyncClient, dict[str, str]]
+                                                            ) -> None:
+    c, _ = client
+    assert (await c.get("/healthz")).json() == {"status": "ok"}
+    spec = (await c.get("/openapi.json")).json()
+    assert {"/v1/prepare", "/v1/commit", "/v1/abort", "/v1/drilldown", "/v1/feedback", "/v1/memories",
+            "/v1/stats"} <= set(spec["paths"])
+
+
+async def test_auth_401_and_403(client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    c, keys = client
+    body = {"scope": SCOPE.path, "session_id": "s2", "turn_id": "t1", "content": "deadline?"}
+    assert (await c.post("/v1/prepare", json=body)).status_code == 401
+    assert (await c.post("/v1/prepare", json=body, headers=_auth("altm_wrong"))).status_code == 401
+    foreign = {**body, "scope": OTHER.path}
+    r = await c.post("/v1/prepare", json=foreign, headers=_auth(keys["acme"]))
+    assert r.status_code == 403 and "limited to 'acme/platform/dana'" in r.json()["detail"]
+    r = await c.get("/v1/memories", params={"scope": OTHER.path}, headers=_auth(keys["acme"]))
+    assert r.status_code == 403
+    assert (await c.get("/v1/stats", headers=_auth(keys["acme"]))).status_code == 403
+    assert (await c.get("/v1/stats", headers={"X-API-Key": keys["admin"]})).status_code == 200
+
+
+async def test_validation_422_with_clear_messages(client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    c, keys = client
+    r = await c.post("/v1/prepare", json={"scope": "acme/platform", "session_id": "s", "turn_id": "t",
+                                          "content": "x"}, headers=_auth(keys["acme"]))
+    assert r.status_code == 422 and "TENANT/WORKSPACE/USER/AGENT" in r.text
+    r = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s", "turn_id": "t", "content": "x",
+                                          "token_budget": 5}, headers=_auth(keys["acme"]))
+    assert r.status_code == 422 and "token_budget" in r.text
+    r = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s", "turn_id": "t", "content": "x",
+                                          "preset": "magic"}, headers=_auth(keys["acme"]))
+    assert r.status_code == 422 and "unknown preset" in r.text
+
+
+async def test_prepare_commit_drilldown_over_http(client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    c, keys = client
+    h = _auth(keys["acme"])
+    r = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s1", "turn_id": "t9",
+                                          "content": "billing deadline", "token_budget": 500}, headers=h)
+    assert r.status_code == 200, r.text
+    prepared = r.json()
+    item = prepared["bundle"]["items"][0]
+    r = await c.post("/v1/drilldown", json={"scope": SCOPE.path, "marker": item["marker"]}, headers=h)
+    assert r.status_code == 200 and r.json()["content"]
+    r = await c.post("/v1/commit", json={"cycle_id": prepared["cycle_id"], "assistant_content": "Dec 15",
+                                         "cited_memory_ids": ["mem_" + "0" * 32]}, headers=h)
+    assert r.status_code == 422 and r.json()["error"] == "invalid_citation"
+    r = await c.post("/v1/commit", json={"cycle_id": prepared["cycle_id"], "assistant_content": "Dec 15",
+                                         "cited_memory_ids": [item["memory_id"]]}, headers=h)
+    assert r.status_code == 200 and r.json()["state"] == "committed"
+    r = await c.post("/v1/abort", json={"cycle_id": prepared["cycle_id"], "reason": "late"}, headers=h)
+    assert r.status_code == 409
+    r = await c.post("/v1/commit", json={"cycle_id": "cyc_" + "0" * 32, "assistant_content": "x"}, headers=h)
+    assert r.status_code == 404
+    r = await c.post("/v1/feedback", json={"scope": SCOPE.path, "memory_ids": [item["memory_id"]],
+                                           "signal": "helpful"}, headers=h)
+    assert r.status_code == 200 and r.json()["accepted"]
+
+
+async def test_a_key_for_one_tenant_never_reads_another(client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    c, keys = client
+    h = _auth(keys["acme"])
+    r = await c.get("/v1/memories", params={"scope": SCOPE.path}, headers=h)
+    assert r.status_code == 200
+    assert r.json()["memories"] and all("Globex" not in m["content"] for m in r.json()["memories"])
+    r = await c.post("/v1/query", json={"scope": SCOPE.path, "query": "Globex deploys Fridays"}, headers=h)
+    assert r.status_code == 200 and all("Globex" not in x["content"] for x in r.json()["results"])
+
+
+async def test_erase_is_scoped_and_validated(client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    c, keys = client
+    h = _auth(keys["acme"])
+    r = await c.post("/v1/erase", json={"scope": OTHER.path, "target": "user"}, headers=h)
+    assert r.status_code == 403
+    r = await c.post("/v1/erase", json={"scope": SCOPE.path, "target": "memory"}, headers=h)
+    assert r.status_code == 422 and "memory_id" in r.text
+    r = await c.post("/v1/erase", json={"scope": SCOPE.path, "target": "session", "session_id": "s1"}, headers=h)
+    assert r.status_code == 200 and r.json()["event_id"].startswith("ctl_")

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from altm.models import EmbedderError, LocalEmbedder
+from altm.models import _embedder as embedder_mod
+from altm.pipeline.runtime._resources import shared_local_embedder
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b))
+
+
+def test_similar_sentences_are_closer_than_unrelated_ones() -> None:
+    emb = shared_local_embedder()
+    v = emb.embed([
+        "The deadline for the billing migration is December 15.",
+        "When is the billing migration due?",
+        "My cat likes to sleep on the warm windowsill.",
+        "We moved the payments service to FastAPI.",
+        "The payments backend now runs on FastAPI instead of Flask.",
+    ])
+    assert _cos(v[0], v[1]) > _cos(v[0], v[2]) + 0.3
+    assert _cos(v[3], v[4]) > _cos(v[3], v[2]) + 0.3
+    assert all(abs(float(np.linalg.norm(x)) - 1.0) < 1e-4 for x in v)
+    assert len(v[0]) == emb.dim == 384
+
+
+def test_batches_give_the_same_vectors_as_single_calls() -> None:
+    emb = shared_local_embedder()
+    texts = [f"sentence {i} " + "word " * (i * 7) for i in range(5)]
+    together = np.array(emb.embed(texts))
+    alone = np.array([emb.embed([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)  # padding never leaks into the mean
+
+
+def test_model_files_are_checksum_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(embedder_mod, "minilm_paths", lambda: (fake, fake))
+    with pytest.raises(EmbedderError, match="sha256"):
+        LocalEmbedder()
+
+
+def test_collection_name_separates_models_and_dimensions() -> None:
+    emb = shared_local_embedder()
+    assert emb.collection == "altm_all_minilm_l6_v2_onnx_int8_384"

@@ -1,0 +1,80 @@
+"""The model-free cue rules on ordinary conversation (not templated sentences)."""
+
+from __future__ import annotations
+
+import pytest
+
+from altm.core import Kind
+from altm.pipeline.processors import _rules as rules
+
+REALISTIC = [
+    ("Honestly I'd rather we kept the API responses in snake_case, camelCase always trips up our Python folks.",
+     Kind.PREFERENCE),
+    ("I really like how terse the Go error handling ended up in the new worker.", Kind.PREFERENCE),
+    ("After a long debate the team agreed to move the nightly jobs to Airflow.", Kind.DECISION),
+    ("Let's go with Postgres for the audit log, we already run it everywhere.", Kind.DECISION),
+    ("The staging deploy failed again because the migration ran before the new image was pulled.", Kind.OUTCOME),
+    ("That worked, the cache hit rate went from 40% to 85% after we added the warmup step.", Kind.OUTCOME),
+    ("Our checkout page throws a 502 whenever the payment provider is slow.", Kind.ISSUE),
+    ("We still need to rotate the S3 credentials before the audit next week.", Kind.TASK),
+    ("Rule of thumb: keep every Lambda under 50 MB or cold starts get ugly.", Kind.HEURISTIC),
+    ("My sister lives in Lisbon and visits every summer.", Kind.FACT),
+    ("We use Terraform for everything except the DNS records.", Kind.FACT),
+]
+
+
+@pytest.mark.parametrize(("sentence", "kind"), REALISTIC)
+def test_cue_rules_find_atoms_in_ordinary_sentences(sentence: str, kind: Kind) -> None:
+    match = rules.classify(sentence)
+    assert match is not None, sentence
+    assert match.kind is kind, (sentence, match.kind)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "pattern", "why", "better"),
+    [
+        ("Don't run the refund batch in one big transaction because it locks the invoices table; "
+         "use chunks of 500 rows instead.", "run the refund batch in one big transaction",
+         "it locks the invoices table", "chunks of 500 rows"),
+        ("Never store session tokens in localStorage since any XSS can read them, use httpOnly cookies.",
+         "store session tokens in localStorage", "any XSS can read them", "httpOnly cookies"),
+        ("Avoid mocking the database in integration tests as it hides migration bugs.",
+         "mocking the database in integration tests", "it hides migration bugs", None),
+        ("Force-pushing to main was a mistake because it wiped two commits; use a revert instead.",
+         "Force-pushing to main", "it wiped two commits", "a revert"),
+    ],
+)
+def test_anti_patterns_carry_why_and_alternative(sentence: str, pattern: str, why: str, better: str | None
+                                                 ) -> None:
+    match = rules.classify(sentence)
+    assert match is not None and match.kind is Kind.ANTI_PATTERN
+    assert match.attributes["pattern"] == pattern
+    assert match.attributes["why_bad"] == why
+    assert match.attributes["better_alternative"] == better
+
+
+@pytest.mark.parametrize("sentence", [
+    "Thanks, that makes sense.",
+    "Sounds good to me!",
+    "What time is it in Tokyo right now?",
+])
+def test_small_talk_is_not_an_atom(sentence: str) -> None:
+    assert rules.classify(sentence) is None
+
+
+def test_entities_dates_numbers_and_paths() -> None:
+    text = ("Dana moved BILL-482 to Priya; the fix lives in billing/webhooks.py and ships with PostgreSQL 15 "
+            "on March 3rd, 2026 after 12000 rows were migrated. See https://example.org/runbook.")
+    ents = rules.named_entities(text)
+    for expected in ("Dana", "BILL-482", "Priya", "billing/webhooks.py", "PostgreSQL 15"):
+        assert expected in ents
+    assert rules.dates(text) == ["March 3rd, 2026"]
+    assert "12000 rows" in rules.numbers(text)
+    assert "https://example.org/runbook" in rules.paths(text)
+
+
+def test_values_separate_asserted_from_negated() -> None:
+    v = rules.values_of("Actually the deadline moved: it is now January 10, not December 15.")
+    assert v.asserted == ["January 10"] and v.negated == ["December 15"]
+    assert rules.subject_of("The deadline is December 15.") == "deadline"
+    assert rules.subject_of("Our release train was cancelled.") == "release train"

@@ -1,0 +1,200 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from altm.bus import Record
+from altm.core import (
+    ChangeStatus,
+    Kind,
+    Layer,
+    MemoryUnit,
+    Method,
+    ProposalEvent,
+    Provenance,
+    Scope,
+    content_hash,
+    decode_dead_letter,
+    decode_event,
+    encode,
+    partition_for,
+)
+from altm.core.settings import Settings
+from altm.pipeline.processors import CaptureProcessor, ProcessorContext, upsert_proposal
+from altm.pipeline.writer import WRITER_GROUP, Writer
+from altm.store import ShardSet
+from tests.support.turns import SCOPE, make_turn
+
+N = 4
+TOPIC = "altm.proposals"
+
+
+async def _proposal(i: int = 1, content: str | None = None, scope: Scope = SCOPE) -> ProposalEvent:
+    (prop,) = await CaptureProcessor().process(
+        make_turn(i, content, scope=scope), ProcessorContext(settings=Settings())
+    )
+    return prop
+
+
+def _record(prop: ProposalEvent | bytes, offset: int, *, key: str | None = None, partition: int | None = None
+            ) -> Record:
+    value = prop if isinstance(prop, bytes) else encode(prop)
+    k = key if key is not None else (SCOPE.home if isinstance(prop, bytes) else prop.key)
+    return Record(TOPIC, partition if partition is not None else partition_for(k, N), offset, k, value)
+
+
+@pytest.fixture
+def writer(settings: Settings) -> Iterator[Writer]:
+    shards = ShardSet(settings.data_dir, N)
+    yield Writer(shards, settings)
+    shards.close()
+
+
+def _audit_rows(writer: Writer, partition: int) -> list[dict[str, object]]:
+    return [dict(r) for r in writer.shards.get(partition).conn.execute("SELECT * FROM audit_log ORDER BY audit_id")]
+
+
+def _outbox(writer: Writer, partition: int) -> list[tuple[str, bytes]]:
+    return [(t, v) for _, t, _, v in writer.shards.get(partition).pending_outbox()]
+
+
+async def test_commit_writes_memory_audit_offset_and_change(writer: Writer) -> None:
+    prop = await _proposal()
+    rec = _record(prop, 0)
+    outcome = writer.apply(rec, N)
+    (change,) = outcome.changes
+    assert change.status is ChangeStatus.COMMITTED and change.memory is not None
+    shard = writer.shards.get(rec.partition)
+    row = shard.memory_row(prop.memory.memory_id)  # type: ignore[union-attr]
+    assert row is not None and row["content"] == prop.memory.content  # type: ignore[union-attr]
+    (audit,) = _audit_rows(writer, rec.partition)
+    assert audit["action"] == "insert" and audit["old_value"] is None
+    assert orjson.loads(str(audit["new_value"]))["memory_id"] == row["memory_id"]
+    assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) == 1
+    ((topic, value),) = _outbox(writer, rec.partition)
+    assert topic == "altm.changes" and decode_event(value) == change
+
+
+async def test_same_proposal_twice_changes_nothing(writer: Writer) -> None:
+    prop = await _proposal()
+    writer.apply(_record(prop, 0), N)
+    shard = writer.shards.get(_record(prop, 0).partition)
+    before = shard.memory_row(prop.memory.memory_id)  # type: ignore[union-attr]
+    # redelivery of the same record: skipped by the stored offset
+    assert writer.apply(_record(prop, 0), N).skipped
+    # the same proposal published again at a new offset: unchanged, no audit row, no mutation
+    again = writer.apply(_record(prop, 1), N)
+    assert [c.status for c in again.changes] == [ChangeStatus.UNCHANGED]
+    assert shard.memory_row(prop.memory.memory_id) == before  # type: ignore[union-attr]
+    assert len(_audit_rows(writer, _record(prop, 0).partition)) == 1
+    assert shard.next_offset(WRITER_GROUP, TOPIC, _record(prop, 0).partition) == 2
+
+
+async def test_offset_is_stored_in_the_same_transaction_as_the_data(writer: Writer) -> None:
+    prop = await _proposal()
+    rec = _record(prop, 0)
+    shard = writer.shards.get(rec.partition)
+    # make the mutation fail after the audit row: nothing, not even the offset, may be committed
+    shard.conn.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON memories BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    with pytest.raises(Exception, match="disk full"):
+        writer.apply(rec, N)
+    assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) is None
+    assert _audit_rows(writer, rec.partition) == []
+    assert _outbox(writer, rec.partition) == []
+    shard.conn.execute("DROP TRIGGER boom")
+    assert writer.apply(rec, N).changes[0].status is ChangeStatus.COMMITTED
+
+
+async def test_scope_that_does_not_match_the_key_is_rejected(writer: Writer) -> None:
+    prop = await _proposal()
+    rec = _record(prop, 0, key="other/tenant/home", partition=partition_for(SCOPE.home, N))
+    (change,) = writer.apply(rec, N).changes
+    assert change.status is ChangeStatus.REJECTED
+    assert change.reason is not None and "does not match the record key" in change.reason
+    shard = writer.shards.get(rec.partition)
+    assert shard.memory_row(prop.memory.memory_id) is None  # type: ignore[union-attr]
+    (reason,) = [r[0] for r in shard.conn.execute("SELECT reason FROM rejections")]
+    assert "does not match the record key" in reason
+
+
+async def test_wrong_partition_is_rejected(writer: Writer) -> None:
+    prop = await _proposal()
+    right = partition_for(SCOPE.home, N)
+    (change,) = writer.apply(_record(prop, 0, partition=(right + 1) % N), N).changes
+    assert change.status is ChangeStatus.REJECTED and "belongs to partition" in (change.reason or "")
+
+
+async def test_malformed_proposal_is_rejected_and_dead_lettered(writer: Writer) -> None:
+    rec = _record(b'{"event_type": "proposal", "oops"', 0)
+    outcome = writer.apply(rec, N)
+    assert outcome.changes == []
+    (dead,) = outcome.dead_letters
+    assert dead.stage == "writer" and "malformed proposal: invalid JSON" in dead.error
+    shard = writer.shards.get(rec.partition)
+    assert shard.conn.execute("SELECT COUNT(*) FROM rejections").fetchone()[0] == 1
+    ((topic, value),) = _outbox(writer, rec.partition)
+    assert topic == "altm.dlq" and decode_dead_letter(value).original.startswith('{"event_type"')
+    assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) == 1  # the stream moves on
+
+
+async def test_l0_is_append_only(writer: Writer) -> None:
+    writer.apply(_record(await _proposal(1, "original words"), 0), N)
+    (change,) = writer.apply(_record(await _proposal(1, "rewritten history"), 1), N).changes
+    assert change.status is ChangeStatus.REJECTED and "append-only" in (change.reason or "")
+
+
+async def test_oversized_content_is_rejected_by_the_writer(settings: Settings) -> None:
+    shards = ShardSet(settings.data_dir, N)
+    writer = Writer(shards, settings.model_copy(update={"max_content_bytes": 10}))
+    (change,) = writer.apply(_record(await _proposal(1, "x" * 11), 0), N).changes
+    assert change.status is ChangeStatus.REJECTED and "over the limit of 10" in (change.reason or "")
+    shards.close()
+
+
+def _derived(evidence: tuple[str, ...], content: str = "Dana prefers small PRs") -> ProposalEvent:
+    mem = MemoryUnit(
+        memory_id="mem_derived", scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.PREFERENCE,
+        content=content, content_hash=content_hash(content), evidence=evidence,
+        provenance=Provenance(method=Method.HEURISTIC, processor="extract"),
+    )
+    return upsert_proposal(mem, processor="extract", cause=make_turn(1))
+
+
+async def test_derived_memory_needs_stored_evidence(writer: Writer) -> None:
+    (c1,) = writer.apply(_record(_derived(()), 0), N).changes
+    assert c1.status is ChangeStatus.REJECTED and "needs evidence" in (c1.reason or "")
+    (c2,) = writer.apply(_record(_derived(("mem_missing",)), 1), N).changes
+    assert c2.status is ChangeStatus.REJECTED and "not in this shard" in (c2.reason or "")
+
+
+async def test_update_of_derived_memory_audits_old_value(writer: Writer) -> None:
+    l0 = await _proposal()
+    writer.apply(_record(l0, 0), N)
+    ev = (l0.memory.memory_id,)  # type: ignore[union-attr]
+    writer.apply(_record(_derived(ev), 1), N)
+    (change,) = writer.apply(_record(_derived(ev, "Dana prefers PRs under 300 lines"), 2), N).changes
+    assert change.status is ChangeStatus.COMMITTED
+    audits = _audit_rows(writer, _record(l0, 0).partition)
+    assert [a["action"] for a in audits] == ["insert", "insert", "update"]
+    assert orjson.loads(str(audits[-1]["old_value"]))["content"] == "Dana prefers small PRs"
+    assert orjson.loads(str(audits[-1]["new_value"]))["content"] == "Dana prefers PRs under 300 lines"
+
+
+async def test_content_hash_must_match(writer: Writer) -> None:
+    prop = await _proposal()
+    assert prop.memory is not None
+    forged = prop.model_copy(update={"memory": prop.memory.model_copy(update={"content": "tampered"})})
+    (change,) = writer.apply(_record(forged, 0), N).changes
+    assert change.status is ChangeStatus.REJECTED and "content_hash" in (change.reason or "")
+
+
+async def test_mutations_outside_a_transaction_are_refused(writer: Writer) -> None:
+    from altm.store import ShardError
+
+    shard = writer.shards.get(0)
+    with pytest.raises(ShardError, match="writer transaction"):
+        shard.store_offset("g", "t", 0, 1)

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from altm.store._migrations import LATEST_VERSION, current_version, load_migrations, migrate
+
+
+def test_migrate_is_idempotent_and_versioned(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    assert migrate(conn) == LATEST_VERSION
+    assert migrate(conn) == LATEST_VERSION
+    assert current_version(conn) == LATEST_VERSION == len(load_migrations())
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    for t in ("memories", "audit_log", "tombstones", "rejections", "consumer_offsets", "outbox",
+              "graph_nodes", "graph_edges", "runtime_cycles", "ccr_entries", "llm_cache", "memories_fts",
+              "memories_fts_tri"):
+        assert t in tables
+
+
+def test_audit_log_is_insert_only(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    migrate(conn)
+    conn.execute("INSERT INTO audit_log (at, actor, action, target_table, target_id) VALUES ('t','a','x','m','1')")
+    with pytest.raises(sqlite3.IntegrityError, match="insert-only"):
+        conn.execute("UPDATE audit_log SET actor='b'")
+    with pytest.raises(sqlite3.IntegrityError, match="insert-only"):
+        conn.execute("DELETE FROM audit_log")
+
+
+def test_newer_shard_is_refused(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    migrate(conn)
+    conn.execute("INSERT INTO schema_version VALUES (999, 'future', 'now')")
+    with pytest.raises(RuntimeError, match="newer than this ALTM"):
+        migrate(conn)
+
+
+def _at_version_1(conn: sqlite3.Connection) -> None:
+    """A shard as version 1 left it."""
+    first = load_migrations()[0]
+    conn.executescript(f"BEGIN;\n{first.sql}\nCOMMIT;")
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                 "applied_at TEXT NOT NULL)")
+    conn.execute("INSERT INTO schema_version VALUES (1, ?, 'then')", [first.name])
+
+
+def test_version_2_reindexes_existing_memories_with_their_scope_terms(tmp_path: Path) -> None:
+    from altm.core import Layer, Scope
+    from altm.recall.retrieval._policy import ScopePolicy
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    _at_version_1(conn)
+    for mid, agent, session, layer in (("m1", "coder", "s1", "L0"), ("m2", "other", "s1", "L0"),
+                                       ("m3", "coder", "s2", "L0"), ("m4", "coder", "s2", "L2")):
+        conn.execute(
+            "INSERT INTO memories (memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, layer, kind, "
+            "content, content_hash, method, processor, recorded_at) VALUES (?, 'acme', 'w', 'dana', ?, ?, ?, "
+            "'fact', 'the billing deadline is near', 'h', 'verbatim', 'test', 'now')", [mid, agent, session, layer])
+    assert migrate(conn) == LATEST_VERSION
+    policy = ScopePolicy(Scope(tenant_id="acme", workspace_id="w", user_id="dana", agent_id="coder"), "s1",
+                         layers=(Layer.L0, Layer.L2))
+    found = {r[0] for r in conn.execute(
+        "SELECT m.memory_id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+        "WHERE memories_fts MATCH ?", [f"{policy.fts_filter()} AND billing"])}
+    # this agent's message of this session and its atom of another session; not another agent's, not the
+    # message of another session
+    assert found == {"m1", "m4"}
+    # rows written after the migration are indexed by the new triggers
+    conn.execute(
+        "INSERT INTO memories (memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, layer, kind, "
+        "content, content_hash, method, processor, recorded_at) VALUES ('m5', 'acme', 'w', 'dana', 'coder', 's1', "
+        "'L0', 'message', 'billing again', 'h2', 'verbatim', 'test', 'now')")
+    assert conn.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?",
+                        [f"{policy.fts_filter()} AND billing"]).fetchone()[0] == 3
+
+
+def test_a_shard_of_an_older_version_is_not_read_without_migrating(tmp_path: Path) -> None:
+    from altm.store import Shard, ShardError
+
+    path = tmp_path / "p0.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    _at_version_1(conn)
+    conn.close()
+    with pytest.raises(ShardError, match=r"schema version 1.*open the data dir once for writing"):
+        Shard(path, 0, read_only=True).open()
+    writable = Shard(path, 0).open()  # migrates
+    writable.close()
+    reader = Shard(path, 0, read_only=True).open()
+    reader.close()
