@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.models import LocalEmbedder
+from altm.models import LocalMiniLM
 from benchmarks._record import config_stamp, median, write_record
 
 SENTENCES = [
@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    emb = LocalEmbedder(batch_size=args.batch)
+    emb = LocalMiniLM(batch_size=args.batch)
     texts = [f"{SENTENCES[i % len(SENTENCES)]} (item {i})" for i in range(args.texts)]
     emb.embed(texts[: args.batch])  # warm-up
     runs = []

@@ -26,9 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
-from altm.pipeline.runtime import EmbeddedRuntime
-from altm.pipeline.runtime._resources import shared_local_embedder
+from altm.models import shared_local_minilm
+from altm.store import shard_counts
 from altm.vectors import VectorFilter
+from altm.wiring import open_deployment
 from benchmarks._record import config_stamp, write_record
 from benchmarks.locomo import conversation_turns
 
@@ -61,10 +62,12 @@ def load_turns(data: Path, limit: int) -> list[TurnEvent]:
 
 
 async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
-    runtime = EmbeddedRuntime(Settings(data_dir=data_dir, partitions=4))
-    await runtime.start()
+    deployment = await open_deployment(Settings(data_dir=data_dir, partitions=4), pipeline=True)
+    await deployment.start()
+    runtime = deployment.runtime
+    assert runtime is not None
     try:
-        vectors = runtime.ctx.vectors
+        vectors = deployment.vectors
         l0 = VectorFilter(any_of={"layer": ("L0",)})
         start = time.perf_counter()
         await runtime.publish(turns)
@@ -75,9 +78,7 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
         await runtime.run_until_idle()
         elapsed = time.perf_counter() - start
         searchable = vectors.count(l0) if vectors else 0
-        memories = sum(
-            s.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] for s in runtime.shards.existing()
-        )
+        memories = shard_counts(data_dir)["memories"]
         stages = {
             name: {"records": m.records, "busy_s": round(m.busy_s, 3), "records_per_s": round(m.per_s, 1)}
             for name, m in runtime.stage_metrics().items()
@@ -92,7 +93,7 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
             "stages": stages,
         }
     finally:
-        await runtime.stop()
+        await deployment.close()
 
 
 def main() -> None:
@@ -102,7 +103,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     turns = load_turns(args.data, args.turns)
-    embedder = shared_local_embedder()
+    embedder = shared_local_minilm()
     texts = [t.content for t in turns]
     embedder.embed(texts[:64])
     start = time.perf_counter()

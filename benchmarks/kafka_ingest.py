@@ -28,11 +28,11 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as KafkaTP
 from aiokafka.admin import AIOKafkaAdminClient
 
-from altm.app.stats import count_layer
+from altm.bus import host_record
 from altm.bus.kafka import KafkaBus, parse_broker_url
 from altm.core import Role, Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
-from altm.pipeline._stage import host_record
+from altm.store import count_layer
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns
 

@@ -156,7 +156,7 @@ def _sentence(rng: random.Random) -> str:
 
 
 def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
-    from altm.pipeline.runtime._resources import shared_local_embedder
+    from altm.models import shared_local_minilm
     from altm.vectors import VectorPoint
     from altm.vectors.edge import EdgeVectorIndex
 
@@ -164,7 +164,7 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
     nprng = np.random.default_rng(seed)
     settings = Settings(data_dir=data_dir, partitions=PARTITIONS)
     shards = ShardSet(data_dir, PARTITIONS)
-    emb = shared_local_embedder()
+    emb = shared_local_minilm()
     index = EdgeVectorIndex(data_dir / "vectors", emb.collection, emb.dim)
     index.open()
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -277,18 +277,17 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
     index.close()
     shards.close()
     # a log with the topics, so the runtime can open the data dir
-    from altm.pipeline.runtime import EmbeddedRuntime
+    from altm.wiring import open_embedded
 
     async def init() -> None:
-        rt = EmbeddedRuntime(settings)
-        await rt.start()
-        await rt.stop()
+        async with open_embedded(settings):
+            pass
 
     asyncio.run(init())
 
 
 def serve(data_dir: Path, queries: int, users: int) -> dict[str, Any]:
-    from altm.wiring._open import embedded_app
+    from altm.wiring import open_embedded
 
     rng = random.Random(11)
     nonce = time.time_ns()
@@ -296,7 +295,8 @@ def serve(data_dir: Path, queries: int, users: int) -> dict[str, Any]:
 
     async def run() -> list[float]:
         out = []
-        async with embedded_app(settings) as (_, memory):
+        async with open_embedded(settings) as deployment:
+            memory = deployment.app
             for q in range(queries + 10):
                 scope = Scope(
                     tenant_id="bench", workspace_id="w", user_id=f"user{q % users}", agent_id="agent0"

@@ -33,9 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
-from altm.pipeline.runtime import EmbeddedRuntime
 from altm.recall.retrieval import PRESETS
-from altm.wiring._open import app_for_runtime
+from altm.wiring import open_deployment
 from benchmarks._record import config_stamp, file_sha256, percentile, write_record
 
 KS = (1, 5, 10)
@@ -126,14 +125,16 @@ async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int,
     settings = Settings(data_dir=data_dir, partitions=1)
     turns = conversation_turns(sample)
     known = {t.turn_id for t in turns}
-    runtime = EmbeddedRuntime(settings)
-    await runtime.start()
+    deployment = await open_deployment(settings, pipeline=True)
+    await deployment.start()
+    runtime = deployment.runtime
+    assert runtime is not None
     try:
         t0 = time.perf_counter()
         await runtime.publish(turns)
         await runtime.run_until_idle()
         ingest_s = time.perf_counter() - t0
-        app = app_for_runtime(runtime)
+        app = deployment.app
         scope = turns[0].scope
         records = []
         qa = [q for q in sample["qa"] if q.get("evidence")]
@@ -157,7 +158,7 @@ async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int,
                  "questions": len(records)}
         return records, stats
     finally:
-        await runtime.stop()
+        await deployment.close()
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

@@ -32,9 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
-from altm.pipeline.runtime import EmbeddedRuntime
 from altm.recall.retrieval import PRESETS
-from altm.wiring._open import app_for_runtime
+from altm.wiring import open_deployment
 from benchmarks._record import config_stamp, file_sha256, write_record
 from benchmarks.locomo import aggregate, print_table, score_question
 
@@ -122,12 +121,14 @@ async def run_group(
     name: str, turns: list[TurnEvent], questions: list[dict[str, Any]], preset_name: str, work: Path
 ) -> list[dict[str, Any]]:
     data_dir = work / session_id(name)
-    runtime = EmbeddedRuntime(Settings(data_dir=data_dir, partitions=1))
-    await runtime.start()
+    deployment = await open_deployment(Settings(data_dir=data_dir, partitions=1), pipeline=True)
+    await deployment.start()
+    runtime = deployment.runtime
+    assert runtime is not None
     try:
         await runtime.publish(turns)
         await runtime.run_until_idle()
-        app = app_for_runtime(runtime)
+        app = deployment.app
         out = []
         for q in questions:
             start = time.perf_counter()
@@ -151,7 +152,7 @@ async def run_group(
             )
         return out
     finally:
-        await runtime.stop()
+        await deployment.close()
         shutil.rmtree(data_dir, ignore_errors=True)
 
 

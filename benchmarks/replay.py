@@ -13,8 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.app.replay import replay_into
-from altm.app.stats import state_hash
+from altm.wiring import replay_into, state_hash
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns, run
 

@@ -1,1 +1,49 @@
-"""app"""
+"""The application: the runtime protocol, recall and administration services behind :class:`MemoryApp`,
+plus ingestion, replay and statistics over a deployment."""
+
+from altm.app._admin import AdminService, Request
+from altm.app._cycles import CycleBook
+from altm.app._errors import (
+    BadMarker,
+    CitationError,
+    CycleStateError,
+    IdempotencyConflict,
+    NotFound,
+    ProtocolError,
+    ScopeDenied,
+    UnknownCycle,
+)
+from altm.app._facade import MemoryApp
+from altm.app._protocol import (
+    CommittedTurn,
+    Drilldown,
+    Feedback,
+    PreparedTurn,
+    ProtocolService,
+    Publisher,
+)
+from altm.app._recall import RecallService
+from altm.recall import Emergent
+
+__all__ = [
+    "AdminService",
+    "BadMarker",
+    "CitationError",
+    "CommittedTurn",
+    "CycleBook",
+    "CycleStateError",
+    "Drilldown",
+    "Emergent",
+    "Feedback",
+    "IdempotencyConflict",
+    "MemoryApp",
+    "NotFound",
+    "PreparedTurn",
+    "ProtocolError",
+    "ProtocolService",
+    "Publisher",
+    "RecallService",
+    "Request",
+    "ScopeDenied",
+    "UnknownCycle",
+]

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from altm.bus import Bus, OutgoingRecord
+from altm.bus import Bus, OutgoingRecord, dead_letter_record, host_record
 from altm.core import (
     ControlEvent,
     DecodeError,
@@ -24,8 +24,8 @@ from altm.core import (
 )
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
-from altm.pipeline._stage import dead_letter_record, host_record
-from altm.pipeline.runtime import EmbeddedRuntime
+from altm.pipeline import EmbeddedRuntime
+from altm.store import shard_counts
 
 _SCOPE_FIELDS = ("tenant_id", "workspace_id", "user_id", "agent_id")
 _FLAT_FIELDS = frozenset(
@@ -139,6 +139,4 @@ async def ingest_file(
 
 
 def count_rejections(runtime: EmbeddedRuntime) -> int:
-    return sum(
-        int(s.conn.execute("SELECT COUNT(*) FROM rejections").fetchone()[0]) for s in runtime.shards.existing()
-    )
+    return int(shard_counts(runtime.shards.data_dir)["rejected"])

@@ -1,4 +1,4 @@
-"""The bus port and its adapters (embedded SQLite log, Apache Kafka)."""
+"""The bus port and its adapters (embedded SQLite log, Apache Kafka), chosen by URL scheme in wiring."""
 
 from altm.bus._base import (
     Bus,
@@ -10,6 +10,7 @@ from altm.bus._base import (
     RecordMetadata,
     TopicPartition,
 )
+from altm.bus._records import dead_letter_record, host_record
 
 __all__ = [
     "Bus",
@@ -20,4 +21,6 @@ __all__ = [
     "Record",
     "RecordMetadata",
     "TopicPartition",
+    "dead_letter_record",
+    "host_record",
 ]

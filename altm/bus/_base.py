@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from altm.core.topics import TopicSpec
+from altm.core import TopicSpec
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -79,6 +79,10 @@ class Consumer(ABC):
     async def seek(self, tp: TopicPartition, offset: int) -> None:
         """Move the position (e.g. replay from 0, or resume from an offset stored with the data)."""
 
+    @abstractmethod
+    async def lag(self) -> int:
+        """Records after the current positions, over every assigned partition."""
+
 
 class Bus(ABC):
     """Publish/subscribe over partitioned topics. Implementations: embedded SQLite log, Apache Kafka."""
@@ -110,3 +114,14 @@ class Bus(ABC):
 
     @abstractmethod
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    @abstractmethod
+    async def read_all(self, topics: Sequence[str], *, from_offset: int = 0,
+                       from_time_ms: int | None = None) -> list[Record]:
+        """Every record of ``topics`` from ``from_offset`` (or from the first at or after ``from_time_ms``)
+        up to the ends the topics have now, outside any consumer group (replay reads the log this way)."""
+
+    @abstractmethod
+    async def identity(self) -> str:
+        """A stable id of this log. Offsets stored against another log mean nothing here, so a shard
+        records the identity its offsets belong to and refuses records of any other."""

@@ -2,7 +2,14 @@
 
 Nothing here imports another part of ALTM; every other layer builds on it."""
 
-from altm.core.codec import DecodeError, decode_dead_letter, decode_event, describe_validation_error, encode
+from altm.core.codec import (
+    DecodeError,
+    decode_dead_letter,
+    decode_event,
+    describe_validation_error,
+    encode,
+    original_text,
+)
 from altm.core.cycle import CycleState, RuntimeCycle
 from altm.core.errors import Deferred, ProcessingError
 from altm.core.events import (
@@ -102,6 +109,7 @@ __all__ = [
     "encode",
     "murmur2",
     "normalise_text",
+    "original_text",
     "partition_for",
     "sha256_hex",
     "topic_name",

@@ -1,4 +1,7 @@
-"""The runtime cycle: one prepare_turn → commit_turn/abort_turn exchange."""
+"""The runtime cycle: one prepare_turn → commit_turn/abort_turn exchange.
+
+Its state travels on the control topic (action ``cycle``) and the writer stores it, so a replay rebuilds
+every cycle; the bundle's quoted text is never put on the log."""
 
 from __future__ import annotations
 
@@ -31,3 +34,4 @@ class RuntimeCycle(BaseModel):
     created_at: datetime
     closed_at: datetime | None = None
     abort_reason: str | None = None
+    commit_hash: str | None = Field(default=None, description="Hash of the commit request, for safe retries")

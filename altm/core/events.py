@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from altm.core.cycle import RuntimeCycle
 from altm.core.governance import (
     DeferredAction,
     Erasure,
@@ -106,6 +107,8 @@ class ControlAction(StrEnum):
     REVIEW_DECISION = "review_decision"
     ROLLBACK = "rollback"
     LIFECYCLE = "lifecycle"  # a retention or compaction decision, kept on the log so replays repeat it
+    SWEEP = "sweep"  # verify these memories again (the trust sweep), kept on the log so replays repeat it
+    CYCLE = "cycle"  # a runtime cycle's state (prepared, committed, aborted); the writer stores it
 
 
 class ControlEvent(_Envelope):
@@ -131,6 +134,7 @@ class ProposalOp(StrEnum):
     SIGNAL = "signal"
     FORGET = "forget"
     ROLLBACK = "rollback"
+    RECORD_CYCLE = "record_cycle"
 
 
 _OP_PAYLOAD = {
@@ -146,6 +150,7 @@ _OP_PAYLOAD = {
     ProposalOp.SIGNAL: "signal",
     ProposalOp.FORGET: "forget",
     ProposalOp.ROLLBACK: "rollback",
+    ProposalOp.RECORD_CYCLE: "cycle",
 }
 
 
@@ -170,6 +175,7 @@ class ProposalEvent(_Envelope):
     signal: LifecycleSignal | None = None
     forget: Forget | None = None
     rollback: Rollback | None = None
+    cycle: RuntimeCycle | None = None
 
     @model_validator(mode="after")
     def _op_payload(self) -> ProposalEvent:
@@ -206,6 +212,8 @@ class ProposalEvent(_Envelope):
             return self.forget.memory_ids[0]
         if self.rollback is not None:
             return self.rollback.decision_id
+        if self.cycle is not None:
+            return self.cycle.cycle_id
         return None
 
 
@@ -228,7 +236,9 @@ class ChangeEvent(_Envelope):
     kind: Kind | None = None
     reason: str | None = None
     memory: MemoryUnit | None = Field(default=None, description="After-image of a committed memory")
-    affected_ids: tuple[str, ...] = Field(default=(), description="Memories removed by an erasure")
+    removed_ids: tuple[str, ...] = Field(
+        default=(), validation_alias=AliasChoices("removed_ids", "affected_ids"),
+        description="Memories this change removed (erase, forget, rollback): their derived copies go too")
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset: int | None = None

@@ -33,11 +33,19 @@ class Settings(BaseSettings):
     retention_days_l3: float | None = Field(default=None, gt=0)
     retention_days_l4: float | None = Field(default=None, gt=0)
     retention_tombstones: bool = Field(default=False, description="Tombstone forgotten content")
+    bus: str | None = Field(
+        default=None,
+        description="The log, by URL: sqlite:///PATH (embedded; default DATA_DIR/log.db, or the bus the data dir "
+                    "recorded) or kafka://HOST:PORT[,HOST:PORT]")
+    vectors: str | None = Field(
+        default=None,
+        description="The vector index, by URL: edge:///PATH (embedded Qdrant; default DATA_DIR/vectors), "
+                    "http(s)://HOST:PORT (a Qdrant server), memory:// (in-process, tests) or none")
     embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
-    vector_backend: str = Field(default="edge", description="edge (embedded Qdrant) or qdrant (server)")
-    qdrant_url: str | None = Field(default=None, description="Qdrant server URL for vector_backend=qdrant")
+    vector_backend: str = Field(default="edge", description="Legacy: qdrant means ALTM_VECTORS=ALTM_QDRANT_URL")
+    qdrant_url: str | None = Field(default=None, description="Legacy: the Qdrant server for vector_backend=qdrant")
     qdrant_api_key: str | None = None
-    broker: str | None = Field(default=None, description="kafka://host:port for the Kafka runtime")
+    broker: str | None = Field(default=None, description="kafka://HOST:PORT: the same as ALTM_BUS for Kafka")
     worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
     worker_web_host: str = "127.0.0.1"
     worker_session_timeout_s: float = Field(

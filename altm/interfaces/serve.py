@@ -1,23 +1,22 @@
-"""Long-running processes: the HTTP API and the MCP server, each with the embedded pipeline in-process."""
+"""Long-running processes: the HTTP API and the MCP server over a deployment (the embedded pipeline in this
+process, or a Kafka deployment's retrieval service)."""
 
 from __future__ import annotations
 
 import contextvars
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
-from altm.app.protocol import MemoryApp, ScopeDenied
+from altm.app import ScopeDenied
 from altm.app.stats import collect_stats
-from altm.core import Event, Scope
-from altm.core.settings import Settings
+from altm.bus.embedded import default_log_path
+from altm.core import Scope, Settings
 from altm.interfaces.http import ApiKey, KeyStore, create_app
 from altm.interfaces.mcp import Profile, build_server
-from altm.pipeline._stage import host_record
-from altm.pipeline.runtime import EmbeddedRuntime
-from altm.wiring._open import embedded_app
+from altm.wiring import Deployment, open_deployment, record_deployment, resolve
 
 log = logging.getLogger("altm.serve")
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[..., Any], Callable[..., Any]], Awaitable[None]]
@@ -25,23 +24,41 @@ _CURRENT_KEY: contextvars.ContextVar[ApiKey | None] = contextvars.ContextVar("al
 
 
 def keystore(settings: Settings) -> KeyStore:
-    return KeyStore(settings.data_dir / "api_keys.json")
+    return KeyStore(Path(settings.data_dir) / "api_keys.json")
 
 
-def _stats_for(settings: Settings) -> Callable[[], Awaitable[dict[str, Any]]]:
+def _stats_for(settings: Settings) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+    if not default_log_path(settings.data_dir).exists():
+        return None  # a Kafka deployment's data dir has no embedded log to count
+
     async def stats() -> dict[str, Any]:
-        return collect_stats(settings.data_dir, settings.topic_prefix)
+        return collect_stats(Path(settings.data_dir), settings.topic_prefix)
 
     return stats
 
 
-def _replay_for(runtime: EmbeddedRuntime) -> Callable[[], Awaitable[dict[str, Any]]]:
+def _replay_for(deployment: Deployment) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+    runtime = deployment.runtime
+    if runtime is None:
+        return None
+
     async def replay() -> dict[str, Any]:
-        names = [p.name for p in runtime._processors]  # every processor re-reads its input from offset 0
+        names = runtime.processor_names  # every processor re-reads its input from offset 0
         await runtime.rewind(names)
         return {"rewound": names, "note": "re-derivation runs in the background pipeline"}
 
     return replay
+
+
+async def _serving(settings: Settings) -> Deployment:
+    """The embedded pipeline in the background, or (on Kafka) the retrieval service of the deployment."""
+    settings = resolve(settings)
+    kafka = (settings.bus or "").startswith("kafka://")
+    deployment = await open_deployment(settings, pipeline=not kafka)
+    await deployment.start(background=True)
+    if kafka:
+        record_deployment(settings)
+    return deployment
 
 
 async def serve_http(settings: Settings, host: str, port: int) -> None:
@@ -50,45 +67,12 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
     keys = keystore(settings)
     if not len(keys):
         log.warning("no API keys yet: every request will get 401; create one with `altm keys create`")
-    if settings.broker:
-        async with kafka_app(settings) as memory:
-            api = create_app(memory, keys, _stats_for(settings) if _has_log(settings) else None)
-            await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
-        return
-    async with embedded_app(settings, background=True) as (_, memory):
-        api = create_app(memory, keys, _stats_for(settings))
-        await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
-
-
-def _has_log(settings: Settings) -> bool:
-    return (settings.data_dir / "log.db").exists()
-
-
-@asynccontextmanager
-async def kafka_app(settings: Settings) -> AsyncIterator[MemoryApp]:
-    """The retrieval service of a Kafka deployment: reads the workers' shards and vector index, publishes
-    turns and control events to Kafka (the workers derive memory from them)."""
-    from altm.bus.kafka import KafkaBus
-    from altm.pipeline.runtime._resources import choose_embedder, open_vector_index
-    from altm.recall.retrieval import Retriever
-    from altm.store import ShardSet
-
-    bus = KafkaBus(settings.broker or "")
-    await bus.start()
-    shards = ShardSet(settings.data_dir, settings.partitions)
-    embedder = choose_embedder(settings)
-    vectors = open_vector_index(settings, embedder) if embedder is not None else None
-
-    async def publish(events: Sequence[Event]) -> None:
-        await bus.publish_many([host_record(settings, e) for e in events])
-
+    deployment = await _serving(settings)
     try:
-        yield MemoryApp(settings, shards, Retriever(shards, embedder, vectors), publish)
+        api = create_app(deployment.app, keys, _stats_for(deployment.settings))
+        await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
     finally:
-        if vectors is not None:
-            vectors.close()
-        shards.close()
-        await bus.stop()
+        await deployment.close()
 
 
 def _key_middleware(app: ASGIApp, keys: KeyStore) -> ASGIApp:
@@ -123,14 +107,16 @@ def _key_guard(scope: Scope) -> None:
 
 async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: str, port: int) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout is the stdio protocol channel
-    async with embedded_app(settings, background=True) as (runtime, memory):
-        kwargs: dict[str, Any] = {"stats": _stats_for(settings), "replay": _replay_for(runtime)}
+    deployment = await _serving(settings)
+    try:
+        kwargs: dict[str, Any] = {"stats": _stats_for(deployment.settings), "replay": _replay_for(deployment)}
         if transport == "stdio":
-            await build_server(memory, profile, **kwargs).run_stdio_async()
+            await build_server(deployment.app, profile, **kwargs).run_stdio_async()
             return
         import uvicorn
 
-        keys = keystore(settings)
-        server = build_server(memory, profile, guard=_key_guard, **kwargs)
-        app = _key_middleware(server.streamable_http_app(host=host), keys)
+        server = build_server(deployment.app, profile, guard=_key_guard, **kwargs)
+        app = _key_middleware(server.streamable_http_app(host=host), keystore(settings))
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+    finally:
+        await deployment.close()

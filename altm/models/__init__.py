@@ -1,20 +1,28 @@
-"""Model clients (OpenAI-compatible chat and embeddings) and the local MiniLM embedder."""
+"""The model ports (structured chat, embeddings) and their adapters: OpenAI-compatible endpoints, the local
+MiniLM embedder, and no model at all."""
 
+from altm.models._base import ChatModel, EmbeddingModel, NoChat, Structured, prompt_hash
 from altm.models._cache import LLMCache, MemoryLLMCache
-from altm.models._clients import ModelClients, Structured, prompt_hash
-from altm.models._embedder import Embedder, EmbedderError, LocalEmbedder
-from altm.models._settings import LLMSettings, Stage, stage_settings
+from altm.models._local import EmbedderError, LocalMiniLM, shared_local_minilm
+from altm.models._openai import OpenAIChat, OpenAIEmbeddings
+from altm.models._settings import LLMSettings, ModelTask, all_task_settings, task_settings, unconfigured
 
 __all__ = [
-    "Embedder",
+    "ChatModel",
     "EmbedderError",
+    "EmbeddingModel",
     "LLMCache",
     "LLMSettings",
-    "LocalEmbedder",
+    "LocalMiniLM",
     "MemoryLLMCache",
-    "ModelClients",
-    "Stage",
+    "ModelTask",
+    "NoChat",
+    "OpenAIChat",
+    "OpenAIEmbeddings",
     "Structured",
+    "all_task_settings",
     "prompt_hash",
-    "stage_settings",
+    "shared_local_minilm",
+    "task_settings",
+    "unconfigured",
 ]

@@ -1,1 +1,30 @@
-"""pipeline"""
+"""The pipeline: pure processors, the writer (the one door for writes), the runtime-neutral stage and
+writer drivers, and the two runtimes that feed them (embedded; faust over Kafka in
+:mod:`altm.pipeline.runtime.kafka`)."""
+
+from altm.pipeline._drivers import (
+    LogBindingError,
+    Publish,
+    StageDriver,
+    WriterDriver,
+    check_log_binding,
+    run_records,
+)
+from altm.pipeline.processors import Processor, ProcessorContext, default_processors
+from altm.pipeline.runtime import EmbeddedRuntime
+from altm.pipeline.writer import WRITER_GROUP, Writer
+
+__all__ = [
+    "WRITER_GROUP",
+    "EmbeddedRuntime",
+    "LogBindingError",
+    "Processor",
+    "ProcessorContext",
+    "Publish",
+    "StageDriver",
+    "Writer",
+    "WriterDriver",
+    "check_log_binding",
+    "default_processors",
+    "run_records",
+]

@@ -1,1 +1,38 @@
-"""recall"""
+"""Recall: hybrid retrieval (word, trigram, vector and graph channels, fusion, priors), search presets as
+pydantic configs, and context governance (token-budgeted bundles, compression, markers)."""
+
+from altm.recall.context import BundleItem, ContentType, ContextBundle, build_bundle, count_tokens, detect, marker_for
+from altm.recall.context._bundle import share_estimate
+from altm.recall.retrieval import (
+    CHANNELS,
+    DEFAULT_PRESET,
+    PRESETS,
+    Emergent,
+    Hit,
+    Retriever,
+    SearchConfig,
+    SearchResult,
+    preset,
+    query_terms,
+)
+
+__all__ = [
+    "CHANNELS",
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "BundleItem",
+    "ContentType",
+    "ContextBundle",
+    "Emergent",
+    "Hit",
+    "Retriever",
+    "SearchConfig",
+    "SearchResult",
+    "build_bundle",
+    "count_tokens",
+    "detect",
+    "marker_for",
+    "preset",
+    "query_terms",
+    "share_estimate",
+]

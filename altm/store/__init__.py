@@ -1,21 +1,51 @@
-"""Stores: the SQLite shard (one per partition) and its row mapping."""
+"""The store: one SQLite shard per partition (its transaction is the only way to mutate), the row mapping,
+migrations, and the read queries of the processors, recall and the application."""
 
 from altm.store._llm_cache import ShardLLMCache
+from altm.store._policy import ScopePolicy
+from altm.store._queries import (
+    CycleQueries,
+    GovernanceQueries,
+    MaintenanceQueries,
+    MemoryQueries,
+    OutcomeQueries,
+    ProposalOutcome,
+    ReviewQueries,
+)
 from altm.store._reader import MemoryReader
 from altm.store._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS, comparable, memory_to_row, row_to_memory
 from altm.store._shard import Shard, ShardError
-from altm.store._shardset import ShardSet, shard_path
+from altm.store._shardset import ShardSet, shard_files, shard_path
+from altm.store._stats import HASHED_TABLES, DataDirError, count_layer, llm_cache_rows, shard_counts, state_rows
+from altm.store._work import DeferredWork, WorkItem
 
 __all__ = [
+    "HASHED_TABLES",
     "MEMORY_COLUMNS",
     "WALL_CLOCK_COLUMNS",
+    "CycleQueries",
+    "DataDirError",
+    "DeferredWork",
+    "GovernanceQueries",
+    "MaintenanceQueries",
+    "MemoryQueries",
     "MemoryReader",
+    "OutcomeQueries",
+    "ProposalOutcome",
+    "ReviewQueries",
+    "ScopePolicy",
     "Shard",
     "ShardError",
     "ShardLLMCache",
     "ShardSet",
+    "WorkItem",
     "comparable",
+    "count_layer",
+    "llm_cache_rows",
     "memory_to_row",
     "row_to_memory",
+    "shard_counts",
+    "shard_files",
     "shard_path",
+    "state_rows",
 ]

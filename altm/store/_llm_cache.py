@@ -22,6 +22,12 @@ class ShardLLMCache:
         ).fetchone()
         return None if row is None else str(row[0])
 
+    def put_many(self, rows: list[tuple[str, str, str, str, str]]) -> None:
+        """Copy cached answers (model, prompt hash, home, response, recorded at), e.g. into a replay."""
+        self.shard.conn.executemany(
+            "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
+            rows)
+
     def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
         """``home`` records whose content the prompt held, so an erasure can remove the entry."""
         self.shard.conn.execute(

@@ -128,6 +128,20 @@ class Shard:
         ).fetchone()
         return None if row is None else int(row[0])
 
+    def bound_log(self) -> str | None:
+        """The identity of the log whose offsets this shard stores (None until a writer binds it)."""
+        row = self.conn.execute("SELECT value FROM shard_meta WHERE key = 'log'").fetchone()
+        return None if row is None else str(row[0])
+
+    def bind_log(self, identity: str) -> None:
+        """Record the log this shard's offsets belong to (once; a different one is refused by the caller)."""
+        if self.read_only:
+            raise ShardError("shard opened read-only")
+        self.conn.execute("INSERT OR IGNORE INTO shard_meta (key, value) VALUES ('log', ?)", (identity,))
+
+    def has_offsets(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM consumer_offsets LIMIT 1").fetchone() is not None
+
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str | None, bytes]]:
         rows = self.conn.execute(
             "SELECT seq, topic, key, value FROM outbox WHERE published=0 ORDER BY seq LIMIT ?", (limit,)

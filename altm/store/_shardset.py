@@ -12,6 +12,17 @@ def shard_path(data_dir: Path, partition: int) -> Path:
     return data_dir / "shards" / f"shard-{partition:04d}.db"
 
 
+def shard_files(data_dir: Path) -> list[tuple[int, Path]]:
+    """(partition, path) of every shard file of a data dir, by partition."""
+    out = []
+    for path in (data_dir / "shards").glob("shard-*.db"):
+        try:
+            out.append((int(path.stem.removeprefix("shard-")), path))
+        except ValueError:
+            continue
+    return sorted(out)
+
+
 class ShardSet:
     def __init__(self, data_dir: str | Path, partitions: int, *, read_only: bool = False) -> None:
         self.data_dir = Path(data_dir)

@@ -1,4 +1,6 @@
-"""The vector index port: points keyed by memory id, scope fields as payload, filtered search."""
+"""The vector index port: points keyed by memory id, scope fields as payload, filtered search.
+
+Adapters: embedded Qdrant (``edge:///PATH``) and a Qdrant server (``http(s)://``), chosen in wiring."""
 
 from __future__ import annotations
 
@@ -72,6 +74,10 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def count(self, flt: VectorFilter | None = None) -> int: ...
+
+    @abstractmethod
+    def ids(self) -> list[str]:
+        """Every memory id with a point, sorted (state hashes cover the index; tests find orphans)."""
 
     def flush(self) -> None:
         """Make every write so far durable (the embed stage calls it before its offsets are committed)."""

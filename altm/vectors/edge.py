@@ -96,5 +96,14 @@ class EdgeVectorIndex(VectorIndex):
         return [VectorHit(str((h.payload or {})["memory_id"]), float(h.score), dict(h.payload or {}))
                 for h in hits]
 
+    def ids(self) -> list[str]:
+        out: list[str] = []
+        offset = None
+        while True:
+            points, offset = self.shard.scroll(q.ScrollRequest(limit=1000, offset=offset, with_payload=True))
+            out += [str((p.payload or {})["memory_id"]) for p in points]
+            if offset is None:
+                return sorted(out)
+
     def count(self, flt: VectorFilter | None = None) -> int:
         return int(self.shard.count(q.CountRequest(exact=True, filter=edge_filter(flt) if flt else None)))

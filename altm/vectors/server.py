@@ -73,6 +73,15 @@ class QdrantServerIndex(VectorIndex):
             for p in points
         ])
 
+    def ids(self) -> list[str]:
+        out: list[str] = []
+        offset: Any = None
+        while True:
+            points, offset = self.client.scroll(self.collection, limit=1000, offset=offset, with_payload=True)
+            out += [str((p.payload or {})["memory_id"]) for p in points]
+            if offset is None:
+                return sorted(out)
+
     def delete(self, memory_ids: Sequence[str]) -> None:
         if memory_ids:
             self.client.delete(

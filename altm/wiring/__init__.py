@@ -1,1 +1,63 @@
-"""wiring"""
+"""Wiring: the one place that picks adapters by URL scheme and builds a deployment.
+
+* bus: ``sqlite:///PATH`` (the embedded log, default ``DATA_DIR/log.db``) or ``kafka://HOST:PORT``;
+* vectors: ``edge:///PATH`` (embedded Qdrant, default ``DATA_DIR/vectors``), ``http(s)://HOST:PORT`` (a Qdrant
+  server), ``memory://`` or ``none``;
+* models: per task, an OpenAI-compatible endpoint (``ALTM_<TASK>_LLM_*``), the local MiniLM embedder, or none.
+
+Every CLI, HTTP and MCP entry point opens its deployment through :func:`open_deployment` (or
+:func:`open_embedded` / :func:`open_read_only`); ``altm worker`` through :func:`run_worker`.
+"""
+
+from pathlib import Path
+
+from altm.app.stats import state_hash as _hash
+from altm.core import Settings
+from altm.wiring._adapters import (
+    Models,
+    WiringError,
+    open_bus,
+    open_embedding,
+    open_models,
+    open_vectors,
+    record_deployment,
+    recorded_deployment,
+    resolve,
+)
+from altm.wiring._deployment import Deployment, ReadOnlyError, open_deployment, open_embedded, open_read_only
+from altm.wiring._replay import copy_llm_cache, replay_into
+from altm.wiring._worker import prepare_kafka, run_worker
+
+
+def state_hash(data_dir: Path, settings: Settings | None = None) -> str:
+    """``altm state-hash``: the derived state of a data dir, its vector index's id set included."""
+    resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
+    vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
+    try:
+        return _hash(data_dir, vectors.ids() if vectors is not None else None)
+    finally:
+        if vectors is not None:
+            vectors.close()
+
+
+__all__ = [
+    "Deployment",
+    "Models",
+    "ReadOnlyError",
+    "WiringError",
+    "copy_llm_cache",
+    "open_bus",
+    "open_deployment",
+    "open_embedded",
+    "open_embedding",
+    "open_models",
+    "open_read_only",
+    "open_vectors",
+    "prepare_kafka",
+    "record_deployment",
+    "recorded_deployment",
+    "replay_into",
+    "resolve",
+    "run_worker",
+    "state_hash",
+]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import sqlite3
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -14,14 +12,15 @@ from pathlib import Path
 import pytest
 
 from altm.app.ingest import IngestSummary, publish_file
-from altm.app.stats import DataDirError, count_layer, state_hash
 from altm.bus import OutgoingRecord, Record, TopicPartition
 from altm.bus.kafka import KafkaBus
 from altm.core import TopicSpec, all_topic_specs, partition_for
 from altm.core.settings import Settings
 from altm.interfaces.cli import sample_path
-from altm.pipeline.runtime import EmbeddedRuntime
-from tests.support.workers import start_worker, stop
+from altm.store import count_layer
+from altm.wiring import state_hash
+from tests.support.memories import running
+from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
 
@@ -91,25 +90,6 @@ async def test_topic_partition_mismatch_is_refused(kafka_bootstrap: str) -> None
         await bus.stop()
 
 
-async def wait_until_quiet(data_dir: Path, worker: subprocess.Popen[bytes], quiet_s: float = 4.0,
-                           timeout_s: float = 120.0) -> None:
-    """Until the derived state has not changed for ``quiet_s`` (memory formation runs after capture)."""
-    deadline = time.monotonic() + timeout_s
-    last, since = "", time.monotonic()
-    while time.monotonic() < deadline:
-        assert worker.poll() is None, "the worker exited"
-        try:
-            current = state_hash(data_dir)
-        except (sqlite3.OperationalError, DataDirError):  # a shard the worker is still creating
-            current = ""
-        if current != last:
-            last, since = current, time.monotonic()
-        elif time.monotonic() - since >= quiet_s:
-            return
-        await asyncio.sleep(0.5)
-    raise AssertionError("the worker did not become idle")
-
-
 def _shard_l0_count(data_dir: Path) -> int:
     return count_layer(data_dir, "L0")
 
@@ -138,7 +118,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
             assert worker.poll() is None, worker.stdout.read().decode() if worker.stdout else ""
             await asyncio.sleep(0.5)
         assert _shard_l0_count(settings.data_dir) == 29
-        await wait_until_quiet(settings.data_dir, worker)
+        await wait_until_idle(kafka_bootstrap, prefix, worker)
         with pytest.raises(OSError):  # faust's web server (default 0.0.0.0:6066) is off
             socket.create_connection(("127.0.0.1", 6066), timeout=1).close()
     finally:
@@ -146,7 +126,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
     assert b"0.0.0.0" not in out  # no web server on all interfaces
 
     embedded = Settings(data_dir=tmp_path / "embedded", partitions=4)
-    async with EmbeddedRuntime(embedded) as rt:
+    async with running(embedded) as rt:
         from altm.app.ingest import ingest_file
 
         await ingest_file(rt, sample_path())

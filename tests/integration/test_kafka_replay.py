@@ -13,15 +13,14 @@ from typing import Any
 import pytest
 
 from altm.app.ingest import IngestSummary, publish_file
-from altm.app.replay import replay_from_kafka
-from altm.app.stats import state_hash
 from altm.bus.kafka import KafkaBus
 from altm.core import all_topic_specs
 from altm.core.settings import Settings
 from altm.interfaces.cli import sample_path
-from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+from altm.wiring import replay_into, state_hash
+from tests.integration.test_kafka import _shard_l0_count
 from tests.support.openai_double import openai_double
-from tests.support.workers import start_worker, stop
+from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
 
@@ -56,7 +55,7 @@ async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_
                 if _shard_l0_count(worker_dir) >= 29:
                     break
                 await asyncio.sleep(0.5)
-            await wait_until_quiet(worker_dir, worker)
+            await wait_until_idle(kafka_bootstrap, prefix, worker)
         finally:
             stop(worker)
         calls_during_ingest = len(api.chat_requests)
@@ -64,8 +63,8 @@ async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_
         for k, v in llm_env.items():
             monkeypatch.setenv(k, v)
         replayed = tmp_path / "replayed"
-        summary = await replay_from_kafka(f"kafka://{kafka_bootstrap}", replayed, settings=settings,
-                                          cache_from=worker_dir)
+        summary = await replay_into(worker_dir, replayed, broker=f"kafka://{kafka_bootstrap}", settings=settings,
+                                    cache_from=worker_dir)
         assert summary.events == 29
         assert len(api.chat_requests) == calls_during_ingest  # zero model calls on the replay
     assert state_hash(replayed) == state_hash(worker_dir)

@@ -20,8 +20,8 @@ from altm.core import all_topic_specs
 from altm.core.settings import Settings
 from altm.interfaces.cli import app, sample_path
 from tests.e2e.test_servers import _free_port
-from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
-from tests.support.workers import start_worker, stop
+from tests.integration.test_kafka import _shard_l0_count
+from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
 
@@ -46,7 +46,7 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
             if _shard_l0_count(data) >= 29:
                 break
             await asyncio.sleep(0.5)
-        await wait_until_quiet(data, worker)
+        await wait_until_idle(kafka_bootstrap, prefix, worker)
         key = (
             CliRunner()
             .invoke(app, ["keys", "create", "--data-dir", str(data), "--name", "t", "--scope-prefix", "acme"])

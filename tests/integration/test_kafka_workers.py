@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from altm.app.stats import state_hash
+from altm.bus import host_record
 from altm.bus.kafka import KafkaBus
 from altm.core import Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
-from altm.pipeline._stage import host_record
-from altm.pipeline.runtime import EmbeddedRuntime
-from tests.integration.test_kafka import _shard_l0_count, wait_until_quiet
+from altm.wiring import state_hash
+from tests.integration.test_kafka import _shard_l0_count
+from tests.support.memories import running
 from tests.support.turns import make_turn
-from tests.support.workers import start_worker, stop
+from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
 
@@ -72,12 +72,12 @@ async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: 
             if _shard_l0_count(data) >= len(turns):
                 break
             await asyncio.sleep(0.25)
-        await wait_until_quiet(data, workers[-1], quiet_s=6.0, timeout_s=180)
+        await wait_until_idle(kafka_bootstrap, prefix, *[w for w in workers if w.poll() is None])
         assert _shard_l0_count(data) == len(turns)
     finally:
         stop(*workers)
     embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
-    async with EmbeddedRuntime(embedded) as rt:
+    async with running(embedded) as rt:
         await rt.publish(turns)
         await rt.run_until_idle()
     assert state_hash(data) == state_hash(embedded.data_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from altm.app.protocol import NotFound, ScopeDenied
+from altm.app import NotFound
 from altm.core.settings import Settings
 from tests.support.memories import store_with
 from tests.support.turns import SCOPE, make_turn
@@ -41,7 +41,7 @@ async def test_erased_guarded_and_rejected_material_is_absent(settings: Settings
                    if r["layer"] != "L0" and "store passwords in the wiki" in r["content"]
                    and "Don't" not in r["content"] and "Instead" not in r["content"]]
         assert derived == []  # the guard refused every derived re-assertion
-        with pytest.raises((NotFound, ScopeDenied)):
+        with pytest.raises(NotFound):
             app.drilldown(marker, SCOPE)
         rejected = [r for s in rt.shards.existing() for r in s.conn.execute(
             "SELECT reason FROM rejections WHERE reason LIKE 'write guard: re-asserts anti-pattern%'")]

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from altm.core.settings import Settings
 from tests.support.memories import store_with
+from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0, make_turn
 
 TURNS = [make_turn(1, "I prefer dark mode in every editor.", session="a"),
@@ -27,8 +28,8 @@ async def test_superseded_facets_only_with_as_of_or_known_at(settings: Settings)
         assert [h.content for h in before if h.layer == "L4"] == [
             "Preference (mode editor): I prefer dark mode in every editor."]
 
-        (dark,) = [r for s in app.shards.existing() for r in s.conn.execute(
-            "SELECT recorded_at, superseded_at FROM memories WHERE layer='L4' AND superseded_by IS NOT NULL")]
+        (dark,) = rows(settings.data_dir, "SELECT recorded_at, superseded_at FROM memories WHERE layer='L4' "
+                       "AND superseded_by IS NOT NULL")
         believed = app.search(SCOPE, "c", "editor mode dark light", preset_name="lexical", top_k=20,
                               known_at=datetime.fromisoformat(dark["recorded_at"])).hits
         assert any("dark" in h.content for h in believed if h.layer == "L4")

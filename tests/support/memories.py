@@ -1,25 +1,43 @@
-"""Building small stores for retrieval tests through the real pipeline."""
+"""Building small stores for tests through the real pipeline (an embedded deployment)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
-from altm.app.protocol import MemoryApp
-from altm.core import TurnEvent
-from altm.core.settings import Settings
-from altm.pipeline.runtime import EmbeddedRuntime
-from altm.wiring._open import app_for_runtime
+from altm.app import MemoryApp
+from altm.core import Settings, TurnEvent
+from altm.models import LLMSettings, ModelTask
+from altm.pipeline import EmbeddedRuntime, Processor
+from altm.wiring import Deployment, open_embedded
+
+
+@asynccontextmanager
+async def embedded(settings: Settings, llm_settings: dict[ModelTask, LLMSettings] | None = None,
+                   processors: Sequence[Processor] | None = None) -> AsyncIterator[Deployment]:
+    """An embedded deployment whose runtime is started (not in the background): call run_until_idle."""
+    async with open_embedded(settings, llm_settings=llm_settings, processors=processors) as deployment:
+        yield deployment
+
+
+def runtime_of(deployment: Deployment) -> EmbeddedRuntime:
+    assert deployment.runtime is not None
+    return deployment.runtime
 
 
 @asynccontextmanager
 async def store_with(settings: Settings, turns: Sequence[TurnEvent]) -> AsyncIterator[tuple[EmbeddedRuntime,
                                                                                               MemoryApp]]:
-    runtime = EmbeddedRuntime(settings)
-    await runtime.start()
-    try:
+    async with open_embedded(settings) as deployment:
+        runtime = runtime_of(deployment)
         await runtime.publish(list(turns))
         await runtime.run_until_idle()
-        yield runtime, app_for_runtime(runtime)
-    finally:
-        await runtime.stop()
+        yield runtime, deployment.app
+
+
+@asynccontextmanager
+async def running(settings: Settings, llm_settings: dict[ModelTask, LLMSettings] | None = None
+                  ) -> AsyncIterator[EmbeddedRuntime]:
+    """The started embedded runtime of a deployment (its stores close with it)."""
+    async with open_embedded(settings, llm_settings=llm_settings) as deployment:
+        yield runtime_of(deployment)

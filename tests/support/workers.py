@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from signal import SIGTERM
@@ -38,3 +40,28 @@ def stop(*processes: Process | None, timeout_s: float = 60.0) -> list[bytes]:
             out, _ = p.communicate()
         outputs.append(out or b"")
     return outputs
+
+
+async def wait_until_idle(bootstrap: str, prefix: str, *workers: Process, timeout_s: float = 180.0) -> None:
+    """Until the workers' consumer group has consumed and committed every record of every pipeline topic
+    (lag 0, seen twice a second apart: nothing buffered between two stages). Not a quiet-period guess."""
+    from altm.bus.kafka import KafkaBus
+    from altm.core import Topic, topic_name
+
+    bus = KafkaBus(bootstrap)
+    await bus.start()
+    try:
+        topics = [topic_name(t, prefix) for t in Topic if t is not Topic.DLQ]
+        deadline = time.monotonic() + timeout_s
+        idle_once = False
+        while time.monotonic() < deadline:
+            for worker in workers:
+                assert worker.poll() is None, "a worker exited"
+            lag = await bus.group_lag(f"{prefix}workers", topics)
+            if lag == 0 and idle_once:
+                return
+            idle_once = lag == 0
+            await asyncio.sleep(1.0)
+    finally:
+        await bus.stop()
+    raise AssertionError(f"the workers did not consume every topic within {timeout_s} s")

@@ -1,3 +1,5 @@
-from altm.bus.embedded._log import EmbeddedConsumer, EmbeddedLog, default_log_path
+"""The embedded durable log: topics, partitions, offsets and consumer groups in one SQLite file."""
 
-__all__ = ["EmbeddedConsumer", "EmbeddedLog", "default_log_path"]
+from altm.bus.embedded._log import EmbeddedConsumer, EmbeddedLog, default_log_path, log_topics
+
+__all__ = ["EmbeddedConsumer", "EmbeddedLog", "default_log_path", "log_topics"]

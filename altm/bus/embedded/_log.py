@@ -12,6 +12,7 @@ import fcntl
 import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS records (
     key TEXT, value BLOB NOT NULL, headers BLOB, timestamp_ms INTEGER NOT NULL,
     PRIMARY KEY (topic, partition, offset)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS group_offsets (
     group_id TEXT NOT NULL, topic TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
     PRIMARY KEY (group_id, topic, partition)
@@ -99,6 +101,7 @@ class EmbeddedLog(Bus):
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_DDL)
+            self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('log_id', ?)", (uuid.uuid4().hex,))
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._load_topics()
 
@@ -218,6 +221,25 @@ class EmbeddedLog(Bus):
             if row is None:
                 raise BusError(f"unknown partition {tp.topic}[{tp.partition}]")
             out[tp] = int(row[0])
+        return out
+
+    async def identity(self) -> str:
+        has_meta = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'log_id'").fetchone() if has_meta else None
+        if row is None:
+            raise BusError(f"the embedded log {self.path} has no id yet (open it for writing once)")
+        return f"sqlite:{row[0]}"
+
+    async def read_all(self, topics: Sequence[str], *, from_offset: int = 0,
+                       from_time_ms: int | None = None) -> list[Record]:
+        out: list[Record] = []
+        for topic in topics:
+            for p in range(await self.partitions(topic)):
+                tp = TopicPartition(topic, p)
+                offset = max(from_offset, self.log_start_offset(tp))
+                while records := self.read(tp, offset, 1000):
+                    out += [r for r in records if from_time_ms is None or r.timestamp_ms >= from_time_ms]
+                    offset = records[-1].offset + 1
         return out
 
     def count(self, topic: str) -> int:
@@ -348,3 +370,16 @@ class EmbeddedConsumer(Consumer):
 
 def default_log_path(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "log.db"
+
+
+def log_topics(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """Partition count and record count of every topic of an embedded log file (read-only, synchronous)."""
+    if not path.exists():
+        raise BusError(f"no embedded log at {path}")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        topics = {str(k): int(v) for k, v in conn.execute("SELECT name, partitions FROM topics")}
+        counts = {str(k): int(v) for k, v in conn.execute("SELECT topic, COUNT(*) FROM records GROUP BY topic")}
+    finally:
+        conn.close()
+    return topics, {name: counts.get(name, 0) for name in topics}

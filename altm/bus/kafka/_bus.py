@@ -21,8 +21,7 @@ from altm.bus._base import (
     RecordMetadata,
     TopicPartition,
 )
-from altm.core.partitioner import partition_for
-from altm.core.topics import TopicSpec
+from altm.core import TopicSpec, partition_for
 
 
 def parse_broker_url(url: str) -> str:
@@ -142,6 +141,41 @@ class KafkaBus(Bus):
     def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer:
         return KafkaConsumer(self.bootstrap, group_id, topics, client_id=self.client_id)
 
+    async def group_lag(self, group_id: str, topics: Sequence[str]) -> int:
+        """Records of ``topics`` the consumer group has not committed yet (its whole backlog)."""
+        if self._admin is None:
+            raise BusError("the Kafka bus is not started")
+        committed = await self._admin.list_consumer_group_offsets(group_id)
+        tps = [TopicPartition(t, p) for t in topics for p in range(await self.partitions(t))]
+        ends = await self.end_offsets(tps)
+        done = {TopicPartition(tp.topic, tp.partition): int(meta.offset) for tp, meta in committed.items()
+                if meta.offset >= 0}
+        return sum(max(0, ends[tp] - done.get(tp, 0)) for tp in tps)
+
+    async def identity(self) -> str:
+        if self._admin is None:
+            raise BusError("the Kafka bus is not started")
+        cluster = await self._admin.describe_cluster()
+        return f"kafka:{cluster.get('cluster_id')}"
+
+    async def read_all(self, topics: Sequence[str], *, from_offset: int = 0,
+                       from_time_ms: int | None = None) -> list[Record]:
+        reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+        await reader.start()
+        try:
+            tps = [KafkaTP(topic, p) for topic in topics for p in range(await self.partitions(topic))]
+            reader.assign(tps)
+            ends = await reader.end_offsets(tps)
+            starts = {tp: from_offset for tp in tps}
+            if from_time_ms is not None:
+                found = await reader.offsets_for_times({tp: from_time_ms for tp in tps})
+                starts = {tp: (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
+            for tp in tps:
+                reader.seek(tp, starts[tp])
+            return await _read_until(reader, {tp: ends[tp] for tp in tps if starts[tp] < ends[tp]})
+        finally:
+            await reader.stop()
+
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
         await probe.start()
@@ -150,6 +184,25 @@ class KafkaBus(Bus):
         finally:
             await probe.stop()
         return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
+
+
+def _record(msg: Any) -> Record:
+    return Record(msg.topic, msg.partition, msg.offset, msg.key.decode("utf-8") if msg.key is not None else None,
+                  msg.value if msg.value is not None else b"",
+                  tuple((k, bytes(v)) for k, v in (msg.headers or ())), msg.timestamp)
+
+
+async def _read_until(reader: AIOKafkaConsumer, ends: dict[KafkaTP, int]) -> list[Record]:
+    """Everything the assigned consumer reads before each partition's end offset."""
+    out: list[Record] = []
+    remaining = set(ends)
+    while remaining:
+        batch = await reader.getmany(*remaining, timeout_ms=1000)
+        for tp, msgs in batch.items():
+            out += [_record(m) for m in msgs if m.offset < ends[tp]]
+            if msgs and msgs[-1].offset + 1 >= ends[tp]:
+                remaining.discard(tp)
+    return out
 
 
 class KafkaConsumer(Consumer):
@@ -179,21 +232,7 @@ class KafkaConsumer(Consumer):
 
     async def poll(self, max_records: int = 500, timeout_s: float = 0.0) -> list[Record]:
         batches = await self._consumer.getmany(timeout_ms=int(timeout_s * 1000), max_records=max_records)
-        out: list[Record] = []
-        for tp in sorted(batches, key=lambda t: (t.topic, t.partition)):
-            for msg in batches[tp]:
-                out.append(
-                    Record(
-                        msg.topic,
-                        msg.partition,
-                        msg.offset,
-                        msg.key.decode("utf-8") if msg.key is not None else None,
-                        msg.value if msg.value is not None else b"",
-                        tuple((k, bytes(v)) for k, v in (msg.headers or ())),
-                        msg.timestamp,
-                    )
-                )
-        return out
+        return [_record(msg) for tp in sorted(batches, key=lambda t: (t.topic, t.partition)) for msg in batches[tp]]
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         await self._consumer.commit({KafkaTP(tp.topic, tp.partition): off for tp, off in offsets.items()})
@@ -204,3 +243,13 @@ class KafkaConsumer(Consumer):
 
     async def seek(self, tp: TopicPartition, offset: int) -> None:
         self._consumer.seek(KafkaTP(tp.topic, tp.partition), offset)
+
+    async def lag(self) -> int:
+        assigned = list(self._consumer.assignment())
+        if not assigned:
+            return 0
+        ends = await self._consumer.end_offsets(assigned)
+        total = 0
+        for tp in assigned:
+            total += max(0, int(ends[tp]) - int(await self._consumer.position(tp)))
+        return total

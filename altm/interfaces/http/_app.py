@@ -8,7 +8,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
-from altm.app.protocol import Feedback, MemoryApp, ProtocolError
+from altm.app import Feedback, MemoryApp, ProtocolError
 from altm.core import Scope
 from altm.interfaces.http._keys import ApiKey, KeyStore
 from altm.recall.retrieval import DEFAULT_PRESET, PRESETS
@@ -121,7 +121,7 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
             raise HTTPException(403, detail=f"key {key.name!r} is limited to {key.scope_prefix!r}, not {scope.path}")
 
     def allow_cycle(key: ApiKey, cycle_id: str) -> None:
-        cycle, _ = memory.cycles.find(cycle_id)
+        cycle = memory.find_cycle(cycle_id)
         allow(key, cycle.scope)
 
     @api.get("/healthz")

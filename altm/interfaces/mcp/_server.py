@@ -14,7 +14,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from altm.app.protocol import Feedback, MemoryApp, ProtocolError
+from altm.app import Feedback, MemoryApp, ProtocolError
 from altm.core import Scope
 
 Profile = Literal["runtime", "admin"]
@@ -75,7 +75,7 @@ def _runtime_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str
     @_surface_errors
     async def commit(cycle_id: str, assistant_content: str, cited_memory_ids: list[str] | None = None,
                      helpful: list[str] | None = None, harmful: list[str] | None = None) -> dict[str, Any]:
-        cycle, _ = memory.cycles.find(cycle_id)
+        cycle = memory.find_cycle(cycle_id)
         guard(cycle.scope)
         fb = Feedback(helpful=helpful or [], harmful=harmful or []) if (helpful or harmful) else None
         return (await memory.commit_turn(cycle_id, assistant_content, cited_memory_ids or [], fb)).model_dump()
@@ -83,7 +83,7 @@ def _runtime_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str
     @server.tool(description="Close a prepared cycle that cannot be committed.")
     @_surface_errors
     async def abort(cycle_id: str, reason: str) -> dict[str, Any]:
-        cycle, _ = memory.cycles.find(cycle_id)
+        cycle = memory.find_cycle(cycle_id)
         guard(cycle.scope)
         return (await memory.abort_turn(cycle_id, reason)).model_dump(mode="json")
 

@@ -21,11 +21,11 @@ from pathlib import Path
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from altm.bus import host_record
 from altm.bus.kafka import parse_broker_url
 from altm.core import Event
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
-from altm.pipeline._stage import host_record
 
 log = logging.getLogger("altm.sdk")
 

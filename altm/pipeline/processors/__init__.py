@@ -1,6 +1,7 @@
 """Pure processors (DESIGN §4): each has a deterministic model-free method and an LLM method."""
 
 from altm.core.errors import Deferred, ProcessingError
+from altm.models import ChatModel, EmbeddingModel
 from altm.pipeline.processors._base import (
     Processor,
     ProcessorContext,
@@ -10,21 +11,26 @@ from altm.pipeline.processors._base import (
     upsert_proposal,
 )
 from altm.pipeline.processors.capture import CaptureProcessor, l0_memory_id
-from altm.pipeline.processors.control import ControlProcessor
+from altm.pipeline.processors.control import ControlProcessor, control_proposal
 from altm.pipeline.processors.embed import EmbedProcessor
 from altm.pipeline.processors.extract import ExtractProcessor
 from altm.pipeline.processors.fold import FoldProcessor
 from altm.pipeline.processors.govern import GovernProcessor
 from altm.pipeline.processors.lifecycle import LifecycleProcessor
 from altm.pipeline.processors.link import LinkProcessor
+from altm.pipeline.processors.sweep import SweepProcessor
 from altm.pipeline.processors.verify import VerifyProcessor
+from altm.vectors import VectorIndex
 
 
-def default_processors() -> list[Processor]:
-    """Every processor, in the order the embedded runtime steps them."""
+def default_processors(chat: ChatModel | None = None, embedding: EmbeddingModel | None = None,
+                       vectors: VectorIndex | None = None) -> list[Processor]:
+    """Every processor, in the order the embedded runtime steps them. Each one that can use a model takes
+    its model method when ``chat`` serves its task, and its deterministic method otherwise."""
+    verify = VerifyProcessor(chat)
     return [
-        CaptureProcessor(), ControlProcessor(), FoldProcessor(), ExtractProcessor(), LinkProcessor(),
-        VerifyProcessor(), GovernProcessor(), LifecycleProcessor(), EmbedProcessor(),
+        CaptureProcessor(), ControlProcessor(), FoldProcessor(chat), ExtractProcessor(chat), LinkProcessor(chat),
+        verify, GovernProcessor(chat), LifecycleProcessor(), SweepProcessor(verify), EmbedProcessor(embedding, vectors),
     ]
 
 
@@ -41,8 +47,10 @@ __all__ = [
     "ProcessingError",
     "Processor",
     "ProcessorContext",
+    "SweepProcessor",
     "VerifyProcessor",
     "committed_memory",
+    "control_proposal",
     "default_processors",
     "derived_memory",
     "l0_memory_id",

@@ -1,6 +1,7 @@
 """Processors are pure: ``async (event, context) -> list[proposal]`` over pydantic models (DESIGN §1.3).
 
 No broker, runtime or vendor SDK is imported here; the context gives read access to stores and settings.
+The one sink is the embed processor, which writes the vector index it is built with.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
@@ -33,23 +34,18 @@ from altm.core import (
 )
 from altm.core.settings import Settings
 from altm.core.topics import Topic
-
-if TYPE_CHECKING:
-    from altm.models import ModelClients
-    from altm.models._embedder import Embedder
-    from altm.store import MemoryReader
-    from altm.vectors import VectorIndex
+from altm.store import MemoryReader
 
 
 @dataclass(frozen=True)
 class ProcessorContext:
-    """What a processor may use: settings, read-only stores, the embedder/vector index and model clients."""
+    """What a processor may use while it runs: settings and read-only, scope-filtered queries.
+
+    Models and the vector index are given to the processors that use them when they are built (wiring),
+    so a processor's method (model or rules) is fixed for its lifetime."""
 
     settings: Settings
     reader: MemoryReader | None = None
-    embedder: Embedder | None = None
-    vectors: VectorIndex | None = None
-    models: ModelClients | None = None
 
     def require_reader(self) -> MemoryReader:
         if self.reader is None:

@@ -1,29 +1,53 @@
 """control: operator and user decisions on the control topic → proposals for the writer.
 
-Erasure requests become ``erase`` proposals (applied, audited and tombstoned by the writer) and review
-decisions ``review`` proposals. Feedback, pin and unpin signals are for the lifecycle processor.
+Erasure requests become ``erase`` proposals (applied, audited and tombstoned by the writer), review
+decisions ``review`` proposals, rollbacks ``rollback`` proposals and runtime cycles ``record_cycle``
+proposals. Feedback, pin and unpin signals are for the lifecycle processor, sweeps for the sweep processor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from altm.core import (
     ControlAction,
     ControlEvent,
     Erasure,
     Event,
+    ProcessingError,
     ProposalEvent,
     ProposalOp,
     ReviewDecision,
     Rollback,
+    RuntimeCycle,
+    Topic,
     describe_validation_error,
 )
-from altm.core.errors import ProcessingError
-from altm.core.topics import Topic
 from altm.pipeline.processors._base import Processor, ProcessorContext, proposal
+
+_PAYLOADS: dict[ControlAction, tuple[ProposalOp, str, type[BaseModel]]] = {
+    ControlAction.ERASE: (ProposalOp.ERASE, "erasure", Erasure),
+    ControlAction.ROLLBACK: (ProposalOp.ROLLBACK, "rollback", Rollback),
+    ControlAction.REVIEW_DECISION: (ProposalOp.REVIEW, "review", ReviewDecision),
+    ControlAction.CYCLE: (ProposalOp.RECORD_CYCLE, "cycle", RuntimeCycle),
+}
+
+
+def control_proposal(event: ControlEvent) -> ProposalEvent | None:
+    """The writer proposal a control event asks for (None for signals, which the lifecycle handles).
+
+    Pure and deterministic: the admin service computes the same proposal id to read the outcome back."""
+    spec = _PAYLOADS.get(event.action)
+    if spec is None:
+        return None
+    op, field, model = spec
+    try:
+        value = model.model_validate(event.payload)
+    except ValidationError as exc:
+        raise ProcessingError(f"invalid {event.action.value} request: {describe_validation_error(exc)}") from None
+    return proposal(op, scope=event.scope, processor=ControlProcessor.name, cause=event, **{field: value})
 
 
 class ControlProcessor(Processor):
@@ -33,19 +57,5 @@ class ControlProcessor(Processor):
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         if not isinstance(event, ControlEvent):
             raise ProcessingError(f"the control topic carries control events, got {event.event_type!r}")
-        try:
-            if event.action is ControlAction.ERASE:
-                erasure = Erasure.model_validate(event.payload)
-                return [proposal(ProposalOp.ERASE, scope=event.scope, processor=self.name, cause=event,
-                                 erasure=erasure)]
-            if event.action is ControlAction.ROLLBACK:
-                rollback = Rollback.model_validate(event.payload)
-                return [proposal(ProposalOp.ROLLBACK, scope=event.scope, processor=self.name, cause=event,
-                                 rollback=rollback)]
-            if event.action is ControlAction.REVIEW_DECISION:
-                review = ReviewDecision.model_validate(event.payload)
-                return [proposal(ProposalOp.REVIEW, scope=event.scope, processor=self.name, cause=event,
-                                 review=review)]
-        except ValidationError as exc:
-            raise ProcessingError(f"invalid {event.action.value} request: {describe_validation_error(exc)}") from None
-        return []
+        found = control_proposal(event)
+        return [] if found is None else [found]

@@ -6,14 +6,14 @@ Embedding is batched over a poll batch. The vectors are a derived store: this pr
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, ProposalEvent, ProposalOp
+from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, ProposalEvent
 from altm.core.topics import Topic
+from altm.models import EmbeddingModel
 from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory
-from altm.vectors import VectorPoint
+from altm.vectors import VectorIndex, VectorPoint
 
 
 def vector_payload(mem: MemoryUnit) -> dict[str, Any]:
@@ -38,41 +38,40 @@ def embedding_text(mem: MemoryUnit) -> str:
 
 
 class EmbedProcessor(Processor):
+    """Keeps the vector index in step with the shard: committed memories are embedded and upserted, and any
+    committed change that removed memories (erase, forget, rollback) deletes their points."""
+
     name = "embed"
     input_topic = Topic.CHANGES
+
+    def __init__(self, embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None) -> None:
+        self.embedding = embedding
+        self.vectors = vectors
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         await self.process_batch([event], ctx)
         return []
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+        if self.vectors is None or self.embedding is None:
+            return []
         latest: dict[str, MemoryUnit] = {}
-        erased: list[str] = []
+        removed: list[str] = []
         for event in events:
             mem = committed_memory(event)
             if mem is not None:
                 latest[mem.memory_id] = mem
-            elif (isinstance(event, ChangeEvent) and event.op is ProposalOp.ERASE
-                  and event.status is ChangeStatus.COMMITTED):
-                erased += event.affected_ids
-                for mid in event.affected_ids:
+            elif isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.removed_ids:
+                removed += event.removed_ids
+                for mid in event.removed_ids:
                     latest.pop(mid, None)
-        if ctx.vectors is not None and erased:
-            ctx.vectors.delete(erased)
-            ctx.vectors.flush()
-        if not latest or ctx.vectors is None:
-            return []
-        mems = list(latest.values())
-        texts = [embedding_text(m) for m in mems]
-        from altm.models import Stage
-
-        if ctx.models is not None and ctx.models.configured(Stage.EMBEDDING):
-            vectors = await ctx.models.embed(texts)
-        elif ctx.embedder is not None:
-            vectors = await asyncio.to_thread(ctx.embedder.embed, texts)
-        else:
-            return []
-        ctx.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m)) for m, v in zip(mems, vectors,
-                                                                                            strict=True)])
-        ctx.vectors.flush()  # durable before the stage commits its offsets
+        if removed:
+            self.vectors.delete(removed)
+        if latest:
+            mems = list(latest.values())
+            vectors = await self.embedding.aembed([embedding_text(m) for m in mems])
+            self.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m))
+                                 for m, v in zip(mems, vectors, strict=True)])
+        if removed or latest:
+            self.vectors.flush()  # durable before the stage commits its offsets
         return []

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import Event, Kind, Layer, MemoryUnit, Method, ProposalEvent
 from altm.core.topics import Topic
+from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
 from altm.pipeline.processors._base import (
     Processor,
@@ -72,40 +73,46 @@ class ExtractProcessor(Processor):
     name = "extract"
     input_topic = Topic.CHANGES
 
+    def __init__(self, chat: ChatModel | None = None) -> None:
+        self._chat = chat if chat is not None and chat.serves(ModelTask.L2) else None
+        self._atoms = self._model_atoms if self._chat is not None else self._rule_atoms
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         mem = committed_memory(event, frozenset({Layer.L0}))
         if mem is None or mem.role not in _EXTRACT_ROLES:
             return []
-        from altm.models import Stage
-
-        models = ctx.models
-        atoms: list[MemoryUnit] = []
-        if models is not None and models.configured(Stage.L2):
-            result = await models.structured(Stage.L2, mem.scope, [
-                {"role": "system", "content": _SYSTEM},
-                {"role": "user", "content": mem.content},
-            ], ExtractionResult)
-            for item in result.value.atoms:
-                kind = Kind(item.kind)
-                extra = item.model_dump(exclude={"kind", "content"})
-                if kind is Kind.ANTI_PATTERN:
-                    extra["occurrences"] = 1
-                atoms.append(self._atom(mem, kind, item.content, extra, Method.LLM, result.model,
-                                        result.prompt_hash))
-        else:
-            for sentence in rules.sentences(mem.content):
-                match = rules.classify(sentence)
-                if match is None:
-                    continue
-                atoms.append(self._atom(mem, match.kind, sentence, match.attributes, Method.HEURISTIC))
-                better = match.attributes.get("better_alternative")
-                if match.kind is Kind.ANTI_PATTERN and isinstance(better, str) and better:
-                    tip = f"Instead of {match.attributes['pattern']}: {better}."
-                    atoms.append(self._atom(mem, Kind.HEURISTIC, tip,
-                                            {"occurrences": 1, "successes": 0, "derived_from": "anti_pattern"},
-                                            Method.HEURISTIC))
-        unique = {a.memory_id: a for a in atoms}
+        unique = {a.memory_id: a for a in await self._atoms(mem)}
         return [upsert_proposal(a, processor=self.name, cause=event) for a in unique.values()]
+
+    async def _model_atoms(self, mem: MemoryUnit) -> list[MemoryUnit]:
+        assert self._chat is not None
+        result = await self._chat.structured(ModelTask.L2, mem.scope, [
+            {"role": "system", "content": _SYSTEM},
+            {"role": "user", "content": mem.content},
+        ], ExtractionResult)
+        atoms: list[MemoryUnit] = []
+        for item in result.value.atoms:
+            kind = Kind(item.kind)
+            extra = item.model_dump(exclude={"kind", "content"})
+            if kind is Kind.ANTI_PATTERN:
+                extra["occurrences"] = 1
+            atoms.append(self._atom(mem, kind, item.content, extra, Method.LLM, result.model, result.prompt_hash))
+        return atoms
+
+    async def _rule_atoms(self, mem: MemoryUnit) -> list[MemoryUnit]:
+        atoms: list[MemoryUnit] = []
+        for sentence in rules.sentences(mem.content):
+            match = rules.classify(sentence)
+            if match is None:
+                continue
+            atoms.append(self._atom(mem, match.kind, sentence, match.attributes, Method.HEURISTIC))
+            better = match.attributes.get("better_alternative")
+            if match.kind is Kind.ANTI_PATTERN and isinstance(better, str) and better:
+                tip = f"Instead of {match.attributes['pattern']}: {better}."
+                atoms.append(self._atom(mem, Kind.HEURISTIC, tip,
+                                        {"occurrences": 1, "successes": 0, "derived_from": "anti_pattern"},
+                                        Method.HEURISTIC))
+        return atoms
 
     def _atom(self, mem: MemoryUnit, kind: Kind, content: str, extra: dict[str, Any], method: Method,
               model: str | None = None, prompt_hash: str | None = None) -> MemoryUnit:

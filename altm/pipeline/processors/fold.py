@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import Event, Kind, Layer, MemoryUnit, Method, ProposalEvent
 from altm.core.topics import Topic
+from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
 from altm.pipeline.processors._base import (
     Processor,
@@ -86,6 +87,9 @@ class FoldProcessor(Processor):
     name = "fold"
     input_topic = Topic.CHANGES
 
+    def __init__(self, chat: ChatModel | None = None) -> None:
+        self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None
+
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,
         so folding once after the batch's last message gives the same result as folding after each."""
@@ -111,12 +115,9 @@ class FoldProcessor(Processor):
         if not messages:
             return []
         sections = extractive_sections(messages)
-        from altm.models import Stage
-
-        models = ctx.models
-        if models is not None and models.configured(Stage.L1):
+        if self._chat is not None:
             transcript = "\n".join(f"[{m.source_id}] {m.role}: {m.content}" for m in messages)
-            result = await models.structured(Stage.L1, mem.scope, [
+            result = await self._chat.structured(ModelTask.L1, mem.scope, [
                 {"role": "system", "content": "Summarise this conversation session for long-term memory. "
                  "Return JSON with summary, decisions, constraints, corrections, open_questions. Quote facts; "
                  "do not invent anything that is not in the transcript."},

@@ -28,6 +28,7 @@ from altm.core import (
     derive_id,
 )
 from altm.core.topics import Topic
+from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors._base import (
     Processor,
     ProcessorContext,
@@ -62,6 +63,9 @@ def facet_label(facet_key: str) -> str:
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
+
+    def __init__(self, chat: ChatModel | None = None) -> None:
+        self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         reader = ctx.require_reader()
@@ -117,7 +121,7 @@ class GovernProcessor(Processor):
         previous = self._facet_memory(max(earlier, key=_order), facet_key)
         if previous.content_hash == facet.content_hash:
             return out
-        decision = await self._should_supersede(ctx, first, previous, facet)
+        decision = await self._should_supersede(first, previous, facet)
         if decision is True:
             out.append(proposal(ProposalOp.SUPERSEDE, scope=mem.scope, processor=self.name, cause=event,
                                 supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
@@ -134,12 +138,10 @@ class GovernProcessor(Processor):
             ))
         return out
 
-    async def _should_supersede(self, ctx: ProcessorContext, atom: MemoryUnit, old: MemoryUnit,
+    async def _should_supersede(self, atom: MemoryUnit, old: MemoryUnit,
                                 new: MemoryUnit) -> bool | str:
-        from altm.models import Stage
-
-        if ctx.models is not None and ctx.models.configured(Stage.GOVERNANCE):
-            result = await ctx.models.structured(Stage.GOVERNANCE, atom.scope, [
+        if self._chat is not None:
+            result = await self._chat.structured(ModelTask.GOVERNANCE, atom.scope, [
                 {"role": "system", "content": "Decide whether the NEW persona facet replaces the OLD one "
                  "(same topic, changed value) rather than adding to it. Answer JSON {supersede, confidence, "
                  "reason}."},

@@ -22,6 +22,7 @@ from altm.core import (
     derive_id,
 )
 from altm.core.topics import Topic
+from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
 from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, norm, proposal
 
@@ -58,29 +59,34 @@ class LinkProcessor(Processor):
     name = "link"
     input_topic = Topic.CHANGES
 
+    def __init__(self, chat: ChatModel | None = None) -> None:
+        self._chat = chat if chat is not None and chat.serves(ModelTask.GRAPH) else None
+
+    async def _model_entities(self, mem: MemoryUnit) -> tuple[list[tuple[NodeType, str]], list[ExtractedRelation],
+                                                               Method]:
+        assert self._chat is not None
+        result = await self._chat.structured(ModelTask.GRAPH, mem.scope, [
+            {"role": "system", "content": "List the entities (people, organisations, products, files, "
+             "identifiers, dates) a memory mentions and the relations between them, as JSON. Only what "
+             "the text states."},
+            {"role": "user", "content": mem.content},
+        ], GraphExtraction)
+        return [(e.type, e.name) for e in result.value.entities], list(result.value.relations), Method.LLM
+
+    @staticmethod
+    def _rule_entities(mem: MemoryUnit) -> tuple[list[tuple[NodeType, str]], list[ExtractedRelation], Method]:
+        named = [(NodeType.ENTITY, n) for n in rules.named_entities(mem.content)]
+        named += [(NodeType.TIME, d) for d in rules.dates(mem.content)]
+        return named, [], Method.HEURISTIC
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         mem = committed_memory(event, frozenset({Layer.L0, Layer.L2}))
         if mem is None or ctx.require_reader().get(mem.scope, mem.memory_id) is None:
             return []  # nothing to link, or the memory was erased since this change (a replayed change)
-        from altm.models import Stage
-
-        models = ctx.models
-        named: list[tuple[NodeType, str]] = []
-        relations: list[ExtractedRelation] = []
-        method = Method.HEURISTIC
-        if models is not None and models.configured(Stage.GRAPH) and mem.layer is Layer.L2:
-            result = await models.structured(Stage.GRAPH, mem.scope, [
-                {"role": "system", "content": "List the entities (people, organisations, products, files, "
-                 "identifiers, dates) a memory mentions and the relations between them, as JSON. Only what "
-                 "the text states."},
-                {"role": "user", "content": mem.content},
-            ], GraphExtraction)
-            named = [(e.type, e.name) for e in result.value.entities]
-            relations = result.value.relations
-            method = Method.LLM
+        if self._chat is not None and mem.layer is Layer.L2:
+            named, relations, method = await self._model_entities(mem)
         else:
-            named = [(NodeType.ENTITY, n) for n in rules.named_entities(mem.content)]
-            named += [(NodeType.TIME, d) for d in rules.dates(mem.content)]
+            named, relations, method = self._rule_entities(mem)
         if mem.layer is Layer.L2 and mem.kind in _KIND_NODE:
             named.append((_KIND_NODE[mem.kind], mem.content[:200]))
         nodes: dict[str, GraphNode] = {}

@@ -23,6 +23,7 @@ from altm.core import (
     TrustVerdict,
 )
 from altm.core.topics import Topic
+from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, proposal
 
 
@@ -95,6 +96,9 @@ class VerifyProcessor(Processor):
     name = "verify"
     input_topic = Topic.CHANGES
 
+    def __init__(self, chat: ChatModel | None = None) -> None:
+        self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
         mem = committed_memory(event, frozenset({Layer.L2}))
         if mem is None:
@@ -103,27 +107,22 @@ class VerifyProcessor(Processor):
         group = ctx.require_reader().atoms_with(mem.scope, "subject", str(subject)) if subject else [mem]
         group = group or [mem]
         verdicts = cross_verify(group)
-        from altm.models import Stage
-
-        models = ctx.models
-        if models is not None and models.configured(Stage.NLI) and len(group) > 1:
-            verdicts = await self._nli(ctx, mem, group, verdicts)
+        if self._chat is not None and len(group) > 1:
+            verdicts = await self._nli(self._chat, mem, group, verdicts)
         return [
             proposal(ProposalOp.SET_TRUST, scope=m.scope, processor=self.name, cause=event,
                      verdict=TrustVerdict(memory_id=m.memory_id, trust=verdicts[m.memory_id]))
             for m in group if m.memory_id in verdicts
         ]
 
-    async def _nli(self, ctx: ProcessorContext, mem: MemoryUnit, group: Sequence[MemoryUnit],
+    @staticmethod
+    async def _nli(chat: ChatModel, mem: MemoryUnit, group: Sequence[MemoryUnit],
                    verdicts: dict[str, Trust]) -> dict[str, Trust]:
-        from altm.models import Stage
-
-        assert ctx.models is not None
         out = dict(verdicts)
         for other in group:
             if other.memory_id == mem.memory_id:
                 continue
-            result = await ctx.models.structured(Stage.NLI, mem.scope, [
+            result = await chat.structured(ModelTask.NLI, mem.scope, [
                 {"role": "system", "content": "Does the premise entail, contradict or not relate to the "
                  "hypothesis? Answer JSON {label, confidence}."},
                 {"role": "user", "content": f"Premise: {other.content}\nHypothesis: {mem.content}"},

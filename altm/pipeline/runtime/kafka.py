@@ -1,7 +1,9 @@
 """The Kafka runtime: the same processors and the writer as faust-streaming agents over Apache Kafka.
 
-Topics are created up front (one partition count for all) by :class:`KafkaBus` before the worker starts;
-faust never declares topics itself. The faust web server is off by default, and binds to loopback when on.
+Each agent feeds the runtime-neutral drivers (:mod:`altm.pipeline._drivers`); outputs are sent without
+awaiting each one and awaited together before the agent acknowledges its input. Topics are created up front
+(one partition count for all) before the worker starts; faust never declares topics itself. The faust web
+server is off by default, and binds to loopback when on.
 
 Settings chosen against faust's known stalls (documented in the README, "Kafka runtime"):
 
@@ -18,8 +20,6 @@ shard transaction and skips anything below it, and changes go through the shard'
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,17 +27,12 @@ from typing import Any
 import faust
 
 from altm.bus import OutgoingRecord, Record
-from altm.bus.kafka import KafkaBus, parse_broker_url
-from altm.core.partitioner import partition_for
-from altm.core.settings import Settings
-from altm.core.topics import Topic, all_topic_specs, topic_name
-from altm.pipeline._stage import DeferredQueue, run_processor
-from altm.pipeline.processors import Processor, default_processors
-from altm.pipeline.runtime._resources import RuntimeResources, build_resources
+from altm.bus.kafka import parse_broker_url
+from altm.core import Settings, Topic, partition_for, topic_name
+from altm.pipeline._drivers import StageDriver, WriterDriver
+from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import Writer
-from altm.store import ShardSet
-
-log = logging.getLogger("altm.worker")
+from altm.store import DeferredWork, ShardSet
 
 
 def _record(message: Any) -> Record:
@@ -54,19 +49,18 @@ def _record(message: Any) -> Record:
 
 
 class FaustRuntime:
-    """Builds the faust app; ``run_worker`` runs it as a process, tests may drive it the same way."""
+    """Builds the faust app over drivers; ``altm worker`` (wiring) runs it as a process."""
 
-    def __init__(self, settings: Settings, processors: Sequence[Processor] | None = None) -> None:
+    def __init__(self, settings: Settings, shards: ShardSet, ctx: ProcessorContext,
+                 processors: Sequence[Processor], identity: str) -> None:
         if not settings.broker:
             raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
         self.settings = settings
         self.partitions = settings.partitions
-        self.shards = ShardSet(settings.data_dir, settings.partitions)
-        self.writer = Writer(self.shards, settings)
-        self.deferred = DeferredQueue(self.shards, settings)
-        self.resources: RuntimeResources = build_resources(settings, self.shards)
-        self.ctx = self.resources.ctx
-        self.processors = list(processors) if processors is not None else default_processors()
+        self.shards = shards
+        self.work = DeferredWork(shards, settings)
+        self.stages = [StageDriver(p, ctx, self.work, self._publish) for p in processors]
+        self.writer = WriterDriver(Writer(shards, settings), self.work, self._publish, identity)
         self.app = self._build_app()
 
     def _build_app(self) -> faust.App:
@@ -93,10 +87,10 @@ class FaustRuntime:
             broker_commit_interval=1.0,
             producer_acks=-1,
         )
-        for proc in self.processors:
-            self._add_processor_agent(app, proc)
-        self._add_writer_agent(app)
-        app.timer(1.0)(self._flush_all)
+        for stage in self.stages:
+            self._add_agent(app, stage.processor.input_topic, f"altm-{stage.name}", stage)
+        self._add_agent(app, Topic.PROPOSALS, "altm-writer", self.writer)
+        app.timer(1.0)(self._flush_owned)
         app.timer(5.0)(self._retry_deferred)
         return app
 
@@ -109,88 +103,39 @@ class FaustRuntime:
             internal=False,
         )
 
-    async def _send(self, rec: OutgoingRecord) -> None:
-        part = rec.partition
-        if part is None:
-            part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
-        await self.app.producer.send_and_wait(
-            rec.topic,
-            rec.key.encode("utf-8") if rec.key is not None else None,
-            rec.value,
-            partition=part,
-            timestamp=None,
-            headers=list(rec.headers) or None,
-        )
+    async def _publish(self, records: Sequence[OutgoingRecord]) -> None:
+        """Send every record, then wait for all acknowledgements (pipelined, in order per partition)."""
+        pending = []
+        for rec in records:
+            part = rec.partition
+            if part is None:
+                part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
+            pending.append(await self.app.producer.send(
+                rec.topic, rec.key.encode("utf-8") if rec.key is not None else None, rec.value,
+                partition=part, timestamp=None, headers=list(rec.headers) or None,
+            ))
+        for fut in pending:
+            await fut
 
-    def _add_processor_agent(self, app: faust.App, proc: Processor) -> None:
+    def _add_agent(self, app: faust.App, topic: Topic, name: str, driver: StageDriver | WriterDriver) -> None:
         async def agent(stream: Any) -> AsyncIterator[None]:
             async for event in stream.events():
-                rec = _record(event.message)
-                result = await run_processor(proc, rec, self.ctx)
-                for rec_, reason in result.deferred:
-                    self.deferred.add(proc.name, rec_, reason)
-                for out in result.outgoing:
-                    await self._send(out)
+                await driver.handle([_record(event.message)])
                 yield None
 
-        app.agent(self._topic(app, proc.input_topic), name=f"altm-{proc.name}")(agent)
+        app.agent(self._topic(app, topic), name=name)(agent)
 
-    def _add_writer_agent(self, app: faust.App) -> None:
-        async def writer(stream: Any) -> AsyncIterator[None]:
-            async for event in stream.events():
-                rec = _record(event.message)
-                self.writer.apply(rec, self.partitions)
-                await self._flush(rec.partition)
-                yield None
-
-        app.agent(self._topic(app, Topic.PROPOSALS), name="altm-writer")(writer)
-
-    async def _flush(self, partition: int) -> None:
-        shard = self.shards.get(partition)
-        while pending := shard.pending_outbox():
-            for _, topic, key, value in pending:
-                await self._send(OutgoingRecord(topic, value, key=key))
-            shard.mark_published(pending[-1][0])
+    def _owned(self, topic: Topic) -> set[int]:
+        name = topic_name(topic, self.settings.topic_prefix)
+        return {tp.partition for tp in self.app.consumer.assignment() if tp.topic == name}
 
     async def _retry_deferred(self) -> None:
-        for proc in self.processors:
-            for work_id, rec in self.deferred.due(proc.name):
-                result = await run_processor(proc, rec, self.ctx)
-                if result.deferred:
-                    self.deferred.add(proc.name, rec, result.deferred[0][1])
-                    continue
-                for out in result.outgoing:
-                    await self._send(out)
-                self.deferred.done(work_id, rec.partition)
+        """Deferred work of the partitions this worker owns (workers may share a data dir)."""
+        for stage in self.stages:
+            await stage.retry_due(self._owned(stage.processor.input_topic))
+        await self.writer.retry_due(self._owned(Topic.PROPOSALS))
 
-    async def _flush_all(self) -> None:
+    async def _flush_owned(self) -> None:
         """Publish changes committed by an earlier run but not yet delivered, for the partitions whose
         proposals this worker owns (workers may share a data dir; each flushes only its own shards)."""
-        proposals = topic_name(Topic.PROPOSALS, self.settings.topic_prefix)
-        owned = {tp.partition for tp in self.app.consumer.assignment() if tp.topic == proposals}
-        for partition in sorted(owned):
-            await self._flush(partition)
-
-
-async def create_topics(settings: Settings) -> None:
-    bus = KafkaBus(settings.broker or "")
-    await bus.start()
-    try:
-        await bus.ensure_topics(
-            all_topic_specs(settings.partitions, settings.topic_prefix, settings.dlq_retention_ms)
-        )
-    finally:
-        await bus.stop()
-
-
-def run_worker(settings: Settings) -> None:
-    """Create the topics, then run a faust worker until SIGINT/SIGTERM."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if settings.embedder != "none" and settings.vector_backend == "edge":
-        log.warning("the embedded vector index belongs to one process: with several workers set "
-                    "ALTM_VECTOR_BACKEND=qdrant and ALTM_QDRANT_URL (one collection per embedding model)")
-    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    asyncio.run(create_topics(settings))
-    runtime = FaustRuntime(settings)
-    worker = faust.Worker(runtime.app, loglevel="WARNING", quiet=True)
-    worker.execute_from_commandline()
+        await self.writer.flush_all(self._owned(Topic.PROPOSALS))

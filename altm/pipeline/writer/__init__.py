@@ -33,6 +33,7 @@ from altm.core import (
     decode_event,
     derive_id,
     encode,
+    original_text,
 )
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
@@ -59,10 +60,6 @@ def _payload_in_home(payload: str | None, home: str) -> bool:
     return bool(scope) and "/".join(str(scope.get(k)) for k in ("tenant_id", "workspace_id", "user_id")) == home
 
 
-def original_text(data: bytes) -> str:
-    return data.decode("utf-8", errors="backslashreplace")
-
-
 def _json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
@@ -84,13 +81,15 @@ class _Applied:
     status: ChangeStatus
     memory: MemoryUnit | None = None
     also_changed: list[MemoryUnit] = field(default_factory=list)  # rows updated as a consequence
-    erased: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()  # memories the change deleted (their vectors go too)
 
 
 class Writer:
     def __init__(self, shards: ShardSet, settings: Settings) -> None:
         self.shards = shards
         self.settings = settings
+        self.partitions = settings.partitions
+        self.proposals_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
         self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
         self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
         self.guard = WriteGuard(settings.guard_overlap_threshold)
@@ -107,6 +106,7 @@ class Writer:
             ProposalOp.SIGNAL: self._signal,
             ProposalOp.FORGET: self._forget,
             ProposalOp.ROLLBACK: self._rollback,
+            ProposalOp.RECORD_CYCLE: self._record_cycle,
         }
         self.rules = LifecycleRules()
 
@@ -157,7 +157,7 @@ class Writer:
                 payload=original_text(record.value[:_PAYLOAD_KEEP]),
             )
             return WriteOutcome(changes=[self._change(event, record, ChangeStatus.REJECTED, reason=reason)])
-        changes = [self._change(event, record, applied.status, memory=applied.memory, affected=applied.erased)]
+        changes = [self._change(event, record, applied.status, memory=applied.memory, removed=applied.removed)]
         changes += [self._change(event, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id)
                     for m in applied.also_changed]
         return WriteOutcome(changes=changes)
@@ -442,7 +442,7 @@ class Writer:
                                     proposal_id=event.event_id, actor="writer")
         shard.redact_audit("memories", sorted(successors))
         shard.scrub(home, sorted(doomed), all_cache=True, at=now, proposal_id=event.event_id)
-        return _Applied(ChangeStatus.COMMITTED, erased=tuple(sorted(doomed)))
+        return _Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
 
     def _review(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
         """Apply a reviewer's decision (it arrived as a control event, so a replay reproduces it)."""
@@ -568,7 +568,7 @@ class Writer:
             ("applied", f"{len(forgotten)} forgotten, {len(skipped)} pinned and kept, {len(repaired)} repaired")],
             {"candidates": list(fg.memory_ids), "forgotten": forgotten, "pinned": skipped,
              "repaired": [m.memory_id for m in repaired]})
-        return _Applied(ChangeStatus.COMMITTED, erased=tuple(forgotten), also_changed=repaired)
+        return _Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired)
 
     def _repair_evidence(self, shard: Shard, gone: list[str], event: ProposalEvent, now: str) -> list[MemoryUnit]:
         marks = ", ".join("?" for _ in gone)
@@ -632,7 +632,32 @@ class Writer:
             "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (derive_id("gov", rb.decision_id, "rolled_back"), rb.decision_id, s.tenant_id, s.workspace_id,
              s.user_id, s.agent_id, decision, "rolled_back", _json({"by": event.event_id}), rb.reason, now))
-        return _Applied(ChangeStatus.COMMITTED, erased=tuple(removed), also_changed=restored)
+        return _Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
+
+    def _record_cycle(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+        """Store a runtime cycle's state. A cycle only moves forward: prepared → committed or aborted."""
+        cycle = event.cycle
+        assert cycle is not None
+        if cycle.scope.home != event.scope.home:
+            raise Rejection(f"cycle {cycle.cycle_id} belongs to {cycle.scope.home!r}, not {event.scope.home!r}")
+        s = cycle.scope
+        row = {
+            "cycle_id": cycle.cycle_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id,
+            "user_id": s.user_id, "agent_id": s.agent_id, "session_id": cycle.session_id, "turn_id": cycle.turn_id,
+            "state": cycle.state.value, "idempotency_key": cycle.idempotency_key, "request_hash": cycle.request_hash,
+            "bundle_memory_ids": _json(list(cycle.bundle_memory_ids)), "bundle": None,
+            "token_budget": cycle.token_budget, "commit_hash": cycle.commit_hash,
+            "created_at": cycle.created_at.isoformat(),
+            "closed_at": cycle.closed_at.isoformat() if cycle.closed_at else None, "abort_reason": cycle.abort_reason,
+        }
+        old = shard.row("runtime_cycles", "cycle_id", cycle.cycle_id)
+        if old is not None:
+            if old["state"] == row["state"] or row["state"] == "prepared":
+                return _Applied(ChangeStatus.UNCHANGED)  # a retry, or a prepare replayed after its close
+            if old["state"] != "prepared":
+                raise Rejection(f"cycle {cycle.cycle_id} is already {old['state']}; it cannot become {row['state']}")
+        shard.put_row("runtime_cycles", "cycle_id", row, old, at=now, proposal_id=event.event_id, actor="protocol")
+        return _Applied(ChangeStatus.COMMITTED)
 
     @staticmethod
     def _mark_rejection(shard: Shard, row: dict[str, Any], status: str, event: ProposalEvent, now: str
@@ -674,7 +699,7 @@ class Writer:
     @staticmethod
     def _change(
         event: ProposalEvent, record: Record, status: ChangeStatus, *, reason: str | None = None,
-        memory: MemoryUnit | None = None, target_id: str | None = None, affected: tuple[str, ...] = (),
+        memory: MemoryUnit | None = None, target_id: str | None = None, removed: tuple[str, ...] = (),
     ) -> ChangeEvent:
         mem = memory or event.memory
         return ChangeEvent(
@@ -689,7 +714,7 @@ class Writer:
             kind=mem.kind if mem else None,
             reason=reason,
             memory=memory if status is ChangeStatus.COMMITTED else None,
-            affected_ids=affected,
+            removed_ids=removed,
             source_topic=record.topic,
             source_partition=record.partition,
             source_offset=record.offset,

@@ -1,8 +1,8 @@
 """Retrieval: hybrid recall with graph expansion, scope/session policy, search presets."""
 
 from altm.recall.retrieval._config import DEFAULT_PRESET, PRESETS, SearchConfig, preset
-from altm.recall.retrieval._engine import CHANNELS, Hit, Retriever, SearchResult, query_terms
+from altm.recall.retrieval._engine import CHANNELS, Emergent, Hit, Retriever, SearchResult, query_terms
 from altm.recall.retrieval._policy import ScopePolicy
 
-__all__ = ["CHANNELS", "DEFAULT_PRESET", "PRESETS", "Hit", "Retriever", "ScopePolicy", "SearchConfig",
+__all__ = ["CHANNELS", "DEFAULT_PRESET", "PRESETS", "Emergent", "Hit", "Retriever", "ScopePolicy", "SearchConfig",
            "SearchResult", "preset", "query_terms"]

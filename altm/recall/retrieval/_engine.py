@@ -16,13 +16,13 @@ from pydantic import BaseModel, Field
 
 from altm.core import Scope
 from altm.core.partitioner import partition_for
-from altm.models import Embedder
+from altm.models import EmbeddingModel
 from altm.recall.retrieval._concurrent import Concurrent
-from altm.recall.retrieval._config import SearchConfig
+from altm.recall.retrieval._config import SearchConfig, preset
 from altm.recall.retrieval._fusion import add_channel, fuse, ordered, propagate, session_prior
 from altm.recall.retrieval._graph import expand, personalised_pagerank
 from altm.recall.retrieval._neighbours import neighbours
-from altm.recall.retrieval._policy import ScopePolicy
+from altm.recall.retrieval._policy import ScopePolicy, vector_filters
 from altm.recall.retrieval._temporal import time_anchors, time_prior
 from altm.recall.retrieval._terms import TermStatistics
 from altm.store import MEMORY_COLUMNS, ShardSet
@@ -66,6 +66,19 @@ class Hit(BaseModel):
     compression_level: int = Field(default=0, description="C0 full … C4 marker only (lifecycle)")
 
 
+class Emergent(BaseModel):
+    """A memory related to a query through the graph that the query itself does not match."""
+
+    memory_id: str
+    layer: str
+    kind: str
+    content: str
+    matched_by: list[str]
+    score: float
+    breakdown: dict[str, float]
+    path: list[str]
+
+
 @dataclass
 class SearchResult:
     hits: list[Hit]
@@ -89,10 +102,10 @@ def _fts_expression(terms: Sequence[str]) -> str:
 class Retriever:
     """Read-side of the store. Shares the shards with the writer (embedded) or opens them read-only."""
 
-    def __init__(self, shards: ShardSet, embedder: Embedder | None = None, vectors: VectorIndex | None = None
-                 ) -> None:
+    def __init__(self, shards: ShardSet, embedding: EmbeddingModel | None = None,
+                 vectors: VectorIndex | None = None) -> None:
         self.shards = shards
-        self.embedder = embedder
+        self.embedding = embedding
         self.vectors = vectors
         self.term_stats = TermStatistics()
 
@@ -124,10 +137,10 @@ class Retriever:
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
-        if self.embedder is None or self.vectors is None:
+        if self.embedding is None or self.vectors is None:
             return []
-        (vec,) = self.embedder.embed([query])
-        return self.vectors.search_any(vec, policy.vector_filters(), limit)
+        (vec,) = self.embedding.embed([query])
+        return self.vectors.search_any(vec, vector_filters(policy), limit)
 
     def _vector(self, conn: sqlite3.Connection, hits: list[VectorHit], policy: ScopePolicy
                 ) -> list[tuple[str, float]]:
@@ -285,27 +298,66 @@ class Retriever:
         hits.sort(key=lambda x: (-x[0], x[1]["row"]["memory_id"]))
         top = hits[: config.top_k]
         sources = self._source_ids(conn, [g["row"] for _, g, _, _ in top])
-        out = []
-        for final, group, trust, lifecycle in top:
-            row = group["row"]
-            mid = row["memory_id"]
-            out.append(Hit(
-                memory_id=mid, layer=row["layer"], kind=row["kind"], content=row["content"],
-                content_hash=row["content_hash"],
-                scope="/".join((row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"])),
-                session_id=row["session_id"], source_id=row["source_id"], source_ids=sources[mid],
-                role=row["role"], valid_from=row["valid_from"], method=row["method"],
-                trust_status=row["trust_status"],
-                trust_reason=row["trust_reason"] if row["trust_status"] == "contradicted" or not row["lc_harmful"]
-                else f"marked harmful {row['lc_harmful']} time(s)",
-                flag="contradicted" if row["trust_status"] == "contradicted"
-                else ("harmful" if row["lc_harmful"] else None),
-                score=round(final, 6), channels=group["channels"],
-                breakdown={config.fusion: round(group["fused"], 6), "trust": trust, "lifecycle": lifecycle,
-                           "final": round(final, 6)},
-                graph_path=paths.get(mid), compression_level=int(row["lc_compression"] or 0),
-            ))
-        return out
+        return [
+            self._hit(group["row"], sources[group["row"]["memory_id"]], round(final, 6), group["channels"],
+                      {config.fusion: round(group["fused"], 6), "trust": trust, "lifecycle": lifecycle,
+                       "final": round(final, 6)}, paths.get(group["row"]["memory_id"]))
+            for final, group, trust, lifecycle in top
+        ]
+
+    @staticmethod
+    def _hit(row: dict[str, Any], sources: list[str], score: float, channels: dict[str, int],
+             breakdown: dict[str, float], path: list[str] | None) -> Hit:
+        return Hit(
+            memory_id=row["memory_id"], layer=row["layer"], kind=row["kind"], content=row["content"],
+            content_hash=row["content_hash"],
+            scope="/".join((row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"])),
+            session_id=row["session_id"], source_id=row["source_id"], source_ids=sources,
+            role=row["role"], valid_from=row["valid_from"], method=row["method"],
+            trust_status=row["trust_status"],
+            trust_reason=row["trust_reason"] if row["trust_status"] == "contradicted" or not row["lc_harmful"]
+            else f"marked harmful {row['lc_harmful']} time(s)",
+            flag="contradicted" if row["trust_status"] == "contradicted"
+            else ("harmful" if row["lc_harmful"] else None),
+            score=score, channels=channels, breakdown=breakdown, graph_path=path,
+            compression_level=int(row["lc_compression"] or 0),
+        )
+
+    def hits_for(self, scope: Scope, session_id: str | None, memory_ids: Sequence[str]) -> list[Hit]:
+        """These memories as hits, in the order given, as far as the scope policy still admits them (a bundle
+        rebuilt for a retried ``prepare_turn`` whose original bundle this process no longer holds)."""
+        conn = self.conn_for(scope)
+        policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
+        admitted = self._admitted(conn, list(memory_ids), policy)
+        rows = self._rows(conn, admitted)
+        sources = self._source_ids(conn, [rows[m] for m in admitted])
+        return [self._hit(rows[m], sources[m], 0.0, {}, {"replayed": 1.0}, None) for m in admitted]
+
+    def emerge(self, scope: Scope, query: str, *, session_id: str | None = None, seed_limit: int = 5,
+               max_hops: int = 2, limit: int = 10) -> list[Emergent]:
+        """Memories related to the query through the graph that the query itself does not match.
+        Read-only: nothing is written."""
+        base = preset("hybrid").model_copy(update={"top_k": max(seed_limit * 4, 20), "l0_across_sessions": True})
+        matched = self.search(scope, session_id, query, base)
+        direct = {h.memory_id for h in matched.hits}
+        seeds = [h.memory_id for h in matched.hits[:seed_limit]]
+        if not seeds:
+            return []
+        conn = self.conn_for(scope)
+        sub = expand(conn, scope, seeds, max_hops * 2, 2000)
+        ranks = personalised_pagerank(sub.adjacency, seeds)
+        policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
+        candidates = [n for n in ranks if n.startswith("mem_") and n not in direct]
+        allowed = self._allowed(conn, candidates, policy)
+        ordered = sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))[:limit]
+        rows = self._rows(conn, ordered)
+        return [
+            Emergent(memory_id=n, layer=rows[n]["layer"], kind=rows[n]["kind"], content=rows[n]["content"],
+                     matched_by=["graph"], score=round(ranks[n], 6),
+                     breakdown={"ppr": round(ranks[n], 6), "hops": float(sub.depth.get(n, 0))},
+                     path=sub.path_to(n))
+            for n in ordered
+        ]
 
     @staticmethod
     def _single_turn_evidence(rows: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from altm.app.protocol import (
+from altm.app import (
     BadMarker,
     CitationError,
     CycleStateError,
     Feedback,
     IdempotencyConflict,
-    ScopeDenied,
+    NotFound,
     UnknownCycle,
 )
 from altm.bus import TopicPartition
@@ -93,7 +93,7 @@ async def test_drilldown_round_trip_and_refusals(settings: Settings) -> None:
         assert full.content is not None and full.memory_id == item.memory_id
         lines = app.drilldown(item.marker, SCOPE, query="deadline")
         assert lines.lines is not None and all("deadline" in ln.casefold() for ln in lines.lines)
-        with pytest.raises(ScopeDenied):
+        with pytest.raises(NotFound):  # another tenant's marker: as if it did not exist
             app.drilldown(item.marker, other)
         with pytest.raises(BadMarker, match="stale"):
             app.drilldown(item.marker.split("#")[0] + "#" + "0" * 64, SCOPE)

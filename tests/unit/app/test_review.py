@@ -7,10 +7,9 @@ from pathlib import Path
 import orjson
 from typer.testing import CliRunner
 
-from altm.app.replay import replay_into
-from altm.app.stats import state_hash
 from altm.core import encode
 from altm.interfaces.cli import app
+from altm.wiring import replay_into, state_hash
 from tests.support.turns import make_turn
 
 runner = CliRunner()

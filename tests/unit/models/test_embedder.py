@@ -5,9 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from altm.models import EmbedderError, LocalEmbedder
-from altm.models import _embedder as embedder_mod
-from altm.pipeline.runtime._resources import shared_local_embedder
+from altm.models import EmbedderError, LocalMiniLM, shared_local_minilm
+from altm.models import _local as embedder_mod
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -15,7 +14,7 @@ def _cos(a: list[float], b: list[float]) -> float:
 
 
 def test_similar_sentences_are_closer_than_unrelated_ones() -> None:
-    emb = shared_local_embedder()
+    emb = shared_local_minilm()
     v = emb.embed([
         "The deadline for the billing migration is December 15.",
         "When is the billing migration due?",
@@ -30,7 +29,7 @@ def test_similar_sentences_are_closer_than_unrelated_ones() -> None:
 
 
 def test_batches_give_the_same_vectors_as_single_calls() -> None:
-    emb = shared_local_embedder()
+    emb = shared_local_minilm()
     texts = [f"sentence {i} " + "word " * (i * 7) for i in range(5)]
     together = np.array(emb.embed(texts))
     alone = np.array([emb.embed([t])[0] for t in texts])
@@ -42,9 +41,9 @@ def test_model_files_are_checksum_verified(tmp_path: Path, monkeypatch: pytest.M
     fake.write_bytes(b"not the model")
     monkeypatch.setattr(embedder_mod, "minilm_paths", lambda: (fake, fake))
     with pytest.raises(EmbedderError, match="sha256"):
-        LocalEmbedder()
+        LocalMiniLM()
 
 
 def test_collection_name_separates_models_and_dimensions() -> None:
-    emb = shared_local_embedder()
+    emb = shared_local_minilm()
     assert emb.collection == "altm_all_minilm_l6_v2_onnx_int8_384"

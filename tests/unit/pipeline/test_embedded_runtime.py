@@ -1,16 +1,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import orjson
 import pytest
 
-from altm.app.stats import state_hash
 from altm.bus import OutgoingRecord, TopicPartition
 from altm.core import ChangeStatus, decode_dead_letter, decode_event, encode
 from altm.core.settings import Settings
+from altm.pipeline import EmbeddedRuntime, WriterDriver
 from altm.pipeline.processors import CaptureProcessor
-from altm.pipeline.runtime import EmbeddedRuntime
+from altm.wiring import open_deployment, state_hash
+from tests.support.memories import embedded, running, runtime_of
 from tests.support.turns import SCOPE, make_turn
 
 
@@ -28,9 +31,11 @@ def _l0_contents(rt: EmbeddedRuntime) -> list[str]:
     )
 
 
-def capture_only(settings: Settings) -> EmbeddedRuntime:
+@asynccontextmanager
+async def capture_only(settings: Settings) -> AsyncIterator[EmbeddedRuntime]:
     """The runtime mechanics, isolated from memory formation (one processor, the writer)."""
-    return EmbeddedRuntime(settings.model_copy(update={"embedder": "none"}), [CaptureProcessor()])
+    async with embedded(settings.model_copy(update={"embedder": "none"}), processors=[CaptureProcessor()]) as d:
+        yield runtime_of(d)
 
 
 async def test_turns_become_l0_memories_with_changes(settings: Settings) -> None:
@@ -50,7 +55,7 @@ async def test_turns_become_l0_memories_with_changes(settings: Settings) -> None
 
 
 async def test_replaying_the_same_turns_is_idempotent(settings: Settings) -> None:
-    async with EmbeddedRuntime(settings) as rt:
+    async with running(settings) as rt:
         await rt.publish([make_turn(i) for i in range(3)])
         await rt.run_until_idle()
         first = state_hash(settings.data_dir)
@@ -73,16 +78,19 @@ async def test_restart_resumes_from_offsets_stored_with_the_data(settings: Setti
 
 
 async def test_unpublished_changes_survive_a_crash_between_commit_and_publish(settings: Settings) -> None:
-    rt = capture_only(settings)
-    await rt.start()
+    s = settings.model_copy(update={"embedder": "none"})
+    deployment = await open_deployment(s, pipeline=True, processors=[CaptureProcessor()])
+    await deployment.start()
+    rt = runtime_of(deployment)
     await rt.publish([make_turn(1)])
     await rt._stages[0].step()  # capture
     writer_stage = rt._stages[-1]
     records = await writer_stage.consumer.poll(10)
+    assert isinstance(writer_stage.driver, WriterDriver)
     for rec in records:
-        writer_stage.writer.apply(rec, 4)  # type: ignore[union-attr]
+        writer_stage.driver.writer.apply(rec, 4)
     # crash: the shard committed, the change was never published, the group offset never committed
-    await rt.stop()
+    await deployment.close()
     assert rt.log._conn is None
     async with capture_only(settings) as rt2:
         await rt2.run_until_idle()
@@ -106,7 +114,7 @@ async def test_bad_input_is_dead_lettered_and_the_stream_keeps_going(
     settings: Settings, value: bytes, key: str, error: str
 ) -> None:
     settings = settings.model_copy(update={"max_content_bytes": 1000})
-    async with EmbeddedRuntime(settings) as rt:
+    async with running(settings) as rt:
         await rt.log.publish_many([OutgoingRecord("altm.turns", value, key=key, partition=0)])
         await rt.publish([make_turn(2, "the following good event")])
         await rt.run_until_idle()
@@ -117,24 +125,25 @@ async def test_bad_input_is_dead_lettered_and_the_stream_keeps_going(
 
 
 async def test_background_mode_processes_as_events_arrive_and_stops_cleanly(settings: Settings) -> None:
-    rt = EmbeddedRuntime(settings)
-    await rt.start(background=True)
+    deployment = await open_deployment(settings, pipeline=True)
+    await deployment.start(background=True)
+    rt = runtime_of(deployment)
     await rt.publish([make_turn(1)])
     for _ in range(100):
         if _l0_contents(rt):
             break
         await asyncio.sleep(0.02)
     assert len(_l0_contents(rt)) == 1
-    await rt.stop()
+    await deployment.close()
     assert rt._task is None
-    leftovers = [t for t in asyncio.all_tasks() if t.get_name() == "altm-embedded-runtime"]
+    leftovers = [t for t in asyncio.all_tasks() if t.get_name() in ("altm-embedded-runtime", "altm-maintenance")]
     assert leftovers == []
 
 
 async def test_hosts_cannot_publish_proposals(settings: Settings) -> None:
     from altm.core import ChangeEvent
 
-    async with EmbeddedRuntime(settings) as rt:
+    async with running(settings) as rt:
         change = ChangeEvent(event_id="c", scope=SCOPE, timestamp=make_turn(1).timestamp, proposal_id="p",
                              status=ChangeStatus.COMMITTED)
         with pytest.raises(ValueError, match="hosts publish turn and control events"):
@@ -151,10 +160,11 @@ def _layers(rt: EmbeddedRuntime) -> dict[str, int]:
 
 async def test_turns_are_made_searchable_before_they_are_derived(settings: Settings) -> None:
     turns = [make_turn(i, f"We decided to move service {i} to region eu-{i} on Friday.") for i in range(12)]
-    async with EmbeddedRuntime(settings.model_copy(update={"derive_every_steps": 1000})) as rt:
+    async with embedded(settings.model_copy(update={"derive_every_steps": 1000})) as d:
+        rt = runtime_of(d)
         await rt.publish(turns)
         steps = 0
-        while (rt.ctx.vectors.count() if rt.ctx.vectors else 0) < len(turns):
+        while (d.vectors.count() if d.vectors else 0) < len(turns):
             assert await rt.step() > 0
             steps += 1
             assert steps < 50
@@ -167,8 +177,7 @@ async def test_turns_are_made_searchable_before_they_are_derived(settings: Setti
 
 
 async def test_deriving_stages_are_not_starved_by_a_busy_searchable_path(settings: Settings) -> None:
-    rt = EmbeddedRuntime(settings.model_copy(update={"derive_every_steps": 2, "poll_batch": 1}))
-    async with rt:
+    async with running(settings.model_copy(update={"derive_every_steps": 2, "poll_batch": 1})) as rt:
         await rt.publish([make_turn(i, f"We decided to deploy build {i} on Friday.") for i in range(6)])
         for _ in range(4):  # the searchable path is never idle in these steps
             await rt.step()

@@ -8,17 +8,19 @@ from pathlib import Path
 import pytest
 
 from altm.app.ingest import ingest_file
-from altm.app.stats import collect_stats, shard_state_rows, state_hash
+from altm.app.stats import collect_stats
 from altm.core import Scope
 from altm.core.settings import Settings
 from altm.interfaces.cli import sample_path
-from altm.pipeline.runtime import EmbeddedRuntime
+from altm.store import state_rows
+from altm.wiring import state_hash
+from tests.support.memories import embedded, running, runtime_of
 from tests.support.rows import rows as _rows
 from tests.support.turns import T0, make_turn
 
 
 async def _ingest_sample(settings: Settings) -> None:
-    async with EmbeddedRuntime(settings) as rt:
+    async with running(settings) as rt:
         await ingest_file(rt, sample_path())
 
 
@@ -108,7 +110,7 @@ async def test_exact_duplicates_merge_and_facets_supersede_only_on_a_correction(
         make_turn(3, "I prefer light mode in the editor now, actually.", session="c"),
         make_turn(4, "I prefer light mode in the terminal.", session="d"),
     ]
-    async with EmbeddedRuntime(settings.model_copy(update={"embedder": "none"})) as rt:
+    async with running(settings.model_copy(update={"embedder": "none"})) as rt:
         await rt.publish(turns)
         await rt.run_until_idle()
     prefs = _rows(settings.data_dir, "SELECT memory_id, session_id, superseded_by, lc_state, evidence FROM memories "
@@ -130,7 +132,7 @@ async def test_exact_duplicates_merge_and_facets_supersede_only_on_a_correction(
 async def test_a_facet_change_without_correction_is_deferred_not_guessed(settings: Settings) -> None:
     turns = [make_turn(1, "I prefer dark mode in every editor.", session="a"),
              make_turn(2, "I prefer light mode in every editor.", session="b")]
-    async with EmbeddedRuntime(settings.model_copy(update={"embedder": "none"})) as rt:
+    async with running(settings.model_copy(update={"embedder": "none"})) as rt:
         await rt.publish(turns)
         await rt.run_until_idle()
     facets = _rows(settings.data_dir, "SELECT superseded_by FROM memories WHERE layer='L4'")
@@ -145,7 +147,7 @@ async def test_replay_into_a_fresh_dir_gives_byte_identical_derived_rows(tmp_pat
         s = Settings(data_dir=tmp_path / name, partitions=parts, embedder="none")
         await _ingest_sample(s)
         dirs.append(s.data_dir)
-    rows = [shard_state_rows(d) for d in dirs]
+    rows = [state_rows(d) for d in dirs]
     assert rows[0] == rows[1] == rows[2]
     assert len({state_hash(d) for d in dirs}) == 1
 
@@ -153,10 +155,10 @@ async def test_replay_into_a_fresh_dir_gives_byte_identical_derived_rows(tmp_pat
 async def test_embed_indexes_every_memory_with_its_scope(settings: Settings) -> None:
     from altm.vectors import VectorFilter
 
-    async with EmbeddedRuntime(settings) as rt:
+    async with embedded(settings) as d:
+        rt = runtime_of(d)
         await ingest_file(rt, sample_path())
-        vectors = rt.ctx.vectors
-        embedder = rt.ctx.embedder
+        vectors, embedder = d.vectors, d.models.embedding
         assert vectors is not None and embedder is not None
         total = sum(s.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] for s in rt.shards.existing())
         assert vectors.count() == total
@@ -175,7 +177,7 @@ async def test_conversational_context_does_not_depend_on_arrival_order(tmp_path:
     hashes = {}
     for name, order in orders.items():
         s = Settings(data_dir=tmp_path / name, partitions=2, embedder="none")
-        async with EmbeddedRuntime(s) as rt:
+        async with running(s) as rt:
             for turn in order:  # one at a time, so late arrivals really come late
                 await rt.publish([turn])
                 await rt.run_until_idle()
@@ -206,7 +208,7 @@ async def test_statements_repeated_across_sessions_derive_the_same_state_whateve
     hashes, facets = [], []
     for batch in (64, 256, 512):
         data = tmp_path / f"b{batch}"
-        async with EmbeddedRuntime(Settings(data_dir=data, partitions=4, embedder="none", poll_batch=batch)) as rt:
+        async with running(Settings(data_dir=data, partitions=4, embedder="none", poll_batch=batch)) as rt:
             await rt.publish(turns)
             await rt.run_until_idle()
         hashes.append(state_hash(data))

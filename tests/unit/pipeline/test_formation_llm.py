@@ -7,10 +7,11 @@ from typing import Any
 
 from altm.core import Kind
 from altm.core.settings import Settings
-from altm.models import LLMSettings, Stage
-from altm.pipeline.runtime import EmbeddedRuntime
+from altm.models import LLMSettings, ModelTask
+from altm.pipeline import EmbeddedRuntime
+from tests.support.memories import embedded, running, runtime_of
 from tests.support.openai_double import openai_double
-from tests.support.turns import make_turn
+from tests.support.turns import SCOPE, make_turn
 
 PREFS = "I prefer tabs over spaces. Never deploy on Fridays because rollbacks are slow; ship on Tuesdays."
 
@@ -30,8 +31,8 @@ def _settings(settings: Settings) -> Settings:
     return settings.model_copy(update={"embedder": "none", "defer_backoff_s": 0.0})
 
 
-def _llm(base_url: str, **extra: Any) -> dict[Stage, LLMSettings]:
-    return {Stage.L2: LLMSettings(base_url=base_url, model="test-extractor", max_retries=0, **extra)}
+def _llm(base_url: str, **extra: Any) -> dict[ModelTask, LLMSettings]:
+    return {ModelTask.L2: LLMSettings(base_url=base_url, model="test-extractor", max_retries=0, **extra)}
 
 
 def _atoms(rt: EmbeddedRuntime) -> list[dict[str, Any]]:
@@ -41,7 +42,7 @@ def _atoms(rt: EmbeddedRuntime) -> list[dict[str, Any]]:
 
 async def test_structured_extraction_labels_method_model_and_prompt(settings: Settings) -> None:
     with openai_double(extraction_answer) as api:
-        async with EmbeddedRuntime(_settings(settings), llm_settings=_llm(api.base_url)) as rt:
+        async with running(_settings(settings), llm_settings=_llm(api.base_url)) as rt:
             await rt.publish([make_turn(1, PREFS)])
             await rt.run_until_idle()
             atoms = _atoms(rt)
@@ -57,7 +58,7 @@ async def test_structured_extraction_labels_method_model_and_prompt(settings: Se
 
 async def test_replay_answers_from_the_cache_without_a_second_request(settings: Settings) -> None:
     with openai_double(extraction_answer) as api:
-        async with EmbeddedRuntime(_settings(settings), llm_settings=_llm(api.base_url)) as rt:
+        async with running(_settings(settings), llm_settings=_llm(api.base_url)) as rt:
             await rt.publish([make_turn(1, PREFS), make_turn(2, "Nothing to keep here.")])
             await rt.run_until_idle()
             before = [a["memory_id"] for a in _atoms(rt)]
@@ -76,10 +77,10 @@ async def test_invalid_json_is_deferred_then_retried(settings: Settings) -> None
         return "this is not JSON" if calls["n"] == 1 else extraction_answer(body)
 
     with openai_double(flaky) as api:
-        async with EmbeddedRuntime(_settings(settings), llm_settings=_llm(api.base_url)) as rt:
+        async with running(_settings(settings), llm_settings=_llm(api.base_url)) as rt:
             await rt.publish([make_turn(1, PREFS)])
             await rt.run_until_idle()
-            assert rt.deferred.count() == 0
+            assert rt.work.count() == 0
             assert len(_atoms(rt)) == 2  # produced by the retry, not invented on failure
             assert len(api.chat_requests) == 2
 
@@ -87,11 +88,11 @@ async def test_invalid_json_is_deferred_then_retried(settings: Settings) -> None
 async def test_invalid_json_never_becomes_memories(settings: Settings) -> None:
     with openai_double(lambda body: '{"atoms": [{"kind": "gossip", "content": "x"}]}') as api:
         s = _settings(settings).model_copy(update={"defer_backoff_s": 3600.0})
-        async with EmbeddedRuntime(s, llm_settings=_llm(api.base_url)) as rt:
+        async with running(s, llm_settings=_llm(api.base_url)) as rt:
             await rt.publish([make_turn(1, PREFS)])
             await rt.run_until_idle()
             assert _atoms(rt) == []
-            assert rt.deferred.count() == 1
+            assert rt.work.count() == 1
             (reason,) = [r[0] for sh in rt.shards.existing() for r in sh.conn.execute(
                 "SELECT reason FROM deferred_work")]
             assert "does not match ExtractionResult" in reason
@@ -100,27 +101,27 @@ async def test_invalid_json_never_becomes_memories(settings: Settings) -> None:
 async def test_budget_exhausted_defers_without_partial_writes(settings: Settings) -> None:
     with openai_double(extraction_answer) as api:
         s = _settings(settings).model_copy(update={"defer_backoff_s": 3600.0})
-        async with EmbeddedRuntime(s, llm_settings=_llm(api.base_url, token_budget=100)) as rt:
+        async with running(s, llm_settings=_llm(api.base_url, token_budget=100)) as rt:
             await rt.publish([make_turn(1, PREFS), make_turn(2, PREFS.replace("Tuesdays", "Mondays"))])
             await rt.run_until_idle()
             atoms = _atoms(rt)
             # the first call spent the whole budget (100 tokens); the second message is deferred, untouched
             assert len(api.chat_requests) == 1
             assert atoms and len({json.loads(a["evidence"])[0] for a in atoms}) == 1
-            assert rt.deferred.count() == 1
+            assert rt.work.count() == 1
             (reason,) = [r[0] for sh in rt.shards.existing() for r in sh.conn.execute(
                 "SELECT reason FROM deferred_work")]
-            assert "token budget of stage L2 exhausted" in reason
+            assert "token budget of task L2 exhausted" in reason
 
 
 async def test_server_errors_are_deferred_not_guessed(settings: Settings) -> None:
     with openai_double(lambda body: 500) as api:
         s = _settings(settings).model_copy(update={"defer_backoff_s": 3600.0})
-        async with EmbeddedRuntime(s, llm_settings=_llm(api.base_url)) as rt:
+        async with running(s, llm_settings=_llm(api.base_url)) as rt:
             await rt.publish([make_turn(1, PREFS)])
             await rt.run_until_idle()
             assert _atoms(rt) == []
-            assert rt.deferred.count() == 1
+            assert rt.work.count() == 1
             l0 = sum(sh.conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
                      for sh in rt.shards.existing())
             assert l0 == 1  # capture is never blocked by a model
@@ -153,8 +154,8 @@ def staged_answer(body: dict[str, Any]) -> str | int:
 async def test_every_stage_uses_its_model_when_configured(settings: Settings) -> None:
     with openai_double(staged_answer) as api:
         stages = {stage: LLMSettings(base_url=api.base_url, model=f"m-{stage.value.lower()}", max_retries=0)
-                  for stage in (Stage.L1, Stage.L2, Stage.GRAPH, Stage.NLI, Stage.GOVERNANCE)}
-        async with EmbeddedRuntime(_settings(settings), llm_settings=stages) as rt:
+                  for stage in (ModelTask.L1, ModelTask.L2, ModelTask.GRAPH, ModelTask.NLI, ModelTask.GOVERNANCE)}
+        async with running(_settings(settings), llm_settings=stages) as rt:
             await rt.publish([make_turn(1, "I use dark mode in my editor.", session="a"),
                               make_turn(2, "Now I switched to light mode in the editor.", session="b")])
             await rt.run_until_idle()
@@ -180,9 +181,6 @@ async def test_every_stage_uses_its_model_when_configured(settings: Settings) ->
 
 
 async def test_prose_over_its_share_is_compressed_by_the_model_when_configured(settings: Settings) -> None:
-    from altm.wiring._open import app_for_runtime
-    from tests.support.turns import SCOPE
-
     long_story = " ".join(f"On day {i} the billing migration team reviewed invoice batch {i} and found nothing "
                           f"unusual about refunds." for i in range(60))
 
@@ -196,11 +194,12 @@ async def test_prose_over_its_share_is_compressed_by_the_model_when_configured(s
         return 400
 
     with openai_double(answer) as api:
-        llm = {Stage.L1: LLMSettings(base_url=api.base_url, model="summariser", max_retries=0)}
-        async with EmbeddedRuntime(_settings(settings), llm_settings=llm) as rt:
+        llm = {ModelTask.L1: LLMSettings(base_url=api.base_url, model="summariser", max_retries=0)}
+        async with embedded(_settings(settings), llm_settings=llm) as deployment:
+            rt = runtime_of(deployment)
             await rt.publish([make_turn(1, long_story, session="s1")])
             await rt.run_until_idle()
-            prepared = await app_for_runtime(rt).prepare_turn(SCOPE, "s1", "q", "invoice reviews refunds", 300)
+            prepared = await deployment.app.prepare_turn(SCOPE, "s1", "q", "invoice reviews refunds", 300)
     item = next(i for i in prepared.bundle.items if i.layer == "L0")
     assert item.compressed and item.compression == "llm"
     assert item.text == "Sixty days of invoice reviews found nothing unusual about refunds."

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
-from altm.app.protocol import Feedback
-from altm.app.replay import replay_into
-from altm.app.stats import state_hash
+from altm.app import Feedback
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
+from altm.store import state_rows
+from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
 from tests.support.rows import rows as _rows
 from tests.support.turns import SCOPE, make_turn
@@ -17,6 +19,13 @@ TWINS = [
     make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),
     make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2"),
 ]
+
+
+def memory_state(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The memory tables of the state (what a rollback restores; its governance trail stays)."""
+    rows = state_rows(data_dir)
+    return {t: rows[t] for t in ("memories", "evidence_edges", "graph_nodes", "graph_edges", "tombstones",
+                                 "lifecycle_signals")}
 
 
 def test_weight_rules() -> None:
@@ -58,7 +67,7 @@ async def test_a_memory_cited_in_several_cycles_rises_and_a_harmful_one_falls(se
         await rt.run_until_idle()
     # signals count once however often delivered: replaying the log gives the same weights
     fresh = s.data_dir.parent / "fresh"
-    await replay_into(s.data_dir, fresh)
+    await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
 
 
@@ -71,10 +80,10 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
         await rt.run_until_idle()
         later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
         before = state_hash(s.data_dir)
-        preview = rt.retention_candidates(later)
+        preview = app.admin.retention_candidates(later)
         assert pinned["memory_id"] not in {c["memory_id"] for c in preview}
         assert state_hash(s.data_dir) == before  # the preview changed nothing
-        assert await rt.retention(later) == len(preview) > 0
+        assert await app.admin.retention(later) == len(preview) > 0
         await rt.run_until_idle()
         remaining = {r["memory_id"]: r for r in _rows(s.data_dir, "SELECT * FROM memories")}
         assert pinned["memory_id"] in remaining  # pinned: exempt
@@ -87,18 +96,18 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
         audits = _rows(s.data_dir, "SELECT old_value FROM audit_log WHERE action='forget'")
         assert audits and any("Dublin" in a["old_value"] for a in audits)  # the removed value is in the audit
     fresh = s.data_dir.parent / "fresh-r"  # the retention decision is on the log: a replay repeats it
-    await replay_into(s.data_dir, fresh)
+    await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
 
 
 async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0})
     async with store_with(s, TWINS) as (rt, app):
-        before = state_hash(s.data_dir)
+        before = memory_state(s.data_dir)
         later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
-        assert await rt.retention(later) > 0
+        assert await app.admin.retention(later) > 0
         await rt.run_until_idle()
-        assert state_hash(s.data_dir) != before
+        assert memory_state(s.data_dir) != before
         events = app.governance_events(SCOPE)
         stages = [(e["decision"], e["stage"]) for e in events]
         assert ("forget", "evaluated") in stages and ("forget", "decided") in stages
@@ -106,19 +115,20 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
         (decision,) = {e["decision_id"] for e in events if e["decision"] == "forget"}
         await app.rollback(SCOPE, decision, "too eager")
         await rt.run_until_idle()
-        assert state_hash(s.data_dir) == before  # the exact prior rows are back
+        assert memory_state(s.data_dir) == before  # the exact prior rows are back
         assert ("forget", "rolled_back") in {
             (e["decision"], e["stage"]) for e in app.governance_events(SCOPE)
         }
+        after = state_hash(s.data_dir)  # memories as before, plus the decision's governance trail
         fresh = s.data_dir.parent / "fresh-rb"  # forget and rollback both replay
-        await replay_into(s.data_dir, fresh)
-        assert state_hash(fresh) == before
+        await replay_into(s.data_dir, fresh, settings=s)
+        assert state_hash(fresh) == after
         hits = app.search(SCOPE, "s1", "staging cluster Kubernetes", preset_name="lexical").hits
         assert any("Dublin" in h.content for h in hits)  # searchable again (FTS rows restored)
         # a second rollback of the same decision changes nothing
         await app.rollback(SCOPE, decision)
         await rt.run_until_idle()
-        assert state_hash(s.data_dir) == before
+        assert memory_state(s.data_dir) == before and state_hash(s.data_dir) == after
 
 
 async def test_merges_and_deferrals_are_recorded_as_governance_events(settings: Settings) -> None:
@@ -150,7 +160,7 @@ async def test_compression_levels_round_trip_through_drilldown(settings: Setting
         await app.feedback(SCOPE, [pinned["memory_id"]], "pin")
         await rt.run_until_idle()
         later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=100)
-        assert await rt.compaction(later) > 0
+        assert await app.admin.compaction(later) > 0
         await rt.run_until_idle()
         levels = {
             r["content"]: r["lc_compression"]
@@ -181,5 +191,5 @@ async def test_compression_levels_round_trip_through_drilldown(settings: Setting
         full = next(i for i in again.items if i.memory_id == item.memory_id)
         assert full.text == long_text and full.compression is None
     fresh = s.data_dir.parent / "fresh-c"
-    await replay_into(s.data_dir, fresh)
+    await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from altm.app.replay import replay_into
 from altm.bus import Record
 from altm.core import ChangeStatus, Kind, Layer, MemoryUnit, Method, Provenance, content_hash, partition_for
 from altm.core.settings import Settings
 from altm.pipeline.processors import upsert_proposal
-from altm.pipeline.runtime import EmbeddedRuntime
 from altm.pipeline.writer import Writer
 from altm.pipeline.writer.guard import WriteGuard, matches
-from altm.wiring._open import app_for_runtime
+from altm.wiring import Deployment, open_deployment, replay_into
+from tests.support.memories import embedded, running, runtime_of
 from tests.support.rows import rows as _rows
 from tests.support.turns import SCOPE, make_turn
 
@@ -45,14 +44,15 @@ WRITER_PATHS = [("extract", Kind.DECISION), ("govern", Kind.FACT), ("fold", Kind
                 ("replay", Kind.OUTCOME)]
 
 
-async def _writer_with(settings: Settings, turns: list[Any]) -> tuple[EmbeddedRuntime, Writer, str]:
+async def _writer_with(settings: Settings, turns: list[Any]) -> tuple[Deployment, Writer, str]:
     s = settings.model_copy(update={"embedder": "none"})
-    rt = EmbeddedRuntime(s)
-    await rt.start()
+    deployment = await open_deployment(s, pipeline=True)
+    await deployment.start()
+    rt = runtime_of(deployment)
     await rt.publish(turns)
     await rt.run_until_idle()
     l0 = _rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0' ORDER BY valid_from")[0]["memory_id"]
-    return rt, Writer(rt.shards, s), l0
+    return deployment, Writer(rt.shards, s), l0
 
 
 def _apply(writer: Writer, mem: MemoryUnit, processor: str, offset: int) -> Any:
@@ -68,7 +68,7 @@ def _apply(writer: Writer, mem: MemoryUnit, processor: str, offset: int) -> Any:
 async def test_guard_refuses_anti_pattern_re_assertions_on_every_writer_path(
     settings: Settings, processor: str, kind: Kind
 ) -> None:
-    rt, writer, l0 = await _writer_with(settings, [make_turn(1, ANTI)])
+    d, writer, l0 = await _writer_with(settings, [make_turn(1, ANTI)])
     try:
         change = _apply(writer, _derived(kind, "Let's run the refund batch in one big transaction.", l0),
                         processor, 10_000)
@@ -78,17 +78,17 @@ async def test_guard_refuses_anti_pattern_re_assertions_on_every_writer_path(
         ok = _derived(kind, "Instead of one big transaction, run the refund batch in chunks.", l0)
         assert _apply(writer, ok, processor, 10_001).status is ChangeStatus.COMMITTED  # negated: fine
     finally:
-        await rt.stop()
+        await d.close()
 
 
 @pytest.mark.parametrize(("processor", "kind"), WRITER_PATHS)
 async def test_guard_refuses_erased_values_on_every_writer_path(settings: Settings, processor: str, kind: Kind
                                                                 ) -> None:
     secret = "The vault master password is hunter2-blue-otter."
-    rt, writer, _ = await _writer_with(settings, [make_turn(1, "Something harmless to cite."),
-                                                  make_turn(2, secret)])
+    d, writer, _ = await _writer_with(settings, [make_turn(1, "Something harmless to cite."),
+                                                 make_turn(2, secret)])
     try:
-        app = app_for_runtime(rt)
+        app, rt = d.app, runtime_of(d)
         (row,) = [r for r in app.list_memories(SCOPE, layer="L0") if r["content"] == secret]
         await app.erase(SCOPE, "memory", memory_id=row["memory_id"])
         await rt.run_until_idle()
@@ -98,7 +98,7 @@ async def test_guard_refuses_erased_values_on_every_writer_path(settings: Settin
         assert change.status is ChangeStatus.REJECTED
         assert change.reason is not None and "matches erased content" in change.reason
     finally:
-        await rt.stop()
+        await d.close()
 
 
 async def test_guard_fails_closed(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,14 +107,14 @@ async def test_guard_fails_closed(settings: Settings, monkeypatch: pytest.Monkey
     def broken(self: WriteGuard, shard: object, mem: object) -> None:
         raise RuntimeError("disk gone")
 
-    async with EmbeddedRuntime(s) as rt:
+    async with running(s) as rt:
         monkeypatch.setattr(WriteGuard, "_tombstone", broken)
         await rt.publish([make_turn(1, "We decided to use Postgres.")])
         await rt.run_until_idle()
         assert _rows(s.data_dir, "SELECT * FROM memories") == []  # nothing accepted
-        assert rt.deferred.count() >= 1  # kept for retry
+        assert rt.work.count() >= 1  # kept for retry
         monkeypatch.undo()
-        s2 = rt.deferred
+        s2 = rt.work
         for row in _rows(s.data_dir, "SELECT work_id, partition FROM deferred_work"):  # make them due now
             rt.shards.get(row["partition"]).conn.execute("UPDATE deferred_work SET next_attempt_at=0")
         await rt.run_until_idle()
@@ -125,18 +125,19 @@ async def test_guard_fails_closed(settings: Settings, monkeypatch: pytest.Monkey
 async def test_erasure_removes_content_everywhere_and_replay_cannot_undo_it(settings: Settings,
                                                                            tmp_path: Path) -> None:
     secret = "My passport number is X1234567 and I keep it in the blue drawer."
-    async with EmbeddedRuntime(settings) as rt:
+    async with embedded(settings) as d:
+        rt = runtime_of(d)
         await rt.publish([make_turn(1, "We decided to deploy on Tuesdays.", session="s1"),
                           make_turn(2, secret, session="s1"), make_turn(3, "Thanks, noted.", session="s1")])
         await rt.run_until_idle()
-        app = app_for_runtime(rt)
+        app = d.app
         (row,) = [r for r in app.list_memories(SCOPE, layer="L0") if r["content"] == secret]
         before = app.search(SCOPE, "s1", "passport number blue drawer", preset_name="hybrid+graph").hits
         assert any("passport" in h.content for h in before)
         await app.erase(SCOPE, "memory", memory_id=row["memory_id"], reason="user request")
         await rt.run_until_idle()
 
-        def assert_gone(data_dir: Path, runtime: EmbeddedRuntime) -> None:
+        def assert_gone(data_dir: Path, deployment: Deployment) -> None:
             for table, col in (("memories", "content"), ("memories", "context")):
                 assert not _rows(data_dir, f"SELECT 1 FROM {table} WHERE {col} LIKE '%passport%'")
             assert not _rows(data_dir, "SELECT 1 FROM memories_fts WHERE memories_fts MATCH 'passport'")
@@ -144,12 +145,12 @@ async def test_erasure_removes_content_everywhere_and_replay_cannot_undo_it(sett
             assert not _rows(data_dir, "SELECT 1 FROM graph_nodes WHERE name LIKE '%X1234567%'")
             assert not _rows(data_dir, "SELECT 1 FROM audit_log WHERE old_value LIKE '%passport%' "
                                        "OR new_value LIKE '%passport%'")
-            hits = app_for_runtime(runtime).search(SCOPE, "s1", "passport number blue drawer").hits
+            hits = deployment.app.search(SCOPE, "s1", "passport number blue drawer").hits
             assert not any("passport" in h.content for h in hits)
-            vectors = runtime.ctx.vectors
+            vectors = deployment.vectors
             assert vectors is not None and vectors.count() == len(_rows(data_dir, "SELECT 1 FROM memories"))
 
-        assert_gone(settings.data_dir, rt)
+        assert_gone(settings.data_dir, d)
         tombstones = _rows(settings.data_dir, "SELECT * FROM tombstones")
         assert tombstones and all(t["reason"].startswith("memory erased: user request") for t in tombstones)
         assert _rows(settings.data_dir, "SELECT 1 FROM audit_log WHERE action='erase' AND redacted=0")
@@ -159,25 +160,26 @@ async def test_erasure_removes_content_everywhere_and_replay_cannot_undo_it(sett
         # replay the whole log into the same store: the tombstones keep the content out
         await rt.rewind([p for p in ("capture", "control", "fold", "extract", "link", "verify", "govern", "embed")])
         await rt.run_until_idle()
-        assert_gone(settings.data_dir, rt)
+        assert_gone(settings.data_dir, d)
         rejected = _rows(settings.data_dir, "SELECT reason FROM rejections WHERE reason LIKE '%erased content%'")
         assert rejected
     # replay into a fresh store honours the erasure recorded on the log
     fresh = tmp_path / "fresh"
     await replay_into(settings.data_dir, fresh)
-    async with EmbeddedRuntime(settings.model_copy(update={"data_dir": fresh})) as rt2:
-        assert_gone(fresh, rt2)
+    async with embedded(settings.model_copy(update={"data_dir": fresh})) as d2:
+        assert_gone(fresh, d2)
         assert _rows(fresh, "SELECT 1 FROM memories WHERE content LIKE '%Tuesdays%'")
 
 
 async def test_erasing_a_user_scope_removes_every_layer(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    async with EmbeddedRuntime(s) as rt:
+    async with embedded(s) as d:
+        rt = runtime_of(d)
         await rt.publish([make_turn(i, f"I prefer option {i} for the deploy schedule.", session=f"s{i}")
                           for i in range(3)])
         await rt.run_until_idle()
         assert len({r["layer"] for r in _rows(s.data_dir, "SELECT layer FROM memories")}) >= 3
-        await app_for_runtime(rt).erase(SCOPE, "user", reason="account deleted")
+        await d.app.erase(SCOPE, "user", reason="account deleted")
         await rt.run_until_idle()
         assert _rows(s.data_dir, "SELECT * FROM memories") == []
         assert _rows(s.data_dir, "SELECT * FROM graph_edges") == []
@@ -187,19 +189,21 @@ async def test_erasing_a_user_scope_removes_every_layer(settings: Settings) -> N
 
 async def test_sweep_verifies_rows_nobody_read(settings: Settings) -> None:
     from altm.app.stats import collect_stats
-    from altm.pipeline.processors import CaptureProcessor, ExtractProcessor
+    from altm.pipeline.processors import CaptureProcessor, ExtractProcessor, SweepProcessor
 
     s = settings.model_copy(update={"embedder": "none"})
-    async with EmbeddedRuntime(s, [CaptureProcessor(), ExtractProcessor()]) as rt:  # no verify processor
+    # no verify stage: only the sweep (a control event on the log) verifies these atoms
+    async with embedded(s, processors=[CaptureProcessor(), ExtractProcessor(), SweepProcessor()]) as d:
+        rt = runtime_of(d)
         await rt.publish([make_turn(1, "The deadline is December 15.", session="a"),
                           make_turn(2, "Actually the deadline moved to January 10, not December 15.", session="b")])
         await rt.run_until_idle()
         assert collect_stats(s.data_dir)["verified_fraction"] == 0.0
-        swept = await rt.sweep()
+        swept = await d.app.admin.sweep()
         await rt.run_until_idle()
         assert swept == 2
         assert collect_stats(s.data_dir)["verified_fraction"] == 1.0
         statuses = {r["content"]: r["trust_status"] for r in _rows(s.data_dir, "SELECT * FROM memories "
                                                                                "WHERE layer='L2'")}
         assert statuses["The deadline is December 15."] == "contradicted"  # found without any read
-        assert await rt.sweep() == 0  # nothing left to verify
+        assert await d.app.admin.sweep() == 0  # nothing left to verify

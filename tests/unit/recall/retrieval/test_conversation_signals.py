@@ -82,9 +82,9 @@ CONVERSATION = [
 async def test_neighbours_bring_the_answer_after_the_matching_turn(settings: Settings) -> None:
     base = preset("conversation").model_copy(update={"vector": False, "time_prior": 0.0, "session_prior": 0.0})
     async with store_with(settings, CONVERSATION) as (_, app):
-        without = app.retriever.search(SCOPE, "q", "the screenplay", base.model_copy(
+        without = app.recall.retriever.search(SCOPE, "q", "the screenplay", base.model_copy(
             update={"neighbour_seeds": 0}))
-        with_nb = app.retriever.search(SCOPE, "q", "the screenplay", base)
+        with_nb = app.recall.retriever.search(SCOPE, "q", "the screenplay", base)
     assert "drama and romance" not in " ".join(h.content for h in without.hits)
     found = {h.content: h for h in with_nb.hits}
     answer = next(h for c, h in found.items() if "drama and romance" in c)
@@ -99,7 +99,7 @@ async def test_neighbours_respect_the_scope(settings: Settings) -> None:
                                            session="s1")]
     config = preset("conversation").model_copy(update={"vector": False})
     async with store_with(settings, turns) as (_, app):
-        result = app.retriever.search(SCOPE, "q", "the screenplay", config)
+        result = app.recall.retriever.search(SCOPE, "q", "the screenplay", config)
     assert result.hits and all(h.scope.endswith("/coder") for h in result.hits)
 
 
@@ -107,10 +107,10 @@ async def test_a_derived_memory_and_the_turn_it_cites_take_one_slot(settings: Se
     turns = [make_turn(1, "I prefer small pull requests under 300 lines.", session="s1")]
     config = SearchConfig(layers=(Layer.L0, Layer.L2), l0_across_sessions=True, graph=False, trigram=False)
     async with store_with(settings, turns) as (_, app):
-        shard_rows = app.retriever.conn_for(SCOPE).execute(
+        shard_rows = app.recall.retriever.conn_for(SCOPE).execute(
             "SELECT layer, source_id FROM memories WHERE layer IN ('L0', 'L2')").fetchall()
         source = next(r[1] for r in shard_rows if r[0] == "L0")
-        result = app.retriever.search(SCOPE, "q", "small pull requests", config)
+        result = app.recall.retriever.search(SCOPE, "q", "small pull requests", config)
     assert {r[0] for r in shard_rows} == {"L0", "L2"}  # the atom exists next to its turn...
     assert len(result.hits) == 1  # ...but they stand for the same message
     assert result.hits[0].source_ids == [source]

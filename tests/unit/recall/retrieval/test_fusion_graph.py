@@ -6,6 +6,7 @@ from altm.core import Layer, Scope
 from altm.recall.retrieval import ScopePolicy, SearchConfig, preset, query_terms
 from altm.recall.retrieval._fusion import ordered, rrf
 from altm.recall.retrieval._graph import personalised_pagerank
+from altm.recall.retrieval._policy import vector_filters
 
 SCOPE = Scope.parse("t/w/u/a")
 
@@ -54,10 +55,10 @@ def test_policy_sql_per_layer_group() -> None:
     assert args.count("s1") == 1  # only L0/L1 are bound to the session
     _, strict_args = ScopePolicy(SCOPE, "s1", strict_session=True).sql("m")
     assert strict_args.count("s1") == 3
-    filters = ScopePolicy(SCOPE, "s1").vector_filters()
+    filters = vector_filters(ScopePolicy(SCOPE, "s1"))
     assert [f.any_of["layer"] for f in filters] == [("L0", "L1"), ("L2", "L3"), ("L4",)]
     assert "agent_id" not in filters[2].equals and filters[0].equals["session_id"] == "s1"
-    only_l2 = ScopePolicy(SCOPE, "s1", layers=(Layer.L2,)).vector_filters()
+    only_l2 = vector_filters(ScopePolicy(SCOPE, "s1", layers=(Layer.L2,)))
     assert [f.any_of["layer"] for f in only_l2] == [("L2",)]
     with pytest.raises(ValueError, match="strict_session needs a session"):
         ScopePolicy(SCOPE, None, strict_session=True)

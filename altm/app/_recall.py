@@ -1,0 +1,64 @@
+"""The read side of the application: recall, emergence, listings, the review queue and governance events.
+
+Every read is scoped: a memory outside the caller's visibility answers exactly like one that does not
+exist, so ids (deterministic by design) cannot be probed across scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from altm.app._errors import NotFound
+from altm.core import Scope
+from altm.recall import DEFAULT_PRESET, Emergent, Hit, Retriever, SearchConfig, SearchResult, preset
+from altm.store import GovernanceQueries, MemoryQueries, ReviewQueries, ShardSet
+
+
+class RecallService:
+    def __init__(self, shards: ShardSet, retriever: Retriever) -> None:
+        self.retriever = retriever
+        self._memories = MemoryQueries(shards)
+        self._review = ReviewQueries(shards)
+        self._governance = GovernanceQueries(shards)
+
+    def search(self, scope: Scope, session_id: str | None, text: str, *, preset_name: str = DEFAULT_PRESET,
+               top_k: int | None = None, strict_session: bool = False, as_of: datetime | None = None,
+               known_at: datetime | None = None) -> SearchResult:
+        """Recall. ``as_of``: what was valid in the world at that time (superseded versions included);
+        ``known_at``: what the store believed at that time. Default: valid and believed now."""
+        config: SearchConfig = preset(preset_name)
+        if top_k is not None:
+            config = config.model_copy(update={"top_k": top_k})
+        return self.retriever.search(scope, session_id, text, config, strict_session=strict_session,
+                                     as_of=as_of, known_at=known_at)
+
+    def emerge(self, scope: Scope, query: str, *, session_id: str | None = None, seed_limit: int = 5,
+               max_hops: int = 2, limit: int = 10) -> list[Emergent]:
+        return self.retriever.emerge(scope, query, session_id=session_id, seed_limit=seed_limit, max_hops=max_hops,
+                                     limit=limit)
+
+    def hits_for(self, scope: Scope, session_id: str | None, memory_ids: Sequence[str]) -> list[Hit]:
+        return self.retriever.hits_for(scope, session_id, memory_ids)
+
+    def memory(self, scope: Scope, memory_id: str) -> dict[str, Any]:
+        """A memory the scope may see; :class:`NotFound` otherwise (unknown and foreign ids alike)."""
+        row = self._memories.visible(scope, memory_id)
+        if row is None:
+            raise NotFound(f"no memory {memory_id} in scope {scope.path}")
+        return row
+
+    def list_memories(self, scope: Scope | None, *, session_id: str | None = None, layer: str | None = None,
+                      kind: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """Memories visible to ``scope`` (the recall policy; every session when none is given), oldest first.
+        With no scope: every memory of the data dir (the operator's CLI view)."""
+        return self._memories.listing(scope, session_id=session_id, layer=layer, kind=kind, limit=limit,
+                                      offset=offset)
+
+    def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:
+        """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
+        return dict(self._review.queue(scope, limit=limit))
+
+    def governance_events(self, scope: Scope, *, limit: int = 200) -> list[dict[str, Any]]:
+        return self._governance.events(scope, limit=limit)

@@ -1,0 +1,87 @@
+"""Getting events in: ``ingest`` (embedded pipeline), ``publish`` (to Kafka) and ``validate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from altm.app.ingest import IngestSummary, iter_lines, parse_line, publish_file
+from altm.app.ingest import ingest_file as _ingest_file
+from altm.bus.kafka import KafkaBus
+from altm.core import DecodeError, Settings, all_topic_specs
+from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, console, fail, run, settings_for
+from altm.wiring import open_embedded
+
+FileArg = Annotated[Path, typer.Argument(help="JSONL: turn/control events or flat transcript lines")]
+Partitions = Annotated[int | None, typer.Option(help="Partition count for a new data dir (or new topics)")]
+
+
+def print_summary(summary: IngestSummary) -> None:
+    console.print(
+        f"[bold]ingest:[/] {summary.lines} lines: {summary.published} published, "
+        f"{summary.dead_lettered_at_input} dead-lettered at input, "
+        f"{summary.dead_lettered_in_pipeline} dead-lettered in the pipeline, "
+        f"{summary.rejected} rejected by the writer; {summary.processed_records} records processed"
+    )
+
+
+async def ingest_into(settings: Settings, file: Path) -> IngestSummary:
+    """The embedded pipeline over ``file`` until idle, with progress on the console."""
+    async with open_embedded(settings) as deployment:
+        assert deployment.runtime is not None
+        with console.status("ingesting…") as status:
+            counts = {"published": 0, "processed": 0}
+
+            def progress(kind: str, n: int) -> None:
+                counts[kind] = n if kind == "published" else counts[kind] + n
+                status.update(f"ingesting… {counts['published']} events published, "
+                              f"{counts['processed']} records processed")
+
+            return await _ingest_file(deployment.runtime, file, on_progress=progress)
+
+
+def ingest(file: FileArg, data_dir: DataDir = DEFAULT_DATA_DIR, partitions: Partitions = None) -> None:
+    """Run the embedded pipeline over FILE until idle. Bad lines go to the DLQ with their line number."""
+    if not file.exists():
+        fail(f"no such file: {file}")
+    print_summary(run(ingest_into(settings_for(data_dir, partitions=partitions), file)))
+
+
+def publish(file: FileArg, broker: Annotated[str, typer.Option(help="kafka://HOST:PORT")],
+            partitions: Partitions = None) -> None:
+    """Publish FILE to Kafka (creating the topics if needed), as a host agent would."""
+    settings = settings_for(Path(), broker=broker, partitions=partitions)
+    summary = IngestSummary()
+
+    async def go() -> None:
+        bus = KafkaBus(broker)
+        await bus.start()
+        try:
+            await bus.ensure_topics(all_topic_specs(settings.partitions, settings.topic_prefix,
+                                                    settings.dlq_retention_ms))
+            await publish_file(bus, settings, file, summary)
+        finally:
+            await bus.stop()
+
+    run(go())
+    console.print(f"published {summary.published} events, {summary.dead_lettered_at_input} lines dead-lettered")
+
+
+def validate(file: Annotated[Path, typer.Argument()]) -> None:
+    """Check a JSONL file of events without ingesting it; prints each bad line and why."""
+    bad = 0
+    for lineno, text in iter_lines(file):
+        try:
+            parse_line(text)
+        except DecodeError as exc:
+            bad += 1
+            typer.echo(f"line {lineno}: {exc}")
+    if bad:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    for command in (ingest, publish, validate):
+        app.command()(command)

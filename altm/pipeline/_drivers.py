@@ -1,0 +1,246 @@
+"""Runtime-neutral drivers: how a stage and the writer handle records, whichever runtime feeds them.
+
+Each input record ends in exactly one of: outputs published, a dead letter (cannot be processed), or a
+deferred work item (retry later: model failure, invalid output, a guard that could not decide). Nothing is
+dropped silently. A runtime feeds batches to ``handle`` and commits the input offsets after it returns
+(the outputs are published by then: at-least-once delivery, idempotent effects), and calls ``retry_due``
+now and then. The embedded runtime and the faust agents are thin loops around these two classes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from altm.bus import OutgoingRecord, Record, dead_letter_record
+from altm.core import (
+    DecodeError,
+    Deferred,
+    Event,
+    ProcessingError,
+    Topic,
+    decode_event,
+    encode,
+    topic_name,
+)
+from altm.pipeline.processors import Processor, ProcessorContext
+from altm.pipeline.writer import WRITER_GROUP, Writer
+from altm.store import DeferredWork, Shard, WorkItem
+
+log = logging.getLogger("altm.pipeline")
+
+Publish = Callable[[Sequence[OutgoingRecord]], Awaitable[None]]
+"""Publish records in order and return once the bus has them all (the drivers never await one by one)."""
+
+
+class LogBindingError(RuntimeError):
+    """A shard's stored offsets belong to another log: applying this log's records would skip or repeat."""
+
+
+@dataclass
+class StageResult:
+    outgoing: list[OutgoingRecord] = field(default_factory=list)
+    deferred: list[tuple[Record, str]] = field(default_factory=list)
+
+
+def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | OutgoingRecord:
+    try:
+        event = decode_event(record.value)
+    except DecodeError as exc:
+        return dead_letter_record(ctx.settings, record, stage=processor.name, error=str(exc), original=record.value)
+    if record.key != event.key:
+        error = (
+            f"scope home {event.key!r} does not match the record key {record.key!r}: every topic is keyed "
+            "by the scope home tenant/workspace/user"
+        )
+        return dead_letter_record(ctx.settings, record, stage=processor.name, error=error, original=record.value)
+    return event
+
+
+async def _one(processor: Processor, record: Record, event: Event, ctx: ProcessorContext,
+               result: StageResult) -> None:
+    settings = ctx.settings
+    try:
+        proposals = await processor.process(event, ctx)
+    except Deferred as exc:
+        result.deferred.append((record, str(exc)))
+        return
+    except ProcessingError as exc:
+        result.outgoing.append(
+            dead_letter_record(settings, record, stage=processor.name, error=str(exc), original=record.value))
+        return
+    except Exception as exc:  # a processor bug must not stall the partition: dead-letter it, loudly
+        log.exception("processor %s failed on %s[%d]@%d", processor.name, record.topic, record.partition,
+                      record.offset)
+        error = f"internal error in {processor.name}: {type(exc).__name__}: {exc}"
+        result.outgoing.append(
+            dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
+        return
+    out_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+    result.outgoing.extend(OutgoingRecord(out_topic, encode(p), key=p.key) for p in proposals)
+
+
+async def run_records(processor: Processor, records: Sequence[Record], ctx: ProcessorContext) -> StageResult:
+    """Decode, check keys, process (batched when the processor supports it)."""
+    result = StageResult()
+    decoded: list[tuple[Record, Event]] = []
+    for rec in records:
+        ev = _decode(processor, rec, ctx)
+        if isinstance(ev, OutgoingRecord):
+            result.outgoing.append(ev)
+        else:
+            decoded.append((rec, ev))
+    if not decoded:
+        return result
+    try:
+        batched = await processor.process_batch([ev for _, ev in decoded], ctx)
+    except Deferred as exc:
+        result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
+        return result
+    if batched is not None:
+        out_topic = topic_name(Topic.PROPOSALS, ctx.settings.topic_prefix)
+        result.outgoing.extend(OutgoingRecord(out_topic, encode(p), key=p.key) for p in batched)
+        return result
+    for rec, ev in decoded:
+        await _one(processor, rec, ev, ctx, result)
+    return result
+
+
+def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
+    out: dict[tuple[str, int], int] = {}
+    for rec in records:
+        out[(rec.topic, rec.partition)] = max(out.get((rec.topic, rec.partition), 0), rec.offset + 1)
+    return out
+
+
+def _defer(work: DeferredWork, stage: str, record: Record, reason: str) -> None:
+    work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason)
+
+
+def _record(item: WorkItem) -> Record:
+    return Record(item.topic, item.partition, item.offset, item.key, item.value, timestamp_ms=item.timestamp_ms)
+
+
+class StageDriver:
+    """One processor over records from either runtime: process, publish, defer or dead-letter."""
+
+    def __init__(self, processor: Processor, ctx: ProcessorContext, work: DeferredWork, publish: Publish) -> None:
+        self.processor = processor
+        self.ctx = ctx
+        self.work = work
+        self.publish = publish
+
+    @property
+    def name(self) -> str:
+        return self.processor.name
+
+    async def handle(self, records: Sequence[Record]) -> int:
+        """Process a batch; its outputs are published when this returns (commit the inputs after it)."""
+        if not records:
+            return 0
+        result = await run_records(self.processor, records, self.ctx)
+        for rec, reason in result.deferred:
+            _defer(self.work, self.name, rec, reason)
+        await self.publish(result.outgoing)
+        return len(records)
+
+    async def retry_due(self, partitions: set[int] | None = None) -> int:
+        """Retry deferred work whose time has come (of ``partitions`` only, when given)."""
+        done = 0
+        for item in self.work.due(self.name, partitions):
+            rec = _record(item)
+            result = await run_records(self.processor, [rec], self.ctx)
+            if result.deferred:
+                _defer(self.work, self.name, rec, result.deferred[0][1])
+                continue
+            await self.publish(result.outgoing)
+            self.work.done(item)
+            done += 1
+        return done
+
+
+def check_log_binding(shard: Shard, identity: str, topic: str, end_offset: int | None) -> None:
+    """Refuse a shard whose stored writer offsets belong to another log; bind an unbound one to this log.
+
+    A shard from before bindings existed is accepted when its stored offset does not lie beyond the end of
+    this log (``end_offset``; None when unknown, and then only a shard without offsets is accepted)."""
+    bound = shard.bound_log()
+    if bound == identity:
+        return
+    if bound is not None:
+        raise LogBindingError(
+            f"shard {shard.path} holds the offsets of another log ({bound}), not of this one ({identity}): "
+            "open the data dir with the deployment's own bus (e.g. --broker kafka://HOST:PORT), or use a fresh "
+            "data dir")
+    stored = shard.next_offset(WRITER_GROUP, topic, shard.partition)
+    if stored is not None and (end_offset is None or stored > end_offset):
+        raise LogBindingError(
+            f"shard {shard.path} has applied proposals up to offset {stored} of {topic}[{shard.partition}], "
+            f"but this log ends at {end_offset if end_offset is not None else 'an unknown offset'}: the shard "
+            "belongs to another log (a Kafka deployment's data dir, or an embedded log that was removed). Open "
+            "the data dir with the deployment's own bus (--broker kafka://HOST:PORT), or use a fresh data dir")
+    shard.bind_log(identity)
+
+
+class WriterDriver:
+    """The writer over proposal records from either runtime: apply, defer what the guard could not decide,
+    publish the outbox. Flushes of one partition never overlap (the writer and a timer may both flush)."""
+
+    name = "writer"
+
+    def __init__(self, writer: Writer, work: DeferredWork, publish: Publish, identity: str) -> None:
+        self.writer = writer
+        self.work = work
+        self.publish = publish
+        self.identity = identity
+        self.topic = writer.proposals_topic
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._bound: set[int] = set()
+
+    def bind(self, partition: int, end_offset: int | None) -> int | None:
+        """Check the shard of ``partition`` belongs to this log; returns where its writer resumes."""
+        shard = self.writer.shards.get(partition)
+        check_log_binding(shard, self.identity, self.topic, end_offset)
+        self._bound.add(partition)
+        return self.writer.resume_offset(self.topic, partition)
+
+    async def handle(self, records: Sequence[Record]) -> int:
+        """Apply a batch; the resulting changes are published when this returns."""
+        touched: set[int] = set()
+        for rec in records:
+            if rec.partition not in self._bound:
+                self.bind(rec.partition, None)
+            outcome = self.writer.apply(rec, self.writer.partitions)
+            if outcome.deferred_reason is not None:  # fail closed: kept and retried, never accepted
+                _defer(self.work, self.name, rec, outcome.deferred_reason)
+            touched.add(rec.partition)
+        for partition in sorted(touched):
+            await self.flush(partition)
+        return len(records)
+
+    async def retry_due(self, partitions: set[int] | None = None) -> int:
+        done = 0
+        for item in self.work.due(self.name, partitions):
+            outcome = self.writer.apply(_record(item), self.writer.partitions, retry=True)
+            if outcome.deferred_reason is not None:
+                _defer(self.work, self.name, _record(item), outcome.deferred_reason)
+                continue
+            self.work.done(item)
+            await self.flush(item.partition)
+            done += 1
+        return done
+
+    async def flush(self, partition: int) -> None:
+        """Publish the changes (and dead letters) committed but not yet published, in commit order."""
+        lock = self._locks.setdefault(partition, asyncio.Lock())
+        async with lock:
+            shard = self.writer.shards.get(partition)
+            while pending := shard.pending_outbox():
+                await self.publish([OutgoingRecord(topic, value, key=key) for _, topic, key, value in pending])
+                shard.mark_published(pending[-1][0])
+
+    async def flush_all(self, partitions: Iterable[int]) -> None:
+        for partition in sorted(partitions):
+            await self.flush(partition)

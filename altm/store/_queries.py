@@ -1,0 +1,175 @@
+"""Read queries of the application (listing, review, governance, cycles, maintenance, proposal outcomes).
+
+Every query is routed to the shard of the scope home and filtered by scope inside SQL, like
+:class:`MemoryReader` (the processors' queries). Rows come back as plain dicts of named columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from altm.core import Layer, Scope, partition_for
+from altm.store._policy import ScopePolicy
+from altm.store._shardset import ShardSet
+
+Row = dict[str, Any]
+
+_LISTED = ("m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id, m.layer, m.kind, m.content, "
+           "m.content_hash, m.session_id, m.source_id, m.role, m.valid_from, m.method, m.trust_status, m.lc_state, "
+           "m.lc_pinned")
+
+
+def _with_scope(row: Row) -> Row:
+    row["scope"] = "/".join(str(row[k]) for k in ("tenant_id", "workspace_id", "user_id", "agent_id"))
+    return row
+
+
+class _Routed:
+    def __init__(self, shards: ShardSet) -> None:
+        self.shards = shards
+
+    def _rows(self, scope: Scope, sql: str, args: list[Any]) -> list[Row]:
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return [dict(r) for r in shard.conn.execute(sql, args)]
+
+    def _everywhere(self, sql: str, args: list[Any]) -> list[Row]:
+        return [dict(r) for shard in self.shards.existing() for r in shard.conn.execute(sql, args)]
+
+
+class MemoryQueries(_Routed):
+    """Memories as a scope may see them: one visibility rule (the recall policy) for every listing."""
+
+    def visible(self, scope: Scope, memory_id: str) -> Row | None:
+        """The memory if ``scope`` may see it (any session of the agent); None for anything else, whether
+        it does not exist or belongs to another scope: the caller cannot tell the two apart."""
+        where, args = ScopePolicy(scope, None, l0_across_sessions=True).sql("m")
+        rows = self._rows(scope, f"SELECT m.* FROM memories m WHERE m.memory_id = ? AND {where}", [memory_id, *args])
+        return rows[0] if rows else None
+
+    def listing(self, scope: Scope | None, *, session_id: str | None = None, layer: str | None = None,
+                kind: str | None = None, limit: int = 50, offset: int = 0) -> list[Row]:
+        """Memories visible to ``scope`` (every session when none is given), oldest first; with no scope,
+        every memory of the data dir (an operator's view)."""
+        if layer is not None and layer not in {x.value for x in Layer}:
+            raise ValueError(f"unknown layer {layer!r}; expected one of L0..L4")
+        conditions: list[str] = []
+        args: list[Any] = []
+        if scope is not None:
+            layers = tuple(Layer) if layer is None else (Layer(layer),)
+            where, args = ScopePolicy(scope, session_id, l0_across_sessions=session_id is None, layers=layers).sql("m")
+            conditions.append(where)
+        elif layer is not None:
+            conditions.append("m.layer = ?")
+            args.append(layer)
+        if kind is not None:
+            conditions.append("m.kind = ?")
+            args.append(kind)
+        sql = (f"SELECT {_LISTED} FROM memories m" + (" WHERE " + " AND ".join(conditions) if conditions else "")
+               + " ORDER BY m.valid_from, m.memory_id LIMIT ? OFFSET ?")
+        if scope is not None:
+            return [_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])]
+        rows = [_with_scope(r) for r in self._everywhere(sql, [*args, limit + offset, 0])]
+        rows.sort(key=lambda r: (r["valid_from"] or "", r["memory_id"]))
+        return rows[offset : offset + limit]
+
+
+class ReviewQueries(_Routed):
+    def queue(self, scope: Scope, *, limit: int = 50) -> dict[str, list[Row]]:
+        """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
+        home = [scope.tenant_id, scope.workspace_id, scope.user_id]
+        memories = self._rows(scope, (
+            "SELECT memory_id AS item_id, memory_id, layer, kind, content, trust_status, trust_reason, "
+            "trust_contradicting_id, agent_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+            "AND trust_status IN ('contradicted', 'uncertain') AND (trust_method IS NOT 'ground_truth') "
+            "AND lc_state NOT IN ('rejected', 'merged') ORDER BY valid_from, memory_id LIMIT ?"), [*home, limit])
+        deferred = self._rows(scope, (
+            "SELECT action_id AS item_id, action_id, action, target_ids, reason, status FROM deferred_actions "
+            "WHERE tenant_id=? AND workspace_id=? AND user_id=? AND status='pending' "
+            "ORDER BY recorded_at, action_id LIMIT ?"), [*home, limit])
+        rejected = [{**r, "item_id": f"rej_{r['rejection_id']}"} for r in self._rows(scope, (
+            "SELECT rejection_id, proposal_id, memory_id, reason, at FROM rejections WHERE json_valid(payload) "
+            "AND json_extract(payload, '$.scope.tenant_id') = ? AND json_extract(payload, '$.scope.workspace_id') = ? "
+            "AND json_extract(payload, '$.scope.user_id') = ? AND review_status = 'pending' "
+            "ORDER BY rejection_id DESC LIMIT ?"), [*home, limit])]
+        return {"memories": memories, "deferred_actions": deferred, "rejections": rejected}
+
+
+class GovernanceQueries(_Routed):
+    def events(self, scope: Scope, *, limit: int = 200) -> list[Row]:
+        return self._rows(scope, (
+            "SELECT decision_id, decision, stage, reason, inputs, at FROM governance_events WHERE tenant_id=? "
+            "AND workspace_id=? AND user_id=? ORDER BY at, decision_id, event_id LIMIT ?"),
+            [scope.tenant_id, scope.workspace_id, scope.user_id, limit])
+
+
+@dataclass(frozen=True)
+class ProposalOutcome:
+    """What the writer did with one proposal, read back from the shard."""
+
+    status: str  # "rejected", "applied" or "pending" (not applied yet, or it changed nothing)
+    reason: str | None = None
+
+
+class OutcomeQueries(_Routed):
+    def outcome(self, scope: Scope, proposal_id: str) -> ProposalOutcome:
+        rejected = self._rows(scope, "SELECT reason FROM rejections WHERE proposal_id = ? ORDER BY rejection_id DESC "
+                              "LIMIT 1", [proposal_id])
+        if rejected:
+            return ProposalOutcome("rejected", str(rejected[0]["reason"]))
+        applied = self._rows(scope, "SELECT 1 AS one FROM audit_log WHERE proposal_id = ? LIMIT 1", [proposal_id])
+        return ProposalOutcome("applied" if applied else "pending")
+
+    def tombstones(self, scope: Scope | None = None) -> int:
+        if scope is None:
+            return sum(int(r["n"]) for r in self._everywhere("SELECT COUNT(*) AS n FROM tombstones", []))
+        return int(self._rows(scope, "SELECT COUNT(*) AS n FROM tombstones WHERE tenant_id=? AND workspace_id=? "
+                              "AND user_id=?", [scope.tenant_id, scope.workspace_id, scope.user_id])[0]["n"])
+
+
+class CycleQueries(_Routed):
+    """Runtime cycles as the writer stored them (they arrive as control events)."""
+
+    def find(self, cycle_id: str) -> Row | None:
+        for shard in self.shards.existing():
+            row = shard.conn.execute("SELECT * FROM runtime_cycles WHERE cycle_id=?", (cycle_id,)).fetchone()
+            if row is not None:
+                return dict(row)
+        return None
+
+
+class MaintenanceQueries:
+    """Candidates of the maintenance passes (retention, compaction, trust sweep), across the data dir."""
+
+    def __init__(self, shards: ShardSet) -> None:
+        self.shards = shards
+
+    def older_than(self, layer: str, cutoff: str) -> list[Row]:
+        """Memories of ``layer`` valid since before ``cutoff``, not pinned, not superseded."""
+        return [dict(r) for shard in self.shards.existing() for r in shard.conn.execute(
+            "SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, layer, kind, content, valid_from "
+            "FROM memories WHERE layer = ? AND valid_from < ? AND lc_pinned = 0 AND superseded_by IS NULL "
+            "ORDER BY valid_from, memory_id", (layer, cutoff))]
+
+    def last_uses(self) -> list[Row]:
+        """Every current memory with its compression level and the time of its last use (citation or
+        helpful feedback), for compaction."""
+        return [dict(r) for shard in self.shards.existing() for r in shard.conn.execute(
+            "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id, m.layer, m.valid_from, "
+            "m.lc_pinned, m.lc_compression, (SELECT MAX(at) FROM lifecycle_signals s WHERE s.memory_id = "
+            "m.memory_id AND s.kind IN ('cited_by_agent', 'helpful')) AS last_use FROM memories m "
+            "WHERE m.superseded_by IS NULL AND m.valid_from IS NOT NULL ORDER BY m.valid_from, m.memory_id")]
+
+    def unverified(self, limit: int) -> list[Row]:
+        """Current L2 atoms never verified, or changed (by anything but verify or review) since their verdict."""
+        out: list[Row] = []
+        for shard in self.shards.existing():
+            out += [dict(r) for r in shard.conn.execute(
+                "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id FROM memories m "
+                "WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND (m.trust_verified_at IS NULL OR EXISTS "
+                "(SELECT 1 FROM audit_log a WHERE a.target_table = 'memories' AND a.target_id = m.memory_id AND "
+                "a.actor NOT IN ('verify', 'review') AND a.at > m.trust_verified_at)) "
+                "ORDER BY m.valid_from, m.memory_id LIMIT ?", (limit - len(out),))]
+            if len(out) >= limit:
+                break
+        return out

@@ -1,0 +1,118 @@
+"""Counts and the derived-state rows of a data dir's shards, read-only (any runtime may have written them)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from altm.core import Kind, Layer
+from altm.store._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS
+from altm.store._shard import Shard
+from altm.store._shardset import shard_files
+
+
+class DataDirError(RuntimeError):
+    """A data dir that cannot be read as asked (missing, not initialised, another schema version)."""
+
+
+# Derived state, without wall-clock columns or ids that depend on arrival order or on the runtime (rejection
+# numbers, source offsets): the same input gives the same rows in either runtime with any partition count.
+HASHED_TABLES: dict[str, tuple[str, ...]] = {
+    "memories": tuple(c for c in MEMORY_COLUMNS if c not in WALL_CLOCK_COLUMNS),
+    "evidence_edges": ("memory_id", "evidence_id"),
+    "graph_nodes": ("node_id", "tenant_id", "workspace_id", "user_id", "agent_id", "node_type", "name",
+                    "attributes", "method"),
+    "graph_edges": ("edge_id", "src_id", "dst_id", "edge_type", "weight", "confidence", "rejected",
+                    "evidence", "method"),
+    "tombstones": ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "value_hash",
+                   "normalised_text", "reason"),
+    "lifecycle_signals": ("memory_id", "signal_id", "kind", "at", "level", "seq"),
+    "governance_events": ("event_id", "decision_id", "tenant_id", "workspace_id", "user_id", "agent_id",
+                          "decision", "stage", "inputs", "reason"),
+    "deferred_actions": ("action_id", "tenant_id", "workspace_id", "user_id", "agent_id", "action", "target_ids",
+                         "reason", "inputs", "status"),
+    "rejections": ("proposal_id", "memory_id", "reason", "payload", "review_status"),
+    "runtime_cycles": ("cycle_id", "tenant_id", "workspace_id", "user_id", "agent_id", "session_id", "turn_id",
+                       "state", "idempotency_key", "request_hash", "bundle_memory_ids", "token_budget",
+                       "commit_hash", "created_at", "closed_at", "abort_reason"),
+}
+
+
+def state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Derived state rows of every shard in ``data_dir`` (see :data:`HASHED_TABLES`), sorted."""
+    out: dict[str, list[tuple[Any, ...]]] = {t: [] for t in HASHED_TABLES}
+    files = shard_files(data_dir)
+    if not files:
+        raise DataDirError(f"{data_dir} has no shards (expected {data_dir / 'shards'}/shard-NNNN.db)")
+    for partition, path in files:
+        shard = Shard(path, partition, read_only=True)
+        try:
+            shard.open()
+            for table, cols in HASHED_TABLES.items():
+                out[table].extend(tuple(r) for r in shard.conn.execute(f"SELECT {', '.join(cols)} FROM {table}"))
+        except sqlite3.OperationalError as exc:
+            raise DataDirError(f"shard {path} is not initialised yet ({exc}); is a worker starting?") from None
+        finally:
+            shard.close()
+    for rows in out.values():
+        rows.sort(key=lambda r: orjson.dumps(r))
+    return out
+
+
+def shard_counts(data_dir: Path) -> dict[str, Any]:
+    """Counts per layer and kind, graph size, rejections, audit rows and trust, over every shard."""
+    layers = {layer.value: 0 for layer in Layer}
+    kinds = {kind.value: 0 for kind in Kind}
+    totals = {"memories": 0, "nodes": 0, "edges": 0, "rejected": 0, "audit": 0, "derived": 0, "verified": 0}
+    trust: dict[str, int] = {}
+    for partition, path in shard_files(data_dir):
+        shard = Shard(path, partition, read_only=True).open()
+        try:
+            c = shard.conn
+            for layer, n in c.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
+                layers[layer] = layers.get(layer, 0) + n
+                totals["memories"] += n
+            for kind, n in c.execute("SELECT kind, COUNT(*) FROM memories GROUP BY kind"):
+                kinds[kind] = kinds.get(kind, 0) + n
+            for key, table in (("nodes", "graph_nodes"), ("edges", "graph_edges"), ("rejected", "rejections"),
+                               ("audit", "audit_log")):
+                totals[key] += c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for status, n in c.execute("SELECT trust_status, COUNT(*) FROM memories GROUP BY trust_status"):
+                trust[status] = trust.get(status, 0) + n
+            d, v = c.execute("SELECT COUNT(*), SUM(trust_verified_at IS NOT NULL) FROM memories "
+                             "WHERE layer = 'L2'").fetchone()
+            totals["derived"] += d
+            totals["verified"] += v or 0
+        finally:
+            shard.close()
+    return {"layers": layers, "kinds": kinds, "trust": trust, **totals}
+
+
+def count_layer(data_dir: Path, layer: str = "L0") -> int:
+    """Memories of one layer across the shards; shards still being created count as empty (for waiting)."""
+    total = 0
+    for _, path in shard_files(data_dir):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            total += int(conn.execute("SELECT COUNT(*) FROM memories WHERE layer=?", (layer,)).fetchone()[0])
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            conn.close()
+    return total
+
+
+def llm_cache_rows(data_dir: Path) -> list[tuple[str, str, str, str, str]]:
+    """Every cached model answer of a data dir: (model, prompt hash, home, response, recorded at)."""
+    out: list[tuple[str, str, str, str, str]] = []
+    for _, path in shard_files(data_dir):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            out += [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in conn.execute(
+                "SELECT model, prompt_hash, home, response, recorded_at FROM llm_cache")]
+        finally:
+            conn.close()
+    return out

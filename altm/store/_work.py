@@ -1,0 +1,81 @@
+"""Deferred work: input records a stage could not finish (model failure, invalid output, a guard that could
+not decide), kept in the shard of their partition with a backoff, and retried until they succeed.
+
+Runtime bookkeeping, not memory state: it is written directly, not through the writer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from altm.core import Settings, derive_id
+from altm.store._shardset import ShardSet
+
+log = logging.getLogger("altm.work")
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One deferred input record, as it was read."""
+
+    work_id: str
+    stage: str
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    value: bytes
+    timestamp_ms: int = 0
+
+
+class DeferredWork:
+    """The deferred work of every shard of a data dir, per stage (a processor name or ``writer``)."""
+
+    def __init__(self, shards: ShardSet, settings: Settings) -> None:
+        self.shards = shards
+        self.settings = settings
+
+    def _backoff(self, attempts: int) -> float:
+        return float(min(self.settings.defer_backoff_s * (2 ** max(0, attempts - 1)),
+                         self.settings.defer_max_backoff_s))
+
+    def add(self, stage: str, topic: str, partition: int, offset: int, key: str | None, value: bytes,
+            reason: str) -> None:
+        work_id = derive_id("work", stage, topic, str(partition), str(offset))
+        conn = self.shards.get(partition).conn
+        row = conn.execute("SELECT attempts FROM deferred_work WHERE work_id=?", (work_id,)).fetchone()
+        attempts = (int(row[0]) + 1) if row else 1
+        log.warning("deferred %s work on %s[%d]@%d (attempt %d): %s", stage, topic, partition, offset, attempts,
+                    reason)
+        conn.execute(
+            "INSERT INTO deferred_work (work_id, processor, topic, partition, offset, key, value, reason, "
+            "attempts, next_attempt_at, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(work_id) DO UPDATE SET reason=excluded.reason, attempts=excluded.attempts, "
+            "next_attempt_at=excluded.next_attempt_at",
+            (work_id, stage, topic, partition, offset, key, value, reason, attempts,
+             time.time() + self._backoff(attempts), datetime.now(UTC).isoformat()),
+        )
+
+    def due(self, stage: str, partitions: set[int] | None = None, limit: int = 100) -> list[WorkItem]:
+        """Items of ``stage`` whose retry time has come (of ``partitions`` only, when given)."""
+        now = time.time()
+        out: list[WorkItem] = []
+        for shard in self.shards.existing():
+            if partitions is not None and shard.partition not in partitions:
+                continue
+            for r in shard.conn.execute(
+                "SELECT work_id, topic, partition, offset, key, value FROM deferred_work "
+                "WHERE processor=? AND next_attempt_at<=? ORDER BY partition, offset LIMIT ?",
+                (stage, now, limit),
+            ):
+                out.append(WorkItem(str(r[0]), stage, r[1], int(r[2]), int(r[3]), r[4], bytes(r[5])))
+        return out
+
+    def done(self, item: WorkItem) -> None:
+        self.shards.get(item.partition).conn.execute("DELETE FROM deferred_work WHERE work_id=?", (item.work_id,))
+
+    def count(self) -> int:
+        return sum(int(s.conn.execute("SELECT COUNT(*) FROM deferred_work").fetchone()[0])
+                   for s in self.shards.existing())

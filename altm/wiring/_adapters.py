@@ -1,0 +1,180 @@
+"""Choosing adapters by URL scheme: the bus, the vector index and the models. Nothing else in ALTM
+imports a concrete adapter's constructor."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from altm.bus import Bus
+from altm.bus.embedded import EmbeddedLog, default_log_path, log_topics
+from altm.core import Scope, Settings, partition_for
+from altm.models import (
+    ChatModel,
+    EmbeddingModel,
+    LLMSettings,
+    ModelTask,
+    NoChat,
+    OpenAIChat,
+    OpenAIEmbeddings,
+    all_task_settings,
+    shared_local_minilm,
+)
+from altm.store import ShardLLMCache, ShardSet
+from altm.vectors import VectorIndex
+
+RECORD = "deployment.json"
+"""The file in a data dir that records the deployment's bus when it is not the embedded default."""
+
+
+class WiringError(ValueError):
+    """A setting names no adapter we have, or a data dir and its settings disagree."""
+
+
+def _path_of(url: str, scheme: str) -> Path:
+    """``scheme:///relative/path`` or ``scheme:////absolute/path`` (SQLAlchemy's convention)."""
+    return Path(url.removeprefix(f"{scheme}:///"))
+
+
+def _local_url(scheme: str, path: Path) -> str:
+    return f"{scheme}:///{path}"
+
+
+def recorded_deployment(data_dir: Path) -> dict[str, object] | None:
+    """What a data dir recorded about its deployment (bus URL, partitions, topic prefix), if anything."""
+    path = data_dir / RECORD
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise WiringError(f"{path} is not valid JSON ({exc}); remove it or fix it") from None
+    return record if isinstance(record, dict) else None
+
+
+def record_deployment(settings: Settings) -> None:
+    """Remember a non-embedded bus in the data dir, so admin commands on it reach the same bus."""
+    data_dir = Path(settings.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    record = {"bus": settings.bus, "partitions": settings.partitions, "topic_prefix": settings.topic_prefix}
+    (data_dir / RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def resolve(settings: Settings) -> Settings:
+    """Settings with the bus and vector index named by URL: explicit settings first (``ALTM_BUS``, the
+    legacy ``ALTM_BROKER``), then what the data dir recorded, then the embedded defaults in the data dir.
+    A data dir's recorded partition count and topic prefix apply unless set explicitly."""
+    data_dir = Path(settings.data_dir)
+    update: dict[str, object] = {}
+    explicit = settings.model_fields_set
+    bus = settings.bus
+    if bus is None and settings.broker:
+        bus = settings.broker if "://" in settings.broker else f"kafka://{settings.broker}"
+    recorded = recorded_deployment(data_dir)
+    if bus is None and recorded is not None:
+        bus = str(recorded["bus"])
+        for key in ("partitions", "topic_prefix"):
+            if key not in explicit and key in recorded:
+                update[key] = recorded[key]
+    bus = bus or _local_url("sqlite", default_log_path(data_dir))
+    log_path = _path_of(bus, "sqlite")
+    if bus.startswith("sqlite:///") and "partitions" not in explicit and log_path.exists():
+        topics, _ = log_topics(log_path)  # an existing log keeps its partition count
+        turns = topics.get(f"{update.get('topic_prefix', settings.topic_prefix)}turns")
+        if turns is not None:
+            update["partitions"] = turns
+    if not bus.startswith(("sqlite:///", "kafka://")):
+        raise WiringError(f"unknown bus {bus!r}: expected sqlite:///PATH or kafka://HOST:PORT")
+    update["bus"] = bus
+    if bus.startswith("kafka://"):
+        update["broker"] = bus
+    vectors = settings.vectors
+    if vectors is None and settings.vector_backend == "qdrant":
+        vectors = settings.qdrant_url or "memory://"
+    update["vectors"] = vectors or _local_url("edge", data_dir / "vectors")
+    return settings.model_copy(update=update)
+
+
+def open_bus(settings: Settings, *, read_only: bool = False) -> Bus:
+    url = settings.bus or ""
+    if url.startswith("sqlite:///"):
+        return EmbeddedLog(_path_of(url, "sqlite"), read_only=read_only)
+    if url.startswith("kafka://"):
+        from altm.bus.kafka import KafkaBus
+
+        return KafkaBus(url)
+    raise WiringError(f"unknown bus {url!r}: expected sqlite:///PATH or kafka://HOST:PORT")
+
+
+@dataclass
+class Models:
+    """The models of a deployment: structured chat (or none) and the embedding model (or none)."""
+
+    chat: ChatModel
+    embedding: EmbeddingModel | None
+
+    async def aclose(self) -> None:
+        await self.chat.aclose()
+        if self.embedding is not None:
+            await self.embedding.aclose()
+
+
+def open_embedding(settings: Settings, llm_settings: dict[ModelTask, LLMSettings] | None = None
+                   ) -> EmbeddingModel | None:
+    """The embedding model: a remote one when ``ALTM_EMBEDDING_LLM_*`` configures it, else the local MiniLM
+    (``ALTM_EMBEDDER=local``, the default), else none."""
+    per_task = llm_settings if llm_settings is not None else all_task_settings()
+    remote = per_task.get(ModelTask.EMBEDDING)
+    if remote is not None and remote.configured:
+        return OpenAIEmbeddings(remote)
+    if settings.embedder == "none":
+        return None
+    if settings.embedder == "local":
+        return shared_local_minilm()
+    raise WiringError(f"unknown embedder {settings.embedder!r}; expected 'local' or 'none'")
+
+
+def open_models(settings: Settings, shards: ShardSet,
+                llm_settings: dict[ModelTask, LLMSettings] | None = None) -> Models:
+    """Models per task from ``llm_settings`` (tests) or the environment (``ALTM_<TASK>_LLM_*``); the same
+    embedding model object serves the embed stage and recall. Model answers are cached in the shards."""
+    per_task = llm_settings if llm_settings is not None else all_task_settings()
+
+    def cache_for(scope: Scope) -> ShardLLMCache:
+        return ShardLLMCache(shards.get(partition_for(scope.home, shards.partitions)))
+
+    chat_tasks = [t for t in ModelTask if t is not ModelTask.EMBEDDING]
+    configured = any(per_task.get(t) is not None and per_task[t].configured for t in chat_tasks)
+    chat: ChatModel = OpenAIChat(cache_for, per_task) if configured else NoChat()
+    return Models(chat, open_embedding(settings, per_task))
+
+
+def open_vectors(settings: Settings, embedding: EmbeddingModel | None, *, read_only: bool = False
+                 ) -> VectorIndex | None:
+    """The vector index named by ``settings.vectors`` for this embedding model's collection (None without an
+    embedding model; read-only callers get None when the embedded index was never created)."""
+    url = settings.vectors or "none"
+    if embedding is None or url == "none":
+        return None
+    index: VectorIndex
+    if url.startswith("edge:///"):
+        from altm.vectors.edge import EdgeVectorIndex
+
+        root = _path_of(url, "edge")
+        if read_only and not (root / embedding.collection).exists():
+            return None
+        index = EdgeVectorIndex(root, embedding.collection, embedding.dim)
+    elif url.startswith(("http://", "https://", "memory://")):
+        from qdrant_client import QdrantClient
+
+        from altm.vectors.server import QdrantServerIndex
+
+        client = QdrantClient(":memory:") if url == "memory://" else QdrantClient(
+            url=url, api_key=settings.qdrant_api_key)
+        index = QdrantServerIndex(client, embedding.collection, embedding.dim)
+    else:
+        raise WiringError(f"unknown vector index {url!r}: expected edge:///PATH, http(s)://HOST:PORT, memory:// "
+                          "or none")
+    index.open()
+    return index

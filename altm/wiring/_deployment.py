@@ -1,0 +1,223 @@
+"""The composition root: a deployment is the bus, the shards, the models, the vector index, the application
+and (for the embedded runtime) the pipeline, built from settings in one place."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from altm.app import MemoryApp, Publisher
+from altm.bus import Bus, host_record
+from altm.bus.embedded import EmbeddedLog
+from altm.core import Event, Settings, Topic, topic_name
+from altm.models import LLMSettings, ModelTask
+from altm.pipeline import EmbeddedRuntime, LogBindingError, Processor, ProcessorContext, default_processors
+from altm.recall import Retriever
+from altm.store import DataDirError, MemoryReader, ShardSet, shard_files
+from altm.vectors import VectorIndex
+from altm.wiring._adapters import Models, WiringError, open_bus, open_models, open_vectors, resolve
+
+log = logging.getLogger("altm.deployment")
+
+
+class ReadOnlyError(RuntimeError):
+    """A write was attempted through a deployment opened read-only."""
+
+
+@dataclass
+class Deployment:
+    """Everything one process needs of a deployment. ``start`` and ``close`` are explicit (or use it as an
+    async context manager); ``close`` stops the pipeline and closes every store it opened."""
+
+    settings: Settings
+    bus: Bus
+    shards: ShardSet
+    models: Models
+    vectors: VectorIndex | None
+    app: MemoryApp
+    runtime: EmbeddedRuntime | None = None
+    read_only: bool = False
+    _maintenance: asyncio.Task[None] | None = field(default=None, repr=False)
+    _started: bool = field(default=False, repr=False)
+
+    @property
+    def is_kafka(self) -> bool:
+        return (self.settings.bus or "").startswith("kafka://")
+
+    async def start(self, *, background: bool = False) -> None:
+        """Open the bus and, for an embedded pipeline, start it (in the background when asked: turns become
+        searchable as they arrive, and the trust sweep runs every ``sweep_interval_s``)."""
+        if self._started:
+            return
+        if not self.read_only:
+            await self.bus.start()
+        self._started = True
+        if self.runtime is not None:
+            await self.runtime.start(background=background)
+            if background:
+                self._maintenance = asyncio.create_task(self._sweep_loop(), name="altm-maintenance")
+
+    async def _sweep_loop(self) -> None:
+        next_sweep = time.monotonic() + self.settings.sweep_interval_s
+        while True:
+            await asyncio.sleep(max(0.0, next_sweep - time.monotonic()))
+            try:
+                await self.app.admin.sweep()
+            except Exception:
+                log.exception("trust sweep failed; retrying at the next interval")
+            next_sweep = time.monotonic() + self.settings.sweep_interval_s
+
+    async def close(self) -> None:
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+            self._maintenance = None
+        if self.runtime is not None:
+            await self.runtime.stop()
+        if self.vectors is not None:
+            self.vectors.close()
+        await self.models.aclose()
+        self.shards.close()
+        if self._started and not self.read_only:
+            await self.bus.stop()
+        self._started = False
+
+    async def __aenter__(self) -> Deployment:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def publish(self, events: Sequence[Event]) -> None:
+        """Publish host events (turns, control) through the deployment's bus, keyed by scope home."""
+        await self.app.protocol.publish(events)
+
+    async def settle(self, timeout_s: float = 120.0) -> bool:
+        """Wait until what was published has been processed: the embedded pipeline runs until idle; on Kafka,
+        until every worker has consumed every topic (no lag). False when the timeout passed first."""
+        if self.runtime is not None:
+            await asyncio.wait_for(self.runtime.run_until_idle(), timeout_s)
+            return True
+        if not self.is_kafka:
+            return True
+        from altm.bus.kafka import KafkaBus
+
+        assert isinstance(self.bus, KafkaBus)
+        deadline = time.monotonic() + timeout_s
+        topics = [topic_name(t, self.settings.topic_prefix) for t in Topic if t is not Topic.DLQ]
+        group = f"{self.settings.topic_prefix}workers"
+        while time.monotonic() < deadline:
+            if await self.bus.group_lag(group, topics) == 0:
+                return True
+            await asyncio.sleep(0.5)
+        return False
+
+
+def _refuse_orphaned_shards(settings: Settings) -> None:
+    """An embedded log that does not exist yet, beside shards that hold offsets, would start at offset 0
+    and the writer would skip everything as already applied: refuse before creating it."""
+    log_path = Path((settings.bus or "").removeprefix("sqlite:///"))
+    if log_path.exists():
+        return
+    for partition, path in shard_files(Path(settings.data_dir)):
+        shards = ShardSet(settings.data_dir, max(settings.partitions, partition + 1), read_only=True)
+        try:
+            if shards.get(partition).has_offsets():
+                raise LogBindingError(
+                    f"{settings.data_dir} has shards that applied another log's records ({path.name}) but no "
+                    f"embedded log ({log_path.name}): it belongs to a Kafka deployment or its log was removed. "
+                    "Use the deployment's own bus (--broker kafka://HOST:PORT) or a fresh data dir")
+        finally:
+            shards.close()
+
+
+async def open_deployment(
+    settings: Settings, *, pipeline: bool = False, read_only: bool = False,
+    processors: Sequence[Processor] | None = None, llm_settings: dict[ModelTask, LLMSettings] | None = None,
+) -> Deployment:
+    """Build a deployment (not started). ``pipeline`` runs the embedded pipeline in this process (the
+    embedded bus only: Kafka pipelines run in ``altm worker`` processes); ``read_only`` opens the shards
+    and the log read-only and refuses every publish."""
+    settings = resolve(settings)
+    kafka = (settings.bus or "").startswith("kafka://")
+    if pipeline and kafka:
+        raise WiringError("the Kafka runtime runs in `altm worker` processes, not in this one")
+    if pipeline and read_only:
+        raise WiringError("a read-only deployment cannot run the pipeline")
+    if not kafka and not read_only:
+        _refuse_orphaned_shards(settings)
+    bus = open_bus(settings, read_only=read_only)
+    shards = ShardSet(settings.data_dir, settings.partitions, read_only=read_only)
+    models = open_models(settings, shards, llm_settings)
+    try:
+        vectors = open_vectors(settings, models.embedding, read_only=read_only)
+    except BaseException:
+        await models.aclose()
+        raise
+    runtime = None
+    if pipeline:
+        assert isinstance(bus, EmbeddedLog)
+        procs = processors if processors is not None else default_processors(models.chat, models.embedding, vectors)
+        ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
+        runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs)
+    retriever = Retriever(shards, models.embedding, vectors)
+    app = MemoryApp(settings, shards, retriever, _publisher(settings, bus, read_only), models.chat)
+    return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only)
+
+
+def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:
+    async def publish(events: Sequence[Event]) -> None:
+        if read_only:
+            raise ReadOnlyError("this deployment was opened read-only: it cannot publish")
+        await bus.publish_many([host_record(settings, e) for e in events])
+
+    return publish
+
+
+@asynccontextmanager
+async def open_embedded(
+    settings: Settings, *, background: bool = False, processors: Sequence[Processor] | None = None,
+    llm_settings: dict[ModelTask, LLMSettings] | None = None,
+) -> AsyncIterator[Deployment]:
+    """The embedded deployment with its pipeline in this process, started and closed around the block.
+
+    ``background``: process events as they arrive; otherwise call ``deployment.runtime.run_until_idle()``
+    (or ``deployment.settle()``) to process what was published."""
+    deployment = await open_deployment(settings, pipeline=True, processors=processors, llm_settings=llm_settings)
+    try:
+        await deployment.start(background=background)
+        yield deployment
+    finally:
+        await deployment.close()
+
+
+def _require_log(settings: Settings) -> None:
+    log_path = Path((settings.bus or "").removeprefix("sqlite:///"))
+    if (settings.bus or "").startswith("sqlite:///") and not log_path.exists():
+        raise DataDirError(f"{settings.data_dir} is not an ALTM data dir (no {log_path.name}); run `altm ingest` "
+                           "first")
+
+
+@asynccontextmanager
+async def open_read_only(settings: Settings) -> AsyncIterator[Deployment]:
+    """Recall, listings and drilldown beside a running pipeline: nothing can be written."""
+    resolved = resolve(settings)
+    _require_log(resolved)
+    deployment = await open_deployment(resolved, read_only=True)
+    try:
+        yield deployment
+    finally:
+        await deployment.close()
+
+
+__all__ = ["Deployment", "ReadOnlyError", "open_deployment", "open_embedded", "open_read_only"]

@@ -1,0 +1,56 @@
+"""Replay orchestration: read a deployment's host topics and re-derive everything into a fresh data dir."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
+from altm.core import Settings, partition_for
+from altm.store import DataDirError, ShardLLMCache, ShardSet, llm_cache_rows
+from altm.wiring._adapters import open_bus, resolve
+from altm.wiring._deployment import open_embedded
+
+
+def _require_empty(target: Path) -> None:
+    if target.exists() and any(target.iterdir()):
+        raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
+
+
+def copy_llm_cache(source: Path, target: ShardSet) -> int:
+    """Model answers cached in ``source``'s shards, into the target's (routed by the entry's home)."""
+    rows = llm_cache_rows(source)
+    for row in rows:
+        ShardLLMCache(target.get(partition_for(row[2], target.partitions))).put_many([row])
+    return len(rows)
+
+
+async def replay_into(source: Path, target: Path, *, settings: Settings | None = None, broker: str | None = None,
+                      from_offset: int = 0, from_time: datetime | None = None, cache_from: Path | None = None,
+                      progress: Progress | None = None) -> ReplaySummary:
+    """Re-derive ``source``'s deployment (its embedded log, or ``broker``'s Kafka topics) into ``target``.
+
+    Model answers come from ``cache_from`` (default: the source data dir), so a replay costs no model calls."""
+    _require_empty(target)
+    start = time.perf_counter()
+    base = settings or Settings()
+    origin = resolve(base.model_copy(update={"data_dir": source, "bus": broker}))
+    bus = open_bus(origin, read_only=not (origin.bus or "").startswith("kafka://"))
+    await bus.start()
+    try:
+        partitions = await bus.partitions(f"{origin.topic_prefix}turns")
+        records = await read_host_records(bus, origin.topic_prefix, from_offset=from_offset, from_time=from_time)
+    finally:
+        await bus.stop()
+    rebuilt = base.model_copy(update={"data_dir": target, "partitions": partitions, "bus": None, "broker": None,
+                                      "vectors": None})
+    async with open_embedded(rebuilt) as deployment:
+        assert deployment.runtime is not None
+        cache = cache_from if cache_from is not None else (source if (source / "shards").exists() else None)
+        if cache is not None:
+            copy_llm_cache(cache, deployment.shards)
+        if progress:
+            progress("events", len(records))
+        processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress)
+    return ReplaySummary(len(records), processed, time.perf_counter() - start)

@@ -1,0 +1,67 @@
+"""``altm worker``: the Kafka runtime in this process, built from the same parts as every deployment."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from altm.bus import TopicPartition
+from altm.bus.kafka import KafkaBus
+from altm.core import Settings, Topic, all_topic_specs, topic_name
+from altm.pipeline import ProcessorContext, check_log_binding, default_processors
+from altm.store import MemoryReader, ShardSet, shard_files
+from altm.wiring._adapters import WiringError, open_models, open_vectors, record_deployment, resolve
+
+log = logging.getLogger("altm.worker")
+
+
+async def prepare_kafka(settings: Settings) -> str:
+    """Create the topics, bind the data dir's shards to this cluster (refusing shards of another log) and
+    record the bus in the data dir. Returns the log's identity."""
+    bus = KafkaBus(settings.bus or "")
+    await bus.start()
+    try:
+        await bus.ensure_topics(all_topic_specs(settings.partitions, settings.topic_prefix, settings.dlq_retention_ms))
+        identity = await bus.identity()
+        proposals = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+        ends = await bus.end_offsets([TopicPartition(proposals, p) for p in range(settings.partitions)])
+    finally:
+        await bus.stop()
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    try:
+        for partition, _ in shard_files(Path(settings.data_dir)):
+            check_log_binding(shards.get(partition), identity, proposals, ends[TopicPartition(proposals, partition)])
+    finally:
+        shards.close()
+    record_deployment(settings)
+    return identity
+
+
+def run_worker(settings: Settings) -> None:
+    """Run a faust worker until SIGINT/SIGTERM (processors and the writer for the partitions it owns)."""
+    import faust
+
+    from altm.pipeline.runtime.kafka import FaustRuntime
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = resolve(settings)
+    if not (settings.bus or "").startswith("kafka://"):
+        raise WiringError("a worker needs a Kafka bus (--broker kafka://HOST:PORT or ALTM_BUS=kafka://…)")
+    if settings.embedder != "none" and (settings.vectors or "").startswith("edge:"):
+        log.warning("the embedded vector index belongs to one process: with several workers set "
+                    "ALTM_VECTORS=http://QDRANT:6333 (one collection per embedding model)")
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    identity = asyncio.run(prepare_kafka(settings))
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    models = open_models(settings, shards)
+    vectors = open_vectors(settings, models.embedding)
+    ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
+    runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity)
+    worker = faust.Worker(runtime.app, loglevel="WARNING", quiet=True)
+    try:
+        worker.execute_from_commandline()
+    finally:
+        if vectors is not None:
+            vectors.close()
+        shards.close()
