@@ -2,7 +2,7 @@
 plus ingestion, replay and statistics over a deployment."""
 
 from altm.app._admin import AdminService, Request
-from altm.app._cycles import CycleBook
+from altm.app._cycles import CycleBook, unknown_cycle
 from altm.app._errors import (
     BadMarker,
     CitationError,
@@ -46,4 +46,5 @@ __all__ = [
     "Request",
     "ScopeDenied",
     "UnknownCycle",
+    "unknown_cycle",
 ]

@@ -32,6 +32,11 @@ def _stored(row: dict[str, object]) -> RuntimeCycle:
     )
 
 
+def unknown_cycle(cycle_id: str) -> UnknownCycle:
+    """The one answer for a cycle id the caller may not use, whether it exists elsewhere or not at all."""
+    return UnknownCycle(f"unknown cycle {cycle_id!r}: prepare_turn returns the cycle id to commit or abort")
+
+
 class CycleBook:
     """The cycles this process touched (bounded, most recent kept) and those the writer stored."""
 
@@ -54,7 +59,7 @@ class CycleBook:
     def find(self, cycle_id: str) -> RuntimeCycle:
         cycle = self.get(cycle_id)
         if cycle is None:
-            raise UnknownCycle(f"unknown cycle {cycle_id!r}: prepare_turn returns the cycle id to commit or abort")
+            raise unknown_cycle(cycle_id)
         return cycle
 
     def bundle(self, cycle_id: str) -> ContextBundle | None:

@@ -29,7 +29,10 @@ class ShardLLMCache:
             rows)
 
     def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
-        """``home`` records whose content the prompt held, so an erasure can remove the entry."""
+        """``home`` records whose content the prompt held, so an erasure can remove the entry. A process that
+        opened the shard read-only (a Kafka client beside the workers) keeps nothing: it is only a cache."""
+        if self.shard.read_only:
+            return
         self.shard.conn.execute(
             "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
             (model, prompt_hash, home, response, datetime.now(UTC).isoformat()),

@@ -47,6 +47,10 @@ class VectorIndexError(RuntimeError):
     pass
 
 
+class VectorIndexBusy(VectorIndexError):
+    """Another handle has an embedded index open: opening a second one would corrupt it."""
+
+
 class VectorIndex(ABC):
     """One collection per embedding model and dimension (:attr:`Embedder.collection`)."""
 

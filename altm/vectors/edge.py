@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import qdrant_edge as q
 
@@ -13,6 +14,7 @@ from altm.vectors._base import (
     VectorFilter,
     VectorHit,
     VectorIndex,
+    VectorIndexBusy,
     VectorIndexError,
     VectorPoint,
     point_uuid,
@@ -26,15 +28,52 @@ def edge_filter(flt: VectorFilter) -> q.Filter | None:
 
 
 class EdgeVectorIndex(VectorIndex):
-    def __init__(self, root: str | Path, collection: str, dim: int) -> None:
+    """One embedded Qdrant shard per collection, held by one handle at a time.
+
+    Qdrant's embedded engine does not share a directory: a second handle that merely loads it breaks the
+    first one's next flush (measured: "tracker journal is shorter than expected"). An exclusive ``flock`` on
+    ``<collection>.lock`` guards the directory for as long as a handle is open; another opener gets
+    :class:`VectorIndexBusy`. ``read_only`` handles (state hashes, read-only commands on a quiet data dir)
+    never write or flush."""
+
+    def __init__(self, root: str | Path, collection: str, dim: int, *, read_only: bool = False) -> None:
         self.path = Path(root) / collection
         self.collection = collection
         self.dim = dim
+        self.read_only = read_only
         self._shard: q.EdgeShard | None = None
+        self._lock: IO[bytes] | None = None
+
+    def _acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = self.path.with_name(self.path.name + ".lock").open("wb")
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise VectorIndexBusy(f"the vector index {self.path} is open in another process (or handle): the "
+                                  "embedded index serves one at a time") from None
+        self._lock = lock
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
 
     def open(self) -> None:
         if self._shard is not None:
             return
+        if self.read_only and not (self.path / "edge_config.json").exists():
+            raise VectorIndexError(f"no vector index at {self.path}")
+        self._acquire()
+        try:
+            self._load()
+        except BaseException:
+            self._release()
+            raise
+
+    def _load(self) -> None:
         vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine)
         if (self.path / "edge_config.json").exists():
             # unspecified settings (the write-ahead log among them) stay as the shard was created
@@ -49,16 +88,24 @@ class EdgeVectorIndex(VectorIndex):
 
     def optimize(self) -> None:
         """Run Qdrant's optimizers in-process: builds the HNSW index of large segments (blocking)."""
-        self.shard.optimize()
+        self._writable().optimize()
 
     def flush(self) -> None:
-        self.shard.flush()
+        if not self.read_only:
+            self.shard.flush()
 
     def close(self) -> None:
         if self._shard is not None:
-            self._shard.flush()
+            if not self.read_only:
+                self._shard.flush()
             self._shard.close()
             self._shard = None
+        self._release()
+
+    def _writable(self) -> q.EdgeShard:
+        if self.read_only:
+            raise VectorIndexError(f"vector index {self.path} is open read-only")
+        return self.shard
 
     @property
     def shard(self) -> q.EdgeShard:
@@ -70,14 +117,14 @@ class EdgeVectorIndex(VectorIndex):
         if not points:
             return
         self._check_dims(points)
-        self.shard.update(q.UpdateOperation.upsert_points([
+        self._writable().update(q.UpdateOperation.upsert_points([
             q.Point(point_uuid(p.memory_id), list(p.vector), {**p.payload, "memory_id": p.memory_id})
             for p in points
         ]))
 
     def delete(self, memory_ids: Sequence[str]) -> None:
         if memory_ids:
-            self.shard.update(q.UpdateOperation.delete_points([point_uuid(m) for m in memory_ids]))
+            self._writable().update(q.UpdateOperation.delete_points([point_uuid(m) for m in memory_ids]))
 
     def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
         hits = self.shard.query(q.QueryRequest(

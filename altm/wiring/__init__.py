@@ -13,6 +13,8 @@ from pathlib import Path
 
 from altm.app.stats import state_hash as _hash
 from altm.core import Settings
+from altm.store import DataDirError
+from altm.vectors import VectorIndexBusy
 from altm.wiring._adapters import (
     Models,
     WiringError,
@@ -32,7 +34,10 @@ from altm.wiring._worker import prepare_kafka, run_worker
 def state_hash(data_dir: Path, settings: Settings | None = None) -> str:
     """``altm state-hash``: the derived state of a data dir, its vector index's id set included."""
     resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
-    vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
+    try:
+        vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
+    except VectorIndexBusy as exc:
+        raise DataDirError(f"{exc}; the state hash covers the vector index: stop that process first") from None
     try:
         return _hash(data_dir, vectors.ids() if vectors is not None else None)
     finally:

@@ -164,7 +164,7 @@ def open_vectors(settings: Settings, embedding: EmbeddingModel | None, *, read_o
         root = _path_of(url, "edge")
         if read_only and not (root / embedding.collection).exists():
             return None
-        index = EdgeVectorIndex(root, embedding.collection, embedding.dim)
+        index = EdgeVectorIndex(root, embedding.collection, embedding.dim, read_only=read_only)
     elif url.startswith(("http://", "https://", "memory://")):
         from qdrant_client import QdrantClient
 

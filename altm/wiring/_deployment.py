@@ -21,7 +21,7 @@ from altm.models import LLMSettings, ModelTask
 from altm.pipeline import EmbeddedRuntime, LogBindingError, Processor, ProcessorContext, default_processors
 from altm.recall import Retriever
 from altm.store import DataDirError, MemoryReader, ShardSet, shard_files
-from altm.vectors import VectorIndex
+from altm.vectors import VectorIndex, VectorIndexBusy
 from altm.wiring._adapters import Models, WiringError, open_bus, open_models, open_vectors, resolve
 
 log = logging.getLogger("altm.deployment")
@@ -157,10 +157,18 @@ async def open_deployment(
     if not kafka and not read_only:
         _refuse_orphaned_shards(settings)
     bus = open_bus(settings, read_only=read_only)
-    shards = ShardSet(settings.data_dir, settings.partitions, read_only=read_only)
+    # without the pipeline this process only reads the store: a Kafka client (admin commands, the retrieval
+    # service) opens the workers' shards read-only and leaves their vector index to them
+    shards = ShardSet(settings.data_dir, settings.partitions, read_only=read_only or kafka)
     models = open_models(settings, shards, llm_settings)
     try:
-        vectors = open_vectors(settings, models.embedding, read_only=read_only)
+        vectors = open_vectors(settings, models.embedding, read_only=not pipeline)
+    except VectorIndexBusy as exc:
+        if pipeline:
+            await models.aclose()
+            raise
+        log.warning("recall without its vector channel: %s", exc)  # the pipeline's process holds the index
+        vectors = None
     except BaseException:
         await models.aclose()
         raise

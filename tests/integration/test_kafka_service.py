@@ -21,6 +21,7 @@ from altm.core.settings import Settings
 from altm.interfaces.cli import app, sample_path
 from tests.e2e.test_servers import _free_port
 from tests.integration.test_kafka import _shard_l0_count
+from tests.support.rows import rows
 from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
@@ -98,3 +99,40 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
         assert _shard_l0_count(data) == 30
     finally:
         stop(server, worker)
+
+
+async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(kafka_bootstrap: str,
+                                                                            tmp_path: Path) -> None:
+    """Issue 12, bug 2: `altm erase` on a Kafka worker's data dir started an embedded pipeline, printed
+    "erased (user)" and erased nothing. Now it publishes through the bus the data dir recorded."""
+    prefix = f"a{uuid.uuid4().hex[:10]}."
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics(all_topic_specs(4, prefix))
+        await publish_file(bus, Settings(topic_prefix=prefix), sample_path(), IngestSummary())
+    finally:
+        await bus.stop()
+    data = tmp_path / "data"
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
+    worker = start_worker(kafka_bootstrap, data, env)
+    try:
+        for _ in range(120):
+            if _shard_l0_count(data) >= 29:
+                break
+            await asyncio.sleep(0.5)
+        await wait_until_idle(kafka_bootstrap, prefix, worker)
+        assert (data / "deployment.json").exists() and not (data / "log.db").exists()
+        dana = rows(data, "SELECT 1 FROM memories WHERE user_id='dana'")
+        assert dana
+        result = await asyncio.to_thread(
+            CliRunner(env={"ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}).invoke,
+            app, ["erase", "--data-dir", str(data), "--scope", "acme/platform/dana/coder", "--user"])
+        assert result.exit_code == 0, result.output
+        assert "erased (user)" in result.output
+        assert rows(data, "SELECT 1 FROM memories WHERE user_id='dana'") == []  # applied by the worker
+        assert rows(data, "SELECT 1 FROM tombstones WHERE user_id='dana'")
+        assert rows(data, "SELECT 1 FROM memories WHERE user_id='sam'")  # another tenant's user untouched
+        assert not (data / "log.db").exists()  # no embedded log was created beside the worker's shards
+    finally:
+        stop(worker)

@@ -94,3 +94,25 @@ async def test_drilldown_refuses_markers_of_other_scopes(world: MemoryApp) -> No
 async def test_emergence_stays_in_scope(world: MemoryApp) -> None:
     found = world.emerge(ME, QUERY, limit=50)
     assert _leaks([e.content for e in found], {"session"}) == []
+
+
+async def test_foreign_ids_answer_exactly_like_unknown_ones(world: MemoryApp) -> None:
+    """Ids are deterministic: telling "denied" from "not found" told a caller what exists in other tenants
+    (issue 12, bug 5)."""
+    scope, _, text = CANARIES["tenant"]
+    (row,) = [r for r in world.list_memories(scope, layer="L0") if r["content"] == text]
+    foreign, unknown = row["memory_id"], "mem_" + "0" * 32
+    marker = f"memory://{foreign}#{row['content_hash']}"
+    for name in ("feedback", "erase"):
+        answers = []
+        for mid in (foreign, unknown):
+            with pytest.raises(NotFound) as info:
+                if name == "feedback":
+                    await world.feedback(ME, [mid], "pin")
+                else:
+                    await world.erase(ME, "memory", memory_id=mid)
+            answers.append(str(info.value).replace(mid, "ID"))
+        assert answers[0] == answers[1], name
+    with pytest.raises(NotFound) as drilled:
+        world.drilldown(marker, ME)
+    assert "globex" not in str(drilled.value)  # never echoes the other scope

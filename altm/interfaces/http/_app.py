@@ -8,7 +8,7 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, field_validator
 
-from altm.app import Feedback, MemoryApp, ProtocolError
+from altm.app import Feedback, MemoryApp, ProtocolError, unknown_cycle
 from altm.core import Scope
 from altm.interfaces.http._keys import ApiKey, KeyStore
 from altm.recall.retrieval import DEFAULT_PRESET, PRESETS
@@ -121,8 +121,9 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
             raise HTTPException(403, detail=f"key {key.name!r} is limited to {key.scope_prefix!r}, not {scope.path}")
 
     def allow_cycle(key: ApiKey, cycle_id: str) -> None:
-        cycle = memory.find_cycle(cycle_id)
-        allow(key, cycle.scope)
+        """A cycle outside the key's prefix answers like an unknown one (cycle ids are deterministic)."""
+        if not key.allows(memory.find_cycle(cycle_id).scope):
+            raise unknown_cycle(cycle_id)
 
     @api.get("/healthz")
     async def healthz() -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from altm.app import Feedback, MemoryApp, ProtocolError
+from altm.app import Feedback, MemoryApp, ProtocolError, ScopeDenied, unknown_cycle
 from altm.core import Scope
 
 Profile = Literal["runtime", "admin"]
@@ -63,6 +63,13 @@ def build_server(memory: MemoryApp, profile: Profile, *, guard: ScopeGuard = _al
 
 def _runtime_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str], Scope],
                    guard: ScopeGuard) -> None:
+    def own_cycle(cycle_id: str) -> None:
+        """A cycle of a scope the caller may not act on answers like an unknown one."""
+        try:
+            guard(memory.find_cycle(cycle_id).scope)
+        except ScopeDenied:
+            raise unknown_cycle(cycle_id) from None
+
     @server.tool(description="Capture the user's message and get a token-budgeted context bundle and a cycle id.")
     @_surface_errors
     async def prepare(scope: str, session_id: str, turn_id: str, content: str, token_budget: int = 2000,
@@ -75,16 +82,14 @@ def _runtime_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str
     @_surface_errors
     async def commit(cycle_id: str, assistant_content: str, cited_memory_ids: list[str] | None = None,
                      helpful: list[str] | None = None, harmful: list[str] | None = None) -> dict[str, Any]:
-        cycle = memory.find_cycle(cycle_id)
-        guard(cycle.scope)
+        own_cycle(cycle_id)
         fb = Feedback(helpful=helpful or [], harmful=harmful or []) if (helpful or harmful) else None
         return (await memory.commit_turn(cycle_id, assistant_content, cited_memory_ids or [], fb)).model_dump()
 
     @server.tool(description="Close a prepared cycle that cannot be committed.")
     @_surface_errors
     async def abort(cycle_id: str, reason: str) -> dict[str, Any]:
-        cycle = memory.find_cycle(cycle_id)
-        guard(cycle.scope)
+        own_cycle(cycle_id)
         return (await memory.abort_turn(cycle_id, reason)).model_dump(mode="json")
 
     @server.tool(description="The original content behind a memory://<id>#<hash> marker (or matching lines).")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, ProposalEvent
+from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, ProposalEvent, ProposalOp
 from altm.core.topics import Topic
 from altm.models import EmbeddingModel
 from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory
@@ -37,6 +37,13 @@ def embedding_text(mem: MemoryUnit) -> str:
     return mem.content
 
 
+def _restored(event: Event) -> MemoryUnit | None:
+    """A memory a rollback put back (its point went with the change the rollback undid)."""
+    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op is ProposalOp.ROLLBACK:
+        return event.memory
+    return None
+
+
 class EmbedProcessor(Processor):
     """Keeps the vector index in step with the shard: committed memories are embedded and upserted, and any
     committed change that removed memories (erase, forget, rollback) deletes their points."""
@@ -58,7 +65,7 @@ class EmbedProcessor(Processor):
         latest: dict[str, MemoryUnit] = {}
         removed: list[str] = []
         for event in events:
-            mem = committed_memory(event)
+            mem = committed_memory(event) or _restored(event)
             if mem is not None:
                 latest[mem.memory_id] = mem
             elif isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.removed_ids:

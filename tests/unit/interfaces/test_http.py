@@ -25,6 +25,7 @@ async def client(settings: Settings, tmp_path: Path) -> AsyncIterator[tuple[http
         keys = KeyStore(tmp_path / "keys.json")
         acme = keys.create("acme-agent", "acme/platform/dana")
         admin = keys.create("ops", "acme", admin=True)
+        globex = keys.create("globex-agent", "globex")
 
         async def stats() -> dict[str, int]:
             return {"memories": 1}
@@ -32,7 +33,7 @@ async def client(settings: Settings, tmp_path: Path) -> AsyncIterator[tuple[http
         api = create_app(app, keys, stats)
         transport = httpx.ASGITransport(app=api)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
-            yield c, {"acme": acme, "admin": admin}
+            yield c, {"acme": acme, "admin": admin, "globex": globex}
 
 
 def _auth(key: str) -> dict[str, str]:
@@ -119,3 +120,20 @@ async def test_erase_is_scoped_and_validated(client: tuple[httpx.AsyncClient, di
     assert r.status_code == 422 and "memory_id" in r.text
     r = await c.post("/v1/erase", json={"scope": SCOPE.path, "target": "session", "session_id": "s1"}, headers=h)
     assert r.status_code == 200 and r.json()["event_id"].startswith("ctl_")
+
+
+async def test_a_foreign_cycle_answers_like_an_unknown_one(client: tuple[httpx.AsyncClient, dict[str, str]]
+                                                          ) -> None:
+    """Cycle ids are derived from scope, session and turn: a 403 told a key which cycles exist elsewhere."""
+    c, keys = client
+    body = {"scope": SCOPE.path, "session_id": "s9", "turn_id": "t1", "content": "deadline?"}
+    prepared = await c.post("/v1/prepare", json=body, headers=_auth(keys["acme"]))
+    assert prepared.status_code == 200
+    cycle = prepared.json()["cycle_id"]
+    answers = []
+    for cycle_id in (cycle, "cyc_" + "0" * 32):
+        r = await c.post("/v1/commit", json={"cycle_id": cycle_id, "assistant_content": "x"},
+                         headers=_auth(keys["globex"]))
+        answers.append((r.status_code, r.json()["message"].replace(cycle_id, "ID")))
+    assert answers[0] == answers[1] and answers[0][0] == 404
+    assert SCOPE.path not in answers[0][1]

@@ -58,7 +58,8 @@ async def test_replaying_the_same_turns_is_idempotent(settings: Settings) -> Non
     async with running(settings) as rt:
         await rt.publish([make_turn(i) for i in range(3)])
         await rt.run_until_idle()
-        first = state_hash(settings.data_dir)
+    first = state_hash(settings.data_dir)  # (the state hash reads the vector index: not beside its writer)
+    async with running(settings) as rt:
         await rt.publish([make_turn(i) for i in range(3)])  # duplicates at new offsets
         await rt.run_until_idle()
         assert len(_l0_contents(rt)) == 3

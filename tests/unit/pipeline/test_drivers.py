@@ -1,0 +1,88 @@
+"""The runtime-neutral drivers: one writer path for both runtimes (issue 12, bug 4: the Kafka writer agent
+dropped a proposal the guard deferred, because it re-implemented the writer stage and forgot the deferral)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from altm.bus import OutgoingRecord, Record
+from altm.core import Settings, encode, partition_for
+from altm.pipeline import ProcessorContext, WriterDriver
+from altm.pipeline.processors import CaptureProcessor
+from altm.pipeline.runtime.kafka import FaustRuntime
+from altm.pipeline.writer import Writer
+from altm.pipeline.writer.guard import WriteGuard
+from altm.store import DeferredWork, MemoryReader, ShardSet
+from tests.support.rows import rows
+from tests.support.turns import make_turn
+
+
+async def _proposal_record(settings: Settings, offset: int = 0) -> Record:
+    (prop,) = await CaptureProcessor().process(make_turn(1, "hello there"), ProcessorContext(settings=settings))
+    return Record("altm.proposals", partition_for(prop.key, settings.partitions), offset, prop.key, encode(prop))
+
+
+def _broken_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: WriteGuard, shard: object, mem: object) -> None:
+        raise RuntimeError("tombstone index unreadable")
+
+    monkeypatch.setattr(WriteGuard, "_tombstone", broken)
+
+
+async def test_the_writer_driver_keeps_what_the_guard_could_not_decide_and_retries_it(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = settings.model_copy(update={"defer_backoff_s": 0.0})
+    shards = ShardSet(s.data_dir, s.partitions)
+    published: list[OutgoingRecord] = []
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        published.extend(records)
+
+    try:
+        work = DeferredWork(shards, s)
+        driver = WriterDriver(Writer(shards, s), work, publish, "sqlite:test")
+        record = await _proposal_record(s)
+        _broken_once(monkeypatch)
+        assert await driver.handle([record]) == 1
+        assert work.count() == 1 and b'"deferred"' in published[-1].value  # kept, never accepted
+        assert rows(s.data_dir, "SELECT 1 FROM memories") == []
+        monkeypatch.undo()
+        assert await driver.retry_due() == 1
+        assert work.count() == 0 and len(rows(s.data_dir, "SELECT 1 FROM memories")) == 1
+        assert b'"committed"' in published[-1].value
+    finally:
+        shards.close()
+
+
+async def test_the_kafka_writer_agent_defers_through_the_same_driver(settings: Settings,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    s = settings.model_copy(update={"broker": "kafka://127.0.0.1:1", "embedder": "none"})
+    shards = ShardSet(s.data_dir, s.partitions)
+    try:
+        runtime = FaustRuntime(s, shards, ProcessorContext(settings=s, reader=MemoryReader(shards)),
+                               [CaptureProcessor()], "kafka:test")
+        sent: list[OutgoingRecord] = []
+
+        async def publish(records: Sequence[OutgoingRecord]) -> None:
+            sent.extend(records)
+
+        runtime.writer.publish = publish  # no broker here: collect what the agent publishes
+        record = await _proposal_record(s)
+        message = SimpleNamespace(topic=record.topic, partition=record.partition, offset=0, key=record.key.encode()
+                                  if record.key else None, value=record.value, headers=(), timestamp=0)
+
+        class Stream:
+            async def events(self) -> AsyncIterator[Any]:
+                yield SimpleNamespace(message=message)
+
+        _broken_once(monkeypatch)
+        async for _ in runtime.app.agents["altm-writer"].fun(Stream()):
+            pass
+        assert b'"deferred"' in sent[0].value
+        assert runtime.work.count() == 1  # kept for retry (main dropped it here)
+    finally:
+        shards.close()
