@@ -41,7 +41,7 @@ class EdgeVectorIndex(VectorIndex):
         self.collection = collection
         self.dim = dim
         self.read_only = read_only
-        self._shard: q.EdgeShard | None = None
+        self._engine: q.EdgeShard | None = None
         self._lock: IO[bytes] | None = None
 
     def _acquire(self) -> None:
@@ -62,7 +62,7 @@ class EdgeVectorIndex(VectorIndex):
             self._lock = None
 
     def open(self) -> None:
-        if self._shard is not None:
+        if self._engine is not None:
             return
         if self.read_only and not (self.path / "edge_config.json").exists():
             raise VectorIndexError(f"no vector index at {self.path}")
@@ -77,14 +77,14 @@ class EdgeVectorIndex(VectorIndex):
         vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine)
         if (self.path / "edge_config.json").exists():
             # unspecified settings (the write-ahead log among them) stay as the shard was created
-            self._shard = q.EdgeShard.load(str(self.path), q.EdgeConfig(vectors=vectors))
+            self._engine = q.EdgeShard.load(str(self.path), q.EdgeConfig(vectors=vectors))
         else:
             # No write-ahead log: Qdrant keeps the whole WAL mapped and its buffers resident (~600 MB at 100k
             # points). The index is derived state: the embed stage flushes it before committing its offsets,
             # so a crash loses nothing that is not re-embedded from the changes topic.
-            self._shard = q.EdgeShard.create(str(self.path), q.EdgeConfig(vectors=vectors, wal_enabled=False))
+            self._engine = q.EdgeShard.create(str(self.path), q.EdgeConfig(vectors=vectors, wal_enabled=False))
             for name in KEYWORD_FIELDS:
-                self._shard.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
+                self._engine.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
 
     def optimize(self) -> None:
         """Run Qdrant's optimizers in-process: builds the HNSW index of large segments (blocking)."""
@@ -92,26 +92,28 @@ class EdgeVectorIndex(VectorIndex):
 
     def flush(self) -> None:
         if not self.read_only:
-            self.shard.flush()
+            self.engine.flush()
 
     def close(self) -> None:
-        if self._shard is not None:
+        if self._engine is not None:
             if not self.read_only:
-                self._shard.flush()
-            self._shard.close()
-            self._shard = None
+                self._engine.flush()
+            self._engine.close()
+            self._engine = None
         self._release()
 
     def _writable(self) -> q.EdgeShard:
         if self.read_only:
             raise VectorIndexError(f"vector index {self.path} is open read-only")
-        return self.shard
+        return self.engine
 
     @property
-    def shard(self) -> q.EdgeShard:
-        if self._shard is None:
+    def engine(self) -> q.EdgeShard:
+        """The embedded Qdrant engine ("edge shard" in Qdrant's words; a *shard* in ALTM is the SQLite store
+        of one partition)."""
+        if self._engine is None:
             raise VectorIndexError(f"vector index {self.path} is not open")
-        return self._shard
+        return self._engine
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         if not points:
@@ -127,7 +129,7 @@ class EdgeVectorIndex(VectorIndex):
             self._writable().update(q.UpdateOperation.delete_points([point_uuid(m) for m in memory_ids]))
 
     def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
-        hits = self.shard.query(q.QueryRequest(
+        hits = self.engine.query(q.QueryRequest(
             limit=limit, query=q.Query.Nearest(list(vector)), with_payload=True, filter=edge_filter(flt),
         ))
         return [VectorHit(str((h.payload or {})["memory_id"]), float(h.score), dict(h.payload or {}))
@@ -137,7 +139,7 @@ class EdgeVectorIndex(VectorIndex):
         nested: list[Any] = [f for f in (edge_filter(x) for x in filters) if f is not None]
         if len(nested) != len(filters) or not nested:
             return super().search_any(vector, filters, limit)
-        hits = self.shard.query(q.QueryRequest(
+        hits = self.engine.query(q.QueryRequest(
             limit=limit, query=q.Query.Nearest(list(vector)), with_payload=True, filter=q.Filter(should=nested),
         ))
         return [VectorHit(str((h.payload or {})["memory_id"]), float(h.score), dict(h.payload or {}))
@@ -147,10 +149,10 @@ class EdgeVectorIndex(VectorIndex):
         out: list[str] = []
         offset = None
         while True:
-            points, offset = self.shard.scroll(q.ScrollRequest(limit=1000, offset=offset, with_payload=True))
+            points, offset = self.engine.scroll(q.ScrollRequest(limit=1000, offset=offset, with_payload=True))
             out += [str((p.payload or {})["memory_id"]) for p in points]
             if offset is None:
                 return sorted(out)
 
     def count(self, flt: VectorFilter | None = None) -> int:
-        return int(self.shard.count(q.CountRequest(exact=True, filter=edge_filter(flt) if flt else None)))
+        return int(self.engine.count(q.CountRequest(exact=True, filter=edge_filter(flt) if flt else None)))

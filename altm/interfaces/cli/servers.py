@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from altm.interfaces.cli._common import DEFAULT_DATA_DIR, KNOWN_ERRORS, DataDir, fail, run, settings_for
-from altm.interfaces.serve import keystore, serve_http, serve_mcp
 from altm.wiring import run_worker
 
 keys_app = typer.Typer(help="API keys for the HTTP API and streamable-HTTP MCP.", no_args_is_help=True)
@@ -20,6 +19,8 @@ def keys_create(
     admin: Annotated[bool, typer.Option(help="May read stats across scopes")] = False,
 ) -> None:
     """Create an API key; it is printed once, only its SHA-256 is stored."""
+    from altm.interfaces.serve import keystore  # the servers' modules load FastAPI and MCP: only when used
+
     try:
         key = keystore(settings_for(data_dir)).create(name, scope_prefix, admin=admin)
     except ValueError as exc:
@@ -36,6 +37,8 @@ def serve(
 ) -> None:
     """The HTTP API: with the embedded pipeline in the same process, or (with --broker) as the retrieval
     service of a Kafka deployment, reading the workers' shards and publishing to Kafka."""
+    from altm.interfaces.serve import serve_http
+
     run(serve_http(settings_for(data_dir, broker=broker, partitions=partitions), host, port))
 
 
@@ -52,6 +55,8 @@ def mcp_server(
         fail("--profile is runtime or admin")
     if transport not in ("stdio", "streamable-http"):
         fail("--transport is stdio or streamable-http")
+    from altm.interfaces.serve import serve_mcp
+
     run(serve_mcp(settings_for(data_dir, broker=broker), profile, transport, host, port))  # type: ignore[arg-type]
 
 
