@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,19 +21,13 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from altm.bus import host_record
+from altm.bus.embedded import LocalOutbox, Pending
 from altm.bus.kafka import parse_broker_url
 from altm.core import Event
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
 
 log = logging.getLogger("altm.sdk")
-
-_DDL = """
-CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL
-);
-"""
-
 
 class HostProducer:
     """Idempotent, ordered, outage-proof publishing of host events. One producer per outbox file."""
@@ -46,9 +39,7 @@ class HostProducer:
         self.partitions = partitions or self.settings.partitions
         self.retry_backoff_s = retry_backoff_s
         self.batch = batch
-        self._db = sqlite3.connect(Path(outbox), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_DDL)
+        self._outbox = LocalOutbox(outbox)
         self._producer: AIOKafkaProducer | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -70,27 +61,19 @@ class HostProducer:
                 await self._task
             self._task = None
         await self._close_producer()
-        self._db.close()
+        self._outbox.close()
 
     async def publish(self, event: Event) -> None:
         await self.publish_many([event])
 
     async def publish_many(self, events: Sequence[Event]) -> None:
         """Durable when this returns (the outbox is committed); delivery happens in the background."""
-        records = [host_record(self.settings, e) for e in events]
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            self._db.executemany("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)",
-                                 [(r.topic, r.key, r.value) for r in records])
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
+        self._outbox.add([host_record(self.settings, e) for e in events])
         self._drained.clear()
         self._wake.set()
 
     def pending(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        return self._outbox.pending()
 
     async def flush(self, timeout_s: float = 30.0) -> None:
         """Wait until every event in the outbox has been acknowledged by the broker."""
@@ -122,9 +105,7 @@ class HostProducer:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while rows := self._db.execute(
-                "SELECT seq, topic, key, value FROM outbox ORDER BY seq LIMIT ?", (self.batch,)
-            ).fetchall():
+            while rows := self._outbox.oldest(self.batch):
                 try:
                     await self._send(rows)
                 except (KafkaError, OSError) as exc:
@@ -132,16 +113,16 @@ class HostProducer:
                     await self._close_producer()
                     await asyncio.sleep(self.retry_backoff_s)
                     continue
-                self._db.execute("DELETE FROM outbox WHERE seq <= ?", (rows[-1][0],))
+                self._outbox.acknowledge(rows[-1][0])
                 self.delivered += len(rows)
             self._drained.set()
 
-    async def _send(self, rows: list[tuple[int, str, str | None, bytes]]) -> None:
+    async def _send(self, rows: list[Pending]) -> None:
         producer = await self._ensure_producer()
         futures = []
-        for _, topic, key, value in rows:  # in outbox order: per key (and partition) order is kept
-            part = partition_for(key, self.partitions) if key is not None else 0
-            futures.append(await producer.send(topic, value=bytes(value),
-                                               key=key.encode() if key is not None else None, partition=part))
+        for _, rec in rows:  # in outbox order: per key (and partition) order is kept
+            part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
+            futures.append(await producer.send(rec.topic, value=rec.value,
+                                               key=rec.key.encode() if rec.key is not None else None, partition=part))
         for fut in futures:
             await fut

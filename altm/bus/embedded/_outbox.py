@@ -1,0 +1,54 @@
+"""A local durable outbox: records to publish, kept in a SQLite file until the broker acknowledged them.
+
+The host SDK writes every event here first (durable when ``add`` returns), and a background sender drains it
+in order, so a broker outage loses nothing and delivery keeps the order per key."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from altm.bus._base import OutgoingRecord
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL
+);
+"""
+
+Pending = tuple[int, OutgoingRecord]
+
+
+class LocalOutbox:
+    """One outbox file, one owner (the host producer of one agent process)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._db = sqlite3.connect(Path(path), isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_DDL)
+
+    def add(self, records: Sequence[OutgoingRecord]) -> None:
+        """Keep ``records`` (all or none) until they are acknowledged."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)",
+                                 [(r.topic, r.key, r.value) for r in records])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def oldest(self, limit: int) -> list[Pending]:
+        """The oldest records not yet acknowledged, with their sequence numbers, in order."""
+        rows = self._db.execute("SELECT seq, topic, key, value FROM outbox ORDER BY seq LIMIT ?", (limit,))
+        return [(int(seq), OutgoingRecord(str(topic), bytes(value), key=key)) for seq, topic, key, value in rows]
+
+    def acknowledge(self, up_to_seq: int) -> None:
+        self._db.execute("DELETE FROM outbox WHERE seq <= ?", (up_to_seq,))
+
+    def pending(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
