@@ -12,7 +12,6 @@ from typing import Any
 
 from altm.app import ScopeDenied
 from altm.app.stats import collect_stats
-from altm.bus.embedded import default_log_path
 from altm.core import Scope, Settings
 from altm.interfaces.http import ApiKey, KeyStore, create_app
 from altm.interfaces.mcp import Profile, build_server
@@ -28,7 +27,7 @@ def keystore(settings: Settings) -> KeyStore:
 
 
 def _stats_for(settings: Settings) -> Callable[[], Awaitable[dict[str, Any]]] | None:
-    if not default_log_path(settings.data_dir).exists():
+    if not (settings.bus or "").startswith("sqlite:///"):
         return None  # a Kafka deployment's data dir has no embedded log to count
 
     async def stats() -> dict[str, Any]:

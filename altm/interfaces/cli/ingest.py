@@ -9,10 +9,9 @@ import typer
 
 from altm.app.ingest import IngestSummary, iter_lines, parse_line, publish_file
 from altm.app.ingest import ingest_file as _ingest_file
-from altm.bus.kafka import KafkaBus
 from altm.core import DecodeError, Settings, all_topic_specs
 from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, console, fail, run, settings_for
-from altm.wiring import open_embedded
+from altm.wiring import open_bus, open_embedded, resolve
 
 FileArg = Annotated[Path, typer.Argument(help="JSONL: turn/control events or flat transcript lines")]
 Partitions = Annotated[int | None, typer.Option(help="Partition count for a new data dir (or new topics)")]
@@ -52,11 +51,11 @@ def ingest(file: FileArg, data_dir: DataDir = DEFAULT_DATA_DIR, partitions: Part
 def publish(file: FileArg, broker: Annotated[str, typer.Option(help="kafka://HOST:PORT")],
             partitions: Partitions = None) -> None:
     """Publish FILE to Kafka (creating the topics if needed), as a host agent would."""
-    settings = settings_for(Path(), broker=broker, partitions=partitions)
+    settings = resolve(settings_for(Path(), broker=broker, partitions=partitions))
     summary = IngestSummary()
 
     async def go() -> None:
-        bus = KafkaBus(broker)
+        bus = open_bus(settings)
         await bus.start()
         try:
             await bus.ensure_topics(all_topic_specs(settings.partitions, settings.topic_prefix,

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from altm.app.stats import collect_stats
 from altm.bus import TopicPartition
-from altm.bus.embedded import EmbeddedLog, default_log_path
+from altm.bus.embedded import EmbeddedLog
 from altm.core.export import export_schemas, stale_schemas
 from altm.interfaces.cli._common import (
     DEFAULT_DATA_DIR,
@@ -26,7 +26,7 @@ from altm.interfaces.cli._common import (
     settings_for,
 )
 from altm.store import DataDirError
-from altm.wiring import open_read_only, state_hash
+from altm.wiring import open_bus, open_read_only, resolve, state_hash
 
 log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
 
@@ -105,7 +105,9 @@ def log_tail(
     name = topic if topic.startswith(settings.topic_prefix) else settings.topic_prefix + topic
 
     async def tail() -> list[dict[str, Any]]:
-        log = EmbeddedLog(default_log_path(data_dir), read_only=True)
+        log = open_bus(resolve(settings), read_only=True)
+        if not isinstance(log, EmbeddedLog):
+            fail(f"{data_dir} belongs to a Kafka deployment: read its topics with Kafka's own tools")
         await log.start()
         try:
             out = []
