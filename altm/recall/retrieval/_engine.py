@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from altm.core import Scope
 from altm.models import EmbeddingModel
+from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
 from altm.recall.retrieval._fusion import add_channel, fuse, ordered, propagate, session_prior
@@ -93,6 +94,31 @@ def query_terms(text: str, min_len: int = 2) -> list[str]:
     return list(seen)
 
 
+Found = list[tuple[str, float]]
+"""A channel's candidates with their scores (higher is better), best first."""
+
+
+@dataclass
+class _Channels:
+    """What each channel found (its ranking and its scores), and how long each step took."""
+
+    ranked: dict[str, list[str]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self.timings_ms[step] = (time.perf_counter() - t0) * 1000
+
+    def run(self, name: str, channel: Callable[[], Found]) -> None:
+        with self.timed(name):
+            found = channel()
+            self.ranked[name] = [m for m, _ in found]
+            self.scores[name] = dict(found)
+
+
 class Retriever:
     """Read-side of the store. Shares the shards with the writer (embedded) or opens them read-only."""
 
@@ -107,6 +133,41 @@ class Retriever:
         return SearchQueries.for_scope(self.shards, scope)
 
     # -- channels --------------------------------------------------------------------------------------
+    def _matching(self, queries: SearchQueries, query: str, policy: ScopePolicy, config: SearchConfig,
+                  channels: _Channels) -> None:
+        """The word, trigram and vector channels. The query embedding and the vector search run on a helper
+        thread while SQLite scores the words (both release the GIL), so the channels cost about the slower
+        of the two, not their sum."""
+        nearest = Concurrent(lambda: self._nearest(query, policy, config.candidates)) if config.vector else None
+        try:
+            self._words(queries, query, policy, config, channels)
+        finally:
+            nearest_hits = nearest.result() if nearest is not None else []
+        if nearest is not None:
+            channels.run("vector", lambda: self._vector(queries, nearest_hits, policy))
+            channels.timings_ms["vector"] += nearest.elapsed_ms
+
+    def _words(self, queries: SearchQueries, query: str, policy: ScopePolicy, config: SearchConfig,
+               channels: _Channels) -> None:
+        if not (config.fts or config.trigram):
+            return
+        # very common terms are left out of the word query (and so of the trigram fallback)
+        words = self.term_stats.prune(queries, query_terms(query), config.max_term_df, config.min_terms)
+        if config.fts:
+            channels.run("fts", lambda: queries.words(words, policy, config.candidates, config.context_weight))
+        if config.trigram:
+            tri = self._trigram_terms(query, words, channels.ranked.get("fts"), config)
+            if tri:
+                channels.run("trigram", lambda: queries.trigrams(tri, policy, config.candidates))
+
+    @staticmethod
+    def _trigram_terms(query: str, terms: Sequence[str], fts_hits: Sequence[str] | None,
+                       config: SearchConfig) -> list[str]:
+        """Substring matching is for what word tokenization breaks (identifiers, paths, versions, typos)."""
+        if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
+            return [t for t in terms if len(t) >= 3]
+        return [t for t in _IDENTIFIER.findall(query) if len(t) >= 3]
+
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
         if self.embedding is None or self.vectors is None:
@@ -115,7 +176,7 @@ class Retriever:
         return self.vectors.search_any(vec, vector_filters(policy), limit)
 
     @staticmethod
-    def _vector(queries: SearchQueries, hits: list[VectorHit], policy: ScopePolicy) -> list[tuple[str, float]]:
+    def _vector(queries: SearchQueries, hits: list[VectorHit], policy: ScopePolicy) -> Found:
         """(memory id, cosine) best first. The payload filter scoped the search; the SQL policy now applies
         what the payload cannot hold (supersession, validity and record time)."""
         allowed = queries.allowed([h.memory_id for h in hits], policy)
@@ -130,72 +191,48 @@ class Retriever:
         candidates = [n for n in ranks if n.startswith("mem_")]
         if not candidates:
             return [], {}
+        best = self._admitted_by_rank(queries, candidates, ranks, policy)[: config.candidates]
+        return best, {n: sub.path_to(n) for n in best}
+
+    @staticmethod
+    def _admitted_by_rank(queries: SearchQueries, candidates: Sequence[str], ranks: dict[str, float],
+                          policy: ScopePolicy) -> list[str]:
+        """The candidates the scope policy admits, by PageRank (ties by id)."""
         allowed = queries.allowed(candidates, policy)
-        ordered = sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))
-        ordered = ordered[: config.candidates]
-        return ordered, {n: sub.path_to(n) for n in ordered}
+        return sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))
 
     # -- fusion and ranking ----------------------------------------------------------------------------
     def search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
                *, strict_session: bool = False, as_of: datetime | None = None,
                known_at: datetime | None = None) -> SearchResult:
-        timings: dict[str, float] = {}
         policy = ScopePolicy(scope, session_id, strict_session, config.l0_across_sessions, config.layers,
                              as_of=as_of, known_at=known_at)
         queries = self._queries(scope)
-        terms = query_terms(query)
-        ranked: dict[str, list[str]] = {}
-        scores: dict[str, dict[str, float]] = {}
+        channels = _Channels()
+        self._matching(queries, query, policy, config, channels)
+        with channels.timed("fusion"):
+            fused = fuse(channels.ranked, channels.scores, config)
+            rows = queries.rows(list(fused))
+            self._priors(fused, rows, query, config)
+            if config.neighbour_seeds:
+                self._neighbours(queries, fused, rows, channels.ranked, policy, config)
+        paths: dict[str, list[str]] = {}
+        if config.graph:
+            with channels.timed("graph"):
+                paths = self._graph_channel(queries, scope, fused, rows, channels.ranked, policy, config)
+        with channels.timed("assemble"):
+            hits = self._assemble(queries, ordered(fused), rows, channels.ranked, paths, config)
+        return SearchResult(hits, channels.timings_ms, config.name)
 
-        def timed(name: str, fn: Any) -> None:
-            t0 = time.perf_counter()
-            found: list[tuple[str, float]] = fn()
-            ranked[name] = [m for m, _ in found]
-            scores[name] = dict(found)
-            timings[name] = (time.perf_counter() - t0) * 1000
-
-        # the query embedding and the vector search run on a helper thread while SQLite scores the words
-        # (both release the GIL), so the channels cost about the slower of the two, not their sum
-        nearest = Concurrent(lambda: self._nearest(query, policy, config.candidates)) if config.vector else None
-        try:
-            # very common terms are left out of the word query (and so of the trigram fallback)
-            words = self.term_stats.prune(queries, terms, config.max_term_df,
-                                          config.min_terms) if config.fts or config.trigram else []
-            if config.fts:
-                timed("fts", lambda: queries.words(words, policy, config.candidates, config.context_weight))
-            if config.trigram:
-                tri = self._trigram_terms(query, words, ranked.get("fts"), config)
-                if tri:
-                    timed("trigram", lambda: queries.trigrams(tri, policy, config.candidates))
-        finally:
-            nearest_hits = nearest.result() if nearest is not None else []
-        if nearest is not None:
-            timed("vector", lambda: self._vector(queries, nearest_hits, policy))
-            timings["vector"] += nearest.elapsed_ms
-        t0 = time.perf_counter()
-        fused = fuse(ranked, scores, config)
-        rows = queries.rows(list(fused))
+    @staticmethod
+    def _priors(fused: dict[str, float], rows: dict[str, CandidateRow], query: str, config: SearchConfig) -> None:
+        """A memory gains from its session's overall match and from a date the query names."""
         if config.session_prior:
             session_prior(fused, {m: r.session_id for m, r in rows.items()}, config.session_prior,
                           config.session_prior_top)
         if config.time_prior:
             time_prior(fused, {m: r.valid_from for m, r in rows.items()}, time_anchors(query),
                        config.time_prior, config.time_lookback_days)
-        if config.neighbour_seeds:
-            self._neighbours(queries, fused, rows, ranked, policy, config)
-        timings["fusion"] = (time.perf_counter() - t0) * 1000
-        paths: dict[str, list[str]] = {}
-        if config.graph:
-            t0 = time.perf_counter()
-            seeds = [m for m, _ in ordered(fused)[: config.graph_seeds]]
-            ranked["graph"], paths = self._graph(queries, scope, seeds, policy, config)
-            add_channel(fused, "graph", ranked["graph"], config)
-            rows.update(queries.rows([m for m in ranked["graph"] if m not in rows]))
-            timings["graph"] = (time.perf_counter() - t0) * 1000
-        t0 = time.perf_counter()
-        hits = self._assemble(queries, ordered(fused), rows, ranked, paths, config)
-        timings["assemble"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(hits, timings, config.name)
 
     @staticmethod
     def _neighbours(queries: SearchQueries, fused: dict[str, float], rows: dict[str, CandidateRow],
@@ -208,56 +245,30 @@ class Retriever:
                   config.neighbour_decay)
         rows.update(queries.rows([m for m in admitted if m not in rows]))
 
-    @staticmethod
-    def _trigram_terms(query: str, terms: Sequence[str], fts_hits: Sequence[str] | None,
-                       config: SearchConfig) -> list[str]:
-        """Substring matching is for what word tokenization breaks (identifiers, paths, versions, typos)."""
-        if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
-            return [t for t in terms if len(t) >= 3]
-        return [t for t in _IDENTIFIER.findall(query) if len(t) >= 3]
+    def _graph_channel(self, queries: SearchQueries, scope: Scope, fused: dict[str, float],
+                       rows: dict[str, CandidateRow], ranked: dict[str, list[str]], policy: ScopePolicy,
+                       config: SearchConfig) -> dict[str, list[str]]:
+        """Fold the graph channel (from the best fused memories) into ``fused``; the path to each of its
+        memories."""
+        seeds = [m for m, _ in ordered(fused)[: config.graph_seeds]]
+        ranked["graph"], paths = self._graph(queries, scope, seeds, policy, config)
+        add_channel(fused, "graph", ranked["graph"], config)
+        rows.update(queries.rows([m for m in ranked["graph"] if m not in rows]))
+        return paths
 
     def _assemble(self, queries: SearchQueries, fused: list[tuple[str, float]], rows: dict[str, CandidateRow],
                   ranked: dict[str, list[str]], paths: dict[str, list[str]], config: SearchConfig) -> list[Hit]:
         if not fused:
             return []
-        stands_for = self._single_turn_evidence(rows)
-        # memories sharing a content hash count as one (their scores add up), and so does a memory derived
-        # from exactly one turn with that turn (the better score counts, the turn is shown): merge channels
-        groups: dict[str, dict[str, Any]] = {}
-        for mid, score in fused:
-            row = rows.get(mid)
-            if row is None:
-                continue
-            turn = rows[stands_for[mid]] if mid in stands_for else row
-            key = f"{turn.kind}:{turn.content_hash}"
-            group = groups.get(key)
-            channels = {c: ids_.index(mid) + 1 for c, ids_ in ranked.items() if mid in ids_}
-            if group is None:
-                groups[key] = {"row": row, "fused": score, "channels": channels, "members": [mid]}
-            else:
-                derived = group["row"].memory_id in stands_for
-                if derived and stands_for[group["row"].memory_id] == mid:
-                    group["row"] = row  # the message itself stands for the pair: the original, not an extract
-                group["fused"] += 0.0 if derived or mid in stands_for else score
-                group["members"].append(mid)
-                for c, r in channels.items():
-                    group["channels"][c] = min(group["channels"].get(c, r), r)
-        hits = []
-        for group in groups.values():
-            row = group["row"]
-            trust = config.trust_factors.get(row.trust_status, 1.0)
-            lifecycle = max(0.05, float(row.lc_weight))
-            final = group["fused"] * trust * lifecycle
-            hits.append((final, group, trust, lifecycle))
-        hits.sort(key=lambda x: (-x[0], x[1]["row"].memory_id))
-        top = hits[: config.top_k]
-        sources = queries.source_ids([g["row"] for _, g, _, _ in top])
-        return [
-            self._hit(group["row"], sources[group["row"].memory_id], round(final, 6), group["channels"],
-                      {config.fusion: round(group["fused"], 6), "trust": trust, "lifecycle": lifecycle,
-                       "final": round(final, 6)}, paths.get(group["row"].memory_id))
-            for final, group, trust, lifecycle in top
-        ]
+        top = scored(grouped(fused, rows, ranked), config)[: config.top_k]
+        sources = queries.source_ids([s.group.row for s in top])
+        return [self._scored_hit(s, sources, paths, config) for s in top]
+
+    def _scored_hit(self, s: Scored, sources: dict[str, list[str]], paths: dict[str, list[str]],
+                    config: SearchConfig) -> Hit:
+        row = s.group.row
+        return self._hit(row, sources[row.memory_id], round(s.final, 6), s.group.channels,
+                         s.breakdown(config.fusion), paths.get(row.memory_id))
 
     @staticmethod
     def _hit(row: CandidateRow, sources: list[str], score: float, channels: dict[str, int],
@@ -266,11 +277,7 @@ class Retriever:
             memory_id=row.memory_id, layer=row.layer, kind=row.kind, content=row.content,
             content_hash=row.content_hash, scope=row.scope_path, session_id=row.session_id,
             source_id=row.source_id, source_ids=sources, role=row.role, valid_from=row.valid_from,
-            method=row.method, trust_status=row.trust_status,
-            trust_reason=row.trust_reason if row.trust_status == "contradicted" or not row.lc_harmful
-            else f"marked harmful {row.lc_harmful} time(s)",
-            flag="contradicted" if row.trust_status == "contradicted"
-            else ("harmful" if row.lc_harmful else None),
+            method=row.method, trust_status=row.trust_status, trust_reason=_trust_reason(row), flag=_flag(row),
             score=score, channels=channels, breakdown=breakdown, graph_path=path,
             compression_level=row.lc_compression,
         )
@@ -300,25 +307,25 @@ class Retriever:
         ranks = personalised_pagerank(sub.adjacency, seeds)
         policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
         candidates = [n for n in ranks if n.startswith("mem_") and n not in direct]
-        allowed = queries.allowed(candidates, policy)
-        ordered = sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))[:limit]
-        rows = queries.rows(ordered)
+        best = self._admitted_by_rank(queries, candidates, ranks, policy)[:limit]
+        rows = queries.rows(best)
         return [
             Emergent(memory_id=n, layer=rows[n].layer, kind=rows[n].kind, content=rows[n].content,
                      matched_by=["graph"], score=round(ranks[n], 6),
                      breakdown={"ppr": round(ranks[n], 6), "hops": float(sub.depth.get(n, 0))},
                      path=sub.path_to(n))
-            for n in ordered
+            for n in best
         ]
 
-    @staticmethod
-    def _single_turn_evidence(rows: dict[str, CandidateRow]) -> dict[str, str]:
-        """Derived candidates citing exactly one L0 message that is a candidate too → that message's id."""
-        out: dict[str, str] = {}
-        for mid, row in rows.items():
-            if row.layer == "L0":
-                continue
-            turn = rows.get(row.evidence[0]) if len(row.evidence) == 1 else None
-            if turn is not None and turn.layer == "L0":
-                out[mid] = turn.memory_id
-        return out
+
+def _flag(row: CandidateRow) -> str | None:
+    """'contradicted' or 'harmful': shown with the hit, never silently dropped."""
+    if row.trust_status == "contradicted":
+        return "contradicted"
+    return "harmful" if row.lc_harmful else None
+
+
+def _trust_reason(row: CandidateRow) -> str | None:
+    if row.trust_status == "contradicted" or not row.lc_harmful:
+        return row.trust_reason
+    return f"marked harmful {row.lc_harmful} time(s)"
