@@ -14,6 +14,7 @@ from altm.store._queries import (
 )
 from altm.store._reader import MemoryReader
 from altm.store._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS, comparable, memory_to_row, row_to_memory
+from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
 from altm.store._shard import Shard, ShardError
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import HASHED_TABLES, DataDirError, count_layer, llm_cache_rows, shard_counts, state_rows
@@ -23,9 +24,11 @@ __all__ = [
     "HASHED_TABLES",
     "MEMORY_COLUMNS",
     "WALL_CLOCK_COLUMNS",
+    "CandidateRow",
     "CycleQueries",
     "DataDirError",
     "DeferredWork",
+    "Edge",
     "GovernanceQueries",
     "MaintenanceQueries",
     "MemoryQueries",
@@ -34,6 +37,8 @@ __all__ = [
     "ProposalOutcome",
     "ReviewQueries",
     "ScopePolicy",
+    "SearchQueries",
+    "SessionNeighbours",
     "Shard",
     "ShardError",
     "ShardLLMCache",

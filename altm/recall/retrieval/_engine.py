@@ -1,22 +1,21 @@
 """Hybrid recall: FTS5 unicode61, FTS5 trigram, vectors and graph, fused by RRF, re-ranked by lifecycle
-and trust. Every query is filtered by scope inside SQL and inside the vector filter."""
+and trust. Every query is filtered by scope inside SQL (the store's :class:`SearchQueries`) and inside the
+vector filter."""
 
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-import orjson
 from pydantic import BaseModel, Field
 
 from altm.core import Scope
-from altm.core.partitioner import partition_for
 from altm.models import EmbeddingModel
+from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
 from altm.recall.retrieval._fusion import add_channel, fuse, ordered, propagate, session_prior
@@ -25,7 +24,7 @@ from altm.recall.retrieval._neighbours import neighbours
 from altm.recall.retrieval._policy import ScopePolicy, vector_filters
 from altm.recall.retrieval._temporal import time_anchors, time_prior
 from altm.recall.retrieval._terms import TermStatistics
-from altm.store import MEMORY_COLUMNS, ShardSet
+from altm.store import CandidateRow, SearchQueries, ShardSet
 from altm.vectors import VectorHit, VectorIndex
 
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
@@ -95,8 +94,29 @@ def query_terms(text: str, min_len: int = 2) -> list[str]:
     return list(seen)
 
 
-def _fts_expression(terms: Sequence[str]) -> str:
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+Found = list[tuple[str, float]]
+"""A channel's candidates with their scores (higher is better), best first."""
+
+
+@dataclass
+class _Channels:
+    """What each channel found (its ranking and its scores), and how long each step took."""
+
+    ranked: dict[str, list[str]] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self.timings_ms[step] = (time.perf_counter() - t0) * 1000
+
+    def run(self, name: str, channel: Callable[[], Found]) -> None:
+        with self.timed(name):
+            found = channel()
+            self.ranked[name] = [m for m, _ in found]
+            self.scores[name] = dict(found)
 
 
 class Retriever:
@@ -109,150 +129,36 @@ class Retriever:
         self.vectors = vectors
         self.term_stats = TermStatistics()
 
-    def conn_for(self, scope: Scope) -> sqlite3.Connection:
-        return self.shards.get(self._partition(scope)).conn
-
-    def _partition(self, scope: Scope) -> int:
-        return partition_for(scope.home, self.shards.partitions)
+    def _queries(self, scope: Scope) -> SearchQueries:
+        return SearchQueries.for_scope(self.shards, scope)
 
     # -- channels --------------------------------------------------------------------------------------
-    def _fts(self, conn: sqlite3.Connection, table: str, terms: Sequence[str], policy: ScopePolicy,
-             limit: int, context_weight: float | None = None) -> list[tuple[str, float]]:
-        """(memory id, -bm25) best first: higher is better."""
-        if not terms:
-            return []
-        where, args = policy.sql("m")
-        expression = _fts_expression(terms)
-        if context_weight is not None:  # the word index: content, context, scope_terms
-            rank = f"bm25({table}, 1.0, {float(context_weight)}, 0.0)"
-            expression = f"{policy.fts_filter()} AND ({{content context}} : ({expression}))"
-        else:
-            rank = f"bm25({table})"
-        rows = conn.execute(
-            f"SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
-            f"WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?",
-            [expression, *args, limit],
-        ).fetchall()
-        return [(r[0], -float(r[1])) for r in rows]
-
-    def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
-        """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
-        if self.embedding is None or self.vectors is None:
-            return []
-        (vec,) = self.embedding.embed([query])
-        return self.vectors.search_any(vec, vector_filters(policy), limit)
-
-    def _vector(self, conn: sqlite3.Connection, hits: list[VectorHit], policy: ScopePolicy
-                ) -> list[tuple[str, float]]:
-        """(memory id, cosine) best first. The payload filter scoped the search; the SQL policy now applies
-        what the payload cannot hold (supersession, validity and record time)."""
-        allowed = self._allowed(conn, [h.memory_id for h in hits], policy)
-        return [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
-
-    def _graph(self, conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], policy: ScopePolicy,
-               config: SearchConfig) -> tuple[list[str], dict[str, list[str]]]:
-        if not seeds:
-            return [], {}
-        sub = expand(conn, scope, seeds, config.graph_hops, config.graph_max_nodes, config.graph_fanout)
-        ranks = personalised_pagerank(sub.adjacency, seeds, config.ppr_damping, config.ppr_iterations)
-        candidates = [n for n in ranks if n.startswith("mem_")]
-        if not candidates:
-            return [], {}
-        allowed = self._allowed(conn, candidates, policy)
-        ordered = sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))
-        ordered = ordered[: config.candidates]
-        return ordered, {n: sub.path_to(n) for n in ordered}
-
-    def _admitted(self, conn: sqlite3.Connection, ids: list[str], policy: ScopePolicy) -> list[str]:
-        allowed = self._allowed(conn, ids, policy)
-        return [m for m in ids if m in allowed]
-
-    @staticmethod
-    def _allowed(conn: sqlite3.Connection, ids: Sequence[str], policy: ScopePolicy) -> set[str]:
-        """The candidates the scope policy admits (primary-key lookups, then the policy predicate)."""
-        where, args = policy.sql("m")
-        out: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            values = ", ".join("(?)" for _ in chunk)
-            rows = conn.execute(
-                f"WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOIN memories m "
-                f"ON m.memory_id = c.id WHERE {where}", [*chunk, *args]).fetchall()
-            out.update(r[0] for r in rows)
-        return out
-
-    # -- fusion and ranking ----------------------------------------------------------------------------
-    def search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
-               *, strict_session: bool = False, as_of: datetime | None = None,
-               known_at: datetime | None = None) -> SearchResult:
-        timings: dict[str, float] = {}
-        policy = ScopePolicy(scope, session_id, strict_session, config.l0_across_sessions, config.layers,
-                             as_of=as_of, known_at=known_at)
-        conn = self.conn_for(scope)
-        terms = query_terms(query)
-        ranked: dict[str, list[str]] = {}
-        scores: dict[str, dict[str, float]] = {}
-
-        def timed(name: str, fn: Any) -> None:
-            t0 = time.perf_counter()
-            found: list[tuple[str, float]] = fn()
-            ranked[name] = [m for m, _ in found]
-            scores[name] = dict(found)
-            timings[name] = (time.perf_counter() - t0) * 1000
-
-        # the query embedding and the vector search run on a helper thread while SQLite scores the words
-        # (both release the GIL), so the channels cost about the slower of the two, not their sum
+    def _matching(self, queries: SearchQueries, query: str, policy: ScopePolicy, config: SearchConfig,
+                  channels: _Channels) -> None:
+        """The word, trigram and vector channels. The query embedding and the vector search run on a helper
+        thread while SQLite scores the words (both release the GIL), so the channels cost about the slower
+        of the two, not their sum."""
         nearest = Concurrent(lambda: self._nearest(query, policy, config.candidates)) if config.vector else None
         try:
-            # very common terms are left out of the word query (and so of the trigram fallback)
-            words = self.term_stats.prune(conn, str(self._partition(scope)), terms, config.max_term_df,
-                                          config.min_terms) if config.fts or config.trigram else []
-            if config.fts:
-                timed("fts", lambda: self._fts(conn, "memories_fts", words, policy, config.candidates,
-                                               config.context_weight))
-            if config.trigram:
-                tri = self._trigram_terms(query, words, ranked.get("fts"), config)
-                if tri:
-                    timed("trigram", lambda: self._fts(conn, "memories_fts_tri", tri, policy, config.candidates))
+            self._words(queries, query, policy, config, channels)
         finally:
             nearest_hits = nearest.result() if nearest is not None else []
         if nearest is not None:
-            timed("vector", lambda: self._vector(conn, nearest_hits, policy))
-            timings["vector"] += nearest.elapsed_ms
-        t0 = time.perf_counter()
-        fused = fuse(ranked, scores, config)
-        rows = self._rows(conn, list(fused))
-        if config.session_prior:
-            session_prior(fused, {m: r["session_id"] for m, r in rows.items()}, config.session_prior,
-                          config.session_prior_top)
-        if config.time_prior:
-            time_prior(fused, {m: r["valid_from"] for m, r in rows.items()}, time_anchors(query),
-                       config.time_prior, config.time_lookback_days)
-        if config.neighbour_seeds:
-            self._neighbours(conn, fused, rows, ranked, policy, config)
-        timings["fusion"] = (time.perf_counter() - t0) * 1000
-        paths: dict[str, list[str]] = {}
-        if config.graph:
-            t0 = time.perf_counter()
-            seeds = [m for m, _ in ordered(fused)[: config.graph_seeds]]
-            ranked["graph"], paths = self._graph(conn, scope, seeds, policy, config)
-            add_channel(fused, "graph", ranked["graph"], config)
-            rows.update(self._rows(conn, [m for m in ranked["graph"] if m not in rows]))
-            timings["graph"] = (time.perf_counter() - t0) * 1000
-        t0 = time.perf_counter()
-        hits = self._assemble(conn, ordered(fused), rows, ranked, paths, config)
-        timings["assemble"] = (time.perf_counter() - t0) * 1000
-        return SearchResult(hits, timings, config.name)
+            channels.run("vector", lambda: self._vector(queries, nearest_hits, policy))
+            channels.timings_ms["vector"] += nearest.elapsed_ms
 
-    def _neighbours(self, conn: sqlite3.Connection, fused: dict[str, float], rows: dict[str, dict[str, Any]],
-                    ranked: dict[str, list[str]], policy: ScopePolicy, config: SearchConfig) -> None:
-        seeds = [m for m, _ in ordered(fused)[: config.neighbour_seeds]]
-        around = neighbours(conn, seeds, config.neighbours_after, config.neighbours_before)
-        admitted = self._admitted(conn, list(around), policy)
-        ranked["neighbours"] = admitted
-        propagate(fused, {m: around[m] for m in admitted}, config.channel_weights.get("neighbours", 1.0),
-                  config.neighbour_decay)
-        rows.update(self._rows(conn, [m for m in admitted if m not in rows]))
+    def _words(self, queries: SearchQueries, query: str, policy: ScopePolicy, config: SearchConfig,
+               channels: _Channels) -> None:
+        if not (config.fts or config.trigram):
+            return
+        # very common terms are left out of the word query (and so of the trigram fallback)
+        words = self.term_stats.prune(queries, query_terms(query), config.max_term_df, config.min_terms)
+        if config.fts:
+            channels.run("fts", lambda: queries.words(words, policy, config.candidates, config.context_weight))
+        if config.trigram:
+            tri = self._trigram_terms(query, words, channels.ranked.get("fts"), config)
+            if tri:
+                channels.run("trigram", lambda: queries.trigrams(tri, policy, config.candidates))
 
     @staticmethod
     def _trigram_terms(query: str, terms: Sequence[str], fts_hits: Sequence[str] | None,
@@ -262,75 +168,128 @@ class Retriever:
             return [t for t in terms if len(t) >= 3]
         return [t for t in _IDENTIFIER.findall(query) if len(t) >= 3]
 
-    def _assemble(self, conn: sqlite3.Connection, fused: list[tuple[str, float]], rows: dict[str, dict[str, Any]],
+    def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
+        """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
+        if self.embedding is None or self.vectors is None:
+            return []
+        (vec,) = self.embedding.embed([query])
+        return self.vectors.search_any(vec, vector_filters(policy), limit)
+
+    @staticmethod
+    def _vector(queries: SearchQueries, hits: list[VectorHit], policy: ScopePolicy) -> Found:
+        """(memory id, cosine) best first. The payload filter scoped the search; the SQL policy now applies
+        what the payload cannot hold (supersession, validity and record time)."""
+        allowed = queries.allowed([h.memory_id for h in hits], policy)
+        return [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
+
+    def _graph(self, queries: SearchQueries, scope: Scope, seeds: Sequence[str], policy: ScopePolicy,
+               config: SearchConfig) -> tuple[list[str], dict[str, list[str]]]:
+        if not seeds:
+            return [], {}
+        sub = expand(queries, scope, seeds, config.graph_hops, config.graph_max_nodes, config.graph_fanout)
+        ranks = personalised_pagerank(sub.adjacency, seeds, config.ppr_damping, config.ppr_iterations)
+        candidates = [n for n in ranks if n.startswith("mem_")]
+        if not candidates:
+            return [], {}
+        best = self._admitted_by_rank(queries, candidates, ranks, policy)[: config.candidates]
+        return best, {n: sub.path_to(n) for n in best}
+
+    @staticmethod
+    def _admitted_by_rank(queries: SearchQueries, candidates: Sequence[str], ranks: dict[str, float],
+                          policy: ScopePolicy) -> list[str]:
+        """The candidates the scope policy admits, by PageRank (ties by id)."""
+        allowed = queries.allowed(candidates, policy)
+        return sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))
+
+    # -- fusion and ranking ----------------------------------------------------------------------------
+    def search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
+               *, strict_session: bool = False, as_of: datetime | None = None,
+               known_at: datetime | None = None) -> SearchResult:
+        policy = ScopePolicy(scope, session_id, strict_session, config.l0_across_sessions, config.layers,
+                             as_of=as_of, known_at=known_at)
+        queries = self._queries(scope)
+        channels = _Channels()
+        self._matching(queries, query, policy, config, channels)
+        with channels.timed("fusion"):
+            fused = fuse(channels.ranked, channels.scores, config)
+            rows = queries.rows(list(fused))
+            self._priors(fused, rows, query, config)
+            if config.neighbour_seeds:
+                self._neighbours(queries, fused, rows, channels.ranked, policy, config)
+        paths: dict[str, list[str]] = {}
+        if config.graph:
+            with channels.timed("graph"):
+                paths = self._graph_channel(queries, scope, fused, rows, channels.ranked, policy, config)
+        with channels.timed("assemble"):
+            hits = self._assemble(queries, ordered(fused), rows, channels.ranked, paths, config)
+        return SearchResult(hits, channels.timings_ms, config.name)
+
+    @staticmethod
+    def _priors(fused: dict[str, float], rows: dict[str, CandidateRow], query: str, config: SearchConfig) -> None:
+        """A memory gains from its session's overall match and from a date the query names."""
+        if config.session_prior:
+            session_prior(fused, {m: r.session_id for m, r in rows.items()}, config.session_prior,
+                          config.session_prior_top)
+        if config.time_prior:
+            time_prior(fused, {m: r.valid_from for m, r in rows.items()}, time_anchors(query),
+                       config.time_prior, config.time_lookback_days)
+
+    @staticmethod
+    def _neighbours(queries: SearchQueries, fused: dict[str, float], rows: dict[str, CandidateRow],
+                    ranked: dict[str, list[str]], policy: ScopePolicy, config: SearchConfig) -> None:
+        seeds = [m for m, _ in ordered(fused)[: config.neighbour_seeds]]
+        around = neighbours(queries, seeds, config.neighbours_after, config.neighbours_before)
+        admitted = queries.admitted(list(around), policy)
+        ranked["neighbours"] = admitted
+        propagate(fused, {m: around[m] for m in admitted}, config.channel_weights.get("neighbours", 1.0),
+                  config.neighbour_decay)
+        rows.update(queries.rows([m for m in admitted if m not in rows]))
+
+    def _graph_channel(self, queries: SearchQueries, scope: Scope, fused: dict[str, float],
+                       rows: dict[str, CandidateRow], ranked: dict[str, list[str]], policy: ScopePolicy,
+                       config: SearchConfig) -> dict[str, list[str]]:
+        """Fold the graph channel (from the best fused memories) into ``fused``; the path to each of its
+        memories."""
+        seeds = [m for m, _ in ordered(fused)[: config.graph_seeds]]
+        ranked["graph"], paths = self._graph(queries, scope, seeds, policy, config)
+        add_channel(fused, "graph", ranked["graph"], config)
+        rows.update(queries.rows([m for m in ranked["graph"] if m not in rows]))
+        return paths
+
+    def _assemble(self, queries: SearchQueries, fused: list[tuple[str, float]], rows: dict[str, CandidateRow],
                   ranked: dict[str, list[str]], paths: dict[str, list[str]], config: SearchConfig) -> list[Hit]:
         if not fused:
             return []
-        stands_for = self._single_turn_evidence(rows)
-        # memories sharing a content hash count as one (their scores add up), and so does a memory derived
-        # from exactly one turn with that turn (the better score counts, the turn is shown): merge channels
-        groups: dict[str, dict[str, Any]] = {}
-        for mid, score in fused:
-            row = rows.get(mid)
-            if row is None:
-                continue
-            turn = rows[stands_for[mid]] if mid in stands_for else row
-            key = f"{turn['kind']}:{turn['content_hash']}"
-            group = groups.get(key)
-            channels = {c: ids_.index(mid) + 1 for c, ids_ in ranked.items() if mid in ids_}
-            if group is None:
-                groups[key] = {"row": row, "fused": score, "channels": channels, "members": [mid]}
-            else:
-                derived = group["row"]["memory_id"] in stands_for
-                if derived and stands_for[group["row"]["memory_id"]] == mid:
-                    group["row"] = row  # the message itself stands for the pair: the original, not an extract
-                group["fused"] += 0.0 if derived or mid in stands_for else score
-                group["members"].append(mid)
-                for c, r in channels.items():
-                    group["channels"][c] = min(group["channels"].get(c, r), r)
-        hits = []
-        for group in groups.values():
-            row = group["row"]
-            trust = config.trust_factors.get(row["trust_status"], 1.0)
-            lifecycle = max(0.05, float(row["lc_weight"]))
-            final = group["fused"] * trust * lifecycle
-            hits.append((final, group, trust, lifecycle))
-        hits.sort(key=lambda x: (-x[0], x[1]["row"]["memory_id"]))
-        top = hits[: config.top_k]
-        sources = self._source_ids(conn, [g["row"] for _, g, _, _ in top])
-        return [
-            self._hit(group["row"], sources[group["row"]["memory_id"]], round(final, 6), group["channels"],
-                      {config.fusion: round(group["fused"], 6), "trust": trust, "lifecycle": lifecycle,
-                       "final": round(final, 6)}, paths.get(group["row"]["memory_id"]))
-            for final, group, trust, lifecycle in top
-        ]
+        top = scored(grouped(fused, rows, ranked), config)[: config.top_k]
+        sources = queries.source_ids([s.group.row for s in top])
+        return [self._scored_hit(s, sources, paths, config) for s in top]
+
+    def _scored_hit(self, s: Scored, sources: dict[str, list[str]], paths: dict[str, list[str]],
+                    config: SearchConfig) -> Hit:
+        row = s.group.row
+        return self._hit(row, sources[row.memory_id], round(s.final, 6), s.group.channels,
+                         s.breakdown(config.fusion), paths.get(row.memory_id))
 
     @staticmethod
-    def _hit(row: dict[str, Any], sources: list[str], score: float, channels: dict[str, int],
+    def _hit(row: CandidateRow, sources: list[str], score: float, channels: dict[str, int],
              breakdown: dict[str, float], path: list[str] | None) -> Hit:
         return Hit(
-            memory_id=row["memory_id"], layer=row["layer"], kind=row["kind"], content=row["content"],
-            content_hash=row["content_hash"],
-            scope="/".join((row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"])),
-            session_id=row["session_id"], source_id=row["source_id"], source_ids=sources,
-            role=row["role"], valid_from=row["valid_from"], method=row["method"],
-            trust_status=row["trust_status"],
-            trust_reason=row["trust_reason"] if row["trust_status"] == "contradicted" or not row["lc_harmful"]
-            else f"marked harmful {row['lc_harmful']} time(s)",
-            flag="contradicted" if row["trust_status"] == "contradicted"
-            else ("harmful" if row["lc_harmful"] else None),
+            memory_id=row.memory_id, layer=row.layer, kind=row.kind, content=row.content,
+            content_hash=row.content_hash, scope=row.scope_path, session_id=row.session_id,
+            source_id=row.source_id, source_ids=sources, role=row.role, valid_from=row.valid_from,
+            method=row.method, trust_status=row.trust_status, trust_reason=_trust_reason(row), flag=_flag(row),
             score=score, channels=channels, breakdown=breakdown, graph_path=path,
-            compression_level=int(row["lc_compression"] or 0),
+            compression_level=row.lc_compression,
         )
 
     def hits_for(self, scope: Scope, session_id: str | None, memory_ids: Sequence[str]) -> list[Hit]:
         """These memories as hits, in the order given, as far as the scope policy still admits them (a bundle
         rebuilt for a retried ``prepare_turn`` whose original bundle this process no longer holds)."""
-        conn = self.conn_for(scope)
+        queries = self._queries(scope)
         policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
-        admitted = self._admitted(conn, list(memory_ids), policy)
-        rows = self._rows(conn, admitted)
-        sources = self._source_ids(conn, [rows[m] for m in admitted])
+        admitted = queries.admitted(list(memory_ids), policy)
+        rows = queries.rows(admitted)
+        sources = queries.source_ids([rows[m] for m in admitted])
         return [self._hit(rows[m], sources[m], 0.0, {}, {"replayed": 1.0}, None) for m in admitted]
 
     def emerge(self, scope: Scope, query: str, *, session_id: str | None = None, seed_limit: int = 5,
@@ -343,73 +302,30 @@ class Retriever:
         seeds = [h.memory_id for h in matched.hits[:seed_limit]]
         if not seeds:
             return []
-        conn = self.conn_for(scope)
-        sub = expand(conn, scope, seeds, max_hops * 2, 2000)
+        queries = self._queries(scope)
+        sub = expand(queries, scope, seeds, max_hops * 2, 2000)
         ranks = personalised_pagerank(sub.adjacency, seeds)
         policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
         candidates = [n for n in ranks if n.startswith("mem_") and n not in direct]
-        allowed = self._allowed(conn, candidates, policy)
-        ordered = sorted((n for n in candidates if n in allowed), key=lambda n: (-ranks[n], n))[:limit]
-        rows = self._rows(conn, ordered)
+        best = self._admitted_by_rank(queries, candidates, ranks, policy)[:limit]
+        rows = queries.rows(best)
         return [
-            Emergent(memory_id=n, layer=rows[n]["layer"], kind=rows[n]["kind"], content=rows[n]["content"],
+            Emergent(memory_id=n, layer=rows[n].layer, kind=rows[n].kind, content=rows[n].content,
                      matched_by=["graph"], score=round(ranks[n], 6),
                      breakdown={"ppr": round(ranks[n], 6), "hops": float(sub.depth.get(n, 0))},
                      path=sub.path_to(n))
-            for n in ordered
+            for n in best
         ]
 
-    @staticmethod
-    def _single_turn_evidence(rows: dict[str, dict[str, Any]]) -> dict[str, str]:
-        """Derived candidates citing exactly one L0 message that is a candidate too → that message's id."""
-        out: dict[str, str] = {}
-        for mid, row in rows.items():
-            if row["layer"] == "L0":
-                continue
-            evidence = orjson.loads(row["evidence"])
-            turn = rows.get(evidence[0]) if len(evidence) == 1 else None
-            if turn is not None and turn["layer"] == "L0":
-                out[mid] = turn["memory_id"]
-        return out
 
-    @staticmethod
-    def _rows(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        cols = ", ".join(MEMORY_COLUMNS)
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            for r in conn.execute(
-                f"SELECT {cols} FROM memories WHERE memory_id IN ({', '.join('?' for _ in chunk)})", chunk
-            ):
-                out[r[0]] = dict(zip(MEMORY_COLUMNS, tuple(r), strict=True))
-        return out
+def _flag(row: CandidateRow) -> str | None:
+    """'contradicted' or 'harmful': shown with the hit, never silently dropped."""
+    if row.trust_status == "contradicted":
+        return "contradicted"
+    return "harmful" if row.lc_harmful else None
 
-    @staticmethod
-    def _source_ids(conn: sqlite3.Connection, rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
-        """L0 source ids each memory stands for: its own, or those of its evidence chain."""
-        out: dict[str, list[str]] = {}
-        for row in rows:
-            if row["layer"] == "L0":
-                out[row["memory_id"]] = [row["source_id"]] if row["source_id"] else []
-                continue
-            frontier = list(orjson.loads(row["evidence"]))
-            seen: set[str] = set()
-            found: list[str] = []
-            while frontier:
-                batch = [f for f in frontier if f not in seen]
-                frontier = []
-                if not batch:
-                    break
-                seen.update(batch)
-                marks = ", ".join("?" for _ in batch)
-                for _mid, layer, source_id, evidence in conn.execute(
-                    f"SELECT memory_id, layer, source_id, evidence FROM memories WHERE memory_id IN ({marks}) "
-                    "ORDER BY valid_from, memory_id", batch,
-                ):
-                    if layer == "L0":
-                        if source_id and source_id not in found:
-                            found.append(source_id)
-                    else:
-                        frontier += orjson.loads(evidence)
-            out[row["memory_id"]] = found
-        return out
+
+def _trust_reason(row: CandidateRow) -> str | None:
+    if row.trust_status == "contradicted" or not row.lc_harmful:
+        return row.trust_reason
+    return f"marked harmful {row.lc_harmful} time(s)"

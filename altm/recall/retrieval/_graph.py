@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from altm.core import Scope
+from altm.store import Edge, SearchQueries
 
 
 @dataclass
@@ -24,19 +23,7 @@ class Subgraph:
         return list(reversed(path))
 
 
-_EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
-          "AND tenant_id = ? AND workspace_id = ? AND user_id = ? ORDER BY weight * confidence DESC, edge_id LIMIT ?")
-
-
-def _edges_of(conn: sqlite3.Connection, node: str, home: list[str], fanout: int) -> list[tuple[Any, ...]]:
-    """The strongest ``fanout`` edges on each side of a node: hubs (an entity in thousands of memories)
-    carry little signal each, and must not flood the walk."""
-    rows = conn.execute(_EDGES.format(end="src_id"), [node, *home, fanout]).fetchall()
-    rows += conn.execute(_EDGES.format(end="dst_id"), [node, *home, fanout]).fetchall()
-    return [tuple(r) for r in rows]
-
-
-def expand(conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], hops: int, max_nodes: int,
+def expand(queries: SearchQueries, scope: Scope, seeds: Sequence[str], hops: int, max_nodes: int,
            fanout: int = 25) -> Subgraph:
     """BFS ``hops`` steps from ``seeds`` over the user's non-rejected edges (undirected), at most
     ``fanout`` edges per node and direction."""
@@ -44,16 +31,15 @@ def expand(conn: sqlite3.Connection, scope: Scope, seeds: Sequence[str], hops: i
     parent: dict[str, str | None] = {s: None for s in seeds}
     depth = {s: 0 for s in seeds}
     frontier = deque(seeds)
-    home = [scope.tenant_id, scope.workspace_id, scope.user_id]
     for level in range(hops):
         if not frontier or len(depth) >= max_nodes:
             break
         current = list(frontier)
         frontier.clear()
-        rows: list[tuple[Any, ...]] = []
+        edges: list[Edge] = []
         for node in current:
-            rows += _edges_of(conn, node, home, fanout)
-        for src, dst, weight, confidence in sorted(set(rows)):
+            edges += queries.edges_of(node, scope, fanout)
+        for src, dst, weight, confidence in sorted(set(edges)):
             w = float(weight) * float(confidence)
             adjacency[src][dst] = max(adjacency[src].get(dst, 0.0), w)
             adjacency[dst][src] = max(adjacency[dst].get(src, 0.0), w)

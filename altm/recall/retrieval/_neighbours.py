@@ -9,38 +9,29 @@ neighbour like to any other candidate.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-_SESSION_ORDER = ("SELECT memory_id FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ? "
-                  "AND agent_id = ? AND session_id IS ? AND layer = 'L0' "
-                  "AND (valid_from, source_id, memory_id) {op} (?, ?, ?) "
-                  "ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT ?")
-_SEED_COLUMNS = "memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id, layer"
+from altm.store import SearchQueries, SessionNeighbours
 
 
-def neighbours(conn: sqlite3.Connection, seeds: Sequence[str], after: int, before: int
-               ) -> dict[str, tuple[str, int]]:
+def neighbours(queries: SearchQueries, seeds: Sequence[str], after: int, before: int) -> dict[str, tuple[str, int]]:
     """Messages within ``after`` turns after and ``before`` turns before each L0 seed → (the best-ranked
     seed it neighbours, distance). Seeds themselves are not included."""
     if not seeds or (after <= 0 and before <= 0):
         return {}
-    marks = ", ".join("?" for _ in seeds)
-    rows = {r[0]: r for r in conn.execute(
-        f"SELECT {_SEED_COLUMNS} FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'", list(seeds))}
-    found: dict[str, tuple[int, int, str]] = {}
-    for seed_rank, seed in enumerate(seeds):
-        row = rows.get(seed)
-        if row is None:
-            continue
-        keys = [*row[1:6], row[6], row[7], row[0]]
-        for op, order, n in ((">", "ASC", after), ("<", "DESC", before)):
-            if n <= 0:
-                continue
-            query = _SESSION_ORDER.format(op=op, order=order)
-            for distance, (mid,) in enumerate(conn.execute(query, [*keys, n]), start=1):
-                if mid not in found or (distance, seed_rank) < found[mid][:2]:
-                    found[mid] = (distance, seed_rank, seed)
+    found = _closest_seeds(seeds, queries.session_neighbours(seeds, after, before))
     seed_set = set(seeds)
     return {m: (seed, distance) for m, (distance, _, seed) in sorted(found.items(), key=lambda x: (x[1][:2], x[0]))
             if m not in seed_set}
+
+
+def _closest_seeds(seeds: Sequence[str], around: Mapping[str, SessionNeighbours]) -> dict[str, tuple[int, int, str]]:
+    """Each neighbour → (distance, seed rank, seed) of its nearest seed; between seeds as near, the better
+    ranked one."""
+    found: dict[str, tuple[int, int, str]] = {}
+    for seed_rank, seed in enumerate(seeds):
+        for side in around.get(seed, ()):  # following, then preceding
+            for distance, mid in enumerate(side, start=1):
+                if mid not in found or (distance, seed_rank) < found[mid][:2]:
+                    found[mid] = (distance, seed_rank, seed)
+    return found

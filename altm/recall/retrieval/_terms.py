@@ -8,10 +8,21 @@ of a shard's memories are left out of the word query, as long as ``min_terms`` r
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Protocol
+
+
+class TermCounts(Protocol):
+    """Document counts of one shard (``altm.store.SearchQueries`` answers them)."""
+
+    @property
+    def partition(self) -> int: ...
+
+    def document_count(self) -> int: ...
+
+    def term_frequency(self, term: str) -> int: ...
 
 
 class TermStatistics:
@@ -20,49 +31,45 @@ class TermStatistics:
     def __init__(self, ttl_s: float = 300.0, max_entries: int = 100_000) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._cache: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, str], tuple[int, float]] = OrderedDict()
 
-    def _cached(self, key: tuple[str, str]) -> int | None:
+    def _cached(self, key: tuple[int, str]) -> int | None:
         entry = self._cache.get(key)
         if entry is None or time.monotonic() - entry[1] > self.ttl_s:
             return None
         self._cache.move_to_end(key)
         return entry[0]
 
-    def _store(self, key: tuple[str, str], value: int) -> int:
+    def _store(self, key: tuple[int, str], value: int) -> int:
         self._cache[key] = (value, time.monotonic())
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)
         return value
 
-    def documents(self, conn: sqlite3.Connection, shard: str) -> int:
-        key = (shard, "\x00documents")
+    def documents(self, counts: TermCounts) -> int:
+        key = (counts.partition, "\x00documents")
         cached = self._cached(key)
         if cached is not None:
             return cached
-        return self._store(key, int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]))
+        return self._store(key, counts.document_count())
 
-    def frequency(self, conn: sqlite3.Connection, shard: str, term: str) -> int:
-        key = (shard, term)
+    def frequency(self, counts: TermCounts, term: str) -> int:
+        key = (counts.partition, term)
         cached = self._cached(key)
         if cached is not None:
             return cached
-        quoted = '"' + term.replace('"', '""') + '"'
-        found = conn.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?",
-                             [f"content : {quoted}"]).fetchone()[0]
-        return self._store(key, int(found))
+        return self._store(key, counts.term_frequency(term))
 
-    def prune(self, conn: sqlite3.Connection, shard: str, terms: Sequence[str], max_df: float,
-              min_terms: int) -> list[str]:
+    def prune(self, counts: TermCounts, terms: Sequence[str], max_df: float, min_terms: int) -> list[str]:
         """``terms`` without those in more than ``max_df`` of the shard's memories, keeping at least
         ``min_terms`` (the rarest), in their original order."""
         if max_df >= 1.0 or len(terms) <= min_terms:
             return list(terms)
-        total = self.documents(conn, shard)
+        total = self.documents(counts)
         if total == 0:
             return list(terms)
-        df = {t: self.frequency(conn, shard, t) for t in terms}
+        df = {t: self.frequency(counts, t) for t in terms}
         kept = {t for t in terms if df[t] <= max_df * total}
         if len(kept) < min_terms:
             kept = set(sorted(terms, key=lambda t: (df[t], t))[:min_terms])

@@ -12,6 +12,7 @@ from altm.recall.retrieval import SearchConfig, preset
 from altm.recall.retrieval._fusion import channel_values, fuse, propagate, session_prior
 from altm.recall.retrieval._temporal import TimeAnchor, time_anchors, time_prior
 from tests.support.memories import store_with
+from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 
 
@@ -107,10 +108,9 @@ async def test_a_derived_memory_and_the_turn_it_cites_take_one_slot(settings: Se
     turns = [make_turn(1, "I prefer small pull requests under 300 lines.", session="s1")]
     config = SearchConfig(layers=(Layer.L0, Layer.L2), l0_across_sessions=True, graph=False, trigram=False)
     async with store_with(settings, turns) as (_, app):
-        shard_rows = app.recall.retriever.conn_for(SCOPE).execute(
-            "SELECT layer, source_id FROM memories WHERE layer IN ('L0', 'L2')").fetchall()
-        source = next(r[1] for r in shard_rows if r[0] == "L0")
+        shard_rows = rows(settings.data_dir, "SELECT layer, source_id FROM memories WHERE layer IN ('L0', 'L2')")
+        source = next(r["source_id"] for r in shard_rows if r["layer"] == "L0")
         result = app.recall.retriever.search(SCOPE, "q", "small pull requests", config)
-    assert {r[0] for r in shard_rows} == {"L0", "L2"}  # the atom exists next to its turn...
+    assert {r["layer"] for r in shard_rows} == {"L0", "L2"}  # the atom exists next to its turn...
     assert len(result.hits) == 1  # ...but they stand for the same message
     assert result.hits[0].source_ids == [source]

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
-import pytest
+from dataclasses import dataclass, field
 
 from altm.core.settings import Settings
 from altm.recall.retrieval import preset
@@ -14,42 +11,56 @@ from tests.support.memories import store_with
 from tests.support.turns import SCOPE, make_turn
 
 
-@pytest.fixture
-def conn(tmp_path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(tmp_path / "t.db")
-    db.execute("CREATE TABLE memories (content TEXT)")
-    db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5(content, tokenize='porter unicode61')")
-    rows = [("deploy the billing service",), ("deploy the canary",), ("deploy on friday",),
-            ("billing invoice",), ("refund",)]
-    db.executemany("INSERT INTO memories VALUES (?)", rows)
-    db.executemany("INSERT INTO memories_fts VALUES (?)", rows)
-    return db
+@dataclass
+class Counts:
+    """One shard's document counts, counting how often each was asked for."""
+
+    documents: list[set[str]]
+    partition: int = 0
+    asked: list[str] = field(default_factory=list)
+
+    def document_count(self) -> int:
+        self.asked.append("\x00documents")
+        return len(self.documents)
+
+    def term_frequency(self, term: str) -> int:
+        self.asked.append(term)
+        return sum(term in words for words in self.documents)
 
 
-def test_common_terms_are_left_out_keeping_the_rarest(conn: sqlite3.Connection) -> None:
-    stats = TermStatistics()
-    assert stats.frequency(conn, "p0", "deploying") == 3  # porter stemming, as in the word index
-    assert stats.documents(conn, "p0") == 5
+def _shard(partition: int = 0) -> Counts:
+    texts = ["deploy the billing service", "deploy the canary", "deploy on friday", "billing invoice", "refund"]
+    return Counts([set(t.split()) for t in texts], partition)
+
+
+def test_common_terms_are_left_out_keeping_the_rarest() -> None:
+    stats, shard = TermStatistics(), _shard()
+    assert stats.frequency(shard, "deploy") == 3
+    assert stats.documents(shard) == 5
     # deploy is in 3/5 memories, billing in 2/5, refund in 1/5
-    assert stats.prune(conn, "p0", ["deploy", "billing", "refund"], max_df=0.5, min_terms=1) == ["billing", "refund"]
-    assert stats.prune(conn, "p0", ["deploy", "billing", "refund"], max_df=0.3, min_terms=2) == ["billing", "refund"]
-    assert stats.prune(conn, "p0", ["deploy", "billing"], max_df=0.1, min_terms=1) == ["billing"]
+    assert stats.prune(shard, ["deploy", "billing", "refund"], max_df=0.5, min_terms=1) == ["billing", "refund"]
+    assert stats.prune(shard, ["deploy", "billing", "refund"], max_df=0.3, min_terms=2) == ["billing", "refund"]
+    assert stats.prune(shard, ["deploy", "billing"], max_df=0.1, min_terms=1) == ["billing"]
     # nothing is pruned when pruning is off or too few terms are asked for
-    assert stats.prune(conn, "p0", ["deploy", "billing"], max_df=1.0, min_terms=1) == ["deploy", "billing"]
-    assert stats.prune(conn, "p0", ["deploy"], max_df=0.1, min_terms=1) == ["deploy"]
+    assert stats.prune(shard, ["deploy", "billing"], max_df=1.0, min_terms=1) == ["deploy", "billing"]
+    assert stats.prune(shard, ["deploy"], max_df=0.1, min_terms=1) == ["deploy"]
+    # an empty shard prunes nothing
+    assert stats.prune(Counts([], partition=1), ["deploy", "billing"], max_df=0.1, min_terms=1) == ["deploy",
+                                                                                                     "billing"]
 
 
-def test_counts_are_cached_until_they_expire(conn: sqlite3.Connection) -> None:
-    stats = TermStatistics(ttl_s=3600)
-    assert stats.frequency(conn, "p0", "refund") == 1
-    conn.execute("INSERT INTO memories_fts VALUES ('another refund')")
-    assert stats.frequency(conn, "p0", "refund") == 1  # cached
-    assert stats.frequency(conn, "p1", "refund") == 2  # another shard key counts anew
+def test_counts_are_cached_until_they_expire() -> None:
+    stats, shard = TermStatistics(ttl_s=3600), _shard()
+    assert stats.frequency(shard, "refund") == 1
+    shard.documents.append({"another", "refund"})
+    assert stats.frequency(shard, "refund") == 1  # cached
+    assert shard.asked == ["refund"]
+    assert stats.frequency(Counts(shard.documents, partition=1), "refund") == 2  # another shard counts anew
     fresh = TermStatistics(ttl_s=0)
-    assert fresh.frequency(conn, "p0", "refund") == 2
+    assert fresh.frequency(shard, "refund") == 2
     small = TermStatistics(max_entries=2)
     for term in ("deploy", "billing", "refund"):
-        small.frequency(conn, "p0", term)
+        small.frequency(shard, term)
     assert len(small._cache) == 2
 
 

@@ -1,0 +1,248 @@
+"""Recall's queries on one shard: the word and trigram indexes, the scope policy over candidate ids, candidate
+rows and the turns they stand for, a session's conversational order, graph edges and term counts.
+
+Recall keeps the algorithms (channel orchestration, fusion, priors, neighbour propagation, BFS and PageRank,
+term pruning, assembly); every statement they need is here. Candidates are filtered by the scope policy
+inside SQL (:meth:`SearchQueries.allowed`, and the word channel's own ``MATCH`` filter).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, NamedTuple
+
+import orjson
+
+from altm.core import Scope, partition_for
+from altm.store._policy import ScopePolicy
+from altm.store._shard import Shard
+from altm.store._shardset import ShardSet
+
+_CHUNK = 500  # ids per statement (SQLite binds at most 32766 parameters; this keeps statements small)
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    """A memory as recall ranks and shows it (the columns of ``memories`` recall reads)."""
+
+    memory_id: str
+    tenant_id: str
+    workspace_id: str
+    user_id: str
+    agent_id: str
+    session_id: str | None
+    layer: str
+    kind: str
+    content: str
+    content_hash: str
+    source_id: str | None
+    role: str | None
+    evidence: tuple[str, ...]
+    method: str
+    valid_from: str | None
+    trust_status: str
+    trust_reason: str | None
+    lc_weight: float
+    lc_harmful: int
+    lc_compression: int
+
+    @property
+    def scope_path(self) -> str:
+        return "/".join((self.tenant_id, self.workspace_id, self.user_id, self.agent_id))
+
+
+class Edge(NamedTuple):
+    """One non-rejected graph edge (a tuple: edges sort and deduplicate by value)."""
+
+    src_id: str
+    dst_id: str
+    weight: float
+    confidence: float
+
+
+class SessionNeighbours(NamedTuple):
+    """The L0 messages right after and right before a message in its session, nearest first."""
+
+    following: list[str]
+    preceding: list[str]
+
+
+_CANDIDATE_COLUMNS = tuple(f.name for f in fields(CandidateRow))
+_CANDIDATES = f"SELECT {', '.join(_CANDIDATE_COLUMNS)} FROM memories WHERE memory_id IN ({{marks}})"
+_ALLOWED = ("WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOIN memories m "
+            "ON m.memory_id = c.id WHERE {where}")
+_MATCH = ("SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
+          "WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
+_EVIDENCE = ("SELECT memory_id, layer, source_id, evidence FROM memories WHERE memory_id IN ({marks}) "
+             "ORDER BY valid_from, memory_id")
+_SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id "
+                  "FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'")
+_SESSION_ORDER = ("SELECT memory_id FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ? "
+                  "AND agent_id = ? AND session_id IS ? AND layer = 'L0' "
+                  "AND (valid_from, source_id, memory_id) {op} (?, ?, ?) "
+                  "ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT ?")
+_EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
+          "AND tenant_id = ? AND workspace_id = ? AND user_id = ? ORDER BY weight * confidence DESC, edge_id LIMIT ?")
+_DOCUMENTS = "SELECT COUNT(*) FROM memories"
+_TERM_DOCUMENTS = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?"
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield list(ids[start : start + _CHUNK])
+
+
+def _phrase(term: str) -> str:
+    """A term as one FTS5 string (quotes doubled), so query syntax in it is taken literally."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _any_of(terms: Sequence[str]) -> str:
+    return " OR ".join(_phrase(t) for t in terms)
+
+
+def _candidate(row: sqlite3.Row) -> CandidateRow:
+    values = dict(zip(_CANDIDATE_COLUMNS, tuple(row), strict=True))
+    values["evidence"] = tuple(orjson.loads(values["evidence"]))
+    values["lc_weight"] = float(values["lc_weight"])
+    values["lc_compression"] = int(values["lc_compression"] or 0)
+    return CandidateRow(**values)
+
+
+class SearchQueries:
+    """Recall's read queries, bound to the shard of one scope home."""
+
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+
+    @classmethod
+    def for_scope(cls, shards: ShardSet, scope: Scope) -> SearchQueries:
+        """The queries on the shard that holds ``scope``'s home."""
+        return cls(shards.get(partition_for(scope.home, shards.partitions)))
+
+    @property
+    def partition(self) -> int:
+        return self.shard.partition
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self.shard.conn
+
+    # -- word channels -----------------------------------------------------------------------------------
+    def words(self, terms: Sequence[str], policy: ScopePolicy, limit: int, context_weight: float
+              ) -> list[tuple[str, float]]:
+        """The word index (content, and the preceding message's text at ``context_weight``), restricted to
+        the policy's groups inside the match: (memory id, -bm25), best first."""
+        if not terms:
+            return []
+        rank = f"bm25(memories_fts, 1.0, {float(context_weight)}, 0.0)"
+        expression = f"{policy.fts_filter()} AND ({{content context}} : ({_any_of(terms)}))"
+        return self._match("memories_fts", rank, expression, policy, limit)
+
+    def trigrams(self, terms: Sequence[str], policy: ScopePolicy, limit: int) -> list[tuple[str, float]]:
+        """The trigram index (substrings of the content): (memory id, -bm25), best first."""
+        if not terms:
+            return []
+        return self._match("memories_fts_tri", "bm25(memories_fts_tri)", _any_of(terms), policy, limit)
+
+    def _match(self, table: str, rank: str, expression: str, policy: ScopePolicy, limit: int
+               ) -> list[tuple[str, float]]:
+        where, args = policy.sql("m")
+        sql = _MATCH.format(table=table, rank=rank, where=where)
+        rows = self._conn.execute(sql, [expression, *args, limit]).fetchall()
+        return [(r[0], -float(r[1])) for r in rows]
+
+    # -- the scope policy over candidates ------------------------------------------------------------------
+    def allowed(self, ids: Sequence[str], policy: ScopePolicy) -> set[str]:
+        """The candidates the scope policy admits (primary-key lookups, then the policy predicate)."""
+        where, args = policy.sql("m")
+        out: set[str] = set()
+        for chunk in _chunks(ids):
+            sql = _ALLOWED.format(values=", ".join("(?)" for _ in chunk), where=where)
+            out.update(r[0] for r in self._conn.execute(sql, [*chunk, *args]))
+        return out
+
+    def admitted(self, ids: Sequence[str], policy: ScopePolicy) -> list[str]:
+        """``ids`` the scope policy admits, in the order given."""
+        allowed = self.allowed(ids, policy)
+        return [m for m in ids if m in allowed]
+
+    # -- candidate rows ----------------------------------------------------------------------------------
+    def rows(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
+        """The rows of the memories among ``ids`` that exist (no scope check: pass admitted ids)."""
+        out: dict[str, CandidateRow] = {}
+        for chunk in _chunks(ids):
+            for r in self._conn.execute(_CANDIDATES.format(marks=_marks(chunk)), chunk):
+                out[r[0]] = _candidate(r)
+        return out
+
+    def source_ids(self, rows: Sequence[CandidateRow]) -> dict[str, list[str]]:
+        """L0 source ids each memory stands for: its own, or those of its evidence chain (oldest first)."""
+        return {row.memory_id: self._sources_of(row) for row in rows}
+
+    def _sources_of(self, row: CandidateRow) -> list[str]:
+        if row.layer == "L0":
+            return [row.source_id] if row.source_id else []
+        found: list[str] = []
+        seen: set[str] = set()
+        frontier = list(row.evidence)
+        while batch := [f for f in frontier if f not in seen]:
+            seen.update(batch)
+            frontier = self._evidence_layer(batch, found)
+        return found
+
+    def _evidence_layer(self, batch: list[str], found: list[str]) -> list[str]:
+        """Append the source ids of the L0 messages among ``batch`` to ``found`` (oldest first, once each);
+        the evidence of the others, one layer further down."""
+        below: list[str] = []
+        for _mid, layer, source_id, evidence in self._conn.execute(_EVIDENCE.format(marks=_marks(batch)), batch):
+            if layer != "L0":
+                below += orjson.loads(evidence)
+            elif source_id and source_id not in found:
+                found.append(source_id)
+        return below
+
+    # -- conversational order ----------------------------------------------------------------------------
+    def session_neighbours(self, seeds: Sequence[str], after: int, before: int) -> dict[str, SessionNeighbours]:
+        """For each L0 message among ``seeds``: up to ``after`` messages after it and ``before`` before it in
+        its session of its agent (by time, then source id, then id). Other seeds are left out."""
+        if not seeds:
+            return {}
+        found = self._conn.execute(_SESSION_SEEDS.format(marks=_marks(seeds)), list(seeds)).fetchall()
+        out: dict[str, SessionNeighbours] = {}
+        for row in found:
+            keys = [*row[1:6], row[6], row[7], row[0]]
+            out[row[0]] = SessionNeighbours(self._session_order(keys, ">", "ASC", after),
+                                            self._session_order(keys, "<", "DESC", before))
+        return out
+
+    def _session_order(self, keys: list[Any], op: str, order: str, limit: int) -> list[str]:
+        if limit <= 0:
+            return []
+        return [r[0] for r in self._conn.execute(_SESSION_ORDER.format(op=op, order=order), [*keys, limit])]
+
+    # -- graph -------------------------------------------------------------------------------------------
+    def edges_of(self, node: str, scope: Scope, fanout: int) -> list[Edge]:
+        """The strongest ``fanout`` non-rejected edges of ``scope``'s home on each side of a node (outgoing,
+        then incoming): hubs (an entity in thousands of memories) carry little signal each, and must not
+        flood a walk."""
+        home = [scope.tenant_id, scope.workspace_id, scope.user_id]
+        out: list[Edge] = []
+        for end in ("src_id", "dst_id"):
+            out += [Edge(*r) for r in self._conn.execute(_EDGES.format(end=end), [node, *home, fanout])]
+        return out
+
+    # -- term statistics ---------------------------------------------------------------------------------
+    def document_count(self) -> int:
+        """Memories in the shard (every scope: the base of a document frequency)."""
+        return int(self._conn.execute(_DOCUMENTS).fetchone()[0])
+
+    def term_frequency(self, term: str) -> int:
+        """Memories of the shard whose content holds ``term`` as the word index tokenizes it (stemmed)."""
+        return int(self._conn.execute(_TERM_DOCUMENTS, [f"content : {_phrase(term)}"]).fetchone()[0])
