@@ -40,7 +40,7 @@ from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard, value_hash
-from altm.store import Shard, ShardSet, comparable, memory_to_row, row_to_memory
+from altm.store import ShardSet, ShardTx, SignalTally, comparable, memory_to_row, row_to_memory
 
 log = logging.getLogger("altm.writer")
 
@@ -62,6 +62,18 @@ def _payload_in_home(payload: str | None, home: str) -> bool:
 
 def _json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _compression_level(tally: SignalTally) -> int:
+    """C0 when pinned, never compressed, or used after the last compression; else the last compression level."""
+    if tally.pinned or tally.compression is None:
+        return 0
+    level, seq = tally.compression
+    if tally.last_use_seq is not None and tally.last_use_seq >= seq:
+        return 0
+    if level is None:
+        raise TypeError(f"the compress signal #{seq} has no level")
+    return level
 
 
 class Rejection(Exception):
@@ -93,7 +105,7 @@ class Writer:
         self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
         self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
         self.guard = WriteGuard(settings.guard_overlap_threshold)
-        self._handlers: dict[ProposalOp, Callable[[Shard, ProposalEvent, str], _Applied]] = {
+        self._handlers: dict[ProposalOp, Callable[[ShardTx, ProposalEvent, str], _Applied]] = {
             ProposalOp.UPSERT_MEMORY: self._upsert_memory,
             ProposalOp.UPSERT_NODE: self._upsert_node,
             ProposalOp.UPSERT_EDGE: self._upsert_edge,
@@ -121,29 +133,29 @@ class Writer:
         if not retry and stored is not None and record.offset < stored:
             return WriteOutcome(skipped=True)  # already applied: at-least-once delivery, idempotent effect
         now = _now()
-        with shard.transaction():
-            outcome = self._apply(shard, record, partitions, now)
+        with shard.transaction() as tx:
+            outcome = self._apply(tx, record, partitions, now)
             if not retry:
-                shard.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
+                tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
             for change in outcome.changes:
-                shard.enqueue(self.changes_topic, change.key, encode(change))
+                tx.enqueue(self.changes_topic, change.key, encode(change))
             for dead in outcome.dead_letters:
-                shard.enqueue(self.dlq_topic, record.key, encode(dead))
+                tx.enqueue(self.dlq_topic, record.key, encode(dead))
         return outcome
 
     # -------------------------------------------------------------------------------------------------
-    def _apply(self, shard: Shard, record: Record, partitions: int, now: str) -> WriteOutcome:
+    def _apply(self, tx: ShardTx, record: Record, partitions: int, now: str) -> WriteOutcome:
         try:
             event = decode_event(record.value)
         except DecodeError as exc:
-            return self._malformed(shard, record, str(exc), now)
+            return self._malformed(tx, record, str(exc), now)
         if not isinstance(event, ProposalEvent):
             return self._malformed(
-                shard, record, f"the proposals topic carries proposals, got a {event.event_type} event", now
+                tx, record, f"the proposals topic carries proposals, got a {event.event_type} event", now
             )
         try:
             self._check_route(event, record, partitions)
-            applied = self._handlers[event.op](shard, event, now)
+            applied = self._handlers[event.op](tx, event, now)
         except GuardUnavailable as exc:
             log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
                       record.offset, exc)
@@ -151,7 +163,7 @@ class Writer:
                                 deferred_reason=str(exc))
         except Rejection as exc:
             reason = str(exc)
-            shard.add_rejection(
+            tx.add_rejection(
                 at=now, proposal_id=event.event_id, memory_id=event.target_id, reason=reason,
                 source=(record.topic, record.partition, record.offset),
                 payload=original_text(record.value[:_PAYLOAD_KEEP]),
@@ -162,8 +174,8 @@ class Writer:
                     for m in applied.also_changed]
         return WriteOutcome(changes=changes)
 
-    def _malformed(self, shard: Shard, record: Record, reason: str, now: str) -> WriteOutcome:
-        shard.add_rejection(
+    def _malformed(self, tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutcome:
+        tx.add_rejection(
             at=now, proposal_id=None, memory_id=None, reason=f"malformed proposal: {reason}",
             source=(record.topic, record.partition, record.offset),
             payload=original_text(record.value[:_PAYLOAD_KEEP]),
@@ -194,8 +206,8 @@ class Writer:
                 f"payload scope home {payload_scope.scope.home!r} differs from the proposal's {home!r}"
             )
 
-    def _target_row(self, shard: Shard, event: ProposalEvent, memory_id: str, what: str) -> dict[str, Any]:
-        row = shard.memory_row(memory_id)
+    def _target_row(self, tx: ShardTx, event: ProposalEvent, memory_id: str, what: str) -> dict[str, Any]:
+        row = tx.memory_row(memory_id)
         if row is None:
             raise Rejection(f"{what} {memory_id} is not in this shard")
         home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
@@ -204,7 +216,7 @@ class Writer:
         return row
 
     # -- op handlers -----------------------------------------------------------------------------------
-    def _upsert_memory(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _upsert_memory(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         mem = event.memory
         assert mem is not None
         size = len(mem.content.encode("utf-8"))
@@ -220,20 +232,20 @@ class Writer:
         if mem.layer is not Layer.L0 and not mem.evidence:
             raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0")
         for ev in mem.evidence:
-            if shard.memory_row(ev) is None:
+            if tx.memory_row(ev) is None:
                 raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)")
-        verdict = self.guard.check(shard, mem)
+        verdict = self.guard.check(tx, mem)
         if verdict is not None:
             raise Rejection(f"write guard: {verdict.reason}")
         new_row = memory_to_row(mem, datetime.fromisoformat(now))
-        old_row = shard.memory_row(mem.memory_id)
+        old_row = tx.memory_row(mem.memory_id)
         also: list[MemoryUnit] = []
         if old_row is None:
             if mem.layer is Layer.L0:
-                new_row["context"] = self._previous_content(shard, new_row)
-            shard.insert_memory(new_row, at=now, proposal_id=event.event_id, actor=event.processor)
+                new_row["context"] = self._previous_content(tx, new_row)
+            tx.insert_memory(new_row, at=now, proposal_id=event.event_id, actor=event.processor)
             if mem.layer is Layer.L0:
-                also = self._relink_successor(shard, new_row, event, now)
+                also = self._relink_successor(tx, new_row, event, now)
         else:
             # A re-derivation may not reset what other stages wrote (trust, lifecycle, supersession).
             for col in (
@@ -250,39 +262,24 @@ class Writer:
                     f"L0 is append-only: {mem.memory_id} (source {mem.source_id!r}) is already stored with "
                     "different content"
                 )
-            shard.update_memory(old_row, new_row, at=now, proposal_id=event.event_id, actor=event.processor)
+            tx.update_memory(old_row, new_row, at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
-    # Conversation order of a session's L0 messages: (valid_from, source_id, memory_id).
-    _ORDER = "(valid_from, source_id, memory_id)"
-    _SAME_SESSION = ("tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND session_id IS ? "
-                     "AND layer='L0'")
-
-    def _neighbour(self, shard: Shard, row: dict[str, Any], direction: str) -> dict[str, Any] | None:
-        op, order = ("<", "DESC") if direction == "previous" else (">", "ASC")
-        keys = [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"]]
-        found = shard.conn.execute(
-            f"SELECT memory_id FROM memories WHERE {self._SAME_SESSION} AND {self._ORDER} {op} (?, ?, ?) "
-            f"ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT 1",
-            [*keys, row["valid_from"], row["source_id"], row["memory_id"]],
-        ).fetchone()
-        return None if found is None else shard.memory_row(found[0])
-
-    def _previous_content(self, shard: Shard, row: dict[str, Any]) -> str | None:
-        prev = self._neighbour(shard, row, "previous")
+    def _previous_content(self, tx: ShardTx, row: dict[str, Any]) -> str | None:
+        prev = tx.session_neighbour(row, "previous")
         return None if prev is None else str(prev["content"])
 
-    def _relink_successor(self, shard: Shard, row: dict[str, Any], event: ProposalEvent, now: str
+    def _relink_successor(self, tx: ShardTx, row: dict[str, Any], event: ProposalEvent, now: str
                           ) -> list[MemoryUnit]:
         """A message that arrived late becomes the context of the one after it (order-independent)."""
-        nxt = self._neighbour(shard, row, "next")
+        nxt = tx.session_neighbour(row, "next")
         if nxt is None or nxt["context"] == row["content"]:
             return []
         updated = {**nxt, "context": row["content"]}
-        shard.update_memory(nxt, updated, at=now, proposal_id=event.event_id, actor="writer")
+        tx.update_memory(nxt, updated, at=now, proposal_id=event.event_id, actor="writer")
         return [row_to_memory(updated)]
 
-    def _upsert_node(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _upsert_node(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         node = event.node
         assert node is not None
         row = {
@@ -290,29 +287,22 @@ class Writer:
             "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
             "name": node.name, "attributes": _json(node.attributes), "method": node.method.value,
         }
-        return self._put_if_changed(shard, "graph_nodes", "node_id", row,
-                                    shard.row("graph_nodes", "node_id", node.node_id), event, now)
-
-    @staticmethod
-    def _put_if_changed(shard: Shard, table: str, key: str, row: dict[str, Any], old: dict[str, Any] | None,
-                        event: ProposalEvent, now: str) -> _Applied:
-        """Write a graph row unless it already holds these values (then the proposal changes nothing)."""
+        old = tx.node(node.node_id)
         if old is not None and all(old[k] == v for k, v in row.items()):
-            return _Applied(ChangeStatus.UNCHANGED)
-        shard.put_row(table, key, {**row, "recorded_at": now}, old, at=now, proposal_id=event.event_id,
-                      actor=event.processor)
+            return _Applied(ChangeStatus.UNCHANGED)  # the node already holds these values
+        tx.put_node({**row, "recorded_at": now}, old, at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED)
 
-    def _upsert_edge(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _upsert_edge(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         edge = event.edge
         assert edge is not None
         for end in (edge.src_id, edge.dst_id):
-            if shard.memory_row(end) is None and shard.row("graph_nodes", "node_id", end) is None:
+            if tx.memory_row(end) is None and tx.node(end) is None:
                 raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard")
         for ev in edge.evidence:
-            if shard.memory_row(ev) is None:
+            if tx.memory_row(ev) is None:
                 raise Rejection(f"edge evidence {ev} is not in this shard")
-        old = shard.row("graph_edges", "edge_id", edge.edge_id)
+        old = tx.edge(edge.edge_id)
         evidence = sorted(set(edge.evidence) | set(orjson.loads(old["evidence"]) if old else ()))
         confidence = max(edge.confidence, float(old["confidence"]) if old else 0.0)
         row = {
@@ -323,12 +313,15 @@ class Writer:
             "confidence": confidence, "rejected": int(old["rejected"]) if old else 0,
             "evidence": _json(evidence), "method": edge.method.value,
         }
-        return self._put_if_changed(shard, "graph_edges", "edge_id", row, old, event, now)
+        if old is not None and all(old[k] == v for k, v in row.items()):
+            return _Applied(ChangeStatus.UNCHANGED)  # the edge already holds these values
+        tx.put_edge({**row, "recorded_at": now}, old, at=now, proposal_id=event.event_id, actor=event.processor)
+        return _Applied(ChangeStatus.COMMITTED)
 
-    def _set_trust(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _set_trust(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         verdict = event.verdict
         assert verdict is not None
-        old = self._target_row(shard, event, verdict.memory_id, "verdict target")
+        old = self._target_row(tx, event, verdict.memory_id, "verdict target")
         t = verdict.trust
         new = {
             **old, "trust_status": t.status.value, "trust_method": t.method.value if t.method else None,
@@ -338,14 +331,14 @@ class Writer:
         if comparable(new) == comparable(old):
             return _Applied(ChangeStatus.UNCHANGED)
         new["trust_verified_at"] = (t.verified_at.isoformat() if t.verified_at else now)
-        shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor=event.processor)
+        tx.update_memory(old, new, at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
 
-    def _supersede(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _supersede(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         sup = event.supersession
         assert sup is not None
-        old = self._target_row(shard, event, sup.old_id, "superseded memory")
-        new_mem = self._target_row(shard, event, sup.new_id, "superseding memory")
+        old = self._target_row(tx, event, sup.old_id, "superseded memory")
+        new_mem = self._target_row(tx, event, sup.new_id, "superseding memory")
         if old["superseded_by"] == sup.new_id:
             return _Applied(ChangeStatus.UNCHANGED)
         if old["superseded_by"] is not None:
@@ -354,19 +347,19 @@ class Writer:
             **old, "superseded_by": sup.new_id, "superseded_at": now,
             "valid_to": new_mem["valid_from"] or old["valid_to"],
         }
-        shard.update_memory(old, closed, at=now, proposal_id=event.event_id, actor=event.processor)
-        self._evidence_edge(shard, event, now, EdgeType.SUPERSEDES, sup.new_id, sup.old_id)
-        self._gov(shard, event, now, "supersede", [
+        tx.update_memory(old, closed, at=now, proposal_id=event.event_id, actor=event.processor)
+        self._evidence_edge(tx, event, now, EdgeType.SUPERSEDES, sup.new_id, sup.old_id)
+        self._gov(tx, event, now, "supersede", [
             ("evaluated", f"{sup.new_id} is a new version of {sup.old_id}"), ("decided", sup.reason),
             ("applied", f"{sup.old_id} valid until {closed['valid_to']}, superseded_by {sup.new_id}")],
             {"old_id": sup.old_id, "new_id": sup.new_id})
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
 
-    def _merge(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _merge(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         merge = event.merge
         assert merge is not None
-        canonical = self._target_row(shard, event, merge.canonical_id, "canonical memory")
-        dup = self._target_row(shard, event, merge.duplicate_id, "duplicate memory")
+        canonical = self._target_row(tx, event, merge.canonical_id, "canonical memory")
+        dup = self._target_row(tx, event, merge.duplicate_id, "duplicate memory")
         if dup["superseded_by"] == merge.canonical_id:
             return _Applied(ChangeStatus.UNCHANGED)
         if canonical["content_hash"] != dup["content_hash"] or canonical["kind"] != dup["kind"]:
@@ -374,18 +367,18 @@ class Writer:
         evidence = sorted(set(orjson.loads(canonical["evidence"])) | set(orjson.loads(dup["evidence"])))
         merged = {**canonical, "evidence": _json(evidence)}
         if merged != canonical:
-            shard.update_memory(canonical, merged, at=now, proposal_id=event.event_id, actor=event.processor)
+            tx.update_memory(canonical, merged, at=now, proposal_id=event.event_id, actor=event.processor)
         folded = {**dup, "superseded_by": merge.canonical_id, "superseded_at": now,
                   "lc_state": LifecycleState.MERGED.value}
-        shard.update_memory(dup, folded, at=now, proposal_id=event.event_id, actor=event.processor)
-        self._evidence_edge(shard, event, now, EdgeType.DUPLICATE_OF, merge.duplicate_id, merge.canonical_id)
-        self._gov(shard, event, now, "merge", [
+        tx.update_memory(dup, folded, at=now, proposal_id=event.event_id, actor=event.processor)
+        self._evidence_edge(tx, event, now, EdgeType.DUPLICATE_OF, merge.duplicate_id, merge.canonical_id)
+        self._gov(tx, event, now, "merge", [
             ("evaluated", f"same kind and content hash {canonical['content_hash'][:12]}"),
             ("decided", merge.reason), ("applied", f"{merge.duplicate_id} folded into {merge.canonical_id}")],
             {"canonical_id": merge.canonical_id, "duplicate_id": merge.duplicate_id})
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
 
-    def _defer_action(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _defer_action(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         d = event.deferred
         assert d is not None
         s = event.scope
@@ -394,71 +387,61 @@ class Writer:
             "user_id": s.user_id, "agent_id": s.agent_id, "action": d.action, "target_ids": _json(list(d.target_ids)),
             "reason": d.reason, "inputs": _json(d.inputs),
         }
-        old = shard.row("deferred_actions", "action_id", d.action_id)
+        old = tx.deferred_action(d.action_id)
         if old is not None:
             return _Applied(ChangeStatus.UNCHANGED)
-        shard.put_row("deferred_actions", "action_id", {**row, "status": "pending", "recorded_at": now}, None,
-                      at=now, proposal_id=event.event_id, actor=event.processor)
-        self._gov(shard, event, now, d.action, [("evaluated", f"{d.action} of {list(d.target_ids)}"),
+        tx.put_deferred_action({**row, "status": "pending", "recorded_at": now}, None,
+                               at=now, proposal_id=event.event_id, actor=event.processor)
+        self._gov(tx, event, now, d.action, [("evaluated", f"{d.action} of {list(d.target_ids)}"),
                                                 ("decided", "not without a model or review"),
                                                 ("deferred", d.reason)], {"action_id": d.action_id, **d.inputs})
         return _Applied(ChangeStatus.COMMITTED)
 
-    def _erase(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _erase(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
         er = event.erasure
         assert er is not None
         s = event.scope
-        home = [s.tenant_id, s.workspace_id, s.user_id]
-        targets: dict[str, tuple[str, list[str | None]]] = {
-            "memory": ("memory_id = ?", [er.memory_id]),
-            "session": ("agent_id = ? AND session_id = ?", [s.agent_id, er.session_id]),
-            "agent": ("agent_id = ?", [s.agent_id]),
-            "user": ("1 = 1", []),
-        }
-        where = targets[er.target]
-        seeds = [r[0] for r in shard.conn.execute(
-            f"SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND {where[0]}",
-            [*home, *where[1]])]
+        seeds = tx.erasure_seeds(s, er)
         if er.target == "memory" and not seeds:
             raise Rejection(f"no memory {er.memory_id} in scope {s.home}")
-        doomed = self._with_derivatives(shard, seeds)
+        doomed = self._with_derivatives(tx, seeds)
         successors: dict[str, dict[str, Any]] = {}
         for mid in sorted(doomed):
-            row = shard.memory_row(mid)
+            row = tx.memory_row(mid)
             if row is None:
                 continue
             if row["layer"] == "L0":
-                nxt = self._neighbour(shard, row, "next")
+                nxt = tx.session_neighbour(row, "next")
                 if nxt is not None and nxt["memory_id"] not in doomed:
                     successors[nxt["memory_id"]] = nxt
-            shard.tombstone(row, reason=f"{er.target} erased: {er.reason}", at=now,
+            tx.tombstone(row, reason=f"{er.target} erased: {er.reason}", at=now,
                             value_hash=value_hash(row["content"]))
-            shard.delete_memory(row, at=now, proposal_id=event.event_id, actor=event.processor)
+            tx.delete_memory(row, at=now, proposal_id=event.event_id, actor=event.processor)
         for nxt in successors.values():  # the next message's context held erased content
-            fresh = shard.memory_row(nxt["memory_id"])
+            fresh = tx.memory_row(nxt["memory_id"])
             if fresh is not None:
-                shard.update_memory(fresh, {**fresh, "context": self._previous_content(shard, fresh)}, at=now,
+                tx.update_memory(fresh, {**fresh, "context": self._previous_content(tx, fresh)}, at=now,
                                     proposal_id=event.event_id, actor="writer")
-        shard.redact_audit("memories", sorted(successors))
-        shard.scrub(home, sorted(doomed), all_cache=True, at=now, proposal_id=event.event_id)
+        tx.redact_audit("memories", sorted(successors))
+        tx.scrub(s, sorted(doomed), all_cache=True, at=now, proposal_id=event.event_id)
         return _Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
 
-    def _review(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _review(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         """Apply a reviewer's decision (it arrived as a control event, so a replay reproduces it)."""
         review = event.review
         assert review is not None
         who = f"reviewer: {review.note}" if review.note else "reviewer"
         if review.item_kind == "memory":
-            old = self._target_row(shard, event, review.item_id, "reviewed memory")
+            old = self._target_row(tx, event, review.item_id, "reviewed memory")
             approve = review.decision == "approve"
             new = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
                    "trust_confidence": 1.0, "trust_reason": f"{review.decision}d by {who}",
                    "trust_verified_at": now, "lc_state": old["lc_state"] if approve else "rejected"}
-            shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor="review")
+            tx.update_memory(old, new, at=now, proposal_id=event.event_id, actor="review")
             return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
         if review.item_kind == "action":
-            action = shard.row("deferred_actions", "action_id", review.item_id)
+            action = tx.deferred_action(review.item_id)
             if action is None or action["tenant_id"] != event.scope.tenant_id or \
                     action["user_id"] != event.scope.user_id:
                 raise Rejection(f"no deferred action {review.item_id} in scope {event.scope.home}")
@@ -468,101 +451,77 @@ class Writer:
                 raise Rejection(f"deferred action {review.item_id} was already {action['status']}")
             if review.decision == "approve" and action["action"] == "supersede":
                 old_id, new_id = orjson.loads(action["target_ids"])
-                self._supersede(shard, event.model_copy(update={"review": None, "op": ProposalOp.SUPERSEDE,
+                self._supersede(tx, event.model_copy(update={"review": None, "op": ProposalOp.SUPERSEDE,
                                                                 "supersession": Supersession(
                                                                     old_id=old_id, new_id=new_id,
                                                                     reason=f"approved by {who}")}), now)
-            shard.put_row("deferred_actions", "action_id",
-                          {**action, "status": "approved" if review.decision == "approve" else "rejected"}, action,
-                          at=now, proposal_id=event.event_id, actor="review")
+            tx.put_deferred_action(
+                {**action, "status": "approved" if review.decision == "approve" else "rejected"}, action,
+                at=now, proposal_id=event.event_id, actor="review")
             return _Applied(ChangeStatus.COMMITTED)
         rejection_id = int(review.item_id.removeprefix("rej_"))
-        row = shard.conn.execute("SELECT * FROM rejections WHERE rejection_id=?", (rejection_id,)).fetchone()
+        row = tx.rejection(rejection_id)
         if row is None or not _payload_in_home(row["payload"], event.scope.home):
             raise Rejection(f"no rejection {review.item_id} in scope {event.scope.home}")
         status = "dismissed" if review.decision == "reject" else "approved"
-        self._mark_rejection(shard, dict(row), status, event, now)
+        tx.mark_rejection(row, status, at=now, proposal_id=event.event_id, actor="review")
         return _Applied(ChangeStatus.COMMITTED)
 
     @staticmethod
-    def _gov(shard: Shard, event: ProposalEvent, now: str, decision: str, stages: list[tuple[str, str]],
+    def _gov(tx: ShardTx, event: ProposalEvent, now: str, decision: str, stages: list[tuple[str, str]],
              inputs: dict[str, Any]) -> None:
         """Record an autonomous decision's stages (evaluated → decided → applied/deferred) with its inputs."""
-        s = event.scope
-        for stage, reason in stages:
-            shard.conn.execute(
-                "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
-                "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (derive_id("gov", event.event_id, stage), event.event_id, s.tenant_id, s.workspace_id, s.user_id,
-                 s.agent_id, decision, stage, _json(inputs), reason, now))
+        tx.record_decision(event.event_id, event.scope, decision, stages, inputs, at=now)
 
-    def _signal(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _signal(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         """Count a use signal once, then recompute counters, weight and state from all signals."""
         sig = event.signal
         assert sig is not None
-        old = self._target_row(shard, event, sig.memory_id, "signalled memory")
-        if shard.conn.execute("SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
-                              (sig.memory_id, sig.signal_id, sig.kind)).fetchone():
+        old = self._target_row(tx, event, sig.memory_id, "signalled memory")
+        if tx.signal_seen(sig):
             return _Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
-        shard.audit(at=now, proposal_id=event.event_id, actor="lifecycle", action="insert",
-                    table="lifecycle_signals", target_id=sig.memory_id, old=None,
-                    new={"signal_id": sig.signal_id, "kind": sig.kind})
-        shard.conn.execute(
-            "INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at, level, seq) VALUES (?,?,?,?,?, "
-            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
-            (sig.memory_id, sig.signal_id, sig.kind, sig.at.isoformat(), sig.level, sig.memory_id))
-        counts = dict(shard.conn.execute(
-            "SELECT kind, COUNT(*) FROM lifecycle_signals WHERE memory_id=? GROUP BY kind", (sig.memory_id,)))
-        last_pin = shard.conn.execute(
-            "SELECT kind FROM lifecycle_signals WHERE memory_id=? AND kind IN ('pin', 'unpin') "
-            "ORDER BY at DESC, signal_id DESC LIMIT 1", (sig.memory_id,)).fetchone()
-        pinned = last_pin is not None and last_pin[0] == "pin"
-        cited, helpful, harmful, injected = (int(counts.get(k, 0)) for k in
+        tx.insert_signal(sig, at=now, proposal_id=event.event_id, actor="lifecycle")
+        tally = tx.signal_tally(sig.memory_id)
+        pinned = tally.pinned
+        cited, helpful, harmful, injected = (tally.counts.get(k, 0) for k in
                                              ("cited_by_agent", "helpful", "harmful", "injected"))
         weight = self.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
                                    contradicted=old["trust_status"] == "contradicted")
-        compress = shard.conn.execute(
-            "SELECT level, seq FROM lifecycle_signals WHERE memory_id=? AND kind='compress' "
-            "ORDER BY seq DESC LIMIT 1", (sig.memory_id,)).fetchone()
-        last_use = shard.conn.execute(  # a use after the last compression brings the memory back to C0
-            "SELECT MAX(seq) FROM lifecycle_signals WHERE memory_id=? AND kind IN ('cited_by_agent', 'helpful')",
-            (sig.memory_id,)).fetchone()[0]
-        level = 0 if pinned or compress is None or (last_use is not None and last_use >= compress[1]) \
-            else int(compress[0])
+        level = _compression_level(tally)
         new = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
                "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": level,
                "lc_state": self.rules.state(weight, pinned=pinned, current=old["lc_state"])}
         if comparable(new) == comparable(old):
             return _Applied(ChangeStatus.UNCHANGED)
-        shard.update_memory(old, new, at=now, proposal_id=event.event_id, actor="lifecycle")
+        tx.update_memory(old, new, at=now, proposal_id=event.event_id, actor="lifecycle")
         if new["lc_state"] != old["lc_state"] and new["lc_state"] in ("promoted", "demoted"):
             inputs = {"memory_id": sig.memory_id, "cited": cited, "helpful": helpful, "harmful": harmful,
                       "injected": injected, "pinned": pinned, "weight": weight}
-            self._gov(shard, event, now, new["lc_state"][:-1], [  # promote / demote
+            self._gov(tx, event, now, new["lc_state"][:-1], [  # promote / demote
                 ("evaluated", f"{sig.kind} signal; weight {old['lc_weight']} -> {weight}"),
                 ("decided", f"weight {weight} crosses the {new['lc_state'][:-1]} threshold"),
                 ("applied", f"state {old['lc_state']} -> {new['lc_state']}")], inputs)
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
 
-    def _forget(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _forget(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         """Retention: remove memories (pinned ones are exempt), audited with the removed value; derived
         memories that cited them keep their remaining evidence, or are flagged when none remains."""
         fg = event.forget
         assert fg is not None
         forgotten: list[str] = []
         for mid in fg.memory_ids:
-            row = self._target_row(shard, event, mid, "memory to forget")
+            row = self._target_row(tx, event, mid, "memory to forget")
             if row["lc_pinned"]:
                 continue
             if fg.tombstone:
-                shard.tombstone(row, reason=f"forgotten: {fg.reason}", at=now, value_hash=value_hash(row["content"]))
-            shard.delete_memory(row, at=now, proposal_id=event.event_id, actor="lifecycle", redact=False)
+                tx.tombstone(row, reason=f"forgotten: {fg.reason}", at=now, value_hash=value_hash(row["content"]))
+            tx.delete_memory(row, at=now, proposal_id=event.event_id, actor="lifecycle", redact=False)
             forgotten.append(mid)
         if not forgotten:
             return _Applied(ChangeStatus.UNCHANGED)
-        repaired = self._repair_evidence(shard, forgotten, event, now)
+        repaired = self._repair_evidence(tx, forgotten, event, now)
         skipped = [m for m in fg.memory_ids if m not in forgotten]
-        self._gov(shard, event, now, "forget", [
+        self._gov(tx, event, now, "forget", [
             ("evaluated", f"{len(fg.memory_ids)} memories past retention"),
             ("decided", fg.reason),
             ("applied", f"{len(forgotten)} forgotten, {len(skipped)} pinned and kept, {len(repaired)} repaired")],
@@ -570,13 +529,11 @@ class Writer:
              "repaired": [m.memory_id for m in repaired]})
         return _Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired)
 
-    def _repair_evidence(self, shard: Shard, gone: list[str], event: ProposalEvent, now: str) -> list[MemoryUnit]:
-        marks = ", ".join("?" for _ in gone)
-        dependants = [r[0] for r in shard.conn.execute(
-            f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({marks})", gone)]
+    def _repair_evidence(self, tx: ShardTx, gone: list[str], event: ProposalEvent, now: str) -> list[MemoryUnit]:
+        dependants = tx.dependants(gone)
         repaired = []
         for mid in dependants:
-            row = shard.memory_row(mid)
+            row = tx.memory_row(mid)
             if row is None:
                 continue
             remaining = [e for e in orjson.loads(row["evidence"]) if e not in set(gone)]
@@ -586,55 +543,39 @@ class Writer:
                 attrs["evidence_forgotten"] = True
                 new.update({"attributes": _json(attrs), "trust_status": "uncertain", "trust_method": "confidence",
                             "trust_reason": "its evidence was forgotten by the retention policy"})
-            shard.update_memory(row, new, at=now, proposal_id=event.event_id, actor="lifecycle")
+            tx.update_memory(row, new, at=now, proposal_id=event.event_id, actor="lifecycle")
             repaired.append(row_to_memory(new))
-        for table, where in (("evidence_edges", f"evidence_id IN ({marks})"),
-                             ("graph_edges", f"src_id IN ({marks}) OR dst_id IN ({marks})")):
-            args = gone if table == "evidence_edges" else [*gone, *gone]
-            for r in shard.conn.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
-                d = dict(r)
-                shard.audit(at=now, proposal_id=event.event_id, actor="lifecycle", action="delete", table=table,
-                            target_id=str(d.get("edge_id") or f"{d['memory_id']}->{d['evidence_id']}"), old=d, new=None)
-            shard.conn.execute(f"DELETE FROM {table} WHERE {where}", args)
+        tx.delete_edges_touching(gone, at=now, proposal_id=event.event_id, actor="lifecycle")
         return repaired
 
-    def _rollback(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _rollback(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
         rb = event.rollback
         assert rb is not None
         s = event.scope
-        stages = shard.conn.execute(
-            "SELECT decision, stage FROM governance_events WHERE decision_id=? AND tenant_id=? AND workspace_id=? "
-            "AND user_id=?", (rb.decision_id, s.tenant_id, s.workspace_id, s.user_id)).fetchall()
+        stages = tx.decision_stages(rb.decision_id, s)
         if not stages:
             raise Rejection(f"no governance decision {rb.decision_id} in scope {s.home}")
         if any(stage == "rolled_back" for _, stage in stages):
             return _Applied(ChangeStatus.UNCHANGED)
-        audits = shard.conn.execute("SELECT * FROM audit_log WHERE proposal_id=? ORDER BY audit_id DESC",
-                                    (rb.decision_id,)).fetchall()
-        if any(a["redacted"] for a in audits):
+        audits = tx.decision_audit(rb.decision_id)
+        if any(a.redacted for a in audits):
             raise Rejection(f"decision {rb.decision_id} touched erased content; erasure cannot be undone")
         restored: list[MemoryUnit] = []
         removed: list[str] = []
         for a in audits:
-            old = orjson.loads(a["old_value"]) if a["old_value"] else None
-            new = orjson.loads(a["new_value"]) if a["new_value"] else None
-            kind = shard.restore(a["target_table"], a["target_id"], old, new, at=now, proposal_id=event.event_id)
-            if a["target_table"] == "memories" and kind == "removed":
-                removed.append(a["target_id"])
-            elif a["target_table"] == "memories" and old is not None:
-                restored.append(row_to_memory(old))
+            kind = tx.restore(a, at=now, proposal_id=event.event_id)
+            if a.table == "memories" and kind == "removed":
+                removed.append(a.target_id)
+            elif a.table == "memories" and a.old is not None:
+                restored.append(row_to_memory(a.old))
         decision = stages[0][0]
-        self._gov(shard, event, now, "rollback", [("applied", rb.reason)],
+        self._gov(tx, event, now, "rollback", [("applied", rb.reason)],
                   {"decision_id": rb.decision_id, "decision": decision, "rows": len(audits)})
-        shard.conn.execute(
-            "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
-            "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (derive_id("gov", rb.decision_id, "rolled_back"), rb.decision_id, s.tenant_id, s.workspace_id,
-             s.user_id, s.agent_id, decision, "rolled_back", _json({"by": event.event_id}), rb.reason, now))
+        tx.record_decision(rb.decision_id, s, decision, [("rolled_back", rb.reason)], {"by": event.event_id}, at=now)
         return _Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
 
-    def _record_cycle(self, shard: Shard, event: ProposalEvent, now: str) -> _Applied:
+    def _record_cycle(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
         """Store a runtime cycle's state. A cycle only moves forward: prepared → committed or aborted."""
         cycle = event.cycle
         assert cycle is not None
@@ -650,42 +591,31 @@ class Writer:
             "created_at": cycle.created_at.isoformat(),
             "closed_at": cycle.closed_at.isoformat() if cycle.closed_at else None, "abort_reason": cycle.abort_reason,
         }
-        old = shard.row("runtime_cycles", "cycle_id", cycle.cycle_id)
+        old = tx.cycle(cycle.cycle_id)
         if old is not None:
             if old["state"] == row["state"] or row["state"] == "prepared":
                 return _Applied(ChangeStatus.UNCHANGED)  # a retry, or a prepare replayed after its close
             if old["state"] != "prepared":
                 raise Rejection(f"cycle {cycle.cycle_id} is already {old['state']}; it cannot become {row['state']}")
-        shard.put_row("runtime_cycles", "cycle_id", row, old, at=now, proposal_id=event.event_id, actor="protocol")
+        tx.put_cycle(row, old, at=now, proposal_id=event.event_id, actor="protocol")
         return _Applied(ChangeStatus.COMMITTED)
 
     @staticmethod
-    def _mark_rejection(shard: Shard, row: dict[str, Any], status: str, event: ProposalEvent, now: str
-                               ) -> None:
-        shard.audit(at=now, proposal_id=event.event_id, actor="review", action="update", table="rejections",
-                    target_id=f"rej_{row['rejection_id']}", old={"review_status": row["review_status"]},
-                    new={"review_status": status})
-        shard.conn.execute("UPDATE rejections SET review_status=? WHERE rejection_id=?", (status, row["rejection_id"]))
-
-    @staticmethod
-    def _with_derivatives(shard: Shard, seeds: list[str]) -> set[str]:
+    def _with_derivatives(tx: ShardTx, seeds: list[str]) -> set[str]:
         """Memories derived from erased ones are erased too (their content came from it)."""
         doomed = set(seeds)
         frontier = list(seeds)
         while frontier:
-            marks = ", ".join("?" for _ in frontier)
-            rows = shard.conn.execute(
-                f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({marks})", frontier).fetchall()
-            frontier = [r[0] for r in rows if r[0] not in doomed]
+            frontier = [m for m in tx.dependants(frontier) if m not in doomed]
             doomed.update(frontier)
         return doomed
 
     def _evidence_edge(
-        self, shard: Shard, event: ProposalEvent, now: str, edge_type: EdgeType, src: str, dst: str
+        self, tx: ShardTx, event: ProposalEvent, now: str, edge_type: EdgeType, src: str, dst: str
     ) -> None:
         s = event.scope
         edge_id = derive_id("edge", s.path, edge_type.value, src, dst)
-        if shard.row("graph_edges", "edge_id", edge_id) is not None:
+        if tx.edge(edge_id) is not None:
             return
         row = {
             "edge_id": edge_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id, "user_id": s.user_id,
@@ -693,8 +623,7 @@ class Writer:
             "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
             "evidence": _json(sorted({src, dst})), "method": "ground_truth", "recorded_at": now,
         }
-        shard.put_row("graph_edges", "edge_id", row, None, at=now, proposal_id=event.event_id,
-                      actor=event.processor)
+        tx.put_edge(row, None, at=now, proposal_id=event.event_id, actor=event.processor)
 
     @staticmethod
     def _change(

@@ -24,7 +24,7 @@ from altm.core import (
 from altm.core.settings import Settings
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext, upsert_proposal
 from altm.pipeline.writer import WRITER_GROUP, Writer
-from altm.store import ShardSet
+from altm.store import ShardError, ShardSet, ShardTx
 from tests.support.turns import SCOPE, make_turn
 
 N = 4
@@ -192,9 +192,16 @@ async def test_content_hash_must_match(writer: Writer) -> None:
     assert change.status is ChangeStatus.REJECTED and "content_hash" in (change.reason or "")
 
 
-async def test_mutations_outside_a_transaction_are_refused(writer: Writer) -> None:
-    from altm.store import ShardError
+_MUTATIONS = ("insert_memory", "update_memory", "delete_memory", "put_node", "put_edge", "put_deferred_action",
+              "put_cycle", "tombstone", "redact_audit", "scrub", "restore", "insert_signal", "record_decision",
+              "mark_rejection", "delete_edges_touching", "add_rejection", "store_offset", "enqueue")
 
+
+async def test_mutations_outside_a_transaction_are_refused(writer: Writer) -> None:
     shard = writer.shards.get(0)
+    assert [m for m in _MUTATIONS if not hasattr(ShardTx, m)] == []
+    assert [m for m in _MUTATIONS if hasattr(shard, m)] == []  # the shard itself cannot mutate
+    with shard.transaction() as tx:
+        pass
     with pytest.raises(ShardError, match="writer transaction"):
-        shard.store_offset("g", "t", 0, 1)
+        tx.store_offset("g", "t", 0, 1)  # nor can a transaction that has ended
