@@ -9,10 +9,9 @@ in the outbox. The runtime then publishes the outbox, so a crash between commit 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
 import orjson
 
@@ -22,13 +21,26 @@ from altm.core import (
     ChangeStatus,
     DeadLetter,
     DecodeError,
+    DeferActionProposal,
     EdgeType,
+    EraseProposal,
+    ForgetProposal,
     Layer,
     LifecycleState,
     MemoryUnit,
+    MergeProposal,
+    Proposal,
     ProposalEvent,
-    ProposalOp,
+    RecordCycleProposal,
+    ReviewProposal,
+    RollbackProposal,
+    SetTrustProposal,
+    SignalProposal,
+    SupersedeProposal,
     Supersession,
+    UpsertEdgeProposal,
+    UpsertMemoryProposal,
+    UpsertNodeProposal,
     content_hash,
     decode_event,
     derive_id,
@@ -105,21 +117,6 @@ class Writer:
         self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
         self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
         self.guard = WriteGuard(settings.guard_overlap_threshold)
-        self._handlers: dict[ProposalOp, Callable[[ShardTx, ProposalEvent, str], _Applied]] = {
-            ProposalOp.UPSERT_MEMORY: self._upsert_memory,
-            ProposalOp.UPSERT_NODE: self._upsert_node,
-            ProposalOp.UPSERT_EDGE: self._upsert_edge,
-            ProposalOp.SET_TRUST: self._set_trust,
-            ProposalOp.SUPERSEDE: self._supersede,
-            ProposalOp.MERGE: self._merge,
-            ProposalOp.DEFER_ACTION: self._defer_action,
-            ProposalOp.ERASE: self._erase,
-            ProposalOp.REVIEW: self._review,
-            ProposalOp.SIGNAL: self._signal,
-            ProposalOp.FORGET: self._forget,
-            ProposalOp.ROLLBACK: self._rollback,
-            ProposalOp.RECORD_CYCLE: self._record_cycle,
-        }
         self.rules = LifecycleRules()
 
     def resume_offset(self, topic: str, partition: int) -> int | None:
@@ -149,13 +146,13 @@ class Writer:
             event = decode_event(record.value)
         except DecodeError as exc:
             return self._malformed(tx, record, str(exc), now)
-        if not isinstance(event, ProposalEvent):
+        if not isinstance(event, Proposal):
             return self._malformed(
                 tx, record, f"the proposals topic carries proposals, got a {event.event_type} event", now
             )
         try:
             self._check_route(event, record, partitions)
-            applied = self._handlers[event.op](tx, event, now)
+            applied = self._dispatch(tx, event, now)
         except GuardUnavailable as exc:
             log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
                       record.offset, exc)
@@ -187,7 +184,38 @@ class Writer:
         )
         return WriteOutcome(dead_letters=[dead])
 
-    def _check_route(self, event: ProposalEvent, record: Record, partitions: int) -> None:
+    def _dispatch(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+        match event:
+            case UpsertMemoryProposal():
+                return self._upsert_memory(tx, event, now)
+            case UpsertNodeProposal():
+                return self._upsert_node(tx, event, now)
+            case UpsertEdgeProposal():
+                return self._upsert_edge(tx, event, now)
+            case SetTrustProposal():
+                return self._set_trust(tx, event, now)
+            case SupersedeProposal():
+                return self._supersede(tx, event, now)
+            case MergeProposal():
+                return self._merge(tx, event, now)
+            case DeferActionProposal():
+                return self._defer_action(tx, event, now)
+            case EraseProposal():
+                return self._erase(tx, event, now)
+            case ReviewProposal():
+                return self._review(tx, event, now)
+            case SignalProposal():
+                return self._signal(tx, event, now)
+            case ForgetProposal():
+                return self._forget(tx, event, now)
+            case RollbackProposal():
+                return self._rollback(tx, event, now)
+            case RecordCycleProposal():
+                return self._record_cycle(tx, event, now)
+            case _:
+                assert_never(event)
+
+    def _check_route(self, event: Proposal, record: Record, partitions: int) -> None:
         home = event.scope.home
         if record.key != home:
             raise Rejection(
@@ -200,13 +228,14 @@ class Writer:
                 f"scope home {home!r} belongs to partition {expected}, but the proposal arrived on "
                 f"partition {record.partition}"
             )
-        payload_scope = (event.memory or event.node or event.edge)
+        payload_scope = event.memory if isinstance(event, UpsertMemoryProposal) else event.node if isinstance(
+            event, UpsertNodeProposal) else event.edge if isinstance(event, UpsertEdgeProposal) else None
         if payload_scope is not None and payload_scope.scope.home != home:
             raise Rejection(
                 f"payload scope home {payload_scope.scope.home!r} differs from the proposal's {home!r}"
             )
 
-    def _target_row(self, tx: ShardTx, event: ProposalEvent, memory_id: str, what: str) -> dict[str, Any]:
+    def _target_row(self, tx: ShardTx, event: Proposal, memory_id: str, what: str) -> dict[str, Any]:
         row = tx.memory_row(memory_id)
         if row is None:
             raise Rejection(f"{what} {memory_id} is not in this shard")
@@ -216,9 +245,8 @@ class Writer:
         return row
 
     # -- op handlers -----------------------------------------------------------------------------------
-    def _upsert_memory(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _upsert_memory(self, tx: ShardTx, event: UpsertMemoryProposal, now: str) -> _Applied:
         mem = event.memory
-        assert mem is not None
         size = len(mem.content.encode("utf-8"))
         if size > self.settings.max_content_bytes:
             raise Rejection(
@@ -269,7 +297,7 @@ class Writer:
         prev = tx.session_neighbour(row, "previous")
         return None if prev is None else str(prev["content"])
 
-    def _relink_successor(self, tx: ShardTx, row: dict[str, Any], event: ProposalEvent, now: str
+    def _relink_successor(self, tx: ShardTx, row: dict[str, Any], event: Proposal, now: str
                           ) -> list[MemoryUnit]:
         """A message that arrived late becomes the context of the one after it (order-independent)."""
         nxt = tx.session_neighbour(row, "next")
@@ -279,9 +307,8 @@ class Writer:
         tx.update_memory(nxt, updated, at=now, proposal_id=event.event_id, actor="writer")
         return [row_to_memory(updated)]
 
-    def _upsert_node(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _upsert_node(self, tx: ShardTx, event: UpsertNodeProposal, now: str) -> _Applied:
         node = event.node
-        assert node is not None
         row = {
             "node_id": node.node_id, "tenant_id": node.scope.tenant_id, "workspace_id": node.scope.workspace_id,
             "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
@@ -293,9 +320,8 @@ class Writer:
         tx.put_node({**row, "recorded_at": now}, old, at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED)
 
-    def _upsert_edge(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _upsert_edge(self, tx: ShardTx, event: UpsertEdgeProposal, now: str) -> _Applied:
         edge = event.edge
-        assert edge is not None
         for end in (edge.src_id, edge.dst_id):
             if tx.memory_row(end) is None and tx.node(end) is None:
                 raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard")
@@ -318,9 +344,8 @@ class Writer:
         tx.put_edge({**row, "recorded_at": now}, old, at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED)
 
-    def _set_trust(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _set_trust(self, tx: ShardTx, event: SetTrustProposal, now: str) -> _Applied:
         verdict = event.verdict
-        assert verdict is not None
         old = self._target_row(tx, event, verdict.memory_id, "verdict target")
         t = verdict.trust
         new = {
@@ -334,9 +359,8 @@ class Writer:
         tx.update_memory(old, new, at=now, proposal_id=event.event_id, actor=event.processor)
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
 
-    def _supersede(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _supersede(self, tx: ShardTx, event: SupersedeProposal, now: str) -> _Applied:
         sup = event.supersession
-        assert sup is not None
         old = self._target_row(tx, event, sup.old_id, "superseded memory")
         new_mem = self._target_row(tx, event, sup.new_id, "superseding memory")
         if old["superseded_by"] == sup.new_id:
@@ -355,9 +379,8 @@ class Writer:
             {"old_id": sup.old_id, "new_id": sup.new_id})
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
 
-    def _merge(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _merge(self, tx: ShardTx, event: MergeProposal, now: str) -> _Applied:
         merge = event.merge
-        assert merge is not None
         canonical = self._target_row(tx, event, merge.canonical_id, "canonical memory")
         dup = self._target_row(tx, event, merge.duplicate_id, "duplicate memory")
         if dup["superseded_by"] == merge.canonical_id:
@@ -378,9 +401,8 @@ class Writer:
             {"canonical_id": merge.canonical_id, "duplicate_id": merge.duplicate_id})
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
 
-    def _defer_action(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _defer_action(self, tx: ShardTx, event: DeferActionProposal, now: str) -> _Applied:
         d = event.deferred
-        assert d is not None
         s = event.scope
         row = {
             "action_id": d.action_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id,
@@ -397,10 +419,9 @@ class Writer:
                                                 ("deferred", d.reason)], {"action_id": d.action_id, **d.inputs})
         return _Applied(ChangeStatus.COMMITTED)
 
-    def _erase(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _erase(self, tx: ShardTx, event: EraseProposal, now: str) -> _Applied:
         """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
         er = event.erasure
-        assert er is not None
         s = event.scope
         seeds = tx.erasure_seeds(s, er)
         if er.target == "memory" and not seeds:
@@ -427,10 +448,9 @@ class Writer:
         tx.scrub(s, sorted(doomed), all_cache=True, at=now, proposal_id=event.event_id)
         return _Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
 
-    def _review(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _review(self, tx: ShardTx, event: ReviewProposal, now: str) -> _Applied:
         """Apply a reviewer's decision (it arrived as a control event, so a replay reproduces it)."""
         review = event.review
-        assert review is not None
         who = f"reviewer: {review.note}" if review.note else "reviewer"
         if review.item_kind == "memory":
             old = self._target_row(tx, event, review.item_id, "reviewed memory")
@@ -451,10 +471,11 @@ class Writer:
                 raise Rejection(f"deferred action {review.item_id} was already {action['status']}")
             if review.decision == "approve" and action["action"] == "supersede":
                 old_id, new_id = orjson.loads(action["target_ids"])
-                self._supersede(tx, event.model_copy(update={"review": None, "op": ProposalOp.SUPERSEDE,
-                                                                "supersession": Supersession(
-                                                                    old_id=old_id, new_id=new_id,
-                                                                    reason=f"approved by {who}")}), now)
+                approved = SupersedeProposal(
+                    event_id=event.event_id, scope=event.scope, timestamp=event.timestamp, processor=event.processor,
+                    cause_event_id=event.cause_event_id,
+                    supersession=Supersession(old_id=old_id, new_id=new_id, reason=f"approved by {who}"))
+                self._supersede(tx, approved, now)
             tx.put_deferred_action(
                 {**action, "status": "approved" if review.decision == "approve" else "rejected"}, action,
                 at=now, proposal_id=event.event_id, actor="review")
@@ -468,15 +489,14 @@ class Writer:
         return _Applied(ChangeStatus.COMMITTED)
 
     @staticmethod
-    def _gov(tx: ShardTx, event: ProposalEvent, now: str, decision: str, stages: list[tuple[str, str]],
+    def _gov(tx: ShardTx, event: Proposal, now: str, decision: str, stages: list[tuple[str, str]],
              inputs: dict[str, Any]) -> None:
         """Record an autonomous decision's stages (evaluated → decided → applied/deferred) with its inputs."""
         tx.record_decision(event.event_id, event.scope, decision, stages, inputs, at=now)
 
-    def _signal(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _signal(self, tx: ShardTx, event: SignalProposal, now: str) -> _Applied:
         """Count a use signal once, then recompute counters, weight and state from all signals."""
         sig = event.signal
-        assert sig is not None
         old = self._target_row(tx, event, sig.memory_id, "signalled memory")
         if tx.signal_seen(sig):
             return _Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
@@ -503,11 +523,10 @@ class Writer:
                 ("applied", f"state {old['lc_state']} -> {new['lc_state']}")], inputs)
         return _Applied(ChangeStatus.COMMITTED, row_to_memory(new))
 
-    def _forget(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _forget(self, tx: ShardTx, event: ForgetProposal, now: str) -> _Applied:
         """Retention: remove memories (pinned ones are exempt), audited with the removed value; derived
         memories that cited them keep their remaining evidence, or are flagged when none remains."""
         fg = event.forget
-        assert fg is not None
         forgotten: list[str] = []
         for mid in fg.memory_ids:
             row = self._target_row(tx, event, mid, "memory to forget")
@@ -529,7 +548,7 @@ class Writer:
              "repaired": [m.memory_id for m in repaired]})
         return _Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired)
 
-    def _repair_evidence(self, tx: ShardTx, gone: list[str], event: ProposalEvent, now: str) -> list[MemoryUnit]:
+    def _repair_evidence(self, tx: ShardTx, gone: list[str], event: Proposal, now: str) -> list[MemoryUnit]:
         dependants = tx.dependants(gone)
         repaired = []
         for mid in dependants:
@@ -548,10 +567,9 @@ class Writer:
         tx.delete_edges_touching(gone, at=now, proposal_id=event.event_id, actor="lifecycle")
         return repaired
 
-    def _rollback(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _rollback(self, tx: ShardTx, event: RollbackProposal, now: str) -> _Applied:
         """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
         rb = event.rollback
-        assert rb is not None
         s = event.scope
         stages = tx.decision_stages(rb.decision_id, s)
         if not stages:
@@ -575,10 +593,9 @@ class Writer:
         tx.record_decision(rb.decision_id, s, decision, [("rolled_back", rb.reason)], {"by": event.event_id}, at=now)
         return _Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
 
-    def _record_cycle(self, tx: ShardTx, event: ProposalEvent, now: str) -> _Applied:
+    def _record_cycle(self, tx: ShardTx, event: RecordCycleProposal, now: str) -> _Applied:
         """Store a runtime cycle's state. A cycle only moves forward: prepared → committed or aborted."""
         cycle = event.cycle
-        assert cycle is not None
         if cycle.scope.home != event.scope.home:
             raise Rejection(f"cycle {cycle.cycle_id} belongs to {cycle.scope.home!r}, not {event.scope.home!r}")
         s = cycle.scope
@@ -611,7 +628,7 @@ class Writer:
         return doomed
 
     def _evidence_edge(
-        self, tx: ShardTx, event: ProposalEvent, now: str, edge_type: EdgeType, src: str, dst: str
+        self, tx: ShardTx, event: Proposal, now: str, edge_type: EdgeType, src: str, dst: str
     ) -> None:
         s = event.scope
         edge_id = derive_id("edge", s.path, edge_type.value, src, dst)
@@ -627,10 +644,10 @@ class Writer:
 
     @staticmethod
     def _change(
-        event: ProposalEvent, record: Record, status: ChangeStatus, *, reason: str | None = None,
+        event: Proposal, record: Record, status: ChangeStatus, *, reason: str | None = None,
         memory: MemoryUnit | None = None, target_id: str | None = None, removed: tuple[str, ...] = (),
     ) -> ChangeEvent:
-        mem = memory or event.memory
+        mem = memory or (event.memory if isinstance(event, UpsertMemoryProposal) else None)
         return ChangeEvent(
             event_id=derive_id("chg", event.event_id, status.value, *([target_id] if target_id else [])),
             scope=event.scope,
