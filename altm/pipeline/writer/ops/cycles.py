@@ -12,10 +12,10 @@ def record_cycle(tx: ShardTx, p: RecordCycleProposal, ctx: OpContext) -> Applied
     cycle = p.cycle
     if cycle.scope.home != p.scope.home:
         raise Rejection(f"cycle {cycle.cycle_id} belongs to {cycle.scope.home!r}, not {p.scope.home!r}")
-    s = cycle.scope
+    scope = cycle.scope
     row = {
-        "cycle_id": cycle.cycle_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id,
-        "user_id": s.user_id, "agent_id": s.agent_id, "session_id": cycle.session_id, "turn_id": cycle.turn_id,
+        "cycle_id": cycle.cycle_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
+        "user_id": scope.user_id, "agent_id": scope.agent_id, "session_id": cycle.session_id, "turn_id": cycle.turn_id,
         "state": cycle.state.value, "idempotency_key": cycle.idempotency_key, "request_hash": cycle.request_hash,
         "bundle_memory_ids": as_json(list(cycle.bundle_memory_ids)), "bundle": None,
         "token_budget": cycle.token_budget, "commit_hash": cycle.commit_hash,

@@ -11,10 +11,10 @@ from altm.store import ShardTx
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
-    erasure, s = p.erasure, p.scope
-    seeds = tx.erasure_seeds(s, erasure)
+    erasure, scope = p.erasure, p.scope
+    seeds = tx.erasure_seeds(scope, erasure)
     if erasure.target == "memory" and not seeds:
-        raise Rejection(f"no memory {erasure.memory_id} in scope {s.home}")
+        raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}")
     doomed = _with_derivatives(tx, seeds)
     successors: dict[str, Row] = {}
     for mid in sorted(doomed):
@@ -34,7 +34,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             tx.update_memory(fresh, {**fresh, "context": previous_content(tx, fresh)}, at=ctx.now,
                              proposal_id=p.event_id, actor="writer")
     tx.redact_audit("memories", sorted(successors))
-    tx.scrub(s, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    tx.scrub(scope, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
 
 

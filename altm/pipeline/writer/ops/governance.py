@@ -29,30 +29,31 @@ from altm.store import ShardTx, row_to_memory
 
 def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it."""
-    sup = p.supersession
-    old = target_row(tx, p, sup.old_id, "superseded memory")
-    newer = target_row(tx, p, sup.new_id, "superseding memory")
-    if old["superseded_by"] == sup.new_id:
+    supersession = p.supersession
+    old = target_row(tx, p, supersession.old_id, "superseded memory")
+    newer = target_row(tx, p, supersession.new_id, "superseding memory")
+    if old["superseded_by"] == supersession.new_id:
         return Applied(ChangeStatus.UNCHANGED)
     if old["superseded_by"] is not None:
-        raise Rejection(f"{sup.old_id} is already superseded by {old['superseded_by']}")
-    closed = {**old, "superseded_by": sup.new_id, "superseded_at": ctx.now,
+        raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}")
+    closed = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
               "valid_to": newer["valid_from"] or old["valid_to"]}
     tx.update_memory(old, closed, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    _evidence_edge(tx, p, ctx, EdgeType.SUPERSEDES, sup.new_id, sup.old_id)
+    _evidence_edge(tx, p, ctx, EdgeType.SUPERSEDES, supersession.new_id, supersession.old_id)
     tx.record_decision(p.event_id, p.scope, "supersede", [
-        ("evaluated", f"{sup.new_id} is a new version of {sup.old_id}"), ("decided", sup.reason),
-        ("applied", f"{sup.old_id} valid until {closed['valid_to']}, superseded_by {sup.new_id}")],
-        {"old_id": sup.old_id, "new_id": sup.new_id}, at=ctx.now)
+        ("evaluated", f"{supersession.new_id} is a new version of {supersession.old_id}"),
+        ("decided", supersession.reason),
+        ("applied", f"{supersession.old_id} valid until {closed['valid_to']}, superseded_by {supersession.new_id}")],
+        {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
 
 
 def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     """An exact duplicate folds into its canonical memory: evidence is unioned, the duplicate is kept."""
-    m = p.merge
-    canonical = target_row(tx, p, m.canonical_id, "canonical memory")
-    duplicate = target_row(tx, p, m.duplicate_id, "duplicate memory")
-    if duplicate["superseded_by"] == m.canonical_id:
+    pair = p.merge
+    canonical = target_row(tx, p, pair.canonical_id, "canonical memory")
+    duplicate = target_row(tx, p, pair.duplicate_id, "duplicate memory")
+    if duplicate["superseded_by"] == pair.canonical_id:
         return Applied(ChangeStatus.UNCHANGED)
     if canonical["content_hash"] != duplicate["content_hash"] or canonical["kind"] != duplicate["kind"]:
         raise Rejection("only exact duplicates (same kind and content hash) are merged without review")
@@ -60,31 +61,32 @@ def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     merged = {**canonical, "evidence": as_json(evidence)}
     if merged != canonical:
         tx.update_memory(canonical, merged, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    folded = {**duplicate, "superseded_by": m.canonical_id, "superseded_at": ctx.now,
+    folded = {**duplicate, "superseded_by": pair.canonical_id, "superseded_at": ctx.now,
               "lc_state": LifecycleState.MERGED.value}
     tx.update_memory(duplicate, folded, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    _evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, m.duplicate_id, m.canonical_id)
+    _evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, pair.duplicate_id, pair.canonical_id)
     tx.record_decision(p.event_id, p.scope, "merge", [
         ("evaluated", f"same kind and content hash {canonical['content_hash'][:12]}"),
-        ("decided", m.reason), ("applied", f"{m.duplicate_id} folded into {m.canonical_id}")],
-        {"canonical_id": m.canonical_id, "duplicate_id": m.duplicate_id}, at=ctx.now)
+        ("decided", pair.reason), ("applied", f"{pair.duplicate_id} folded into {pair.canonical_id}")],
+        {"canonical_id": pair.canonical_id, "duplicate_id": pair.duplicate_id}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
 
 
 def defer_action(tx: ShardTx, p: DeferActionProposal, ctx: OpContext) -> Applied:
     """Keep a destructive or low-confidence action that was not taken, for review."""
-    d, s = p.deferred, p.scope
-    if tx.deferred_action(d.action_id) is not None:
+    action, scope = p.deferred, p.scope
+    if tx.deferred_action(action.action_id) is not None:
         return Applied(ChangeStatus.UNCHANGED)
     row = {
-        "action_id": d.action_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id, "user_id": s.user_id,
-        "agent_id": s.agent_id, "action": d.action, "target_ids": as_json(list(d.target_ids)), "reason": d.reason,
-        "inputs": as_json(d.inputs), "status": "pending", "recorded_at": ctx.now,
+        "action_id": action.action_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
+        "user_id": scope.user_id, "agent_id": scope.agent_id, "action": action.action,
+        "target_ids": as_json(list(action.target_ids)), "reason": action.reason, "inputs": as_json(action.inputs),
+        "status": "pending", "recorded_at": ctx.now,
     }
     tx.put_deferred_action(row, None, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    tx.record_decision(p.event_id, p.scope, d.action, [
-        ("evaluated", f"{d.action} of {list(d.target_ids)}"), ("decided", "not without a model or review"),
-        ("deferred", d.reason)], {"action_id": d.action_id, **d.inputs}, at=ctx.now)
+    tx.record_decision(p.event_id, scope, action.action, [
+        ("evaluated", f"{action.action} of {list(action.target_ids)}"), ("decided", "not without a model or review"),
+        ("deferred", action.reason)], {"action_id": action.action_id, **action.inputs}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED)
 
 
@@ -157,15 +159,15 @@ def _payload_in_home(payload: str | None, home: str) -> bool:
 
 def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
-    rb, s = p.rollback, p.scope
-    stages = tx.decision_stages(rb.decision_id, s)
+    undo, scope = p.rollback, p.scope
+    stages = tx.decision_stages(undo.decision_id, scope)
     if not stages:
-        raise Rejection(f"no governance decision {rb.decision_id} in scope {s.home}")
+        raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home}")
     if any(stage == "rolled_back" for _, stage in stages):
         return Applied(ChangeStatus.UNCHANGED)
-    audits = tx.decision_audit(rb.decision_id)
+    audits = tx.decision_audit(undo.decision_id)
     if any(a.redacted for a in audits):
-        raise Rejection(f"decision {rb.decision_id} touched erased content; erasure cannot be undone")
+        raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone")
     restored: list[MemoryUnit] = []
     removed: list[str] = []
     for a in audits:
@@ -175,21 +177,22 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
         elif a.table == "memories" and a.old is not None:
             restored.append(row_to_memory(a.old))
     decision = stages[0][0]
-    tx.record_decision(p.event_id, s, "rollback", [("applied", rb.reason)],
-                       {"decision_id": rb.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
-    tx.record_decision(rb.decision_id, s, decision, [("rolled_back", rb.reason)], {"by": p.event_id}, at=ctx.now)
+    tx.record_decision(p.event_id, scope, "rollback", [("applied", undo.reason)],
+                       {"decision_id": undo.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
+    tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
+                       at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
 
 
 def _evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType, src: str, dst: str) -> None:
     """The graph edge a governance decision leaves between two memories (once)."""
-    s = p.scope
-    edge_id = derive_id("edge", s.path, edge_type.value, src, dst)
+    scope = p.scope
+    edge_id = derive_id("edge", scope.path, edge_type.value, src, dst)
     if tx.edge(edge_id) is not None:
         return
     row = {
-        "edge_id": edge_id, "tenant_id": s.tenant_id, "workspace_id": s.workspace_id, "user_id": s.user_id,
-        "agent_id": s.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
+        "edge_id": edge_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id, "user_id": scope.user_id,
+        "agent_id": scope.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
         "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
         "evidence": as_json(sorted({src, dst})), "method": "ground_truth", "recorded_at": ctx.now,
     }

@@ -12,12 +12,12 @@ from altm.store import ShardTx, SignalTally, comparable, row_to_memory
 
 def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
     """Count a use signal once, then recompute counters, weight and state from all signals."""
-    sig = p.signal
-    old = target_row(tx, p, sig.memory_id, "signalled memory")
-    if tx.signal_seen(sig):
+    use_signal = p.signal
+    old = target_row(tx, p, use_signal.memory_id, "signalled memory")
+    if tx.signal_seen(use_signal):
         return Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
-    tx.insert_signal(sig, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-    tally = tx.signal_tally(sig.memory_id)
+    tx.insert_signal(use_signal, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    tally = tx.signal_tally(use_signal.memory_id)
     pinned = tally.pinned
     cited, helpful, harmful, injected = (tally.counts.get(k, 0) for k in
                                          ("cited_by_agent", "helpful", "harmful", "injected"))
@@ -32,10 +32,10 @@ def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
     if new["lc_state"] != old["lc_state"] and new["lc_state"] in ("promoted", "demoted"):
         decision = new["lc_state"][:-1]  # promote / demote
         tx.record_decision(p.event_id, p.scope, decision, [
-            ("evaluated", f"{sig.kind} signal; weight {old['lc_weight']} -> {weight}"),
+            ("evaluated", f"{use_signal.kind} signal; weight {old['lc_weight']} -> {weight}"),
             ("decided", f"weight {weight} crosses the {decision} threshold"),
             ("applied", f"state {old['lc_state']} -> {new['lc_state']}")],
-            {"memory_id": sig.memory_id, "cited": cited, "helpful": helpful, "harmful": harmful,
+            {"memory_id": use_signal.memory_id, "cited": cited, "helpful": helpful, "harmful": harmful,
              "injected": injected, "pinned": pinned, "weight": weight}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new))
 
@@ -55,25 +55,26 @@ def _compression_level(tally: SignalTally) -> int:
 def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     """Retention: remove memories (pinned ones are exempt), audited with the removed value; derived
     memories that cited them keep their remaining evidence, or are flagged when none remains."""
-    fg = p.forget
+    retention = p.forget
     forgotten: list[str] = []
-    for mid in fg.memory_ids:
+    for mid in retention.memory_ids:
         row = target_row(tx, p, mid, "memory to forget")
         if row["lc_pinned"]:
             continue
-        if fg.tombstone:
-            tx.tombstone(row, reason=f"forgotten: {fg.reason}", at=ctx.now, value_hash=value_hash(row["content"]))
+        if retention.tombstone:
+            tx.tombstone(row, reason=f"forgotten: {retention.reason}", at=ctx.now,
+                         value_hash=value_hash(row["content"]))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
     if not forgotten:
         return Applied(ChangeStatus.UNCHANGED)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
-    pinned = [m for m in fg.memory_ids if m not in forgotten]
+    pinned = [m for m in retention.memory_ids if m not in forgotten]
     tx.record_decision(p.event_id, p.scope, "forget", [
-        ("evaluated", f"{len(fg.memory_ids)} memories past retention"),
-        ("decided", fg.reason),
+        ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
+        ("decided", retention.reason),
         ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
-        {"candidates": list(fg.memory_ids), "forgotten": forgotten, "pinned": pinned,
+        {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired)
 

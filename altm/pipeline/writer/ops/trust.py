@@ -10,13 +10,14 @@ from altm.store import ShardTx, comparable, row_to_memory
 def set_trust(tx: ShardTx, p: SetTrustProposal, ctx: OpContext) -> Applied:
     verdict = p.verdict
     old = target_row(tx, p, verdict.memory_id, "verdict target")
-    t = verdict.trust
+    trust = verdict.trust
     new = {
-        **old, "trust_status": t.status.value, "trust_method": t.method.value if t.method else None,
-        "trust_confidence": t.confidence, "trust_reason": t.reason, "trust_contradicting_id": t.contradicting_id,
+        **old, "trust_status": trust.status.value, "trust_method": trust.method.value if trust.method else None,
+        "trust_confidence": trust.confidence, "trust_reason": trust.reason,
+        "trust_contradicting_id": trust.contradicting_id,
     }
     if comparable(new) == comparable(old):
         return Applied(ChangeStatus.UNCHANGED)
-    new["trust_verified_at"] = t.verified_at.isoformat() if t.verified_at else ctx.now
+    new["trust_verified_at"] = trust.verified_at.isoformat() if trust.verified_at else ctx.now
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new))
