@@ -1,35 +1,23 @@
 """Events on the topics: turns, control, proposals, changes and dead letters.
 
 All events share an envelope (``event_type`` discriminator, ``schema_version``, ``event_id``, ``scope``,
-``timestamp``) and form the discriminated union :data:`Event`.
+``timestamp``, in :mod:`altm.core.envelope`) and form the discriminated union :data:`Event`. Proposals, one
+model per op, are in :mod:`altm.core.proposals`.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from altm.core.cycle import RuntimeCycle
-from altm.core.governance import (
-    DeferredAction,
-    Erasure,
-    Forget,
-    LifecycleSignal,
-    Merge,
-    ReviewDecision,
-    Rollback,
-    Supersession,
-    TrustVerdict,
-)
-from altm.core.graph import GraphEdge, GraphNode
+from altm.core.envelope import SCHEMA_VERSION, Envelope
 from altm.core.ids import derive_id
 from altm.core.memory import Kind, Layer, MemoryUnit
+from altm.core.proposals import ProposalEvent, ProposalOp
 from altm.core.scope import Scope, ScopeId
-
-SCHEMA_VERSION: Literal[1] = 1
 
 TurnId = Annotated[str, Field(min_length=1, max_length=256)]
 
@@ -40,33 +28,7 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-def _aware(value: datetime) -> datetime:
-    """Naive timestamps are taken as UTC; everything is stored in UTC."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-class _Envelope(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    schema_version: Literal[1] = SCHEMA_VERSION
-    event_id: str = Field(min_length=1, max_length=128)
-    scope: Scope
-    timestamp: datetime
-
-    @field_validator("timestamp")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return _aware(value)
-
-    @property
-    def key(self) -> str:
-        """The partition key of every topic: the scope home."""
-        return self.scope.home
-
-
-class TurnEvent(_Envelope):
+class TurnEvent(Envelope):
     """One message of a conversation, produced by a host agent (or ``prepare_turn``/``commit_turn``)."""
 
     event_type: Literal["turn"] = "turn"
@@ -111,7 +73,7 @@ class ControlAction(StrEnum):
     CYCLE = "cycle"  # a runtime cycle's state (prepared, committed, aborted); the writer stores it
 
 
-class ControlEvent(_Envelope):
+class ControlEvent(Envelope):
     """An operator or user decision about memories (pin, feedback, erase, review)."""
 
     event_type: Literal["control"] = "control"
@@ -121,102 +83,6 @@ class ControlEvent(_Envelope):
     payload: dict[str, Any] = Field(default_factory=dict)
 
 
-class ProposalOp(StrEnum):
-    UPSERT_MEMORY = "upsert_memory"
-    UPSERT_NODE = "upsert_node"
-    UPSERT_EDGE = "upsert_edge"
-    SET_TRUST = "set_trust"
-    SUPERSEDE = "supersede"
-    MERGE = "merge"
-    DEFER_ACTION = "defer_action"
-    ERASE = "erase"
-    REVIEW = "review"
-    SIGNAL = "signal"
-    FORGET = "forget"
-    ROLLBACK = "rollback"
-    RECORD_CYCLE = "record_cycle"
-
-
-_OP_PAYLOAD = {
-    ProposalOp.UPSERT_MEMORY: "memory",
-    ProposalOp.UPSERT_NODE: "node",
-    ProposalOp.UPSERT_EDGE: "edge",
-    ProposalOp.SET_TRUST: "verdict",
-    ProposalOp.SUPERSEDE: "supersession",
-    ProposalOp.MERGE: "merge",
-    ProposalOp.DEFER_ACTION: "deferred",
-    ProposalOp.ERASE: "erasure",
-    ProposalOp.REVIEW: "review",
-    ProposalOp.SIGNAL: "signal",
-    ProposalOp.FORGET: "forget",
-    ProposalOp.ROLLBACK: "rollback",
-    ProposalOp.RECORD_CYCLE: "cycle",
-}
-
-
-class ProposalEvent(_Envelope):
-    """A processor's request to change memory state. Only the writer applies proposals.
-
-    Exactly one payload field is set, the one named by ``op``."""
-
-    event_type: Literal["proposal"] = "proposal"
-    op: ProposalOp
-    processor: str = Field(min_length=1, max_length=64)
-    cause_event_id: str | None = None
-    memory: MemoryUnit | None = None
-    node: GraphNode | None = None
-    edge: GraphEdge | None = None
-    verdict: TrustVerdict | None = None
-    supersession: Supersession | None = None
-    merge: Merge | None = None
-    deferred: DeferredAction | None = None
-    erasure: Erasure | None = None
-    review: ReviewDecision | None = None
-    signal: LifecycleSignal | None = None
-    forget: Forget | None = None
-    rollback: Rollback | None = None
-    cycle: RuntimeCycle | None = None
-
-    @model_validator(mode="after")
-    def _op_payload(self) -> ProposalEvent:
-        wanted = _OP_PAYLOAD[self.op]
-        present = [name for name in _OP_PAYLOAD.values() if getattr(self, name) is not None]
-        if present != [wanted]:
-            raise ValueError(f"a {self.op.value} proposal carries exactly one payload, {wanted!r}; got {present}")
-        return self
-
-    @property
-    def target_id(self) -> str | None:
-        """The id of what the proposal changes (memory, node, edge...)."""
-        if self.memory is not None:
-            return self.memory.memory_id
-        if self.node is not None:
-            return self.node.node_id
-        if self.edge is not None:
-            return self.edge.edge_id
-        if self.verdict is not None:
-            return self.verdict.memory_id
-        if self.supersession is not None:
-            return self.supersession.old_id
-        if self.merge is not None:
-            return self.merge.duplicate_id
-        if self.deferred is not None:
-            return self.deferred.action_id
-        if self.erasure is not None:
-            return self.erasure.memory_id or self.erasure.session_id or self.scope.path
-        if self.review is not None:
-            return self.review.item_id
-        if self.signal is not None:
-            return self.signal.memory_id
-        if self.forget is not None:
-            return self.forget.memory_ids[0]
-        if self.rollback is not None:
-            return self.rollback.decision_id
-        if self.cycle is not None:
-            return self.cycle.cycle_id
-        return None
-
-
 class ChangeStatus(StrEnum):
     COMMITTED = "committed"
     REJECTED = "rejected"
@@ -224,7 +90,7 @@ class ChangeStatus(StrEnum):
     DEFERRED = "deferred"  # the guard could not be evaluated: kept for retry, never accepted
 
 
-class ChangeEvent(_Envelope):
+class ChangeEvent(Envelope):
     """The writer's record of what it did with one proposal (committed, rejected or unchanged)."""
 
     event_type: Literal["change"] = "change"

@@ -9,24 +9,28 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from altm.core.cycle import RuntimeCycle
-from altm.core.events import ChangeEvent, ControlEvent, DeadLetter, Event, ProposalEvent, TurnEvent
+from altm.core.events import ChangeEvent, ControlEvent, DeadLetter, Event, TurnEvent
 from altm.core.memory import MemoryUnit
+from altm.core.proposals import ProposalEvent
 
 _MODELS: dict[str, type[BaseModel]] = {
     "turn_event": TurnEvent,
     "control_event": ControlEvent,
-    "proposal_event": ProposalEvent,
     "change_event": ChangeEvent,
     "dead_letter": DeadLetter,
     "memory_unit": MemoryUnit,
     "runtime_cycle": RuntimeCycle,
+}
+_UNIONS: dict[str, TypeAdapter[Any]] = {
+    "proposal_event": TypeAdapter(ProposalEvent),  # one model per op, discriminated by ``op``
+    "event": TypeAdapter(Event),
 }
 
 
 def render_schemas() -> dict[str, str]:
     """File name → JSON text of every exported schema (deterministic)."""
     schemas: dict[str, Any] = {name: model.model_json_schema() for name, model in _MODELS.items()}
-    schemas["event"] = TypeAdapter(Event).json_schema()
+    schemas.update({name: union.json_schema() for name, union in _UNIONS.items()})
     return {f"{name}.schema.json": json.dumps(s, indent=2, sort_keys=True) + "\n" for name, s in schemas.items()}
 
 

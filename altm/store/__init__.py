@@ -1,6 +1,7 @@
 """The store: one SQLite shard per partition (its transaction is the only way to mutate), the row mapping,
 migrations, and the read queries of the processors, recall and the application."""
 
+from altm.store._errors import ShardError
 from altm.store._llm_cache import ShardLLMCache
 from altm.store._policy import ScopePolicy
 from altm.store._queries import (
@@ -15,7 +16,8 @@ from altm.store._queries import (
 from altm.store._reader import MemoryReader
 from altm.store._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS, comparable, memory_to_row, row_to_memory
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
-from altm.store._shard import Shard, ShardError
+from altm.store._shard import Shard
+from altm.store._shard_tx import AuditEntry, ShardTx, SignalTally
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import HASHED_TABLES, DataDirError, count_layer, llm_cache_rows, shard_counts, state_rows
 from altm.store._work import DeferredWork, WorkItem
@@ -24,6 +26,7 @@ __all__ = [
     "HASHED_TABLES",
     "MEMORY_COLUMNS",
     "WALL_CLOCK_COLUMNS",
+    "AuditEntry",
     "CandidateRow",
     "CycleQueries",
     "DataDirError",
@@ -43,6 +46,8 @@ __all__ = [
     "ShardError",
     "ShardLLMCache",
     "ShardSet",
+    "ShardTx",
+    "SignalTally",
     "WorkItem",
     "comparable",
     "count_layer",

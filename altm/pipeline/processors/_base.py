@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
@@ -22,10 +22,11 @@ from altm.core import (
     Layer,
     MemoryUnit,
     Method,
-    ProposalEvent,
+    Proposal,
     ProposalOp,
     Provenance,
     Scope,
+    UpsertMemoryProposal,
     content_hash,
     derive_id,
     encode,
@@ -35,6 +36,8 @@ from altm.core import (
 from altm.core.settings import Settings
 from altm.core.topics import Topic
 from altm.store import MemoryReader
+
+P = TypeVar("P", bound=Proposal)
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,11 @@ class Processor(ABC):
     input_topic: ClassVar[Topic]
 
     @abstractmethod
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]: ...
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]: ...
 
     async def process_batch(
         self, events: Sequence[Event], ctx: ProcessorContext
-    ) -> Sequence[ProposalEvent] | None:
+    ) -> Sequence[Proposal] | None:
         """Optional batched form (e.g. embedding). ``None`` means: call :meth:`process` per event."""
         return None
 
@@ -118,29 +121,28 @@ def norm(text: str) -> str:
     return normalise_text(text)
 
 
-def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event) -> ProposalEvent:
+def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event) -> UpsertMemoryProposal:
     """A proposal with a deterministic id, timestamped with its cause (never the wall clock)."""
-    return ProposalEvent(
+    return UpsertMemoryProposal(
         event_id=derive_id("prop", processor, memory.memory_id, memory.content_hash),
         scope=memory.scope,
         timestamp=cause.timestamp,
-        op=ProposalOp.UPSERT_MEMORY,
         processor=processor,
         cause_event_id=cause.event_id,
         memory=memory,
     )
 
 
-def proposal(op: ProposalOp, *, scope: Scope, processor: str, cause: Event, **payload: BaseModel
-             ) -> ProposalEvent:
-    """A non-memory proposal (node, edge, verdict, supersession, merge, deferred action); its id is
-    derived from the payload, so the same decision proposed twice is the same proposal."""
+def proposal(kind: type[P], *, scope: Scope, processor: str, cause: Event, **payload: BaseModel) -> P:
+    """A non-memory proposal of the ``kind`` its one payload keyword names (node, edge, verdict, supersession,
+    merge, deferred action...); its id is derived from the op and the payload, so the same decision proposed
+    twice is the same proposal."""
     (value,) = payload.values()
-    return ProposalEvent(
+    op = ProposalOp(kind.model_fields["op"].default)
+    return kind(
         event_id=derive_id("prop", processor, op.value, sha256_hex(encode(value))),
         scope=scope,
         timestamp=cause.timestamp,
-        op=op,
         processor=processor,
         cause_event_id=cause.event_id,
         **payload,

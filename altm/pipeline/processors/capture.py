@@ -10,7 +10,7 @@ from altm.core import (
     Layer,
     MemoryUnit,
     Method,
-    ProposalEvent,
+    Proposal,
     Provenance,
     TurnEvent,
     content_hash,
@@ -32,7 +32,7 @@ class CaptureProcessor(Processor):
     name = "capture"
     input_topic = Topic.TURNS
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if not isinstance(event, TurnEvent):
             raise ProcessingError(f"the turns topic carries turn events, got {event.event_type!r}")
         size = len(event.content.encode("utf-8"))

@@ -14,47 +14,50 @@ from pydantic import BaseModel, ValidationError
 from altm.core import (
     ControlAction,
     ControlEvent,
+    EraseProposal,
     Erasure,
     Event,
     ProcessingError,
-    ProposalEvent,
-    ProposalOp,
+    Proposal,
+    RecordCycleProposal,
     ReviewDecision,
+    ReviewProposal,
     Rollback,
+    RollbackProposal,
     RuntimeCycle,
     Topic,
     describe_validation_error,
 )
 from altm.pipeline.processors._base import Processor, ProcessorContext, proposal
 
-_PAYLOADS: dict[ControlAction, tuple[ProposalOp, str, type[BaseModel]]] = {
-    ControlAction.ERASE: (ProposalOp.ERASE, "erasure", Erasure),
-    ControlAction.ROLLBACK: (ProposalOp.ROLLBACK, "rollback", Rollback),
-    ControlAction.REVIEW_DECISION: (ProposalOp.REVIEW, "review", ReviewDecision),
-    ControlAction.CYCLE: (ProposalOp.RECORD_CYCLE, "cycle", RuntimeCycle),
+_PAYLOADS: dict[ControlAction, tuple[type[Proposal], str, type[BaseModel]]] = {
+    ControlAction.ERASE: (EraseProposal, "erasure", Erasure),
+    ControlAction.ROLLBACK: (RollbackProposal, "rollback", Rollback),
+    ControlAction.REVIEW_DECISION: (ReviewProposal, "review", ReviewDecision),
+    ControlAction.CYCLE: (RecordCycleProposal, "cycle", RuntimeCycle),
 }
 
 
-def control_proposal(event: ControlEvent) -> ProposalEvent | None:
+def control_proposal(event: ControlEvent) -> Proposal | None:
     """The writer proposal a control event asks for (None for signals, which the lifecycle handles).
 
     Pure and deterministic: the admin service computes the same proposal id to read the outcome back."""
     spec = _PAYLOADS.get(event.action)
     if spec is None:
         return None
-    op, field, model = spec
+    kind, field, model = spec
     try:
         value = model.model_validate(event.payload)
     except ValidationError as exc:
         raise ProcessingError(f"invalid {event.action.value} request: {describe_validation_error(exc)}") from None
-    return proposal(op, scope=event.scope, processor=ControlProcessor.name, cause=event, **{field: value})
+    return proposal(kind, scope=event.scope, processor=ControlProcessor.name, cause=event, **{field: value})
 
 
 class ControlProcessor(Processor):
     name = "control"
     input_topic = Topic.CONTROL
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if not isinstance(event, ControlEvent):
             raise ProcessingError(f"the control topic carries control events, got {event.event_type!r}")
         found = control_proposal(event)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, ProposalEvent, ProposalOp
+from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp
 from altm.core.topics import Topic
 from altm.models import EmbeddingModel
 from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory
@@ -55,11 +55,11 @@ class EmbedProcessor(Processor):
         self.embedding = embedding
         self.vectors = vectors
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         await self.process_batch([event], ctx)
         return []
 
-    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         if self.vectors is None or self.embedding is None:
             return []
         latest: dict[str, MemoryUnit] = {}

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from altm.core import Event, Kind, Layer, MemoryUnit, Method, ProposalEvent
+from altm.core import Event, Kind, Layer, MemoryUnit, Method, Proposal
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
@@ -77,7 +77,7 @@ class ExtractProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.L2) else None
         self._atoms = self._model_atoms if self._chat is not None else self._rule_atoms
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         mem = committed_memory(event, frozenset({Layer.L0}))
         if mem is None or mem.role not in _EXTRACT_ROLES:
             return []

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from altm.core import Event, Kind, Layer, MemoryUnit, Method, ProposalEvent
+from altm.core import Event, Kind, Layer, MemoryUnit, Method, Proposal
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
@@ -90,7 +90,7 @@ class FoldProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None
 
-    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,
         so folding once after the batch's last message gives the same result as folding after each."""
         last: dict[tuple[str, str], tuple[Event, MemoryUnit]] = {}
@@ -98,18 +98,18 @@ class FoldProcessor(Processor):
             mem = committed_memory(event, frozenset({Layer.L0}))
             if mem is not None and mem.session_id is not None:
                 last[(mem.scope.path, mem.session_id)] = (event, mem)
-        out: list[ProposalEvent] = []
+        out: list[Proposal] = []
         for event, mem in last.values():
             out += await self._fold(event, mem, ctx)
         return out
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         mem = committed_memory(event, frozenset({Layer.L0}))
         if mem is None or mem.session_id is None:
             return []
         return await self._fold(event, mem, ctx)
 
-    async def _fold(self, event: Event, mem: MemoryUnit, ctx: ProcessorContext) -> list[ProposalEvent]:
+    async def _fold(self, event: Event, mem: MemoryUnit, ctx: ProcessorContext) -> list[Proposal]:
         assert mem.session_id is not None
         messages = ctx.require_reader().session_messages(mem.scope, mem.session_id)
         if not messages:

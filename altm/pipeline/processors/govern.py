@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from altm.core import (
     ChangeEvent,
     ChangeStatus,
+    DeferActionProposal,
     DeferredAction,
     EdgeType,
     Event,
@@ -21,9 +22,11 @@ from altm.core import (
     Layer,
     MemoryUnit,
     Merge,
+    MergeProposal,
     Method,
-    ProposalEvent,
+    Proposal,
     ProposalOp,
+    SupersedeProposal,
     Supersession,
     derive_id,
 )
@@ -67,12 +70,12 @@ class GovernProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         reader = ctx.require_reader()
         mem = committed_memory(event, frozenset({Layer.L2}))
         if mem is not None:
             merges = self._merge_duplicates(event, reader, mem)
-            if any(p.merge is not None and p.merge.duplicate_id == mem.memory_id for p in merges):
+            if any(p.merge.duplicate_id == mem.memory_id for p in merges):
                 return merges  # a duplicate adds evidence to its canonical atom, not a facet of its own
             return [*merges, *await self._facet(event, ctx, reader, mem)]
         if (isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED
@@ -80,13 +83,13 @@ class GovernProcessor(Processor):
             return self._scene(event, reader)
         return []
 
-    def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[ProposalEvent]:
+    def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[MergeProposal]:
         same = sorted(reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash), key=_order)
         if len(same) < 2:
             return []
         canonical = same[0]
         return [
-            proposal(ProposalOp.MERGE, scope=mem.scope, processor=self.name, cause=event,
+            proposal(MergeProposal, scope=mem.scope, processor=self.name, cause=event,
                      merge=Merge(canonical_id=canonical.memory_id, duplicate_id=dup.memory_id,
                                  reason="exact duplicate (same kind and content hash)"))
             for dup in same[1:] if dup.superseded_by is None
@@ -102,7 +105,7 @@ class GovernProcessor(Processor):
         )
 
     async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
-                     ) -> list[ProposalEvent]:
+                     ) -> list[Proposal]:
         """A facet version per distinct statement; the predecessor is found among the *atoms* (committed
         before this one), so the version chain does not depend on when facets themselves were written."""
         facet_key = mem.attributes.get("facet_key")
@@ -114,7 +117,7 @@ class GovernProcessor(Processor):
         first = min((a for a in atoms if norm(a.content) == norm(mem.content)), key=_order, default=mem)
         first = mem if _order(mem) < _order(first) else first
         facet = self._facet_memory(first, facet_key)
-        out = [upsert_proposal(facet, processor=self.name, cause=event)]
+        out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
         earlier = [a for a in atoms if _order(a) < _order(first) and a.superseded_by is None]
         if not earlier:
             return out
@@ -123,13 +126,13 @@ class GovernProcessor(Processor):
             return out
         decision = await self._should_supersede(first, previous, facet)
         if decision is True:
-            out.append(proposal(ProposalOp.SUPERSEDE, scope=mem.scope, processor=self.name, cause=event,
+            out.append(proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
                                 supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
                                                           reason=f"new version of facet {facet_key!r}")))
         else:
             reason = decision if isinstance(decision, str) else "needs review"
             out.append(proposal(
-                ProposalOp.DEFER_ACTION, scope=mem.scope, processor=self.name, cause=event,
+                DeferActionProposal, scope=mem.scope, processor=self.name, cause=event,
                 deferred=DeferredAction(
                     action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
                     action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
@@ -156,7 +159,7 @@ class GovernProcessor(Processor):
         return ("no model configured and no correction cue: both versions are kept and the supersede is "
                 "deferred for review")
 
-    def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[ProposalEvent]:
+    def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[Proposal]:
         assert event.memory_id is not None
         edge = reader.edge(event.scope, event.memory_id)
         if edge is None or edge["edge_type"] != EdgeType.MENTIONS.value:

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from altm.core import ControlAction, ControlEvent, Event, Forget, LifecycleSignal, ProposalEvent, ProposalOp
+from altm.core import (
+    ControlAction,
+    ControlEvent,
+    Event,
+    Forget,
+    ForgetProposal,
+    LifecycleSignal,
+    Proposal,
+    SignalProposal,
+)
 from altm.core.errors import ProcessingError
 from altm.core.topics import Topic
 from altm.pipeline.processors._base import Processor, ProcessorContext, proposal
@@ -39,30 +48,30 @@ class LifecycleProcessor(Processor):
     name = "lifecycle"
     input_topic = Topic.CONTROL
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if not isinstance(event, ControlEvent):
             raise ProcessingError(f"the control topic carries control events, got {event.event_type!r}")
         if event.action is ControlAction.LIFECYCLE:
             return self._pass(event)
         return [
-            proposal(ProposalOp.SIGNAL, scope=event.scope, processor=self.name, cause=event,
+            proposal(SignalProposal, scope=event.scope, processor=self.name, cause=event,
                      signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind=kind,
                                             at=event.timestamp))
             for mid, kind in signals_of(event)
         ]
 
-    def _pass(self, event: ControlEvent) -> list[ProposalEvent]:
+    def _pass(self, event: ControlEvent) -> list[Proposal]:
         """A retention or compaction decision (made at ``event.timestamp``) → proposals for the writer."""
         op = event.payload.get("op")
         if op == "forget":
             forget = Forget(memory_ids=tuple(str(m) for m in event.payload.get("memory_ids", [])),
                             reason=str(event.payload.get("reason", "past retention")),
                             tombstone=bool(event.payload.get("tombstone", False)))
-            return [proposal(ProposalOp.FORGET, scope=event.scope, processor=self.name, cause=event, forget=forget)]
+            return [proposal(ForgetProposal, scope=event.scope, processor=self.name, cause=event, forget=forget)]
         if op == "compress":
             levels = {str(k): int(v) for k, v in dict(event.payload.get("levels", {})).items()}
             return [
-                proposal(ProposalOp.SIGNAL, scope=event.scope, processor=self.name, cause=event,
+                proposal(SignalProposal, scope=event.scope, processor=self.name, cause=event,
                          signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind="compress",
                                                 level=level, at=event.timestamp))
                 for mid, level in sorted(levels.items())

@@ -17,8 +17,9 @@ from altm.core import (
     MemoryUnit,
     Method,
     NodeType,
-    ProposalEvent,
-    ProposalOp,
+    Proposal,
+    UpsertEdgeProposal,
+    UpsertNodeProposal,
     derive_id,
 )
 from altm.core.topics import Topic
@@ -79,7 +80,7 @@ class LinkProcessor(Processor):
         named += [(NodeType.TIME, d) for d in rules.dates(mem.content)]
         return named, [], Method.HEURISTIC
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         mem = committed_memory(event, frozenset({Layer.L0, Layer.L2}))
         if mem is None or ctx.require_reader().get(mem.scope, mem.memory_id) is None:
             return []  # nothing to link, or the memory was erased since this change (a replayed change)
@@ -116,8 +117,8 @@ class LinkProcessor(Processor):
                     dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
                     evidence=(mem.memory_id,), method=method,
                 ))
-        out = [proposal(ProposalOp.UPSERT_NODE, scope=mem.scope, processor=self.name, cause=event, node=n)
-               for n in nodes.values()]
-        out += [proposal(ProposalOp.UPSERT_EDGE, scope=mem.scope, processor=self.name, cause=event, edge=e)
+        out: list[Proposal] = [proposal(UpsertNodeProposal, scope=mem.scope, processor=self.name, cause=event, node=n)
+                               for n in nodes.values()]
+        out += [proposal(UpsertEdgeProposal, scope=mem.scope, processor=self.name, cause=event, edge=e)
                 for e in edges]
         return out

@@ -16,7 +16,7 @@ from altm.core import (
     ControlEvent,
     Event,
     ProcessingError,
-    ProposalEvent,
+    Proposal,
     ProposalOp,
     Topic,
     derive_id,
@@ -32,13 +32,13 @@ class SweepProcessor(Processor):
     def __init__(self, verify: VerifyProcessor | None = None) -> None:
         self.verify = verify or VerifyProcessor()
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if not isinstance(event, ControlEvent):
             raise ProcessingError(f"the control topic carries control events, got {event.event_type!r}")
         if event.action is not ControlAction.SWEEP:
             return []
         reader = ctx.require_reader()
-        out: list[ProposalEvent] = []
+        out: list[Proposal] = []
         for memory_id in event.target_ids:
             mem = reader.get(event.scope, memory_id)
             if mem is None:

@@ -15,8 +15,8 @@ from altm.core import (
     Event,
     Layer,
     MemoryUnit,
-    ProposalEvent,
-    ProposalOp,
+    Proposal,
+    SetTrustProposal,
     Trust,
     TrustMethod,
     TrustStatus,
@@ -99,7 +99,7 @@ class VerifyProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
 
-    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[ProposalEvent]:
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         mem = committed_memory(event, frozenset({Layer.L2}))
         if mem is None:
             return []
@@ -110,7 +110,7 @@ class VerifyProcessor(Processor):
         if self._chat is not None and len(group) > 1:
             verdicts = await self._nli(self._chat, mem, group, verdicts)
         return [
-            proposal(ProposalOp.SET_TRUST, scope=m.scope, processor=self.name, cause=event,
+            proposal(SetTrustProposal, scope=m.scope, processor=self.name, cause=event,
                      verdict=TrustVerdict(memory_id=m.memory_id, trust=verdicts[m.memory_id]))
             for m in group if m.memory_id in verdicts
         ]

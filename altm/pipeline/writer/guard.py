@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import orjson
 
 from altm.core import Layer, MemoryUnit, normalise_text, sha256_hex
-from altm.store import Shard
+from altm.store import ShardTx
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _STOP = frozenset("a an the and or to of in on at for with by is are was were be it this that i we you my our "
@@ -68,37 +68,26 @@ class WriteGuard:
             raise ValueError("the guard's overlap threshold is in (0, 1]")
         self.threshold = threshold
 
-    def check(self, shard: Shard, mem: MemoryUnit) -> GuardVerdict | None:
+    def check(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         try:
-            return self._tombstone(shard, mem) or self._anti_pattern(shard, mem)
+            return self._tombstone(tx, mem) or self._anti_pattern(tx, mem)
         except Exception as exc:  # fail closed: a guard that cannot decide must not let the write through
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
 
-    def _tombstone(self, shard: Shard, mem: MemoryUnit) -> GuardVerdict | None:
-        s = mem.scope
-        home = (s.tenant_id, s.workspace_id, s.user_id)
-        exact = shard.conn.execute(
-            "SELECT tombstone_id, reason FROM tombstones WHERE value_hash=? AND tenant_id=? AND workspace_id=? "
-            "AND user_id=? LIMIT 1", (value_hash(mem.content), *home)).fetchone()
+    def _tombstone(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+        exact = tx.tombstone_of_value(mem.scope, value_hash(mem.content))
         if exact is not None:
-            return GuardVerdict(exact[0], f"matches erased content (tombstone {exact[0]}: {exact[1]})")
-        for tid, text, reason in shard.conn.execute(
-            "SELECT tombstone_id, normalised_text, reason FROM tombstones WHERE tenant_id=? AND workspace_id=? "
-            "AND user_id=?", home,
-        ):
+            tid, reason = exact
+            return GuardVerdict(tid, f"matches erased content (tombstone {tid}: {reason})")
+        for tid, text, reason in tx.tombstones(mem.scope):
             if matches(mem.content, text, self.threshold):
                 return GuardVerdict(tid, f"matches erased content (tombstone {tid}: {reason})")
         return None
 
-    def _anti_pattern(self, shard: Shard, mem: MemoryUnit) -> GuardVerdict | None:
+    def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern" or negates(mem.content):
             return None
-        s = mem.scope
-        for mid, attributes in shard.conn.execute(
-            "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
-            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?",
-            (s.tenant_id, s.workspace_id, s.user_id, s.agent_id),
-        ):
+        for mid, attributes in tx.anti_patterns(mem.scope):
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
             if pattern and matches(mem.content, pattern, self.threshold):

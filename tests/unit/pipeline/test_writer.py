@@ -12,9 +12,12 @@ from altm.core import (
     Layer,
     MemoryUnit,
     Method,
-    ProposalEvent,
+    Proposal,
     Provenance,
     Scope,
+    SupersedeProposal,
+    Supersession,
+    UpsertMemoryProposal,
     content_hash,
     decode_dead_letter,
     decode_event,
@@ -22,23 +25,25 @@ from altm.core import (
     partition_for,
 )
 from altm.core.settings import Settings
-from altm.pipeline.processors import CaptureProcessor, ProcessorContext, upsert_proposal
+from altm.pipeline.processors import CaptureProcessor, ProcessorContext, proposal, upsert_proposal
 from altm.pipeline.writer import WRITER_GROUP, Writer
-from altm.store import ShardSet
+from altm.store import ShardError, ShardSet, ShardTx
 from tests.support.turns import SCOPE, make_turn
+from tests.unit.core.test_proposals import SUPERSEDE_WIRE
 
 N = 4
 TOPIC = "altm.proposals"
 
 
-async def _proposal(i: int = 1, content: str | None = None, scope: Scope = SCOPE) -> ProposalEvent:
+async def _proposal(i: int = 1, content: str | None = None, scope: Scope = SCOPE) -> UpsertMemoryProposal:
     (prop,) = await CaptureProcessor().process(
         make_turn(i, content, scope=scope), ProcessorContext(settings=Settings())
     )
+    assert isinstance(prop, UpsertMemoryProposal)
     return prop
 
 
-def _record(prop: ProposalEvent | bytes, offset: int, *, key: str | None = None, partition: int | None = None
+def _record(prop: Proposal | bytes, offset: int, *, key: str | None = None, partition: int | None = None
             ) -> Record:
     value = prop if isinstance(prop, bytes) else encode(prop)
     k = key if key is not None else (SCOPE.home if isinstance(prop, bytes) else prop.key)
@@ -67,8 +72,8 @@ async def test_commit_writes_memory_audit_offset_and_change(writer: Writer) -> N
     (change,) = outcome.changes
     assert change.status is ChangeStatus.COMMITTED and change.memory is not None
     shard = writer.shards.get(rec.partition)
-    row = shard.memory_row(prop.memory.memory_id)  # type: ignore[union-attr]
-    assert row is not None and row["content"] == prop.memory.content  # type: ignore[union-attr]
+    row = shard.memory_row(prop.memory.memory_id)
+    assert row is not None and row["content"] == prop.memory.content
     (audit,) = _audit_rows(writer, rec.partition)
     assert audit["action"] == "insert" and audit["old_value"] is None
     assert orjson.loads(str(audit["new_value"]))["memory_id"] == row["memory_id"]
@@ -81,13 +86,13 @@ async def test_same_proposal_twice_changes_nothing(writer: Writer) -> None:
     prop = await _proposal()
     writer.apply(_record(prop, 0), N)
     shard = writer.shards.get(_record(prop, 0).partition)
-    before = shard.memory_row(prop.memory.memory_id)  # type: ignore[union-attr]
+    before = shard.memory_row(prop.memory.memory_id)
     # redelivery of the same record: skipped by the stored offset
     assert writer.apply(_record(prop, 0), N).skipped
     # the same proposal published again at a new offset: unchanged, no audit row, no mutation
     again = writer.apply(_record(prop, 1), N)
     assert [c.status for c in again.changes] == [ChangeStatus.UNCHANGED]
-    assert shard.memory_row(prop.memory.memory_id) == before  # type: ignore[union-attr]
+    assert shard.memory_row(prop.memory.memory_id) == before
     assert len(_audit_rows(writer, _record(prop, 0).partition)) == 1
     assert shard.next_offset(WRITER_GROUP, TOPIC, _record(prop, 0).partition) == 2
 
@@ -116,7 +121,7 @@ async def test_scope_that_does_not_match_the_key_is_rejected(writer: Writer) -> 
     assert change.status is ChangeStatus.REJECTED
     assert change.reason is not None and "does not match the record key" in change.reason
     shard = writer.shards.get(rec.partition)
-    assert shard.memory_row(prop.memory.memory_id) is None  # type: ignore[union-attr]
+    assert shard.memory_row(prop.memory.memory_id) is None
     (reason,) = [r[0] for r in shard.conn.execute("SELECT reason FROM rejections")]
     assert "does not match the record key" in reason
 
@@ -155,13 +160,21 @@ async def test_oversized_content_is_rejected_by_the_writer(settings: Settings) -
     shards.close()
 
 
-def _derived(evidence: tuple[str, ...], content: str = "Dana prefers small PRs") -> ProposalEvent:
+def _derived(evidence: tuple[str, ...], content: str = "Dana prefers small PRs") -> UpsertMemoryProposal:
     mem = MemoryUnit(
         memory_id="mem_derived", scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.PREFERENCE,
         content=content, content_hash=content_hash(content), evidence=evidence,
         provenance=Provenance(method=Method.HEURISTIC, processor="extract"),
     )
     return upsert_proposal(mem, processor="extract", cause=make_turn(1))
+
+
+def test_proposal_ids_are_derived_from_op_and_payload_as_before() -> None:
+    made = proposal(SupersedeProposal, scope=Scope.parse("a/b/c/d"), processor="govern", cause=make_turn(1),
+                    supersession=Supersession(old_id="mem_x", new_id="mem_y", reason="r"))
+    assert made.event_id == "prop_cb69ef4eb1138cde06382ef49642f148"  # the id the bag-of-fields proposal had
+    assert encode(made) == SUPERSEDE_WIRE
+    assert _derived(()).event_id == "prop_7c5681120ef90360325f04f4c2105f05"
 
 
 async def test_derived_memory_needs_stored_evidence(writer: Writer) -> None:
@@ -174,7 +187,7 @@ async def test_derived_memory_needs_stored_evidence(writer: Writer) -> None:
 async def test_update_of_derived_memory_audits_old_value(writer: Writer) -> None:
     l0 = await _proposal()
     writer.apply(_record(l0, 0), N)
-    ev = (l0.memory.memory_id,)  # type: ignore[union-attr]
+    ev = (l0.memory.memory_id,)
     writer.apply(_record(_derived(ev), 1), N)
     (change,) = writer.apply(_record(_derived(ev, "Dana prefers PRs under 300 lines"), 2), N).changes
     assert change.status is ChangeStatus.COMMITTED
@@ -186,15 +199,21 @@ async def test_update_of_derived_memory_audits_old_value(writer: Writer) -> None
 
 async def test_content_hash_must_match(writer: Writer) -> None:
     prop = await _proposal()
-    assert prop.memory is not None
     forged = prop.model_copy(update={"memory": prop.memory.model_copy(update={"content": "tampered"})})
     (change,) = writer.apply(_record(forged, 0), N).changes
     assert change.status is ChangeStatus.REJECTED and "content_hash" in (change.reason or "")
 
 
-async def test_mutations_outside_a_transaction_are_refused(writer: Writer) -> None:
-    from altm.store import ShardError
+_MUTATIONS = ("insert_memory", "update_memory", "delete_memory", "put_node", "put_edge", "put_deferred_action",
+              "put_cycle", "tombstone", "redact_audit", "scrub", "restore", "insert_signal", "record_decision",
+              "mark_rejection", "delete_edges_touching", "add_rejection", "store_offset", "enqueue")
 
+
+async def test_mutations_outside_a_transaction_are_refused(writer: Writer) -> None:
     shard = writer.shards.get(0)
+    assert [m for m in _MUTATIONS if not hasattr(ShardTx, m)] == []
+    assert [m for m in _MUTATIONS if hasattr(shard, m)] == []  # the shard itself cannot mutate
+    with shard.transaction() as tx:
+        pass
     with pytest.raises(ShardError, match="writer transaction"):
-        shard.store_offset("g", "t", 0, 1)
+        tx.store_offset("g", "t", 0, 1)  # nor can a transaction that has ended

@@ -1,0 +1,38 @@
+"""The envelope every event on the topics shares: schema version, event id, scope and a UTC timestamp."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from altm.core.scope import Scope
+
+SCHEMA_VERSION: Literal[1] = 1
+
+
+def aware(value: datetime) -> datetime:
+    """Naive timestamps are taken as UTC; everything is stored in UTC."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+class Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    event_id: str = Field(min_length=1, max_length=128)
+    scope: Scope
+    timestamp: datetime
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return aware(value)
+
+    @property
+    def key(self) -> str:
+        """The partition key of every topic: the scope home."""
+        return self.scope.home

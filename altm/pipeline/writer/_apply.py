@@ -1,0 +1,176 @@
+"""The writer's transaction envelope: one proposal record, one shard transaction (DESIGN §1.2).
+
+For each record it skips what is below the stored offset, then in one ``BEGIN IMMEDIATE``: decodes, checks the
+route (scope home vs. record key and partition), applies the op (validation, audit, mutation), stores the
+consumer offset, and enqueues the resulting ``changes`` events (and any dead letter) in the outbox. A refused
+proposal becomes a ``rejected`` change and a rejections row; a guard that cannot decide, a ``deferred`` outcome
+the driver retries. The runtime publishes the outbox, so a crash between commit and publish loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from altm.bus import Record
+from altm.core import (
+    ChangeEvent,
+    ChangeStatus,
+    DeadLetter,
+    DecodeError,
+    MemoryUnit,
+    Proposal,
+    ProposalEvent,
+    UpsertEdgeProposal,
+    UpsertMemoryProposal,
+    UpsertNodeProposal,
+    decode_event,
+    derive_id,
+    encode,
+    original_text,
+)
+from altm.core.partitioner import partition_for
+from altm.core.settings import Settings
+from altm.core.topics import Topic, topic_name
+from altm.pipeline.lifecycle_rules import LifecycleRules
+from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard
+from altm.pipeline.writer.ops import Applied, OpContext, Rejection, apply_op
+from altm.store import ShardSet, ShardTx
+
+log = logging.getLogger("altm.writer")
+
+WRITER_GROUP = "altm-writer"
+_PAYLOAD_KEEP = 64 * 1024
+
+
+@dataclass
+class WriteOutcome:
+    skipped: bool = False
+    changes: list[ChangeEvent] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    deferred_reason: str | None = None  # set when the proposal must be retried later
+
+
+class Writer:
+    def __init__(self, shards: ShardSet, settings: Settings) -> None:
+        self.shards = shards
+        self.settings = settings
+        self.partitions = settings.partitions
+        self.proposals_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+        self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
+        self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
+        self.guard = WriteGuard(settings.guard_overlap_threshold)
+        self.rules = LifecycleRules()
+
+    def resume_offset(self, topic: str, partition: int) -> int | None:
+        """The next proposal offset to apply, as stored with the data (the source of truth on restart)."""
+        return self.shards.get(partition).next_offset(WRITER_GROUP, topic, partition)
+
+    def apply(self, record: Record, partitions: int, *, retry: bool = False) -> WriteOutcome:
+        """Apply one proposal record. ``retry`` re-applies a record deferred earlier (its offset is stored)."""
+        shard = self.shards.get(record.partition)
+        stored = shard.next_offset(WRITER_GROUP, record.topic, record.partition)
+        if not retry and stored is not None and record.offset < stored:
+            return WriteOutcome(skipped=True)  # already applied: at-least-once delivery, idempotent effect
+        ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
+                        rules=self.rules)
+        with shard.transaction() as tx:
+            outcome = self._apply(tx, record, partitions, ctx)
+            if not retry:
+                tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
+            for change in outcome.changes:
+                tx.enqueue(self.changes_topic, change.key, encode(change))
+            for dead in outcome.dead_letters:
+                tx.enqueue(self.dlq_topic, record.key, encode(dead))
+        return outcome
+
+    def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:
+        try:
+            event = decode_event(record.value)
+        except DecodeError as exc:
+            return _malformed(tx, record, str(exc), ctx.now)
+        if not isinstance(event, Proposal):
+            return _malformed(tx, record, f"the proposals topic carries proposals, got a {event.event_type} event",
+                              ctx.now)
+        try:
+            _check_route(event, record, partitions)
+            applied = apply_op(tx, event, ctx)
+        except GuardUnavailable as exc:
+            log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
+                      record.offset, exc)
+            return WriteOutcome(changes=[_change(event, record, ChangeStatus.DEFERRED, reason=str(exc))],
+                                deferred_reason=str(exc))
+        except Rejection as exc:
+            tx.add_rejection(
+                at=ctx.now, proposal_id=event.event_id, memory_id=event.target_id, reason=str(exc),
+                source=(record.topic, record.partition, record.offset),
+                payload=original_text(record.value[:_PAYLOAD_KEEP]),
+            )
+            return WriteOutcome(changes=[_change(event, record, ChangeStatus.REJECTED, reason=str(exc))])
+        return WriteOutcome(changes=_changes(event, record, applied))
+
+
+def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutcome:
+    """Bytes that are no proposal: a rejections row and a dead letter (the stream moves on)."""
+    tx.add_rejection(
+        at=now, proposal_id=None, memory_id=None, reason=f"malformed proposal: {reason}",
+        source=(record.topic, record.partition, record.offset),
+        payload=original_text(record.value[:_PAYLOAD_KEEP]),
+    )
+    dead = DeadLetter(
+        stage="writer", error=f"malformed proposal: {reason}", original=original_text(record.value),
+        source_topic=record.topic, source_partition=record.partition, source_offset=record.offset,
+        timestamp=datetime.now(UTC),
+    )
+    return WriteOutcome(dead_letters=[dead])
+
+
+def _check_route(p: ProposalEvent, record: Record, partitions: int) -> None:
+    """A proposal is keyed by its own scope home, on that home's partition, with a payload of the same home."""
+    home = p.scope.home
+    if record.key != home:
+        raise Rejection(
+            f"scope home {home!r} does not match the record key {record.key!r}: a proposal must be "
+            "keyed by its own scope home"
+        )
+    expected = partition_for(home, partitions)
+    if expected != record.partition:
+        raise Rejection(
+            f"scope home {home!r} belongs to partition {expected}, but the proposal arrived on "
+            f"partition {record.partition}"
+        )
+    match p:
+        case UpsertMemoryProposal(memory=payload) | UpsertNodeProposal(node=payload) | UpsertEdgeProposal(
+                edge=payload) if payload.scope.home != home:
+            raise Rejection(f"payload scope home {payload.scope.home!r} differs from the proposal's {home!r}")
+
+
+def _changes(p: Proposal, record: Record, applied: Applied) -> list[ChangeEvent]:
+    """The change the proposal made, then one ``committed`` change per row it updated as a consequence."""
+    return [_change(p, record, applied.status, memory=applied.memory, removed=applied.removed)] + [
+        _change(p, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id) for m in applied.also_changed]
+
+
+def _change(
+    p: Proposal, record: Record, status: ChangeStatus, *, reason: str | None = None,
+    memory: MemoryUnit | None = None, target_id: str | None = None, removed: tuple[str, ...] = (),
+) -> ChangeEvent:
+    mem = memory or (p.memory if isinstance(p, UpsertMemoryProposal) else None)
+    return ChangeEvent(
+        event_id=derive_id("chg", p.event_id, status.value, *([target_id] if target_id else [])),
+        scope=p.scope,
+        timestamp=p.timestamp,
+        proposal_id=p.event_id,
+        op=p.op,
+        status=status,
+        memory_id=target_id or p.target_id,
+        layer=mem.layer if mem else None,
+        kind=mem.kind if mem else None,
+        reason=reason,
+        memory=memory if status is ChangeStatus.COMMITTED else None,
+        removed_ids=removed,
+        source_topic=record.topic,
+        source_partition=record.partition,
+        source_offset=record.offset,
+    )

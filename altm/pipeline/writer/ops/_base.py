@@ -1,0 +1,56 @@
+"""What every op shares: its context, its result, the refusal it may raise, and the target check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from altm.core import ChangeStatus, MemoryUnit, Proposal
+from altm.core.settings import Settings
+from altm.pipeline.lifecycle_rules import LifecycleRules
+from altm.pipeline.writer.guard import WriteGuard
+from altm.store import ShardTx
+
+Row = dict[str, Any]
+
+
+class Rejection(Exception):
+    """Raised inside an op: the proposal is refused with this reason (nothing it did is kept)."""
+
+
+@dataclass(frozen=True)
+class OpContext:
+    """What an op may use besides its proposal and the transaction."""
+
+    now: str  # the writer's clock for this record: recorded_at, audit and decision times (ISO 8601, UTC)
+    settings: Settings
+    guard: WriteGuard
+    rules: LifecycleRules
+
+
+@dataclass
+class Applied:
+    """What an op did: the change status, the memory it wrote, and what changed or went with it."""
+
+    status: ChangeStatus
+    memory: MemoryUnit | None = None
+    also_changed: list[MemoryUnit] = field(default_factory=list)  # rows updated as a consequence
+    removed: tuple[str, ...] = ()  # memories the change deleted (their vectors go too)
+
+
+def as_json(value: Any) -> str:
+    """A JSON column's text (sorted keys, as every row of the shard stores it)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> Row:
+    """The stored row of a memory the proposal acts on, refused when missing or of another scope home."""
+    row = tx.memory_row(memory_id)
+    if row is None:
+        raise Rejection(f"{what} {memory_id} is not in this shard")
+    home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
+    if home != p.scope.home:
+        raise Rejection(f"{what} {memory_id} belongs to scope home {home!r}, not {p.scope.home!r}")
+    return row

@@ -1,0 +1,48 @@
+"""Erasure: content leaves every table of the shard, tombstones keep it from coming back, all of it audited."""
+
+from __future__ import annotations
+
+from altm.core import ChangeStatus, EraseProposal
+from altm.pipeline.writer.guard import value_hash
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row
+from altm.pipeline.writer.ops.memory import previous_content
+from altm.store import ShardTx
+
+
+def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
+    """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
+    erasure, scope = p.erasure, p.scope
+    seeds = tx.erasure_seeds(scope, erasure)
+    if erasure.target == "memory" and not seeds:
+        raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}")
+    doomed = _with_derivatives(tx, seeds)
+    successors: dict[str, Row] = {}
+    for mid in sorted(doomed):
+        row = tx.memory_row(mid)
+        if row is None:
+            continue
+        if row["layer"] == "L0":
+            following = tx.session_neighbour(row, "next")
+            if following is not None and following["memory_id"] not in doomed:
+                successors[following["memory_id"]] = following
+        tx.tombstone(row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
+                     value_hash=value_hash(row["content"]))
+        tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    for following in successors.values():  # the next message's context held erased content
+        fresh = tx.memory_row(following["memory_id"])
+        if fresh is not None:
+            tx.update_memory(fresh, {**fresh, "context": previous_content(tx, fresh)}, at=ctx.now,
+                             proposal_id=p.event_id, actor="writer")
+    tx.redact_audit("memories", sorted(successors))
+    tx.scrub(scope, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
+
+
+def _with_derivatives(tx: ShardTx, seeds: list[str]) -> set[str]:
+    """Memories derived from erased ones are erased too (their content came from it)."""
+    doomed = set(seeds)
+    frontier = list(seeds)
+    while frontier:
+        frontier = [m for m in tx.dependants(frontier) if m not in doomed]
+        doomed.update(frontier)
+    return doomed

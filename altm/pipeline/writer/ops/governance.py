@@ -1,0 +1,199 @@
+"""Governance: supersession, exact-duplicate merges, deferred actions, reviewers' decisions and rollbacks.
+
+Autonomous decisions record their stages (evaluated → decided → applied / deferred / rolled_back) so they can
+be listed and rolled back from the audit log.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from altm.core import (
+    ChangeStatus,
+    DeferActionProposal,
+    EdgeType,
+    LifecycleState,
+    MemoryUnit,
+    MergeProposal,
+    Proposal,
+    ReviewDecision,
+    ReviewProposal,
+    RollbackProposal,
+    SupersedeProposal,
+    Supersession,
+    derive_id,
+)
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, as_json, target_row
+from altm.store import ShardTx, row_to_memory
+
+
+def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
+    """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it."""
+    supersession = p.supersession
+    old = target_row(tx, p, supersession.old_id, "superseded memory")
+    newer = target_row(tx, p, supersession.new_id, "superseding memory")
+    if old["superseded_by"] == supersession.new_id:
+        return Applied(ChangeStatus.UNCHANGED)
+    if old["superseded_by"] is not None:
+        raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}")
+    closed = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
+              "valid_to": newer["valid_from"] or old["valid_to"]}
+    tx.update_memory(old, closed, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    _evidence_edge(tx, p, ctx, EdgeType.SUPERSEDES, supersession.new_id, supersession.old_id)
+    tx.record_decision(p.event_id, p.scope, "supersede", [
+        ("evaluated", f"{supersession.new_id} is a new version of {supersession.old_id}"),
+        ("decided", supersession.reason),
+        ("applied", f"{supersession.old_id} valid until {closed['valid_to']}, superseded_by {supersession.new_id}")],
+        {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
+
+
+def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
+    """An exact duplicate folds into its canonical memory: evidence is unioned, the duplicate is kept."""
+    pair = p.merge
+    canonical = target_row(tx, p, pair.canonical_id, "canonical memory")
+    duplicate = target_row(tx, p, pair.duplicate_id, "duplicate memory")
+    if duplicate["superseded_by"] == pair.canonical_id:
+        return Applied(ChangeStatus.UNCHANGED)
+    if canonical["content_hash"] != duplicate["content_hash"] or canonical["kind"] != duplicate["kind"]:
+        raise Rejection("only exact duplicates (same kind and content hash) are merged without review")
+    evidence = sorted(set(orjson.loads(canonical["evidence"])) | set(orjson.loads(duplicate["evidence"])))
+    merged = {**canonical, "evidence": as_json(evidence)}
+    if merged != canonical:
+        tx.update_memory(canonical, merged, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    folded = {**duplicate, "superseded_by": pair.canonical_id, "superseded_at": ctx.now,
+              "lc_state": LifecycleState.MERGED.value}
+    tx.update_memory(duplicate, folded, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    _evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, pair.duplicate_id, pair.canonical_id)
+    tx.record_decision(p.event_id, p.scope, "merge", [
+        ("evaluated", f"same kind and content hash {canonical['content_hash'][:12]}"),
+        ("decided", pair.reason), ("applied", f"{pair.duplicate_id} folded into {pair.canonical_id}")],
+        {"canonical_id": pair.canonical_id, "duplicate_id": pair.duplicate_id}, at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
+
+
+def defer_action(tx: ShardTx, p: DeferActionProposal, ctx: OpContext) -> Applied:
+    """Keep a destructive or low-confidence action that was not taken, for review."""
+    action, scope = p.deferred, p.scope
+    if tx.deferred_action(action.action_id) is not None:
+        return Applied(ChangeStatus.UNCHANGED)
+    row = {
+        "action_id": action.action_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
+        "user_id": scope.user_id, "agent_id": scope.agent_id, "action": action.action,
+        "target_ids": as_json(list(action.target_ids)), "reason": action.reason, "inputs": as_json(action.inputs),
+        "status": "pending", "recorded_at": ctx.now,
+    }
+    tx.put_deferred_action(row, None, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    tx.record_decision(p.event_id, scope, action.action, [
+        ("evaluated", f"{action.action} of {list(action.target_ids)}"), ("decided", "not without a model or review"),
+        ("deferred", action.reason)], {"action_id": action.action_id, **action.inputs}, at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED)
+
+
+def review(tx: ShardTx, p: ReviewProposal, ctx: OpContext) -> Applied:
+    """Apply a reviewer's decision (it arrived as a control event, so a replay reproduces it)."""
+    decision = p.review
+    match decision.item_kind:
+        case "memory":
+            return _review_memory(tx, p, decision, ctx)
+        case "action":
+            return _review_action(tx, p, decision, ctx)
+        case "rejection":
+            return _review_rejection(tx, p, decision, ctx)
+
+
+def _reviewer(decision: ReviewDecision) -> str:
+    return f"reviewer: {decision.note}" if decision.note else "reviewer"
+
+
+def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
+    """Approved: verified as ground truth. Rejected: contradicted and out of recall (kept for the audit)."""
+    old = target_row(tx, p, decision.item_id, "reviewed memory")
+    approve = decision.decision == "approve"
+    new = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
+           "trust_confidence": 1.0, "trust_reason": f"{decision.decision}d by {_reviewer(decision)}",
+           "trust_verified_at": ctx.now, "lc_state": old["lc_state"] if approve else "rejected"}
+    tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(new))
+
+
+def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
+    """Approved: the deferred action is carried out (a supersession, by this proposal). Rejected: dismissed."""
+    action = tx.deferred_action(decision.item_id)
+    if action is None or action["tenant_id"] != p.scope.tenant_id or action["user_id"] != p.scope.user_id:
+        raise Rejection(f"no deferred action {decision.item_id} in scope {p.scope.home}")
+    status = "approved" if decision.decision == "approve" else "rejected"
+    if action["status"] != "pending":
+        if action["status"] == status:
+            return Applied(ChangeStatus.UNCHANGED)
+        raise Rejection(f"deferred action {decision.item_id} was already {action['status']}")
+    if decision.decision == "approve" and action["action"] == "supersede":
+        old_id, new_id = orjson.loads(action["target_ids"])
+        approved = SupersedeProposal(
+            event_id=p.event_id, scope=p.scope, timestamp=p.timestamp, processor=p.processor,
+            cause_event_id=p.cause_event_id,
+            supersession=Supersession(old_id=old_id, new_id=new_id, reason=f"approved by {_reviewer(decision)}"))
+        supersede(tx, approved, ctx)
+    tx.put_deferred_action({**action, "status": status}, action, at=ctx.now, proposal_id=p.event_id, actor="review")
+    return Applied(ChangeStatus.COMMITTED)
+
+
+def _review_rejection(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
+    """A rejected proposal, re-reviewed: approved or dismissed (the proposal itself is not replayed)."""
+    row = tx.rejection(int(decision.item_id.removeprefix("rej_")))
+    if row is None or not _payload_in_home(row["payload"], p.scope.home):
+        raise Rejection(f"no rejection {decision.item_id} in scope {p.scope.home}")
+    status = "dismissed" if decision.decision == "reject" else "approved"
+    tx.mark_rejection(row, status, at=ctx.now, proposal_id=p.event_id, actor="review")
+    return Applied(ChangeStatus.COMMITTED)
+
+
+def _payload_in_home(payload: str | None, home: str) -> bool:
+    """The rejected proposal's bytes name a scope of this home (a reviewer sees only their user's)."""
+    try:
+        scope = orjson.loads(payload or "{}").get("scope") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return bool(scope) and "/".join(str(scope.get(k)) for k in ("tenant_id", "workspace_id", "user_id")) == home
+
+
+def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
+    """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
+    undo, scope = p.rollback, p.scope
+    stages = tx.decision_stages(undo.decision_id, scope)
+    if not stages:
+        raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home}")
+    if any(stage == "rolled_back" for _, stage in stages):
+        return Applied(ChangeStatus.UNCHANGED)
+    audits = tx.decision_audit(undo.decision_id)
+    if any(a.redacted for a in audits):
+        raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone")
+    restored: list[MemoryUnit] = []
+    removed: list[str] = []
+    for a in audits:
+        outcome = tx.restore(a, at=ctx.now, proposal_id=p.event_id)
+        if a.table == "memories" and outcome == "removed":
+            removed.append(a.target_id)
+        elif a.table == "memories" and a.old is not None:
+            restored.append(row_to_memory(a.old))
+    decision = stages[0][0]
+    tx.record_decision(p.event_id, scope, "rollback", [("applied", undo.reason)],
+                       {"decision_id": undo.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
+    tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
+                       at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
+
+
+def _evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType, src: str, dst: str) -> None:
+    """The graph edge a governance decision leaves between two memories (once)."""
+    scope = p.scope
+    edge_id = derive_id("edge", scope.path, edge_type.value, src, dst)
+    if tx.edge(edge_id) is not None:
+        return
+    row = {
+        "edge_id": edge_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id, "user_id": scope.user_id,
+        "agent_id": scope.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
+        "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
+        "evidence": as_json(sorted({src, dst})), "method": "ground_truth", "recorded_at": ctx.now,
+    }
+    tx.put_edge(row, None, at=ctx.now, proposal_id=p.event_id, actor=p.processor)

@@ -1,0 +1,53 @@
+"""The memory graph: nodes and typed, weighted edges (an edge's evidence accumulates)."""
+
+from __future__ import annotations
+
+import orjson
+
+from altm.core import ChangeStatus, UpsertEdgeProposal, UpsertNodeProposal
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row, as_json
+from altm.store import ShardTx
+
+
+def _holds(old: Row | None, row: Row) -> bool:
+    """The stored row already holds these values (the proposal changes nothing)."""
+    return old is not None and all(old[k] == v for k, v in row.items())
+
+
+def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
+    node = p.node
+    row = {
+        "node_id": node.node_id, "tenant_id": node.scope.tenant_id, "workspace_id": node.scope.workspace_id,
+        "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
+        "name": node.name, "attributes": as_json(node.attributes), "method": node.method.value,
+    }
+    old = tx.node(node.node_id)
+    if _holds(old, row):
+        return Applied(ChangeStatus.UNCHANGED)
+    tx.put_node({**row, "recorded_at": ctx.now}, old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return Applied(ChangeStatus.COMMITTED)
+
+
+def upsert_edge(tx: ShardTx, p: UpsertEdgeProposal, ctx: OpContext) -> Applied:
+    edge = p.edge
+    for end in (edge.src_id, edge.dst_id):
+        if tx.memory_row(end) is None and tx.node(end) is None:
+            raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard")
+    for ev in edge.evidence:
+        if tx.memory_row(ev) is None:
+            raise Rejection(f"edge evidence {ev} is not in this shard")
+    old = tx.edge(edge.edge_id)
+    evidence = sorted(set(edge.evidence) | set(orjson.loads(old["evidence"]) if old else ()))
+    confidence = max(edge.confidence, float(old["confidence"]) if old else 0.0)
+    row = {
+        "edge_id": edge.edge_id, "tenant_id": edge.scope.tenant_id, "workspace_id": edge.scope.workspace_id,
+        "user_id": edge.scope.user_id, "agent_id": edge.scope.agent_id, "src_id": edge.src_id,
+        "dst_id": edge.dst_id, "edge_type": edge.edge_type.value, "label": edge.label,
+        "unit_weight": edge.unit_weight, "weight": edge.unit_weight * len(evidence),
+        "confidence": confidence, "rejected": int(old["rejected"]) if old else 0,
+        "evidence": as_json(evidence), "method": edge.method.value,
+    }
+    if _holds(old, row):
+        return Applied(ChangeStatus.UNCHANGED)
+    tx.put_edge({**row, "recorded_at": ctx.now}, old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return Applied(ChangeStatus.COMMITTED)

@@ -1,0 +1,100 @@
+"""The lifecycle: use signals (counters, weight, state, compression) and retention (forget, evidence repair)."""
+
+from __future__ import annotations
+
+import orjson
+
+from altm.core import ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
+from altm.pipeline.writer.guard import value_hash
+from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
+from altm.store import ShardTx, SignalTally, comparable, row_to_memory
+
+
+def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
+    """Count a use signal once, then recompute counters, weight and state from all signals."""
+    use_signal = p.signal
+    old = target_row(tx, p, use_signal.memory_id, "signalled memory")
+    if tx.signal_seen(use_signal):
+        return Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
+    tx.insert_signal(use_signal, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    tally = tx.signal_tally(use_signal.memory_id)
+    pinned = tally.pinned
+    cited, helpful, harmful, injected = (tally.counts.get(k, 0) for k in
+                                         ("cited_by_agent", "helpful", "harmful", "injected"))
+    weight = ctx.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
+                              contradicted=old["trust_status"] == "contradicted")
+    new = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
+           "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": _compression_level(tally),
+           "lc_state": ctx.rules.state(weight, pinned=pinned, current=old["lc_state"])}
+    if comparable(new) == comparable(old):
+        return Applied(ChangeStatus.UNCHANGED)
+    tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    if new["lc_state"] != old["lc_state"] and new["lc_state"] in ("promoted", "demoted"):
+        decision = new["lc_state"][:-1]  # promote / demote
+        tx.record_decision(p.event_id, p.scope, decision, [
+            ("evaluated", f"{use_signal.kind} signal; weight {old['lc_weight']} -> {weight}"),
+            ("decided", f"weight {weight} crosses the {decision} threshold"),
+            ("applied", f"state {old['lc_state']} -> {new['lc_state']}")],
+            {"memory_id": use_signal.memory_id, "cited": cited, "helpful": helpful, "harmful": harmful,
+             "injected": injected, "pinned": pinned, "weight": weight}, at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(new))
+
+
+def _compression_level(tally: SignalTally) -> int:
+    """C0 when pinned, never compressed, or used after the last compression; else the last compression level."""
+    if tally.pinned or tally.compression is None:
+        return 0
+    level, seq = tally.compression
+    if tally.last_use_seq is not None and tally.last_use_seq >= seq:
+        return 0
+    if level is None:
+        raise TypeError(f"the compress signal #{seq} has no level")
+    return level
+
+
+def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
+    """Retention: remove memories (pinned ones are exempt), audited with the removed value; derived
+    memories that cited them keep their remaining evidence, or are flagged when none remains."""
+    retention = p.forget
+    forgotten: list[str] = []
+    for mid in retention.memory_ids:
+        row = target_row(tx, p, mid, "memory to forget")
+        if row["lc_pinned"]:
+            continue
+        if retention.tombstone:
+            tx.tombstone(row, reason=f"forgotten: {retention.reason}", at=ctx.now,
+                         value_hash=value_hash(row["content"]))
+        tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
+        forgotten.append(mid)
+    if not forgotten:
+        return Applied(ChangeStatus.UNCHANGED)
+    repaired = _repair_evidence(tx, forgotten, p, ctx)
+    pinned = [m for m in retention.memory_ids if m not in forgotten]
+    tx.record_decision(p.event_id, p.scope, "forget", [
+        ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
+        ("decided", retention.reason),
+        ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
+        {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
+         "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired)
+
+
+def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """Memories that cited forgotten ones keep the rest of their evidence (flagged when none is left); the
+    edges to the forgotten ones go."""
+    repaired = []
+    for mid in tx.dependants(gone):
+        row = tx.memory_row(mid)
+        if row is None:
+            continue
+        remaining = [e for e in orjson.loads(row["evidence"]) if e not in set(gone)]
+        new = {**row, "evidence": as_json(remaining)}
+        if not remaining:  # nothing left to stand on: kept, flagged for review
+            attrs = orjson.loads(row["attributes"])
+            attrs["evidence_forgotten"] = True
+            new.update({"attributes": as_json(attrs), "trust_status": "uncertain", "trust_method": "confidence",
+                        "trust_reason": "its evidence was forgotten by the retention policy"})
+        tx.update_memory(row, new, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+        repaired.append(row_to_memory(new))
+    tx.delete_edges_touching(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    return repaired

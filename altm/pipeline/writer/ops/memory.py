@@ -1,0 +1,78 @@
+"""Memories: upsert with validation, the write guard and L0's append-only rule; L0 context relinking."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row
+from altm.store import ShardTx, comparable, memory_to_row, row_to_memory
+
+# What a re-derivation may not reset: other stages wrote it (trust, lifecycle, supersession, L0 context).
+_KEPT_ON_UPDATE = (
+    "context", "superseded_at", "superseded_by", "valid_to", "trust_status", "trust_method", "trust_confidence",
+    "trust_reason", "trust_contradicting_id", "trust_verified_at", "lc_state", "lc_weight", "lc_injected",
+    "lc_cited", "lc_helpful", "lc_harmful", "lc_pinned", "lc_compression", "recorded_at",
+)
+
+
+def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Applied:
+    mem = p.memory
+    _validate(tx, mem, ctx)
+    new_row = memory_to_row(mem, datetime.fromisoformat(ctx.now))
+    old_row = tx.memory_row(mem.memory_id)
+    also: list[MemoryUnit] = []
+    if old_row is None:
+        if mem.layer is Layer.L0:
+            new_row["context"] = previous_content(tx, new_row)
+        tx.insert_memory(new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+        if mem.layer is Layer.L0:
+            also = _relink_successor(tx, new_row, p, ctx)
+    else:
+        new_row.update({col: old_row[col] for col in _KEPT_ON_UPDATE})
+        if comparable(old_row) == comparable(new_row):
+            return Applied(ChangeStatus.UNCHANGED)
+        if mem.layer is Layer.L0:
+            raise Rejection(
+                f"L0 is append-only: {mem.memory_id} (source {mem.source_id!r}) is already stored with "
+                "different content"
+            )
+        tx.update_memory(old_row, new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
+
+
+def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> None:
+    """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard."""
+    size = len(mem.content.encode("utf-8"))
+    if size > ctx.settings.max_content_bytes:
+        raise Rejection(
+            f"content is {size} bytes, over the limit of {ctx.settings.max_content_bytes} (ALTM_MAX_CONTENT_BYTES)"
+        )
+    if mem.content_hash != content_hash(mem.content):
+        raise Rejection("content_hash does not match the content")
+    if mem.layer is Layer.L0 and mem.evidence:
+        raise Rejection("an L0 message is raw input and cannot cite evidence")
+    if mem.layer is not Layer.L0 and not mem.evidence:
+        raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0")
+    for ev in mem.evidence:
+        if tx.memory_row(ev) is None:
+            raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)")
+    verdict = ctx.guard.check(tx, mem)
+    if verdict is not None:
+        raise Rejection(f"write guard: {verdict.reason}")
+
+
+def previous_content(tx: ShardTx, row: Row) -> str | None:
+    """The content of the L0 message before ``row`` in its session: its context."""
+    prev = tx.session_neighbour(row, "previous")
+    return None if prev is None else str(prev["content"])
+
+
+def _relink_successor(tx: ShardTx, row: Row, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """A message that arrived late becomes the context of the one after it (order-independent)."""
+    following = tx.session_neighbour(row, "next")
+    if following is None or following["context"] == row["content"]:
+        return []
+    updated = {**following, "context": row["content"]}
+    tx.update_memory(following, updated, at=ctx.now, proposal_id=p.event_id, actor="writer")
+    return [row_to_memory(updated)]

@@ -1,0 +1,23 @@
+"""Trust verdicts (verified, uncertain, contradicted, unverifiable) on stored memories."""
+
+from __future__ import annotations
+
+from altm.core import ChangeStatus, SetTrustProposal
+from altm.pipeline.writer.ops._base import Applied, OpContext, target_row
+from altm.store import ShardTx, comparable, row_to_memory
+
+
+def set_trust(tx: ShardTx, p: SetTrustProposal, ctx: OpContext) -> Applied:
+    verdict = p.verdict
+    old = target_row(tx, p, verdict.memory_id, "verdict target")
+    trust = verdict.trust
+    new = {
+        **old, "trust_status": trust.status.value, "trust_method": trust.method.value if trust.method else None,
+        "trust_confidence": trust.confidence, "trust_reason": trust.reason,
+        "trust_contradicting_id": trust.contradicting_id,
+    }
+    if comparable(new) == comparable(old):
+        return Applied(ChangeStatus.UNCHANGED)
+    new["trust_verified_at"] = trust.verified_at.isoformat() if trust.verified_at else ctx.now
+    tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(new))

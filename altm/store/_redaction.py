@@ -1,0 +1,31 @@
+"""What an erasure may keep of a row: its text fields replaced by their SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+_TEXT_FIELDS = ("content", "context", "attributes", "trust_reason", "name", "label", "normalised_text", "compressed",
+                "response", "bundle")
+
+
+def redacted(row: dict[str, Any]) -> dict[str, Any]:
+    """A row whose text fields are replaced by their SHA-256 (what an erasure may keep)."""
+    out = dict(row)
+    for f in _TEXT_FIELDS:
+        if isinstance(out.get(f), str):
+            out[f] = {"redacted_sha256": hashlib.sha256(out[f].encode()).hexdigest()}
+    return out
+
+
+def redact_json(value: str | None) -> str | None:
+    """:func:`redacted` over a JSON object (the SQL function ``redact_json`` of an open shard)."""
+    if value is None:
+        return None
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    return orjson.dumps(redacted(obj) if isinstance(obj, dict) else obj, option=orjson.OPT_SORT_KEYS).decode()

@@ -1,0 +1,431 @@
+"""The open write transaction of one shard: the only way to change memory state (DESIGN §1.2, §3).
+
+:meth:`Shard.transaction` yields a :class:`ShardTx`; once the transaction has ended, the object refuses every
+call. Each mutation writes its audit row (with the old value) first, in the same transaction. The reads here
+are the ones the writer needs inside the transaction (they see its uncommitted writes).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import orjson
+
+from altm.core import Erasure, LifecycleSignal, Scope, derive_id, normalise_text
+from altm.store._errors import ShardError
+from altm.store._redaction import redacted
+from altm.store._rows import MEMORY_COLUMNS
+
+Row = dict[str, Any]
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def _home(scope: Scope) -> list[str]:
+    return [scope.tenant_id, scope.workspace_id, scope.user_id]
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One audit row, decoded: a change a rollback can undo."""
+
+    table: str
+    target_id: str
+    old: Row | None
+    new: Row | None
+    redacted: bool
+
+
+@dataclass(frozen=True)
+class SignalTally:
+    """All use signals of one memory, summed up: what its lifecycle counters and state are computed from."""
+
+    counts: dict[str, int]  # signals per kind
+    pinned: bool  # the latest pin or unpin signal was a pin
+    compression: tuple[int | None, int] | None  # (level, seq) of the latest compress signal
+    last_use_seq: int | None  # seq of the latest cited_by_agent or helpful signal
+
+
+class ShardTx:
+    """One shard's write transaction: every mutation of memory state, audited, and the reads made inside it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn: sqlite3.Connection | None = conn
+
+    def end(self) -> None:
+        """Called by :meth:`Shard.transaction` on commit or rollback: later calls are refused."""
+        self._conn = None
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ShardError("mutations need a writer transaction (Shard.transaction); this one has ended")
+        return self._conn
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def memory_row(self, memory_id: str) -> Row | None:
+        row = self._db.execute("SELECT * FROM memories WHERE memory_id=?", (memory_id,)).fetchone()
+        return None if row is None else {k: row[k] for k in MEMORY_COLUMNS}
+
+    def _row(self, table: str, key_column: str, key: str) -> Row | None:
+        r = self._db.execute(f"SELECT * FROM {table} WHERE {key_column}=?", (key,)).fetchone()
+        return None if r is None else dict(r)
+
+    def node(self, node_id: str) -> Row | None:
+        return self._row("graph_nodes", "node_id", node_id)
+
+    def edge(self, edge_id: str) -> Row | None:
+        return self._row("graph_edges", "edge_id", edge_id)
+
+    def deferred_action(self, action_id: str) -> Row | None:
+        return self._row("deferred_actions", "action_id", action_id)
+
+    def cycle(self, cycle_id: str) -> Row | None:
+        return self._row("runtime_cycles", "cycle_id", cycle_id)
+
+    def rejection(self, rejection_id: int) -> Row | None:
+        r = self._db.execute("SELECT * FROM rejections WHERE rejection_id=?", (rejection_id,)).fetchone()
+        return None if r is None else dict(r)
+
+    # Conversation order of a session's L0 messages: (valid_from, source_id, memory_id).
+    _ORDER = "(valid_from, source_id, memory_id)"
+    _SAME_SESSION = ("tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND session_id IS ? "
+                     "AND layer='L0'")
+
+    def session_neighbour(self, row: Row, direction: Literal["previous", "next"]) -> Row | None:
+        """The L0 message just before or after ``row`` in its session's conversation order."""
+        op, order = ("<", "DESC") if direction == "previous" else (">", "ASC")
+        keys = [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"]]
+        found = self._db.execute(
+            f"SELECT memory_id FROM memories WHERE {self._SAME_SESSION} AND {self._ORDER} {op} (?, ?, ?) "
+            f"ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT 1",
+            [*keys, row["valid_from"], row["source_id"], row["memory_id"]],
+        ).fetchone()
+        return None if found is None else self.memory_row(found[0])
+
+    def dependants(self, memory_ids: Sequence[str]) -> list[str]:
+        """Memories that cite any of ``memory_ids`` as evidence."""
+        return [r[0] for r in self._db.execute(
+            f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({_marks(memory_ids)})",
+            list(memory_ids)).fetchall()]
+
+    def erasure_seeds(self, scope: Scope, erasure: Erasure) -> list[str]:
+        """The memories an erasure names directly (what was derived from them is found with :meth:`dependants`)."""
+        targets: dict[str, tuple[str, list[str | None]]] = {
+            "memory": ("memory_id = ?", [erasure.memory_id]),
+            "session": ("agent_id = ? AND session_id = ?", [scope.agent_id, erasure.session_id]),
+            "agent": ("agent_id = ?", [scope.agent_id]),
+            "user": ("1 = 1", []),
+        }
+        where, args = targets[erasure.target]
+        return [r[0] for r in self._db.execute(
+            f"SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND {where}",
+            [*_home(scope), *args])]
+
+    def tombstone_of_value(self, scope: Scope, value_hash: str) -> tuple[str, str] | None:
+        """(tombstone id, reason) of erased content of the user with exactly this value hash."""
+        found = self._db.execute(
+            "SELECT tombstone_id, reason FROM tombstones WHERE value_hash=? AND tenant_id=? AND workspace_id=? "
+            "AND user_id=? LIMIT 1", (value_hash, *_home(scope))).fetchone()
+        return None if found is None else (str(found[0]), str(found[1]))
+
+    def tombstones(self, scope: Scope) -> list[tuple[str, str, str]]:
+        """(tombstone id, normalised text, reason) of every tombstone of the user."""
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in self._db.execute(
+            "SELECT tombstone_id, normalised_text, reason FROM tombstones WHERE tenant_id=? AND workspace_id=? "
+            "AND user_id=?", _home(scope))]
+
+    def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
+        """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded."""
+        return [(str(r[0]), str(r[1])) for r in self._db.execute(
+            "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
+            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?", [*_home(scope), scope.agent_id])]
+
+    def signal_seen(self, signal: LifecycleSignal) -> bool:
+        return self._db.execute(
+            "SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+            (signal.memory_id, signal.signal_id, signal.kind)).fetchone() is not None
+
+    def signal_tally(self, memory_id: str) -> SignalTally:
+        db = self._db
+        counts = {str(k): int(n) for k, n in db.execute(
+            "SELECT kind, COUNT(*) FROM lifecycle_signals WHERE memory_id=? GROUP BY kind", (memory_id,))}
+        last_pin = db.execute(
+            "SELECT kind FROM lifecycle_signals WHERE memory_id=? AND kind IN ('pin', 'unpin') "
+            "ORDER BY at DESC, signal_id DESC LIMIT 1", (memory_id,)).fetchone()
+        compress = db.execute(
+            "SELECT level, seq FROM lifecycle_signals WHERE memory_id=? AND kind='compress' "
+            "ORDER BY seq DESC LIMIT 1", (memory_id,)).fetchone()
+        last_use = db.execute(
+            "SELECT MAX(seq) FROM lifecycle_signals WHERE memory_id=? AND kind IN ('cited_by_agent', 'helpful')",
+            (memory_id,)).fetchone()[0]
+        return SignalTally(counts=counts, pinned=last_pin is not None and last_pin[0] == "pin",
+                           compression=None if compress is None else (compress[0], int(compress[1])),
+                           last_use_seq=None if last_use is None else int(last_use))
+
+    def decision_stages(self, decision_id: str, scope: Scope) -> list[tuple[str, str]]:
+        """(decision, stage) of each recorded stage of a decision of the user."""
+        return [(str(r[0]), str(r[1])) for r in self._db.execute(
+            "SELECT decision, stage FROM governance_events WHERE decision_id=? AND tenant_id=? AND workspace_id=? "
+            "AND user_id=?", (decision_id, *_home(scope))).fetchall()]
+
+    def decision_audit(self, decision_id: str) -> list[AuditEntry]:
+        """The audit rows a decision (a proposal) wrote, newest first."""
+        return [AuditEntry(table=a["target_table"], target_id=a["target_id"],
+                           old=orjson.loads(a["old_value"]) if a["old_value"] else None,
+                           new=orjson.loads(a["new_value"]) if a["new_value"] else None,
+                           redacted=bool(a["redacted"]))
+                for a in self._db.execute("SELECT * FROM audit_log WHERE proposal_id=? ORDER BY audit_id DESC",
+                                          (decision_id,)).fetchall()]
+
+    # -- mutations: each writes its audit row first --------------------------------------------------------
+    def _audit(
+        self, *, at: str, proposal_id: str | None, actor: str, action: str, table: str, target_id: str,
+        old: Any, new: Any,
+    ) -> None:
+        self._db.execute(
+            "INSERT INTO audit_log (at, proposal_id, actor, action, target_table, target_id, old_value, "
+            "new_value) VALUES (?,?,?,?,?,?,?,?)",
+            (at, proposal_id, actor, action, table, target_id,
+             None if old is None else _json(old), None if new is None else _json(new)),
+        )
+
+    def insert_memory(self, row: Row, *, at: str, proposal_id: str, actor: str) -> None:
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="memories",
+                    target_id=row["memory_id"], old=None, new=row)
+        cols = ", ".join(MEMORY_COLUMNS)
+        self._db.execute(f"INSERT INTO memories ({cols}) VALUES ({_marks(MEMORY_COLUMNS)})",
+                         [row[c] for c in MEMORY_COLUMNS])
+        self._db.executemany(
+            "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
+            [(row["memory_id"], ev) for ev in orjson.loads(row["evidence"])],
+        )
+
+    def update_memory(self, old: Row, new: Row, *, at: str, proposal_id: str, actor: str) -> None:
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="update", table="memories",
+                    target_id=old["memory_id"], old=old, new=new)
+        changed = [c for c in MEMORY_COLUMNS if c != "memory_id" and old[c] != new[c]]
+        if changed:
+            sets = ", ".join(f"{c}=?" for c in changed)
+            self._db.execute(f"UPDATE memories SET {sets} WHERE memory_id=?",
+                             [new[c] for c in changed] + [old["memory_id"]])
+        if "evidence" in changed:
+            self._db.execute("DELETE FROM evidence_edges WHERE memory_id=?", (old["memory_id"],))
+            self._db.executemany(
+                "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
+                [(old["memory_id"], ev) for ev in orjson.loads(new["evidence"])],
+            )
+
+    def delete_memory(self, row: Row, *, at: str, proposal_id: str, actor: str, redact: bool = True) -> None:
+        """Delete one memory (FTS rows go with it through the triggers): an erasure keeps only hashes of the
+        removed value in the audit row, forgetting keeps the value itself."""
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="erase" if redact else "forget",
+                    table="memories", target_id=row["memory_id"], old=redacted(row) if redact else row, new=None)
+        self._db.execute("DELETE FROM memories WHERE memory_id=?", (row["memory_id"],))
+
+    def put_node(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
+        self._put_row("graph_nodes", "node_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+
+    def put_edge(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
+        self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+
+    def put_deferred_action(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
+        self._put_row("deferred_actions", "action_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+
+    def put_cycle(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
+        self._put_row("runtime_cycles", "cycle_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+
+    def _put_row(self, table: str, key_column: str, row: Row, old: Row | None, *, at: str, proposal_id: str,
+                 actor: str) -> None:
+        """Insert or replace one row of a graph/governance table, audited with its old value."""
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert" if old is None else "update",
+                    table=table, target_id=row[key_column], old=old, new=row)
+        cols = list(row)
+        if old is None:
+            self._db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({_marks(cols)})",
+                             [row[c] for c in cols])
+        else:
+            sets = ", ".join(f"{c}=?" for c in cols if c != key_column)
+            self._db.execute(f"UPDATE {table} SET {sets} WHERE {key_column}=?",
+                             [row[c] for c in cols if c != key_column] + [row[key_column]])
+
+    def delete_edges_touching(self, memory_ids: Sequence[str], *, at: str, proposal_id: str, actor: str) -> None:
+        """Delete the evidence edges that cite ``memory_ids`` and the graph edges from or to them, each audited
+        with its value."""
+        ids = list(memory_ids)
+        marks = _marks(ids)
+        for table, where, args in (("evidence_edges", f"evidence_id IN ({marks})", ids),
+                                   ("graph_edges", f"src_id IN ({marks}) OR dst_id IN ({marks})", [*ids, *ids])):
+            for r in self._db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
+                d = dict(r)
+                self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table=table,
+                            target_id=str(d.get("edge_id") or f"{d['memory_id']}->{d['evidence_id']}"), old=d,
+                            new=None)
+            self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
+
+    def insert_signal(self, signal: LifecycleSignal, *, at: str, proposal_id: str, actor: str) -> None:
+        """Record a use signal, numbered in arrival order per memory."""
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="lifecycle_signals",
+                    target_id=signal.memory_id, old=None, new={"signal_id": signal.signal_id, "kind": signal.kind})
+        self._db.execute(
+            "INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at, level, seq) VALUES (?,?,?,?,?, "
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
+            (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
+
+    def tombstone(self, row: Row, *, reason: str, at: str, value_hash: str) -> None:
+        """Remember erased or forgotten content as its hash and normalised text, so the guard refuses it."""
+        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash)
+        self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
+                    old=None, new={"value_hash": value_hash, "reason": reason})
+        self._db.execute(
+            "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
+            "normalised_text, reason, at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash,
+             normalise_text(row["content"]), reason, at),
+        )
+
+    def redact_audit(self, table: str, ids: Sequence[str]) -> None:
+        """Replace the text values of earlier audit rows about ``ids`` by their hashes (rows stay)."""
+        for start in range(0, len(ids), 400):
+            chunk = list(ids[start : start + 400])
+            self._db.execute(
+                "UPDATE audit_log SET old_value = redact_json(old_value), new_value = redact_json(new_value), "
+                f"redacted = 1 WHERE redacted = 0 AND target_table = ? AND target_id IN ({_marks(chunk)})",
+                [table, *chunk])
+
+    def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str) -> None:
+        """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
+        that still held the erased content. Every deletion is audited (values redacted)."""
+        db, home = self._db, _home(scope)
+        for start in range(0, len(memory_ids), 400):
+            chunk = list(memory_ids[start : start + 400])
+            marks = _marks(chunk)
+            for table, key, where in (
+                ("evidence_edges", "memory_id", f"memory_id IN ({marks}) OR evidence_id IN ({marks})"),
+                ("graph_edges", "edge_id", f"src_id IN ({marks}) OR dst_id IN ({marks})"),
+                ("ccr_entries", "marker", f"memory_id IN ({marks}) OR memory_id IN ({marks})"),
+            ):
+                for r in db.execute(f"SELECT * FROM {table} WHERE {where}", [*chunk, *chunk]).fetchall():
+                    d = dict(r)
+                    self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
+                                target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"),
+                                old=redacted(d), new=None)
+                db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
+        self.redact_audit("memories", memory_ids)
+        orphans = db.execute(
+            "SELECT * FROM graph_nodes n WHERE tenant_id=? AND workspace_id=? AND user_id=? AND NOT EXISTS "
+            "(SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)", home).fetchall()
+        for r in orphans:
+            self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_nodes",
+                        target_id=r["node_id"], old=redacted(dict(r)), new=None)
+            db.execute("DELETE FROM graph_nodes WHERE node_id=?", (r["node_id"],))
+        self.redact_audit("graph_nodes", [r["node_id"] for r in orphans])
+        db.execute("UPDATE runtime_cycles SET bundle = NULL WHERE tenant_id=? AND workspace_id=? AND user_id=?", home)
+        if all_cache:
+            n = db.execute("SELECT COUNT(*) FROM llm_cache WHERE home=?", (scope.home,)).fetchone()[0]
+            if n:
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
+                            target_id=scope.home, old={"entries": n}, new=None)
+                db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
+
+    _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
+                                       "deferred_actions": "action_id", "tombstones": "tombstone_id"}
+
+    def restore(self, entry: AuditEntry, *, at: str, proposal_id: str) -> str:
+        """Undo one audited change (rollback): the row goes back to its old value (or away if it had none).
+        Every restoration is audited in turn. Returns "removed", "restored" or "reinserted"."""
+        table, target_id, old, new = entry.table, entry.target_id, entry.old, entry.new
+        if table == "memories":
+            return self._restore_memory(target_id, old, at=at, proposal_id=proposal_id)
+        if table in self._KEYS:
+            key = self._KEYS[table]
+            current = self._row(table, key, target_id)
+            if old is None:
+                if current is not None:
+                    self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
+                                target_id=target_id, old=current, new=None)
+                    self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (target_id,))
+                return "removed"
+            self._put_row(table, key, old, current, at=at, proposal_id=proposal_id, actor="rollback")
+            return "restored" if current is not None else "reinserted"
+        if table == "evidence_edges" and old is not None:
+            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="insert", table=table,
+                        target_id=target_id, old=None, new=old)
+            self._db.execute("INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
+                             (old["memory_id"], old["evidence_id"]))
+            return "reinserted"
+        if table == "lifecycle_signals" and new is not None:
+            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
+                        target_id=target_id, old=new, new=None)
+            self._db.execute("DELETE FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+                             (target_id, new["signal_id"], new["kind"]))
+            return "removed"
+        if table == "rejections" and old is not None:
+            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="update", table=table,
+                        target_id=target_id, old=new, new=old)
+            self._db.execute("UPDATE rejections SET review_status=? WHERE rejection_id=?",
+                             (old["review_status"], int(target_id.removeprefix("rej_"))))
+            return "restored"
+        raise ShardError(f"cannot roll back a change to {table}")
+
+    def _restore_memory(self, memory_id: str, old: Row | None, *, at: str, proposal_id: str) -> str:
+        current = self.memory_row(memory_id)
+        if old is None:
+            if current is not None:
+                self.delete_memory(current, at=at, proposal_id=proposal_id, actor="rollback", redact=False)
+            return "removed"
+        if current is None:
+            self.insert_memory(old, at=at, proposal_id=proposal_id, actor="rollback")
+            return "reinserted"
+        self.update_memory(current, old, at=at, proposal_id=proposal_id, actor="rollback")
+        return "restored"
+
+    def mark_rejection(self, row: Row, status: str, *, at: str, proposal_id: str, actor: str) -> None:
+        """Set a rejection's review status (approved or dismissed)."""
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="update", table="rejections",
+                    target_id=f"rej_{row['rejection_id']}", old={"review_status": row["review_status"]},
+                    new={"review_status": status})
+        self._db.execute("UPDATE rejections SET review_status=? WHERE rejection_id=?", (status, row["rejection_id"]))
+
+    # -- insert-only records (they are their own audit) ---------------------------------------------------
+    def add_rejection(
+        self, *, at: str, proposal_id: str | None, memory_id: str | None, reason: str,
+        source: tuple[str, int, int] | None, payload: str | None,
+    ) -> None:
+        topic, part, off = source if source is not None else (None, None, None)
+        self._db.execute(
+            "INSERT INTO rejections (proposal_id, memory_id, reason, source_topic, source_partition, "
+            "source_offset, payload, at) VALUES (?,?,?,?,?,?,?,?)",
+            (proposal_id, memory_id, reason, topic, part, off, payload, at),
+        )
+
+    def record_decision(self, decision_id: str, scope: Scope, decision: str, stages: Sequence[tuple[str, str]],
+                        inputs: Mapping[str, Any], *, at: str) -> None:
+        """Record the stages (evaluated → decided → applied/deferred/rolled_back) of an autonomous decision,
+        each once, with its inputs and reason."""
+        for stage, reason in stages:
+            self._db.execute(
+                "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
+                "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (derive_id("gov", decision_id, stage), decision_id, scope.tenant_id, scope.workspace_id,
+                 scope.user_id, scope.agent_id, decision, stage, _json(dict(inputs)), reason, at))
+
+    # -- the stream position and the outbox, committed with the state they cover -------------------------
+    def store_offset(self, group_id: str, topic: str, partition: int, next_offset: int) -> None:
+        self._db.execute(
+            "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) VALUES (?,?,?,?) "
+            "ON CONFLICT(group_id, topic, partition) DO UPDATE SET next_offset=excluded.next_offset",
+            (group_id, topic, partition, next_offset),
+        )
+
+    def enqueue(self, topic: str, key: str | None, value: bytes) -> None:
+        self._db.execute("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)", (topic, key, value))
