@@ -261,7 +261,7 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
                 )
             )
         for part, rows in rows_by_part.items():
-            conn = shards.get(part).conn
+            conn = shards.get(part)._db
             conn.execute("BEGIN")
             conn.executemany(f"INSERT INTO memories ({cols}) VALUES ({marks})", rows)
             conn.executemany(

@@ -17,14 +17,14 @@ class ShardLLMCache:
         self.shard = shard
 
     def get(self, model: str, prompt_hash: str) -> str | None:
-        row = self.shard.conn.execute(
+        row = self.shard._db.execute(
             "SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?", (model, prompt_hash)
         ).fetchone()
         return None if row is None else str(row[0])
 
     def put_many(self, rows: list[tuple[str, str, str, str, str]]) -> None:
         """Copy cached answers (model, prompt hash, home, response, recorded at), e.g. into a replay."""
-        self.shard.conn.executemany(
+        self.shard._db.executemany(
             "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
             rows)
 
@@ -33,7 +33,7 @@ class ShardLLMCache:
         opened the shard read-only (a Kafka client beside the workers) keeps nothing: it is only a cache."""
         if self.shard.read_only:
             return
-        self.shard.conn.execute(
+        self.shard._db.execute(
             "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
             (model, prompt_hash, home, response, datetime.now(UTC).isoformat()),
         )

@@ -31,10 +31,10 @@ class _Routed:
 
     def _rows(self, scope: Scope, sql: str, args: list[Any]) -> list[Row]:
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        return [dict(r) for r in shard.conn.execute(sql, args)]
+        return [dict(r) for r in shard._db.execute(sql, args)]
 
     def _everywhere(self, sql: str, args: list[Any]) -> list[Row]:
-        return [dict(r) for shard in self.shards.existing() for r in shard.conn.execute(sql, args)]
+        return [dict(r) for shard in self.shards.existing() for r in shard._db.execute(sql, args)]
 
 
 class MemoryQueries(_Routed):
@@ -132,7 +132,7 @@ class CycleQueries(_Routed):
 
     def find(self, cycle_id: str) -> Row | None:
         for shard in self.shards.existing():
-            row = shard.conn.execute("SELECT * FROM runtime_cycles WHERE cycle_id=?", (cycle_id,)).fetchone()
+            row = shard._db.execute("SELECT * FROM runtime_cycles WHERE cycle_id=?", (cycle_id,)).fetchone()
             if row is not None:
                 return dict(row)
         return None
@@ -146,7 +146,7 @@ class MaintenanceQueries:
 
     def older_than(self, layer: str, cutoff: str) -> list[Row]:
         """Memories of ``layer`` valid since before ``cutoff``, not pinned, not superseded."""
-        return [dict(r) for shard in self.shards.existing() for r in shard.conn.execute(
+        return [dict(r) for shard in self.shards.existing() for r in shard._db.execute(
             "SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, layer, kind, content, valid_from "
             "FROM memories WHERE layer = ? AND valid_from < ? AND lc_pinned = 0 AND superseded_by IS NULL "
             "ORDER BY valid_from, memory_id", (layer, cutoff))]
@@ -154,7 +154,7 @@ class MaintenanceQueries:
     def last_uses(self) -> list[Row]:
         """Every current memory with its compression level and the time of its last use (citation or
         helpful feedback), for compaction."""
-        return [dict(r) for shard in self.shards.existing() for r in shard.conn.execute(
+        return [dict(r) for shard in self.shards.existing() for r in shard._db.execute(
             "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id, m.layer, m.valid_from, "
             "m.lc_pinned, m.lc_compression, (SELECT MAX(at) FROM lifecycle_signals s WHERE s.memory_id = "
             "m.memory_id AND s.kind IN ('cited_by_agent', 'helpful')) AS last_use FROM memories m "
@@ -164,7 +164,7 @@ class MaintenanceQueries:
         """Current L2 atoms never verified, or changed (by anything but verify or review) since their verdict."""
         out: list[Row] = []
         for shard in self.shards.existing():
-            out += [dict(r) for r in shard.conn.execute(
+            out += [dict(r) for r in shard._db.execute(
                 "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id FROM memories m "
                 "WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND (m.trust_verified_at IS NULL OR EXISTS "
                 "(SELECT 1 FROM audit_log a WHERE a.target_table = 'memories' AND a.target_id = m.memory_id AND "

@@ -31,7 +31,7 @@ class MemoryReader:
 
     def _query(self, scope: Scope, sql: str, args: list[Any]) -> list[MemoryUnit]:
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        return [row_to_memory(r) for r in shard.conn.execute(sql, args)]
+        return [row_to_memory(r) for r in shard._db.execute(sql, args)]
 
     def get(self, scope: Scope, memory_id: str) -> MemoryUnit | None:
         rows = self._query(scope, f"SELECT {_COLS} FROM memories WHERE memory_id=? AND {_HOME}",
@@ -78,13 +78,13 @@ class MemoryReader:
 
     def edge(self, scope: Scope, edge_id: str) -> dict[str, Any] | None:
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        row = shard.conn.execute(f"SELECT * FROM graph_edges WHERE edge_id=? AND {_HOME}",
+        row = shard._db.execute(f"SELECT * FROM graph_edges WHERE edge_id=? AND {_HOME}",
                                  [edge_id, *_home_args(scope)]).fetchone()
         return None if row is None else dict(row)
 
     def node(self, scope: Scope, node_id: str) -> dict[str, Any] | None:
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        row = shard.conn.execute(f"SELECT * FROM graph_nodes WHERE node_id=? AND {_HOME}",
+        row = shard._db.execute(f"SELECT * FROM graph_nodes WHERE node_id=? AND {_HOME}",
                                  [node_id, *_home_args(scope)]).fetchone()
         return None if row is None else dict(row)
 

@@ -132,7 +132,7 @@ class SearchQueries:
 
     @property
     def _conn(self) -> sqlite3.Connection:
-        return self.shard.conn
+        return self.shard._db
 
     # -- word channels -----------------------------------------------------------------------------------
     def words(self, terms: Sequence[str], policy: ScopePolicy, limit: int, context_weight: float

@@ -60,7 +60,9 @@ class Shard:
             self._conn = None
 
     @property
-    def conn(self) -> sqlite3.Connection:
+    def _db(self) -> sqlite3.Connection:
+        """The SQLite connection, for the store's own modules: nothing outside ``altm.store`` reaches it (a
+        test checks), and mutations go through :meth:`transaction`."""
         if self._conn is None:
             raise ShardError(f"shard {self.path} is not open")
         return self._conn
@@ -72,7 +74,7 @@ class Shard:
             raise ShardError("shard opened read-only")
         if self._in_tx:
             raise ShardError("nested shard transaction")
-        conn = self.conn
+        conn = self._db
         conn.execute("BEGIN IMMEDIATE")
         self._in_tx = True
         tx = ShardTx(conn)
@@ -88,11 +90,11 @@ class Shard:
 
     # -- reads -----------------------------------------------------------------------------------------
     def memory_row(self, memory_id: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT * FROM memories WHERE memory_id=?", (memory_id,)).fetchone()
+        row = self._db.execute("SELECT * FROM memories WHERE memory_id=?", (memory_id,)).fetchone()
         return None if row is None else {k: row[k] for k in MEMORY_COLUMNS}
 
     def next_offset(self, group_id: str, topic: str, partition: int) -> int | None:
-        row = self.conn.execute(
+        row = self._db.execute(
             "SELECT next_offset FROM consumer_offsets WHERE group_id=? AND topic=? AND partition=?",
             (group_id, topic, partition),
         ).fetchone()
@@ -100,24 +102,24 @@ class Shard:
 
     def bound_log(self) -> str | None:
         """The identity of the log whose offsets this shard stores (None until a writer binds it)."""
-        row = self.conn.execute("SELECT value FROM shard_meta WHERE key = 'log'").fetchone()
+        row = self._db.execute("SELECT value FROM shard_meta WHERE key = 'log'").fetchone()
         return None if row is None else str(row[0])
 
     def bind_log(self, identity: str) -> None:
         """Record the log this shard's offsets belong to (once; a different one is refused by the caller)."""
         if self.read_only:
             raise ShardError("shard opened read-only")
-        self.conn.execute("INSERT OR IGNORE INTO shard_meta (key, value) VALUES ('log', ?)", (identity,))
+        self._db.execute("INSERT OR IGNORE INTO shard_meta (key, value) VALUES ('log', ?)", (identity,))
 
     def has_offsets(self) -> bool:
-        return self.conn.execute("SELECT 1 FROM consumer_offsets LIMIT 1").fetchone() is not None
+        return self._db.execute("SELECT 1 FROM consumer_offsets LIMIT 1").fetchone() is not None
 
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str | None, bytes]]:
-        rows = self.conn.execute(
+        rows = self._db.execute(
             "SELECT seq, topic, key, value FROM outbox WHERE published=0 ORDER BY seq LIMIT ?", (limit,)
         ).fetchall()
         return [(int(r[0]), str(r[1]), r[2], bytes(r[3])) for r in rows]
 
     def mark_published(self, up_to_seq: int) -> None:
         # Outbox bookkeeping, not memory state: it records delivery, so it is not audited.
-        self.conn.execute("UPDATE outbox SET published=1 WHERE published=0 AND seq<=?", (up_to_seq,))
+        self._db.execute("UPDATE outbox SET published=1 WHERE published=0 AND seq<=?", (up_to_seq,))

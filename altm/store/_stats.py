@@ -52,7 +52,7 @@ def state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
         try:
             shard.open()
             for table, cols in HASHED_TABLES.items():
-                out[table].extend(tuple(r) for r in shard.conn.execute(f"SELECT {', '.join(cols)} FROM {table}"))
+                out[table].extend(tuple(r) for r in shard._db.execute(f"SELECT {', '.join(cols)} FROM {table}"))
         except sqlite3.OperationalError as exc:
             raise DataDirError(f"shard {path} is not initialised yet ({exc}); is a worker starting?") from None
         finally:
@@ -71,7 +71,7 @@ def shard_counts(data_dir: Path) -> dict[str, Any]:
     for partition, path in shard_files(data_dir):
         shard = Shard(path, partition, read_only=True).open()
         try:
-            c = shard.conn
+            c = shard._db
             for layer, n in c.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
                 layers[layer] = layers.get(layer, 0) + n
                 totals["memories"] += n

@@ -44,7 +44,7 @@ class DeferredWork:
     def add(self, stage: str, topic: str, partition: int, offset: int, key: str | None, value: bytes,
             reason: str) -> None:
         work_id = derive_id("work", stage, topic, str(partition), str(offset))
-        conn = self.shards.get(partition).conn
+        conn = self.shards.get(partition)._db
         row = conn.execute("SELECT attempts FROM deferred_work WHERE work_id=?", (work_id,)).fetchone()
         attempts = (int(row[0]) + 1) if row else 1
         log.warning("deferred %s work on %s[%d]@%d (attempt %d): %s", stage, topic, partition, offset, attempts,
@@ -65,7 +65,7 @@ class DeferredWork:
         for shard in self.shards.existing():
             if partitions is not None and shard.partition not in partitions:
                 continue
-            for r in shard.conn.execute(
+            for r in shard._db.execute(
                 "SELECT work_id, topic, partition, offset, key, value FROM deferred_work "
                 "WHERE processor=? AND next_attempt_at<=? ORDER BY partition, offset LIMIT ?",
                 (stage, now, limit),
@@ -74,8 +74,8 @@ class DeferredWork:
         return out
 
     def done(self, item: WorkItem) -> None:
-        self.shards.get(item.partition).conn.execute("DELETE FROM deferred_work WHERE work_id=?", (item.work_id,))
+        self.shards.get(item.partition)._db.execute("DELETE FROM deferred_work WHERE work_id=?", (item.work_id,))
 
     def count(self) -> int:
-        return sum(int(s.conn.execute("SELECT COUNT(*) FROM deferred_work").fetchone()[0])
+        return sum(int(s._db.execute("SELECT COUNT(*) FROM deferred_work").fetchone()[0])
                    for s in self.shards.existing())

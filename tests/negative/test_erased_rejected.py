@@ -43,6 +43,6 @@ async def test_erased_guarded_and_rejected_material_is_absent(settings: Settings
         assert derived == []  # the guard refused every derived re-assertion
         with pytest.raises(NotFound):
             app.drilldown(marker, SCOPE)
-        rejected = [r for s in rt.shards.existing() for r in s.conn.execute(
+        rejected = [r for s in rt.shards.existing() for r in s._db.execute(
             "SELECT reason FROM rejections WHERE reason LIKE 'write guard: re-asserts anti-pattern%'")]
         assert rejected

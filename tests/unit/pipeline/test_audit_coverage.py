@@ -95,12 +95,6 @@ def test_state_mutations_live_only_in_the_shard_transaction() -> None:
     assert elsewhere == [], f"state mutations outside ShardTx: {elsewhere}"
 
 
-def test_the_pipeline_holds_no_sql() -> None:
-    found = [f"{path.relative_to(ROOT)}:{lineno}" for path in sorted((ROOT / "pipeline").rglob("*.py"))
-             for lineno, text in _sql_texts(ast.parse(path.read_text())) if SQL.search(text)]
-    assert found == [], f"SQL in the pipeline (it belongs in altm/store): {found}"
-
-
 def test_the_scan_catches_an_unaudited_or_late_audited_delete() -> None:
     source = (
         "class ShardTx:\n"

@@ -27,7 +27,7 @@ def _dlq(rt: EmbeddedRuntime) -> list[dict[str, object]]:
 
 def _l0_contents(rt: EmbeddedRuntime) -> list[str]:
     return sorted(
-        r[0] for s in rt.shards.existing() for r in s.conn.execute("SELECT content FROM memories WHERE layer='L0'")
+        r[0] for s in rt.shards.existing() for r in s._db.execute("SELECT content FROM memories WHERE layer='L0'")
     )
 
 
@@ -74,7 +74,7 @@ async def test_restart_resumes_from_offsets_stored_with_the_data(settings: Setti
         await rt.publish([make_turn(3)])
         assert await rt.run_until_idle() == 2
         assert len(_l0_contents(rt)) == 4
-        audits = sum(s.conn.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] for s in rt.shards.existing())
+        audits = sum(s._db.execute("SELECT COUNT(*) FROM audit_log").fetchone()[0] for s in rt.shards.existing())
         assert audits == 4
 
 
@@ -154,7 +154,7 @@ async def test_hosts_cannot_publish_proposals(settings: Settings) -> None:
 def _layers(rt: EmbeddedRuntime) -> dict[str, int]:
     out: dict[str, int] = {}
     for s in rt.shards.existing():
-        for layer, n in s.conn.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
+        for layer, n in s._db.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
             out[layer] = out.get(layer, 0) + n
     return out
 

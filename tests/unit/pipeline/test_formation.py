@@ -160,7 +160,7 @@ async def test_embed_indexes_every_memory_with_its_scope(settings: Settings) -> 
         await ingest_file(rt, sample_path())
         vectors, embedder = d.vectors, d.models.embedding
         assert vectors is not None and embedder is not None
-        total = sum(s.conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] for s in rt.shards.existing())
+        total = sum(s._db.execute("SELECT COUNT(*) FROM memories").fetchone()[0] for s in rt.shards.existing())
         assert vectors.count() == total
         (query,) = embedder.embed(["When is the billing migration deadline?"])
         hits = vectors.search(query, VectorFilter(equals={"tenant_id": "acme", "user_id": "dana",

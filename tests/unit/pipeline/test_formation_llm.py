@@ -37,7 +37,7 @@ def _llm(base_url: str, **extra: Any) -> dict[ModelTask, LLMSettings]:
 
 def _atoms(rt: EmbeddedRuntime) -> list[dict[str, Any]]:
     return [dict(r) for s in rt.shards.existing()
-            for r in s.conn.execute("SELECT * FROM memories WHERE layer='L2' ORDER BY memory_id")]
+            for r in s._db.execute("SELECT * FROM memories WHERE layer='L2' ORDER BY memory_id")]
 
 
 async def test_structured_extraction_labels_method_model_and_prompt(settings: Settings) -> None:
@@ -93,7 +93,7 @@ async def test_invalid_json_never_becomes_memories(settings: Settings) -> None:
             await rt.run_until_idle()
             assert _atoms(rt) == []
             assert rt.work.count() == 1
-            (reason,) = [r[0] for sh in rt.shards.existing() for r in sh.conn.execute(
+            (reason,) = [r[0] for sh in rt.shards.existing() for r in sh._db.execute(
                 "SELECT reason FROM deferred_work")]
             assert "does not match ExtractionResult" in reason
 
@@ -109,7 +109,7 @@ async def test_budget_exhausted_defers_without_partial_writes(settings: Settings
             assert len(api.chat_requests) == 1
             assert atoms and len({json.loads(a["evidence"])[0] for a in atoms}) == 1
             assert rt.work.count() == 1
-            (reason,) = [r[0] for sh in rt.shards.existing() for r in sh.conn.execute(
+            (reason,) = [r[0] for sh in rt.shards.existing() for r in sh._db.execute(
                 "SELECT reason FROM deferred_work")]
             assert "token budget of task L2 exhausted" in reason
 
@@ -122,7 +122,7 @@ async def test_server_errors_are_deferred_not_guessed(settings: Settings) -> Non
             await rt.run_until_idle()
             assert _atoms(rt) == []
             assert rt.work.count() == 1
-            l0 = sum(sh.conn.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
+            l0 = sum(sh._db.execute("SELECT COUNT(*) FROM memories WHERE layer='L0'").fetchone()[0]
                      for sh in rt.shards.existing())
             assert l0 == 1  # capture is never blocked by a model
 
@@ -159,12 +159,12 @@ async def test_every_stage_uses_its_model_when_configured(settings: Settings) ->
             await rt.publish([make_turn(1, "I use dark mode in my editor.", session="a"),
                               make_turn(2, "Now I switched to light mode in the editor.", session="b")])
             await rt.run_until_idle()
-            rows = [dict(r) for s in rt.shards.existing() for r in s.conn.execute(
+            rows = [dict(r) for s in rt.shards.existing() for r in s._db.execute(
                 "SELECT layer, kind, method, model, trust_status, trust_method, superseded_by, attributes "
                 "FROM memories ORDER BY valid_from, memory_id")]
-            nodes = [dict(r) for s in rt.shards.existing() for r in s.conn.execute(
+            nodes = [dict(r) for s in rt.shards.existing() for r in s._db.execute(
                 "SELECT name, method FROM graph_nodes")]
-            edges = [dict(r) for s in rt.shards.existing() for r in s.conn.execute(
+            edges = [dict(r) for s in rt.shards.existing() for r in s._db.execute(
                 "SELECT edge_type, label, method FROM graph_edges WHERE edge_type='RELATED'")]
     capsules = [r for r in rows if r["layer"] == "L1"]
     assert capsules and all(r["method"] == "llm" and r["model"] == "m-l1" for r in capsules)

@@ -116,7 +116,7 @@ async def test_guard_fails_closed(settings: Settings, monkeypatch: pytest.Monkey
         monkeypatch.undo()
         s2 = rt.work
         for row in _rows(s.data_dir, "SELECT work_id, partition FROM deferred_work"):  # make them due now
-            rt.shards.get(row["partition"]).conn.execute("UPDATE deferred_work SET next_attempt_at=0")
+            rt.shards.get(row["partition"])._db.execute("UPDATE deferred_work SET next_attempt_at=0")
         await rt.run_until_idle()
         assert s2.count() == 0
         assert _rows(s.data_dir, "SELECT * FROM memories WHERE layer='L0'")

@@ -58,7 +58,7 @@ def writer(settings: Settings) -> Iterator[Writer]:
 
 
 def _audit_rows(writer: Writer, partition: int) -> list[dict[str, object]]:
-    return [dict(r) for r in writer.shards.get(partition).conn.execute("SELECT * FROM audit_log ORDER BY audit_id")]
+    return [dict(r) for r in writer.shards.get(partition)._db.execute("SELECT * FROM audit_log ORDER BY audit_id")]
 
 
 def _outbox(writer: Writer, partition: int) -> list[tuple[str, bytes]]:
@@ -102,7 +102,7 @@ async def test_offset_is_stored_in_the_same_transaction_as_the_data(writer: Writ
     rec = _record(prop, 0)
     shard = writer.shards.get(rec.partition)
     # make the mutation fail after the audit row: nothing, not even the offset, may be committed
-    shard.conn.execute(
+    shard._db.execute(
         "CREATE TRIGGER boom BEFORE INSERT ON memories BEGIN SELECT RAISE(ABORT, 'disk full'); END"
     )
     with pytest.raises(Exception, match="disk full"):
@@ -110,7 +110,7 @@ async def test_offset_is_stored_in_the_same_transaction_as_the_data(writer: Writ
     assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) is None
     assert _audit_rows(writer, rec.partition) == []
     assert _outbox(writer, rec.partition) == []
-    shard.conn.execute("DROP TRIGGER boom")
+    shard._db.execute("DROP TRIGGER boom")
     assert writer.apply(rec, N).changes[0].status is ChangeStatus.COMMITTED
 
 
@@ -122,7 +122,7 @@ async def test_scope_that_does_not_match_the_key_is_rejected(writer: Writer) -> 
     assert change.reason is not None and "does not match the record key" in change.reason
     shard = writer.shards.get(rec.partition)
     assert shard.memory_row(prop.memory.memory_id) is None
-    (reason,) = [r[0] for r in shard.conn.execute("SELECT reason FROM rejections")]
+    (reason,) = [r[0] for r in shard._db.execute("SELECT reason FROM rejections")]
     assert "does not match the record key" in reason
 
 
@@ -140,7 +140,7 @@ async def test_malformed_proposal_is_rejected_and_dead_lettered(writer: Writer) 
     (dead,) = outcome.dead_letters
     assert dead.stage == "writer" and "malformed proposal: invalid JSON" in dead.error
     shard = writer.shards.get(rec.partition)
-    assert shard.conn.execute("SELECT COUNT(*) FROM rejections").fetchone()[0] == 1
+    assert shard._db.execute("SELECT COUNT(*) FROM rejections").fetchone()[0] == 1
     ((topic, value),) = _outbox(writer, rec.partition)
     assert topic == "altm.dlq" and decode_dead_letter(value).original.startswith('{"event_type"')
     assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) == 1  # the stream moves on

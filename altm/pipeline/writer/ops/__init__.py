@@ -37,7 +37,7 @@ from altm.store import ShardTx
 __all__ = ["Applied", "OpContext", "Rejection", "apply_op"]
 
 
-def apply_op(tx: ShardTx, p: ProposalEvent, ctx: OpContext) -> Applied:
+def apply_op(tx: ShardTx, p: ProposalEvent, ctx: OpContext) -> Applied:  # noqa: C901 - one flat case per op
     match p:
         case UpsertMemoryProposal():
             return upsert_memory(tx, p, ctx)
