@@ -13,7 +13,7 @@ from typing import Any
 from altm.app._errors import NotFound
 from altm.core import Scope
 from altm.recall import DEFAULT_PRESET, Emergent, Hit, Retriever, SearchConfig, SearchResult, preset
-from altm.store import GovernanceQueries, MemoryQueries, ReviewQueries, ShardSet
+from altm.store import GovernanceQueries, MemoryQueries, MemoryRow, ReviewQueries, ShardSet
 
 
 class RecallService:
@@ -42,7 +42,7 @@ class RecallService:
     def hits_for(self, scope: Scope, session_id: str | None, memory_ids: Sequence[str]) -> list[Hit]:
         return self.retriever.hits_for(scope, session_id, memory_ids)
 
-    def memory(self, scope: Scope, memory_id: str) -> dict[str, Any]:
+    def memory(self, scope: Scope, memory_id: str) -> MemoryRow:
         """A memory the scope may see; :class:`NotFound` otherwise (unknown and foreign ids alike)."""
         row = self._memories.visible(scope, memory_id)
         if row is None:

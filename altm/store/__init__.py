@@ -14,7 +14,17 @@ from altm.store._queries import (
     ReviewQueries,
 )
 from altm.store._reader import MemoryReader
-from altm.store._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS, comparable, memory_to_row, row_to_memory
+from altm.store._rows import (
+    MEMORY_COLUMNS,
+    WALL_CLOCK_COLUMNS,
+    MemoryRow,
+    carry_over,
+    columns,
+    comparable,
+    memory_row,
+    memory_to_row,
+    row_to_memory,
+)
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
 from altm.store._shard import Shard
 from altm.store._shard_tx import AuditEntry, ShardTx, SignalTally
@@ -36,6 +46,7 @@ __all__ = [
     "MaintenanceQueries",
     "MemoryQueries",
     "MemoryReader",
+    "MemoryRow",
     "OutcomeQueries",
     "ProposalOutcome",
     "ReviewQueries",
@@ -49,9 +60,12 @@ __all__ = [
     "ShardTx",
     "SignalTally",
     "WorkItem",
+    "carry_over",
+    "columns",
     "comparable",
     "count_layer",
     "llm_cache_rows",
+    "memory_row",
     "memory_to_row",
     "row_to_memory",
     "shard_counts",

@@ -11,6 +11,7 @@ from typing import Any
 
 from altm.core import Layer, Scope, partition_for
 from altm.store._policy import ScopePolicy
+from altm.store._rows import MemoryRow, memory_row
 from altm.store._shardset import ShardSet
 
 Row = dict[str, Any]
@@ -40,12 +41,12 @@ class _Routed:
 class MemoryQueries(_Routed):
     """Memories as a scope may see them: one visibility rule (the recall policy) for every listing."""
 
-    def visible(self, scope: Scope, memory_id: str) -> Row | None:
+    def visible(self, scope: Scope, memory_id: str) -> MemoryRow | None:
         """The memory if ``scope`` may see it (any session of the agent); None for anything else, whether
         it does not exist or belongs to another scope: the caller cannot tell the two apart."""
         where, args = ScopePolicy(scope, None, l0_across_sessions=True).sql("m")
         rows = self._rows(scope, f"SELECT m.* FROM memories m WHERE m.memory_id = ? AND {where}", [memory_id, *args])
-        return rows[0] if rows else None
+        return memory_row(rows[0]) if rows else None
 
     def listing(self, scope: Scope | None, *, session_id: str | None = None, layer: str | None = None,
                 kind: str | None = None, limit: int = 50, offset: int = 0) -> list[Row]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -11,7 +12,7 @@ _TEXT_FIELDS = ("content", "context", "attributes", "trust_reason", "name", "lab
                 "response", "bundle")
 
 
-def redacted(row: dict[str, Any]) -> dict[str, Any]:
+def redacted(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row whose text fields are replaced by their SHA-256 (what an erasure may keep)."""
     out = dict(row)
     for f in _TEXT_FIELDS:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import orjson
 
 from altm.core import Lifecycle, MemoryUnit, Provenance, Scope, Trust
 
-MEMORY_COLUMNS = (
+MEMORY_COLUMNS: tuple[str, ...] = (
     "memory_id", "tenant_id", "workspace_id", "user_id", "agent_id", "session_id", "layer", "kind",
     "content", "context", "content_hash", "source_id", "role", "attributes", "evidence", "method", "processor",
     "model", "prompt_hash", "source_event_id", "valid_from", "valid_to", "recorded_at", "superseded_at",
@@ -20,6 +21,51 @@ MEMORY_COLUMNS = (
 )
 
 WALL_CLOCK_COLUMNS = frozenset({"recorded_at", "superseded_at", "trust_verified_at"})
+
+
+class MemoryRow(TypedDict):
+    """One row of ``memories``, typed: JSON columns (attributes, evidence) as text, times as ISO 8601 text,
+    booleans as 0/1 (what SQLite stores)."""
+
+    memory_id: str
+    tenant_id: str
+    workspace_id: str
+    user_id: str
+    agent_id: str
+    session_id: str | None
+    layer: str
+    kind: str
+    content: str
+    context: str | None
+    content_hash: str
+    source_id: str | None
+    role: str | None
+    attributes: str
+    evidence: str
+    method: str
+    processor: str
+    model: str | None
+    prompt_hash: str | None
+    source_event_id: str | None
+    valid_from: str | None
+    valid_to: str | None
+    recorded_at: str | None
+    superseded_at: str | None
+    superseded_by: str | None
+    trust_status: str
+    trust_method: str | None
+    trust_confidence: float | None
+    trust_reason: str | None
+    trust_contradicting_id: str | None
+    trust_verified_at: str | None
+    lc_state: str
+    lc_weight: float
+    lc_injected: int
+    lc_cited: int
+    lc_helpful: int
+    lc_harmful: int
+    lc_pinned: int
+    lc_compression: int
 """Columns that hold wall-clock time, excluded from state hashes by design."""
 
 
@@ -27,7 +73,7 @@ def _dt(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def memory_to_row(mem: MemoryUnit, recorded_at: datetime) -> dict[str, Any]:
+def memory_to_row(mem: MemoryUnit, recorded_at: datetime) -> MemoryRow:
     p, t, lc = mem.provenance, mem.trust, mem.lifecycle
     return {
         "memory_id": mem.memory_id,
@@ -72,7 +118,7 @@ def memory_to_row(mem: MemoryUnit, recorded_at: datetime) -> dict[str, Any]:
     }
 
 
-def row_to_memory(row: sqlite3.Row | dict[str, Any]) -> MemoryUnit:
+def row_to_memory(row: sqlite3.Row | MemoryRow | Mapping[str, Any]) -> MemoryUnit:
     r = dict(row)
     return MemoryUnit(
         memory_id=r["memory_id"],
@@ -112,6 +158,22 @@ def row_to_memory(row: sqlite3.Row | dict[str, Any]) -> MemoryUnit:
     )
 
 
-def comparable(row: dict[str, Any]) -> dict[str, Any]:
+def memory_row(row: sqlite3.Row | Mapping[str, Any]) -> MemoryRow:
+    """A ``memories`` row read from SQLite, as a typed row."""
+    return cast("MemoryRow", {k: row[k] for k in MEMORY_COLUMNS})
+
+
+def columns(row: MemoryRow) -> Mapping[str, Any]:
+    """The row by column name, for code that walks :data:`MEMORY_COLUMNS`."""
+    return cast("Mapping[str, Any]", row)
+
+
+def carry_over(new: MemoryRow, old: MemoryRow, names: Iterable[str]) -> MemoryRow:
+    """``new`` with the ``names`` columns taken from ``old``."""
+    kept = columns(old)
+    return cast("MemoryRow", {**columns(new), **{name: kept[name] for name in names}})
+
+
+def comparable(row: MemoryRow | Mapping[str, Any]) -> dict[str, Any]:
     """A row without its wall-clock columns (what idempotency and state hashes compare)."""
     return {k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS}

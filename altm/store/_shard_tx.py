@@ -17,7 +17,7 @@ import orjson
 from altm.core import Erasure, LifecycleSignal, Scope, derive_id, normalise_text
 from altm.store._errors import ShardError
 from altm.store._redaction import redacted
-from altm.store._rows import MEMORY_COLUMNS
+from altm.store._rows import MEMORY_COLUMNS, MemoryRow, columns, memory_row
 
 Row = dict[str, Any]
 
@@ -72,9 +72,9 @@ class ShardTx:
         return self._conn
 
     # -- reads ---------------------------------------------------------------------------------------------
-    def memory_row(self, memory_id: str) -> Row | None:
+    def memory_row(self, memory_id: str) -> MemoryRow | None:
         row = self._db.execute("SELECT * FROM memories WHERE memory_id=?", (memory_id,)).fetchone()
-        return None if row is None else {k: row[k] for k in MEMORY_COLUMNS}
+        return None if row is None else memory_row(row)
 
     def _row(self, table: str, key_column: str, key: str) -> Row | None:
         r = self._db.execute(f"SELECT * FROM {table} WHERE {key_column}=?", (key,)).fetchone()
@@ -101,7 +101,7 @@ class ShardTx:
     _SAME_SESSION = ("tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND session_id IS ? "
                      "AND layer='L0'")
 
-    def session_neighbour(self, row: Row, direction: Literal["previous", "next"]) -> Row | None:
+    def session_neighbour(self, row: MemoryRow, direction: Literal["previous", "next"]) -> MemoryRow | None:
         """The L0 message just before or after ``row`` in its session's conversation order."""
         op, order = ("<", "DESC") if direction == "previous" else (">", "ASC")
         keys = [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"]]
@@ -199,25 +199,26 @@ class ShardTx:
              None if old is None else _json(old), None if new is None else _json(new)),
         )
 
-    def insert_memory(self, row: Row, *, at: str, proposal_id: str, actor: str) -> None:
+    def insert_memory(self, row: MemoryRow, *, at: str, proposal_id: str, actor: str) -> None:
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="memories",
                     target_id=row["memory_id"], old=None, new=row)
         cols = ", ".join(MEMORY_COLUMNS)
         self._db.execute(f"INSERT INTO memories ({cols}) VALUES ({_marks(MEMORY_COLUMNS)})",
-                         [row[c] for c in MEMORY_COLUMNS])
+                         [columns(row)[c] for c in MEMORY_COLUMNS])
         self._db.executemany(
             "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
             [(row["memory_id"], ev) for ev in orjson.loads(row["evidence"])],
         )
 
-    def update_memory(self, old: Row, new: Row, *, at: str, proposal_id: str, actor: str) -> None:
+    def update_memory(self, old: MemoryRow, new: MemoryRow, *, at: str, proposal_id: str, actor: str) -> None:
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="update", table="memories",
                     target_id=old["memory_id"], old=old, new=new)
-        changed = [c for c in MEMORY_COLUMNS if c != "memory_id" and old[c] != new[c]]
+        before, after = columns(old), columns(new)
+        changed = [c for c in MEMORY_COLUMNS if c != "memory_id" and before[c] != after[c]]
         if changed:
             sets = ", ".join(f"{c}=?" for c in changed)
             self._db.execute(f"UPDATE memories SET {sets} WHERE memory_id=?",
-                             [new[c] for c in changed] + [old["memory_id"]])
+                             [after[c] for c in changed] + [old["memory_id"]])
         if "evidence" in changed:
             self._db.execute("DELETE FROM evidence_edges WHERE memory_id=?", (old["memory_id"],))
             self._db.executemany(
@@ -225,7 +226,7 @@ class ShardTx:
                 [(old["memory_id"], ev) for ev in orjson.loads(new["evidence"])],
             )
 
-    def delete_memory(self, row: Row, *, at: str, proposal_id: str, actor: str, redact: bool = True) -> None:
+    def delete_memory(self, row: MemoryRow, *, at: str, proposal_id: str, actor: str, redact: bool = True) -> None:
         """Delete one memory (FTS rows go with it through the triggers): an erasure keeps only hashes of the
         removed value in the audit row, forgetting keeps the value itself."""
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="erase" if redact else "forget",
@@ -281,7 +282,7 @@ class ShardTx:
             "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
             (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
 
-    def tombstone(self, row: Row, *, reason: str, at: str, value_hash: str) -> None:
+    def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str) -> None:
         """Remember erased or forgotten content as its hash and normalised text, so the guard refuses it."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash)
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
@@ -383,10 +384,11 @@ class ShardTx:
             if current is not None:
                 self.delete_memory(current, at=at, proposal_id=proposal_id, actor="rollback", redact=False)
             return "removed"
+        prior = memory_row(old)  # the audit row's old value: every column of the row as it was
         if current is None:
-            self.insert_memory(old, at=at, proposal_id=proposal_id, actor="rollback")
+            self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
-        self.update_memory(current, old, at=at, proposal_id=proposal_id, actor="rollback")
+        self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")
         return "restored"
 
     def mark_rejection(self, row: Row, status: str, *, at: str, proposal_id: str, actor: str) -> None:

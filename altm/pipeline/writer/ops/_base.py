@@ -11,7 +11,7 @@ from altm.core import ChangeStatus, MemoryUnit, Proposal
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import WriteGuard
-from altm.store import ShardTx
+from altm.store import MemoryRow, ShardTx
 
 Row = dict[str, Any]
 
@@ -45,7 +45,7 @@ def as_json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> Row:
+def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow:
     """The stored row of a memory the proposal acts on, refused when missing or of another scope home."""
     row = tx.memory_row(memory_id)
     if row is None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from altm.core import ChangeStatus, EraseProposal
 from altm.pipeline.writer.guard import value_hash
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.pipeline.writer.ops.memory import previous_content
-from altm.store import ShardTx
+from altm.store import MemoryRow, ShardTx
 
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
@@ -16,7 +16,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}")
     doomed = _with_derivatives(tx, seeds)
-    successors: dict[str, Row] = {}
+    successors: dict[str, MemoryRow] = {}
     for mid in sorted(doomed):
         row = tx.memory_row(mid)
         if row is None:
@@ -31,7 +31,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     for following in successors.values():  # the next message's context held erased content
         fresh = tx.memory_row(following["memory_id"])
         if fresh is not None:
-            tx.update_memory(fresh, {**fresh, "context": previous_content(tx, fresh)}, at=ctx.now,
+            relinked: MemoryRow = {**fresh, "context": previous_content(tx, fresh)}
+            tx.update_memory(fresh, relinked, at=ctx.now,
                              proposal_id=p.event_id, actor="writer")
     tx.redact_audit("memories", sorted(successors))
     tx.scrub(scope, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)

@@ -24,7 +24,7 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, as_json, target_row
-from altm.store import ShardTx, row_to_memory
+from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
 def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
@@ -36,7 +36,7 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
         return Applied(ChangeStatus.UNCHANGED)
     if old["superseded_by"] is not None:
         raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}")
-    closed = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
+    closed: MemoryRow = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
               "valid_to": newer["valid_from"] or old["valid_to"]}
     tx.update_memory(old, closed, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     _evidence_edge(tx, p, ctx, EdgeType.SUPERSEDES, supersession.new_id, supersession.old_id)
@@ -58,10 +58,10 @@ def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     if canonical["content_hash"] != duplicate["content_hash"] or canonical["kind"] != duplicate["kind"]:
         raise Rejection("only exact duplicates (same kind and content hash) are merged without review")
     evidence = sorted(set(orjson.loads(canonical["evidence"])) | set(orjson.loads(duplicate["evidence"])))
-    merged = {**canonical, "evidence": as_json(evidence)}
+    merged: MemoryRow = {**canonical, "evidence": as_json(evidence)}
     if merged != canonical:
         tx.update_memory(canonical, merged, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    folded = {**duplicate, "superseded_by": pair.canonical_id, "superseded_at": ctx.now,
+    folded: MemoryRow = {**duplicate, "superseded_by": pair.canonical_id, "superseded_at": ctx.now,
               "lc_state": LifecycleState.MERGED.value}
     tx.update_memory(duplicate, folded, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     _evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, pair.duplicate_id, pair.canonical_id)
@@ -110,7 +110,7 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     """Approved: verified as ground truth. Rejected: contradicted and out of recall (kept for the audit)."""
     old = target_row(tx, p, decision.item_id, "reviewed memory")
     approve = decision.decision == "approve"
-    new = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
+    new: MemoryRow = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
            "trust_confidence": 1.0, "trust_reason": f"{decision.decision}d by {_reviewer(decision)}",
            "trust_verified_at": ctx.now, "lc_state": old["lc_state"] if approve else "rejected"}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")

@@ -7,7 +7,7 @@ import orjson
 from altm.core import ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
 from altm.pipeline.writer.guard import value_hash
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
-from altm.store import ShardTx, SignalTally, comparable, row_to_memory
+from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
 def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
@@ -23,7 +23,7 @@ def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
                                          ("cited_by_agent", "helpful", "harmful", "injected"))
     weight = ctx.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
                               contradicted=old["trust_status"] == "contradicted")
-    new = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
+    new: MemoryRow = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
            "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": _compression_level(tally),
            "lc_state": ctx.rules.state(weight, pinned=pinned, current=old["lc_state"])}
     if comparable(new) == comparable(old):
@@ -88,7 +88,7 @@ def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpCon
         if row is None:
             continue
         remaining = [e for e in orjson.loads(row["evidence"]) if e not in set(gone)]
-        new = {**row, "evidence": as_json(remaining)}
+        new: MemoryRow = {**row, "evidence": as_json(remaining)}
         if not remaining:  # nothing left to stand on: kept, flagged for review
             attrs = orjson.loads(row["attributes"])
             attrs["evidence_forgotten"] = True

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row
-from altm.store import ShardTx, comparable, memory_to_row, row_to_memory
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
+from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
 # What a re-derivation may not reset: other stages wrote it (trust, lifecycle, supersession, L0 context).
 _KEPT_ON_UPDATE = (
@@ -29,7 +29,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
         if mem.layer is Layer.L0:
             also = _relink_successor(tx, new_row, p, ctx)
     else:
-        new_row.update({col: old_row[col] for col in _KEPT_ON_UPDATE})
+        new_row = carry_over(new_row, old_row, _KEPT_ON_UPDATE)
         if comparable(old_row) == comparable(new_row):
             return Applied(ChangeStatus.UNCHANGED)
         if mem.layer is Layer.L0:
@@ -62,17 +62,18 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> None:
         raise Rejection(f"write guard: {verdict.reason}")
 
 
-def previous_content(tx: ShardTx, row: Row) -> str | None:
+def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
     """The content of the L0 message before ``row`` in its session: its context."""
     prev = tx.session_neighbour(row, "previous")
     return None if prev is None else str(prev["content"])
 
 
-def _relink_successor(tx: ShardTx, row: Row, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
+def _relink_successor(tx: ShardTx, row: MemoryRow, p: UpsertMemoryProposal, ctx: OpContext
+                      ) -> list[MemoryUnit]:
     """A message that arrived late becomes the context of the one after it (order-independent)."""
     following = tx.session_neighbour(row, "next")
     if following is None or following["context"] == row["content"]:
         return []
-    updated = {**following, "context": row["content"]}
+    updated: MemoryRow = {**following, "context": row["content"]}
     tx.update_memory(following, updated, at=ctx.now, proposal_id=p.event_id, actor="writer")
     return [row_to_memory(updated)]

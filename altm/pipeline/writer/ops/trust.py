@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from altm.core import ChangeStatus, SetTrustProposal
 from altm.pipeline.writer.ops._base import Applied, OpContext, target_row
-from altm.store import ShardTx, comparable, row_to_memory
+from altm.store import MemoryRow, ShardTx, comparable, row_to_memory
 
 
 def set_trust(tx: ShardTx, p: SetTrustProposal, ctx: OpContext) -> Applied:
     verdict = p.verdict
     old = target_row(tx, p, verdict.memory_id, "verdict target")
     trust = verdict.trust
-    new = {
+    new: MemoryRow = {
         **old, "trust_status": trust.status.value, "trust_method": trust.method.value if trust.method else None,
         "trust_confidence": trust.confidence, "trust_reason": trust.reason,
         "trust_contradicting_id": trust.contradicting_id,
