@@ -57,7 +57,7 @@ class RecallService:
                                       offset=offset)
 
     def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:
-        """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
+        """Contradicted or uncertain memories, held actions and rejected proposals of the user."""
         return dict(self._review.queue(scope, limit=limit))
 
     def governance_events(self, scope: Scope, *, limit: int = 200) -> list[dict[str, Any]]:

@@ -24,9 +24,9 @@ from altm.core.events import (
     TurnEvent,
 )
 from altm.core.governance import (
-    DeferredAction,
     Erasure,
     Forget,
+    HeldAction,
     LifecycleSignal,
     Merge,
     ReviewDecision,
@@ -50,9 +50,9 @@ from altm.core.memory import (
 )
 from altm.core.partitioner import murmur2, partition_for
 from altm.core.proposals import (
-    DeferActionProposal,
     EraseProposal,
     ForgetProposal,
+    HoldActionProposal,
     MergeProposal,
     Proposal,
     ProposalEvent,
@@ -80,9 +80,7 @@ __all__ = [
     "CycleState",
     "DeadLetter",
     "DecodeError",
-    "DeferActionProposal",
     "Deferred",
-    "DeferredAction",
     "EdgeType",
     "EraseProposal",
     "Erasure",
@@ -91,6 +89,8 @@ __all__ = [
     "ForgetProposal",
     "GraphEdge",
     "GraphNode",
+    "HeldAction",
+    "HoldActionProposal",
     "Kind",
     "Layer",
     "Lifecycle",

@@ -34,6 +34,22 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+_RENAMED_OPS = {"defer_action": ("hold_action", "deferred", "held")}
+"""Proposal ops renamed since 0.1: old name → (new name, old payload slot, new payload slot)."""
+
+
+def _upgraded(obj: dict[str, Any]) -> dict[str, Any]:
+    """A record written by an older ALTM, in today's names (a held action was a "deferred action")."""
+    renamed = _RENAMED_OPS.get(str(obj.get("op")))
+    if renamed is None:
+        return obj
+    op, old_slot, new_slot = renamed
+    out = {**obj, "op": op}
+    if old_slot in out:
+        out[new_slot] = out.pop(old_slot)
+    return out
+
+
 def decode_event(data: bytes | str) -> Event:
     try:
         obj = orjson.loads(data)
@@ -45,7 +61,7 @@ def decode_event(data: bytes | str) -> Event:
     if etype not in ("turn", "control", "proposal", "change"):
         raise DecodeError(f"unknown event_type {etype!r}; expected one of turn, control, proposal, change")
     try:
-        return _EVENT.validate_python(obj)
+        return _EVENT.validate_python(_upgraded(obj))
     except ValidationError as exc:
         raise DecodeError(f"invalid {etype} event: {describe_validation_error(exc)}") from None
 

@@ -37,8 +37,9 @@ class Merge(BaseModel):
     reason: str
 
 
-class DeferredAction(BaseModel):
-    """A destructive or low-confidence action that was not taken, kept for review."""
+class HeldAction(BaseModel):
+    """A destructive or low-confidence action that was not taken, held for review (a review decision carries it
+    out or dismisses it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,9 +1,8 @@
 """Proposals: processors' requests to change memory state, which only the writer applies (DESIGN §1.2).
 
 One class per ``op``, each with its own payload, sharing the :class:`Proposal` envelope; :data:`ProposalEvent`
-is their union, discriminated by ``op``. On the wire a proposal names every payload slot, the unused ones
-``null`` (the format from before the union, which the deterministic proposal ids and state hashes were built
-on); they are accepted on input and written back on output.
+is their union, discriminated by ``op``. On the wire a proposal carries its own payload slot only. Records
+written by ALTM 0.1 named every slot, the unused ones ``null``: they are still read (the nulls are dropped).
 """
 
 from __future__ import annotations
@@ -12,15 +11,15 @@ from abc import abstractmethod
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import ConfigDict, Field, model_validator
 from pydantic.config import JsonDict
 
 from altm.core.cycle import RuntimeCycle
 from altm.core.envelope import Envelope
 from altm.core.governance import (
-    DeferredAction,
     Erasure,
     Forget,
+    HeldAction,
     LifecycleSignal,
     Merge,
     ReviewDecision,
@@ -39,7 +38,7 @@ class ProposalOp(StrEnum):
     SET_TRUST = "set_trust"
     SUPERSEDE = "supersede"
     MERGE = "merge"
-    DEFER_ACTION = "defer_action"
+    HOLD_ACTION = "hold_action"
     ERASE = "erase"
     REVIEW = "review"
     SIGNAL = "signal"
@@ -55,7 +54,7 @@ PAYLOAD_SLOTS: dict[ProposalOp, str] = {
     ProposalOp.SET_TRUST: "verdict",
     ProposalOp.SUPERSEDE: "supersession",
     ProposalOp.MERGE: "merge",
-    ProposalOp.DEFER_ACTION: "deferred",
+    ProposalOp.HOLD_ACTION: "held",
     ProposalOp.ERASE: "erasure",
     ProposalOp.REVIEW: "review",
     ProposalOp.SIGNAL: "signal",
@@ -65,18 +64,14 @@ PAYLOAD_SLOTS: dict[ProposalOp, str] = {
 }
 """The payload field each op carries: the wire's payload slots."""
 
+_SLOTS_EVER = frozenset({*PAYLOAD_SLOTS.values(), "deferred"})  # "deferred": a held action's slot in ALTM 0.1
+
 
 def _wire_schema(schema: JsonDict, cls: type[Any]) -> None:
-    """JSON Schema of one op's proposal as it is on the wire: ``op`` is required (it picks the model), and the
-    other ops' payload slots may be present, as null."""
+    """JSON Schema of one op's proposal: ``op`` is required (it picks the model)."""
     required = schema.get("required")
     if isinstance(required, list) and "op" not in required:
         required.insert(0, "op")
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        for slot in PAYLOAD_SLOTS.values():
-            if slot not in cls.model_fields:
-                props[slot] = {"type": "null", "description": "Another op's payload slot: null or absent"}
 
 
 class Proposal(Envelope):
@@ -97,16 +92,10 @@ class Proposal(Envelope):
     @model_validator(mode="before")
     @classmethod
     def _drop_empty_slots(cls, data: Any) -> Any:
+        """Records of ALTM 0.1 name every payload slot, the unused ones null."""
         if isinstance(data, dict):
             own = cls.model_fields
-            return {k: v for k, v in data.items() if v is not None or k in own or k not in PAYLOAD_SLOTS.values()}
-        return data
-
-    @model_serializer(mode="wrap")
-    def _with_empty_slots(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for slot in PAYLOAD_SLOTS.values():
-            data.setdefault(slot, None)
+            return {k: v for k, v in data.items() if v is not None or k in own or k not in _SLOTS_EVER}
         return data
 
 
@@ -164,13 +153,13 @@ class MergeProposal(Proposal):
         return self.merge.duplicate_id
 
 
-class DeferActionProposal(Proposal):
-    op: Literal[ProposalOp.DEFER_ACTION] = ProposalOp.DEFER_ACTION
-    deferred: DeferredAction
+class HoldActionProposal(Proposal):
+    op: Literal[ProposalOp.HOLD_ACTION] = ProposalOp.HOLD_ACTION
+    held: HeldAction
 
     @property
     def target_id(self) -> str:
-        return self.deferred.action_id
+        return self.held.action_id
 
 
 class EraseProposal(Proposal):
@@ -229,7 +218,7 @@ class RecordCycleProposal(Proposal):
 
 ProposalEvent = Annotated[
     UpsertMemoryProposal | UpsertNodeProposal | UpsertEdgeProposal | SetTrustProposal | SupersedeProposal
-    | MergeProposal | DeferActionProposal | EraseProposal | ReviewProposal | SignalProposal | ForgetProposal
+    | MergeProposal | HoldActionProposal | EraseProposal | ReviewProposal | SignalProposal | ForgetProposal
     | RollbackProposal | RecordCycleProposal,
     Field(discriminator="op"),
 ]

@@ -77,7 +77,7 @@ class MemoryQueries(_Routed):
 
 class ReviewQueries(_Routed):
     def queue(self, scope: Scope, *, limit: int = 50) -> dict[str, list[Row]]:
-        """Contradicted or uncertain memories, deferred actions and rejected proposals of the user."""
+        """Contradicted or uncertain memories, held actions and rejected proposals of the user."""
         home = [scope.tenant_id, scope.workspace_id, scope.user_id]
         memories = self._rows(scope, (
             "SELECT memory_id AS item_id, memory_id, layer, kind, content, trust_status, trust_reason, "
@@ -85,7 +85,7 @@ class ReviewQueries(_Routed):
             "AND trust_status IN ('contradicted', 'uncertain') AND (trust_method IS NOT 'ground_truth') "
             "AND lc_state NOT IN ('rejected', 'merged') ORDER BY valid_from, memory_id LIMIT ?"), [*home, limit])
         deferred = self._rows(scope, (
-            "SELECT action_id AS item_id, action_id, action, target_ids, reason, status FROM deferred_actions "
+            "SELECT action_id AS item_id, action_id, action, target_ids, reason, status FROM held_actions "
             "WHERE tenant_id=? AND workspace_id=? AND user_id=? AND status='pending' "
             "ORDER BY recorded_at, action_id LIMIT ?"), [*home, limit])
         rejected = [{**r, "item_id": f"rej_{r['rejection_id']}"} for r in self._rows(scope, (
@@ -93,7 +93,7 @@ class ReviewQueries(_Routed):
             "AND json_extract(payload, '$.scope.tenant_id') = ? AND json_extract(payload, '$.scope.workspace_id') = ? "
             "AND json_extract(payload, '$.scope.user_id') = ? AND review_status = 'pending' "
             "ORDER BY rejection_id DESC LIMIT ?"), [*home, limit])]
-        return {"memories": memories, "deferred_actions": deferred, "rejections": rejected}
+        return {"memories": memories, "held_actions": deferred, "rejections": rejected}
 
 
 class GovernanceQueries(_Routed):

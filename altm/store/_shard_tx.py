@@ -86,8 +86,8 @@ class ShardTx:
     def edge(self, edge_id: str) -> Row | None:
         return self._row("graph_edges", "edge_id", edge_id)
 
-    def deferred_action(self, action_id: str) -> Row | None:
-        return self._row("deferred_actions", "action_id", action_id)
+    def held_action(self, action_id: str) -> Row | None:
+        return self._row("held_actions", "action_id", action_id)
 
     def cycle(self, cycle_id: str) -> Row | None:
         return self._row("runtime_cycles", "cycle_id", cycle_id)
@@ -239,8 +239,8 @@ class ShardTx:
     def put_edge(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
-    def put_deferred_action(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
-        self._put_row("deferred_actions", "action_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+    def put_held_action(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
+        self._put_row("held_actions", "action_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
     def put_cycle(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("runtime_cycles", "cycle_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
@@ -339,7 +339,7 @@ class ShardTx:
                 db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
 
     _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
-                                       "deferred_actions": "action_id", "tombstones": "tombstone_id"}
+                                       "held_actions": "action_id", "tombstones": "tombstone_id"}
 
     def restore(self, entry: AuditEntry, *, at: str, proposal_id: str) -> str:
         """Undo one audited change (rollback): the row goes back to its old value (or away if it had none).

@@ -29,7 +29,7 @@ from altm.interfaces.cli._common import (
 from altm.wiring import Deployment, open_read_only, open_vectors, replay_into, resolve, state_hash
 from altm.wiring import open_embedding as _embedding
 
-review_app = typer.Typer(help="The review queue: contradicted/uncertain memories, deferred actions, "
+review_app = typer.Typer(help="The review queue: contradicted/uncertain memories, held actions, "
                               "rejected proposals.", no_args_is_help=True)
 gov_app = typer.Typer(help="Autonomous decisions: list, preview and roll back.", no_args_is_help=True)
 Preview = Annotated[bool, typer.Option("--preview", help="Show what would change; change nothing")]
@@ -181,8 +181,8 @@ def review_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "", json
     for m in queue["memories"]:
         table.add_row(m["item_id"], f"{m['layer']} {m['kind']} ({m['trust_status']}): {m['content']}",
                       m["trust_reason"] or "")
-    for a in queue["deferred_actions"]:
-        table.add_row(a["item_id"], f"deferred {a['action']} of {a['target_ids']}", a["reason"])
+    for a in queue["held_actions"]:
+        table.add_row(a["item_id"], f"held {a['action']} of {a['target_ids']}", a["reason"])
     for r in queue["rejections"]:
         table.add_row(r["item_id"], f"rejected proposal {r['proposal_id']}", r["reason"])
     console.print(table)
@@ -213,19 +213,19 @@ def _decide(item: str, decision: str, data_dir: Path, scope: str, note: str | No
 def review_approve(item: Annotated[str, typer.Argument()], data_dir: DataDir = DEFAULT_DATA_DIR,
                    scope: ScopeOpt = "", note: Annotated[str | None, typer.Option()] = None,
                    broker: BrokerOpt = None) -> None:
-    """Approve: a memory becomes verified (ground truth); a deferred action is carried out."""
+    """Approve: a memory becomes verified (ground truth); a held action is carried out."""
     _decide(item, "approve", data_dir, scope, note, broker)
 
 
 def review_reject(item: Annotated[str, typer.Argument()], data_dir: DataDir = DEFAULT_DATA_DIR,
                   scope: ScopeOpt = "", note: Annotated[str | None, typer.Option()] = None,
                   broker: BrokerOpt = None) -> None:
-    """Reject: a memory leaves recall (kept for the audit); a deferred action or rejection is dismissed."""
+    """Reject: a memory leaves recall (kept for the audit); a held action or rejection is dismissed."""
     _decide(item, "reject", data_dir, scope, note, broker)
 
 
 def governance_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "") -> None:
-    """Every decision's stages (evaluated → decided → applied / deferred / rolled_back), oldest first."""
+    """Every decision's stages (evaluated → decided → applied / held / rolled_back), oldest first."""
     parsed = parse_scope(scope)
 
     async def go() -> list[dict[str, Any]]:

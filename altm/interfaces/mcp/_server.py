@@ -136,7 +136,7 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, scope_of: Callable[[str],
             raise RuntimeError("stats are not available in this deployment")
         return await stats()
 
-    @server.tool(description="The review queue of a scope: contradicted or uncertain memories, deferred "
+    @server.tool(description="The review queue of a scope: contradicted or uncertain memories, held "
                              "actions and rejected proposals.")
     @_surface_errors
     async def review(scope: str, limit: int = 50) -> dict[str, Any]:

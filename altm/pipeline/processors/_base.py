@@ -135,7 +135,7 @@ def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event) -> Upse
 
 def proposal(kind: type[P], *, scope: Scope, processor: str, cause: Event, **payload: BaseModel) -> P:
     """A non-memory proposal of the ``kind`` its one payload keyword names (node, edge, verdict, supersession,
-    merge, deferred action...); its id is derived from the op and the payload, so the same decision proposed
+    merge, held action...); its id is derived from the op and the payload, so the same decision proposed
     twice is the same proposal."""
     (value,) = payload.values()
     op = ProposalOp(kind.model_fields["op"].default)

@@ -1,7 +1,7 @@
 """govern: L3 scenes, L4 persona facets with versioned supersede, exact-duplicate merge.
 
 Without a model only non-destructive or evidence-certain actions are taken (exact duplicates merge;
-a facet is superseded only when the user states a correction); anything else is recorded as a deferred
+a facet is superseded only when the user states a correction); anything else is recorded as a held
 action for review instead of being guessed.
 """
 
@@ -14,10 +14,10 @@ from pydantic import BaseModel, Field
 from altm.core import (
     ChangeEvent,
     ChangeStatus,
-    DeferActionProposal,
-    DeferredAction,
     EdgeType,
     Event,
+    HeldAction,
+    HoldActionProposal,
     Kind,
     Layer,
     MemoryUnit,
@@ -132,8 +132,8 @@ class GovernProcessor(Processor):
         else:
             reason = decision if isinstance(decision, str) else "needs review"
             out.append(proposal(
-                DeferActionProposal, scope=mem.scope, processor=self.name, cause=event,
-                deferred=DeferredAction(
+                HoldActionProposal, scope=mem.scope, processor=self.name, cause=event,
+                held=HeldAction(
                     action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
                     action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
                     inputs={"facet_key": facet_key, "old": previous.content, "new": facet.content},
@@ -157,7 +157,7 @@ class GovernProcessor(Processor):
         if atom.attributes.get("correction"):
             return True
         return ("no model configured and no correction cue: both versions are kept and the supersede is "
-                "deferred for review")
+                "held for review")
 
     def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[Proposal]:
         assert event.memory_id is not None

@@ -32,14 +32,14 @@ def _queue(data: Path) -> dict[str, list[dict[str, object]]]:
     return orjson.loads(result.output)  # type: ignore[no-any-return]
 
 
-def test_contradictions_and_deferred_actions_are_queued_without_any_read(tmp_path: Path) -> None:
+def test_contradictions_and_held_actions_are_queued_without_any_read(tmp_path: Path) -> None:
     data = tmp_path / "d"
     _ingest(data, tmp_path)
     queue = _queue(data)
     contents = {m["content"]: m for m in queue["memories"]}
     assert contents["The deadline is December 15."]["trust_status"] == "contradicted"
     assert contents["The deadline is January 10."]["trust_status"] == "uncertain"
-    (action,) = queue["deferred_actions"]
+    (action,) = queue["held_actions"]
     assert action["action"] == "supersede"
 
 
@@ -49,14 +49,14 @@ def test_decisions_through_the_cli_change_rows_and_survive_replay(tmp_path: Path
     queue = _queue(data)
     newer = next(m for m in queue["memories"] if m["content"] == "The deadline is January 10.")
     older = next(m for m in queue["memories"] if m["content"] == "The deadline is December 15.")
-    action = queue["deferred_actions"][0]
+    action = queue["held_actions"][0]
     for verb, item in (("approve", newer["item_id"]), ("reject", older["item_id"]),
                        ("approve", action["item_id"])):
         result = runner.invoke(app, ["review", verb, str(item), "--data-dir", str(data), "--scope", SCOPE,
                                      "--note", "checked with the user"])
         assert result.exit_code == 0, result.output
     after = _queue(data)
-    assert after["memories"] == [] and after["deferred_actions"] == []
+    assert after["memories"] == [] and after["held_actions"] == []
     listed = runner.invoke(app, ["memories", "--data-dir", str(data), "--scope", SCOPE, "--json", "--limit", "200"])
     rows = {r["content"]: r for r in orjson.loads(listed.output)}
     assert "The deadline is January 10." in rows
@@ -80,6 +80,6 @@ def test_a_decision_on_an_unknown_item_is_refused_with_the_reason(tmp_path: Path
     data = tmp_path / "d"
     _ingest(data, tmp_path)
     result = runner.invoke(app, ["review", "approve", "act_" + "0" * 32, "--data-dir", str(data), "--scope", SCOPE])
-    assert result.exit_code == 1 and "no deferred action" in result.output
+    assert result.exit_code == 1 and "no held action" in result.output
     result = runner.invoke(app, ["review", "approve", "bogus", "--data-dir", str(data), "--scope", SCOPE])
     assert result.exit_code == 1

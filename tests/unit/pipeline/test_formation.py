@@ -124,7 +124,7 @@ async def test_exact_duplicates_merge_and_facets_supersede_only_on_a_correction(
     assert dark["superseded_by"] == light_editor["memory_id"] and dark["valid_to"] is not None
     edges = _rows(settings.data_dir, "SELECT src_id, dst_id FROM graph_edges WHERE edge_type='SUPERSEDES'")
     assert {(e["src_id"], e["dst_id"]) for e in edges} == {(light_editor["memory_id"], dark["memory_id"])}
-    deferred = _rows(settings.data_dir, "SELECT action, reason FROM deferred_actions")
+    deferred = _rows(settings.data_dir, "SELECT action, reason FROM held_actions")
     assert deferred == [] or all(d["action"] == "supersede" and "no model configured" in d["reason"]
                                  for d in deferred)
 
@@ -137,7 +137,7 @@ async def test_a_facet_change_without_correction_is_deferred_not_guessed(setting
         await rt.run_until_idle()
     facets = _rows(settings.data_dir, "SELECT superseded_by FROM memories WHERE layer='L4'")
     assert len(facets) == 2 and all(f["superseded_by"] is None for f in facets)
-    (deferred,) = _rows(settings.data_dir, "SELECT action, target_ids, reason FROM deferred_actions")
+    (deferred,) = _rows(settings.data_dir, "SELECT action, target_ids, reason FROM held_actions")
     assert deferred["action"] == "supersede" and "no model configured" in deferred["reason"]
 
 

@@ -140,7 +140,7 @@ async def test_merges_and_deferrals_are_recorded_as_governance_events(settings: 
     async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (_, app):
         stages = {(e["decision"], e["stage"]) for e in app.governance_events(SCOPE)}
     assert {("merge", "evaluated"), ("merge", "decided"), ("merge", "applied")} <= stages
-    assert ("supersede", "deferred") in stages
+    assert ("supersede", "held") in stages
 
 
 async def test_compression_levels_round_trip_through_drilldown(settings: Settings) -> None:

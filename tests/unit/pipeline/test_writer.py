@@ -29,7 +29,7 @@ from altm.pipeline.processors import CaptureProcessor, ProcessorContext, proposa
 from altm.pipeline.writer import WRITER_GROUP, Writer
 from altm.store import ShardError, ShardSet, ShardTx
 from tests.support.turns import SCOPE, make_turn
-from tests.unit.core.test_proposals import SUPERSEDE_WIRE
+from tests.unit.core.test_proposals import SUPERSEDE_0_1
 
 N = 4
 TOPIC = "altm.proposals"
@@ -173,7 +173,7 @@ def test_proposal_ids_are_derived_from_op_and_payload_as_before() -> None:
     made = proposal(SupersedeProposal, scope=Scope.parse("a/b/c/d"), processor="govern", cause=make_turn(1),
                     supersession=Supersession(old_id="mem_x", new_id="mem_y", reason="r"))
     assert made.event_id == "prop_cb69ef4eb1138cde06382ef49642f148"  # the id the bag-of-fields proposal had
-    assert encode(made) == SUPERSEDE_WIRE
+    assert decode_event(SUPERSEDE_0_1) == made  # a 0.1 record of it reads back as the same proposal
     assert _derived(()).event_id == "prop_7c5681120ef90360325f04f4c2105f05"
 
 
@@ -204,7 +204,7 @@ async def test_content_hash_must_match(writer: Writer) -> None:
     assert change.status is ChangeStatus.REJECTED and "content_hash" in (change.reason or "")
 
 
-_MUTATIONS = ("insert_memory", "update_memory", "delete_memory", "put_node", "put_edge", "put_deferred_action",
+_MUTATIONS = ("insert_memory", "update_memory", "delete_memory", "put_node", "put_edge", "put_held_action",
               "put_cycle", "tombstone", "redact_audit", "scrub", "restore", "insert_signal", "record_decision",
               "mark_rejection", "delete_edges_touching", "add_rejection", "store_offset", "enqueue")
 

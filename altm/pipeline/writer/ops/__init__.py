@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import assert_never
 
 from altm.core import (
-    DeferActionProposal,
     EraseProposal,
     ForgetProposal,
+    HoldActionProposal,
     MergeProposal,
     ProposalEvent,
     RecordCycleProposal,
@@ -27,7 +27,7 @@ from altm.core import (
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.pipeline.writer.ops.cycles import record_cycle
 from altm.pipeline.writer.ops.erasure import erase
-from altm.pipeline.writer.ops.governance import defer_action, merge, review, rollback, supersede
+from altm.pipeline.writer.ops.governance import hold_action, merge, review, rollback, supersede
 from altm.pipeline.writer.ops.graph import upsert_edge, upsert_node
 from altm.pipeline.writer.ops.lifecycle import forget, signal
 from altm.pipeline.writer.ops.memory import upsert_memory
@@ -51,8 +51,8 @@ def apply_op(tx: ShardTx, p: ProposalEvent, ctx: OpContext) -> Applied:  # noqa:
             return supersede(tx, p, ctx)
         case MergeProposal():
             return merge(tx, p, ctx)
-        case DeferActionProposal():
-            return defer_action(tx, p, ctx)
+        case HoldActionProposal():
+            return hold_action(tx, p, ctx)
         case EraseProposal():
             return erase(tx, p, ctx)
         case ReviewProposal():

@@ -1,6 +1,6 @@
-"""Governance: supersession, exact-duplicate merges, deferred actions, reviewers' decisions and rollbacks.
+"""Governance: supersession, exact-duplicate merges, held actions, reviewers' decisions and rollbacks.
 
-Autonomous decisions record their stages (evaluated → decided → applied / deferred / rolled_back) so they can
+Autonomous decisions record their stages (evaluated → decided → applied / held / rolled_back) so they can
 be listed and rolled back from the audit log.
 """
 
@@ -10,8 +10,8 @@ import orjson
 
 from altm.core import (
     ChangeStatus,
-    DeferActionProposal,
     EdgeType,
+    HoldActionProposal,
     LifecycleState,
     MemoryUnit,
     MergeProposal,
@@ -72,10 +72,10 @@ def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     return Applied(ChangeStatus.COMMITTED, row_to_memory(merged))
 
 
-def defer_action(tx: ShardTx, p: DeferActionProposal, ctx: OpContext) -> Applied:
+def hold_action(tx: ShardTx, p: HoldActionProposal, ctx: OpContext) -> Applied:
     """Keep a destructive or low-confidence action that was not taken, for review."""
-    action, scope = p.deferred, p.scope
-    if tx.deferred_action(action.action_id) is not None:
+    action, scope = p.held, p.scope
+    if tx.held_action(action.action_id) is not None:
         return Applied(ChangeStatus.UNCHANGED)
     row = {
         "action_id": action.action_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
@@ -83,10 +83,10 @@ def defer_action(tx: ShardTx, p: DeferActionProposal, ctx: OpContext) -> Applied
         "target_ids": as_json(list(action.target_ids)), "reason": action.reason, "inputs": as_json(action.inputs),
         "status": "pending", "recorded_at": ctx.now,
     }
-    tx.put_deferred_action(row, None, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    tx.put_held_action(row, None, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     tx.record_decision(p.event_id, scope, action.action, [
         ("evaluated", f"{action.action} of {list(action.target_ids)}"), ("decided", "not without a model or review"),
-        ("deferred", action.reason)], {"action_id": action.action_id, **action.inputs}, at=ctx.now)
+        ("held", action.reason)], {"action_id": action.action_id, **action.inputs}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED)
 
 
@@ -118,15 +118,15 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
 
 
 def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
-    """Approved: the deferred action is carried out (a supersession, by this proposal). Rejected: dismissed."""
-    action = tx.deferred_action(decision.item_id)
+    """Approved: the held action is carried out (a supersession, by this proposal). Rejected: dismissed."""
+    action = tx.held_action(decision.item_id)
     if action is None or action["tenant_id"] != p.scope.tenant_id or action["user_id"] != p.scope.user_id:
-        raise Rejection(f"no deferred action {decision.item_id} in scope {p.scope.home}")
+        raise Rejection(f"no held action {decision.item_id} in scope {p.scope.home}")
     status = "approved" if decision.decision == "approve" else "rejected"
     if action["status"] != "pending":
         if action["status"] == status:
             return Applied(ChangeStatus.UNCHANGED)
-        raise Rejection(f"deferred action {decision.item_id} was already {action['status']}")
+        raise Rejection(f"held action {decision.item_id} was already {action['status']}")
     if decision.decision == "approve" and action["action"] == "supersede":
         old_id, new_id = orjson.loads(action["target_ids"])
         approved = SupersedeProposal(
@@ -134,7 +134,7 @@ def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
             cause_event_id=p.cause_event_id,
             supersession=Supersession(old_id=old_id, new_id=new_id, reason=f"approved by {_reviewer(decision)}"))
         supersede(tx, approved, ctx)
-    tx.put_deferred_action({**action, "status": status}, action, at=ctx.now, proposal_id=p.event_id, actor="review")
+    tx.put_held_action({**action, "status": status}, action, at=ctx.now, proposal_id=p.event_id, actor="review")
     return Applied(ChangeStatus.COMMITTED)
 
 
