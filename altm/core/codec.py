@@ -64,6 +64,8 @@ def decode_event(data: bytes | str) -> Event:
         return _EVENT.validate_python(_upgraded(obj))
     except ValidationError as exc:
         raise DecodeError(f"invalid {etype} event: {describe_validation_error(exc)}") from None
+    except (ValueError, OverflowError, RecursionError, TypeError) as exc:  # a value no validator anticipated
+        raise DecodeError(f"invalid {etype} event: {type(exc).__name__}: {exc}") from None
 
 
 def decode_dead_letter(data: bytes) -> DeadLetter:

@@ -13,10 +13,14 @@ SCHEMA_VERSION: Literal[1] = 1
 
 
 def aware(value: datetime) -> datetime:
-    """Naive timestamps are taken as UTC; everything is stored in UTC."""
+    """Naive timestamps are taken as UTC; everything is stored in UTC. A time whose UTC equivalent falls outside
+    the years 1-9999 (e.g. 0001-01-01T00:00:00+14:00) is a validation error, not a crash."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"timestamp {value.isoformat()} is out of range in UTC") from None
 
 
 class Envelope(BaseModel):

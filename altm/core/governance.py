@@ -71,11 +71,11 @@ class Erasure(BaseModel):
 
 class ReviewDecision(BaseModel):
     """A reviewer's decision on a review-queue item: a memory (mem_…), a deferred action (act_…) or a
-    rejected proposal (rej_<n>)."""
+    rejected proposal (rej_<n>, at most 18 digits: a rejection number fits SQLite's 64-bit INTEGER)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    item_id: str = Field(pattern=r"^(mem|act)_[0-9a-f]{32}$|^rej_\d+$")
+    item_id: str = Field(pattern=r"^(mem|act)_[0-9a-f]{32}$|^rej_[0-9]{1,18}$")
     decision: Literal["approve", "reject"]
     note: str | None = Field(default=None, max_length=2000)
 

@@ -1,7 +1,7 @@
 """The store: one SQLite shard per partition (its transaction is the only way to mutate), the row mapping,
 migrations, and the read queries of the processors, recall and the application."""
 
-from altm.store._errors import ShardError
+from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._llm_cache import ShardLLMCache
 from altm.store._policy import ScopePolicy
 from altm.store._queries import (
@@ -59,6 +59,7 @@ __all__ = [
     "ShardSet",
     "ShardTx",
     "SignalTally",
+    "StoreUnavailable",
     "WorkItem",
     "carry_over",
     "columns",

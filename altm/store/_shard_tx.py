@@ -8,14 +8,15 @@ are the ones the writer needs inside the transaction (they see its uncommitted w
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import orjson
 
 from altm.core import Erasure, LifecycleSignal, Scope, derive_id, normalise_text
-from altm.store._errors import ShardError
+from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, MemoryRow, columns, memory_row
 
@@ -64,6 +65,24 @@ class ShardTx:
     def end(self) -> None:
         """Called by :meth:`Shard.transaction` on commit or rollback: later calls are refused."""
         self._conn = None
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """All or nothing inside the transaction: what the block wrote is undone when it raises (the writer
+        applies each op this way, so an op refused or failing half-way leaves no partial change)."""
+        db = self._db
+        db.execute("SAVEPOINT op")
+        try:
+            yield
+        except sqlite3.OperationalError as exc:  # the storage, not the request: undone, and retried as a whole
+            db.execute("ROLLBACK TO op")
+            db.execute("RELEASE op")
+            raise StoreUnavailable(f"the shard could not be written: {exc}") from exc
+        except BaseException:
+            db.execute("ROLLBACK TO op")
+            db.execute("RELEASE op")
+            raise
+        db.execute("RELEASE op")
 
     @property
     def _db(self) -> sqlite3.Connection:

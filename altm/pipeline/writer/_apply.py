@@ -36,7 +36,7 @@ from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard
 from altm.pipeline.writer.ops import Applied, OpContext, Rejection, apply_op
-from altm.store import ShardSet, ShardTx
+from altm.store import ShardSet, ShardTx, StoreUnavailable
 
 log = logging.getLogger("altm.writer")
 
@@ -95,20 +95,31 @@ class Writer:
                               ctx.now)
         try:
             _check_route(event, record, partitions)
-            applied = apply_op(tx, event, ctx)
+            with tx.savepoint():  # an op refused or failing half-way leaves nothing behind
+                applied = apply_op(tx, event, ctx)
         except GuardUnavailable as exc:
             log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
                       record.offset, exc)
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.DEFERRED, reason=str(exc))],
                                 deferred_reason=str(exc))
         except Rejection as exc:
-            tx.add_rejection(
-                at=ctx.now, proposal_id=event.event_id, memory_id=event.target_id, reason=str(exc),
-                source=(record.topic, record.partition, record.offset),
-                payload=original_text(record.value[:_PAYLOAD_KEEP]),
-            )
-            return WriteOutcome(changes=[_change(event, record, ChangeStatus.REJECTED, reason=str(exc))])
+            return _rejected(tx, event, record, str(exc), ctx.now)
+        except StoreUnavailable:
+            raise  # not the proposal's fault: nothing is committed, the record is applied again later
+        except Exception as exc:  # no proposal may stop the partition: refused, loudly, with the reason
+            log.exception("the writer could not apply %s[%d]@%d", record.topic, record.partition, record.offset)
+            return _rejected(tx, event, record, f"the proposal could not be applied: {type(exc).__name__}: {exc}",
+                             ctx.now)
         return WriteOutcome(changes=_changes(event, record, applied))
+
+
+def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str) -> WriteOutcome:
+    """A refused proposal: a rejections row (for review) and a ``rejected`` change with the reason."""
+    tx.add_rejection(
+        at=now, proposal_id=p.event_id, memory_id=p.target_id, reason=reason,
+        source=(record.topic, record.partition, record.offset), payload=original_text(record.value[:_PAYLOAD_KEEP]),
+    )
+    return WriteOutcome(changes=[_change(p, record, ChangeStatus.REJECTED, reason=reason)])
 
 
 def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutcome:

@@ -137,3 +137,15 @@ async def test_a_foreign_cycle_answers_like_an_unknown_one(client: tuple[httpx.A
         answers.append((r.status_code, r.json()["message"].replace(cycle_id, "ID")))
     assert answers[0] == answers[1] and answers[0][0] == 404
     assert SCOPE.path not in answers[0][1]
+
+
+async def test_an_out_of_range_review_item_is_refused_at_the_api(client: tuple[httpx.AsyncClient, dict[str, str]]
+                                                                 ) -> None:
+    """Issue 14, F0: any tenant's key, on its own scope, stopped every write of every tenant with this call."""
+    c, keys = client
+    body = {"scope": SCOPE.path, "item_id": "rej_99999999999999999999999", "decision": "approve"}
+    r = await c.post("/v1/review", json=body, headers=_auth(keys["acme"]))
+    assert r.status_code == 422 and "item_id" in r.text
+    ok = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s2", "turn_id": "t1",
+                                          "content": "deadline?"}, headers=_auth(keys["acme"]))
+    assert ok.status_code == 200

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 
 import orjson
@@ -27,7 +28,7 @@ from altm.core import (
 from altm.core.settings import Settings
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext, proposal, upsert_proposal
 from altm.pipeline.writer import WRITER_GROUP, Writer
-from altm.store import ShardError, ShardSet, ShardTx
+from altm.store import ShardError, ShardSet, ShardTx, StoreUnavailable
 from tests.support.turns import SCOPE, make_turn
 from tests.unit.core.test_proposals import SUPERSEDE_0_1
 
@@ -97,21 +98,38 @@ async def test_same_proposal_twice_changes_nothing(writer: Writer) -> None:
     assert shard.next_offset(WRITER_GROUP, TOPIC, _record(prop, 0).partition) == 2
 
 
-async def test_offset_is_stored_in_the_same_transaction_as_the_data(writer: Writer) -> None:
+async def test_offset_is_stored_in_the_same_transaction_as_the_data(writer: Writer,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     prop = await _proposal()
     rec = _record(prop, 0)
     shard = writer.shards.get(rec.partition)
-    # make the mutation fail after the audit row: nothing, not even the offset, may be committed
-    shard._db.execute(
-        "CREATE TRIGGER boom BEFORE INSERT ON memories BEGIN SELECT RAISE(ABORT, 'disk full'); END"
-    )
-    with pytest.raises(Exception, match="disk full"):
+
+    def disk_full(self: ShardTx, *args: object, **kwargs: object) -> None:
+        self._db.execute("INSERT INTO audit_log (at, actor, action, target_table, target_id) "
+                         "VALUES ('now', 'x', 'insert', 'memories', 'm')")  # written, then the storage fails
+        raise sqlite3.OperationalError("database or disk is full")
+
+    # the storage fails after the audit row: nothing, not even the offset, may be committed, and the proposal
+    # is not held against (it is applied again once the store works)
+    monkeypatch.setattr(ShardTx, "insert_memory", disk_full)
+    with pytest.raises(StoreUnavailable, match="disk is full"):
         writer.apply(rec, N)
     assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) is None
     assert _audit_rows(writer, rec.partition) == []
     assert _outbox(writer, rec.partition) == []
-    shard._db.execute("DROP TRIGGER boom")
+    monkeypatch.undo()
     assert writer.apply(rec, N).changes[0].status is ChangeStatus.COMMITTED
+
+
+async def test_a_proposal_the_store_refuses_is_rejected_not_retried_forever(writer: Writer) -> None:
+    prop = await _proposal()
+    rec = _record(prop, 0)
+    shard = writer.shards.get(rec.partition)
+    shard._db.execute("CREATE TRIGGER boom BEFORE INSERT ON memories BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    (change,) = writer.apply(rec, N).changes
+    assert change.status is ChangeStatus.REJECTED and "refused" in (change.reason or "")
+    assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) == 1  # the partition moved on
+    assert [r["action"] for r in _audit_rows(writer, rec.partition)] == []  # the op's writes were undone
 
 
 async def test_scope_that_does_not_match_the_key_is_rejected(writer: Writer) -> None:
