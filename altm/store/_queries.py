@@ -99,7 +99,7 @@ class ReviewQueries(_Routed):
 class GovernanceQueries(_Routed):
     def events(self, scope: Scope, *, limit: int = 200) -> list[Row]:
         return self._rows(scope, (
-            "SELECT decision_id, decision, stage, reason, inputs, at FROM governance_events WHERE tenant_id=? "
+            "SELECT decision_id, decision, step, reason, inputs, at FROM governance_events WHERE tenant_id=? "
             "AND workspace_id=? AND user_id=? ORDER BY at, decision_id, event_id LIMIT ?"),
             [scope.tenant_id, scope.workspace_id, scope.user_id, limit])
 

@@ -191,10 +191,10 @@ class ShardTx:
                            compression=None if compress is None else (compress[0], int(compress[1])),
                            last_use_seq=None if last_use is None else int(last_use))
 
-    def decision_stages(self, decision_id: str, scope: Scope) -> list[tuple[str, str]]:
-        """(decision, stage) of each recorded stage of a decision of the user."""
+    def decision_steps(self, decision_id: str, scope: Scope) -> list[tuple[str, str]]:
+        """(decision, step) of each recorded step of a decision of the user."""
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
-            "SELECT decision, stage FROM governance_events WHERE decision_id=? AND tenant_id=? AND workspace_id=? "
+            "SELECT decision, step FROM governance_events WHERE decision_id=? AND tenant_id=? AND workspace_id=? "
             "AND user_id=?", (decision_id, *_home(scope))).fetchall()]
 
     def decision_audit(self, decision_id: str) -> list[AuditEntry]:
@@ -429,16 +429,16 @@ class ShardTx:
             (proposal_id, memory_id, reason, topic, part, off, payload, at),
         )
 
-    def record_decision(self, decision_id: str, scope: Scope, decision: str, stages: Sequence[tuple[str, str]],
+    def record_decision(self, decision_id: str, scope: Scope, decision: str, steps: Sequence[tuple[str, str]],
                         inputs: Mapping[str, Any], *, at: str) -> None:
-        """Record the stages (evaluated → decided → applied/deferred/rolled_back) of an autonomous decision,
+        """Record the steps (evaluated → decided → applied/held/rolled_back) of an autonomous decision,
         each once, with its inputs and reason."""
-        for stage, reason in stages:
+        for step, reason in steps:
             self._db.execute(
                 "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
-                "agent_id, decision, stage, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (derive_id("gov", decision_id, stage), decision_id, scope.tenant_id, scope.workspace_id,
-                 scope.user_id, scope.agent_id, decision, stage, _json(dict(inputs)), reason, at))
+                "agent_id, decision, step, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (derive_id("gov", decision_id, step), decision_id, scope.tenant_id, scope.workspace_id,
+                 scope.user_id, scope.agent_id, decision, step, _json(dict(inputs)), reason, at))
 
     # -- the stream position and the outbox, committed with the state they cover -------------------------
     def store_offset(self, group_id: str, topic: str, partition: int, next_offset: int) -> None:

@@ -31,7 +31,7 @@ HASHED_TABLES: dict[str, tuple[str, ...]] = {
                    "normalised_text", "reason"),
     "lifecycle_signals": ("memory_id", "signal_id", "kind", "at", "level", "seq"),
     "governance_events": ("event_id", "decision_id", "tenant_id", "workspace_id", "user_id", "agent_id",
-                          "decision", "stage", "inputs", "reason"),
+                          "decision", "step", "inputs", "reason"),
     "held_actions": ("action_id", "tenant_id", "workspace_id", "user_id", "agent_id", "action", "target_ids",
                          "reason", "inputs", "status"),
     "rejections": ("proposal_id", "memory_id", "reason", "payload", "review_status"),

@@ -225,7 +225,7 @@ def review_reject(item: Annotated[str, typer.Argument()], data_dir: DataDir = DE
 
 
 def governance_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "") -> None:
-    """Every decision's stages (evaluated → decided → applied / held / rolled_back), oldest first."""
+    """Every decision's steps (evaluated → decided → applied / held / rolled_back), oldest first."""
     parsed = parse_scope(scope)
 
     async def go() -> list[dict[str, Any]]:
@@ -233,10 +233,10 @@ def governance_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "") 
             return deployment.app.governance_events(parsed)
 
     table = Table(title="governance events")
-    for col in ("decision id", "decision", "stage", "reason"):
+    for col in ("decision id", "decision", "step", "reason"):
         table.add_column(col, overflow="fold")
     for e in run(go()):
-        table.add_row(e["decision_id"], e["decision"], e["stage"], e["reason"])
+        table.add_row(e["decision_id"], e["decision"], e["step"], e["reason"])
     console.print(table)
 
 

@@ -30,7 +30,7 @@ SQL = re.compile(r"\b(?:SELECT\s.*\bFROM|UPDATE\s+\S+\s+SET|DELETE\s+FROM|INSERT
 # ShardTx methods allowed to mutate without an audit row of their own, and why.
 ALLOWED = {
     "add_rejection": "a rejection row is itself the insert-only record of a refused write",
-    "record_decision": "governance events are themselves the insert-only record of a decision's stages",
+    "record_decision": "governance events are themselves the insert-only record of a decision's steps",
 }
 
 

@@ -109,7 +109,7 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
         await rt.run_until_idle()
         assert memory_state(s.data_dir) != before
         events = app.governance_events(SCOPE)
-        stages = [(e["decision"], e["stage"]) for e in events]
+        stages = [(e["decision"], e["step"]) for e in events]
         assert ("forget", "evaluated") in stages and ("forget", "decided") in stages
         assert ("forget", "applied") in stages
         (decision,) = {e["decision_id"] for e in events if e["decision"] == "forget"}
@@ -117,7 +117,7 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
         await rt.run_until_idle()
         assert memory_state(s.data_dir) == before  # the exact prior rows are back
         assert ("forget", "rolled_back") in {
-            (e["decision"], e["stage"]) for e in app.governance_events(SCOPE)
+            (e["decision"], e["step"]) for e in app.governance_events(SCOPE)
         }
         after = state_hash(s.data_dir)  # memories as before, plus the decision's governance trail
         fresh = s.data_dir.parent / "fresh-rb"  # forget and rollback both replay
@@ -138,7 +138,7 @@ async def test_merges_and_deferrals_are_recorded_as_governance_events(settings: 
         make_turn(3, "I prefer light mode in every editor.", session="c"),
     ]
     async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (_, app):
-        stages = {(e["decision"], e["stage"]) for e in app.governance_events(SCOPE)}
+        stages = {(e["decision"], e["step"]) for e in app.governance_events(SCOPE)}
     assert {("merge", "evaluated"), ("merge", "decided"), ("merge", "applied")} <= stages
     assert ("supersede", "held") in stages
 

@@ -1,6 +1,6 @@
 """Governance: supersession, exact-duplicate merges, held actions, reviewers' decisions and rollbacks.
 
-Autonomous decisions record their stages (evaluated → decided → applied / held / rolled_back) so they can
+Autonomous decisions record their steps (evaluated → decided → applied / held / rolled_back) so they can
 be listed and rolled back from the audit log.
 """
 
@@ -160,10 +160,10 @@ def _payload_in_home(payload: str | None, home: str) -> bool:
 def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
     undo, scope = p.rollback, p.scope
-    stages = tx.decision_stages(undo.decision_id, scope)
-    if not stages:
+    steps = tx.decision_steps(undo.decision_id, scope)
+    if not steps:
         raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home}")
-    if any(stage == "rolled_back" for _, stage in stages):
+    if any(step == "rolled_back" for _, step in steps):
         return Applied(ChangeStatus.UNCHANGED)
     audits = tx.decision_audit(undo.decision_id)
     if any(a.redacted for a in audits):
@@ -176,7 +176,7 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
             removed.append(a.target_id)
         elif a.table == "memories" and a.old is not None:
             restored.append(row_to_memory(a.old))
-    decision = stages[0][0]
+    decision = steps[0][0]
     tx.record_decision(p.event_id, scope, "rollback", [("applied", undo.reason)],
                        {"decision_id": undo.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
