@@ -22,6 +22,7 @@ from altm.core import (
     decode_event,
     describe_validation_error,
 )
+from altm.core.bounds import content_over_limit
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
@@ -59,6 +60,14 @@ def parse_line(text: str) -> Event:
         return TurnEvent.model_validate(data)
     except ValidationError as exc:
         raise DecodeError(f"invalid transcript line: {describe_validation_error(exc)}") from None
+
+
+def checked(event: Event, settings: Settings) -> Event:
+    """Limits of this deployment that a line can be held to before it is published (capture holds records
+    from other producers to them too): an oversize turn is refused here, not copied onto the log first."""
+    if isinstance(event, TurnEvent) and (error := content_over_limit(event.content, settings.max_content_bytes)):
+        raise DecodeError(error)
+    return event
 
 
 @dataclass
@@ -104,10 +113,13 @@ async def publish_file(
     for lineno, text in iter_lines(path):
         summary.lines += 1
         try:
-            pending.append(host_record(settings, parse_line(text)))
-        except DecodeError as exc:
+            pending.append(host_record(settings, checked(parse_line(text), settings), line=lineno))
+        except (DecodeError, ValueError, OverflowError, RecursionError, TypeError) as exc:
+            # DecodeError is the expected case; the others are values no validator anticipated: this line is
+            # dead-lettered all the same and the file goes on
+            reason = str(exc) if isinstance(exc, DecodeError) else f"{type(exc).__name__}: {exc}"
             raw = text.encode("utf-8", errors="surrogateescape")
-            pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {exc}",
+            pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {reason}",
                                               original=raw, line=lineno))
             summary.dead_lettered_at_input += 1
         if len(pending) >= batch:

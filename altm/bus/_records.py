@@ -5,30 +5,43 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from altm.bus._base import OutgoingRecord, Record
-from altm.core import DeadLetter, Event, Settings, Topic, encode, original_text, topic_name
+from altm.core import DeadLetter, Event, Settings, Topic, encode, topic_name
+
+LINE_HEADER = "altm-line"
+"""Header of a record published from file input: the 1-based line it came from, for its dead letters."""
 
 
-def host_record(settings: Settings, event: Event) -> OutgoingRecord:
-    """The record a host publishes for a turn or control event: its topic, keyed by the scope home."""
+def host_record(settings: Settings, event: Event, *, line: int | None = None) -> OutgoingRecord:
+    """The record a host publishes for a turn or control event: its topic, keyed by the scope home (with the
+    line of file input it came from, when given)."""
     topic = {"turn": Topic.TURNS, "control": Topic.CONTROL}.get(event.event_type)
     if topic is None:
         raise ValueError(f"hosts publish turn and control events, not {event.event_type!r}")
-    return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key)
+    headers = ((LINE_HEADER, str(line).encode()),) if line is not None else ()
+    return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key, headers=headers)
+
+
+def line_of(record: Record) -> int | None:
+    for name, value in record.headers:
+        if name == LINE_HEADER and value.isdigit():
+            return int(value)
+    return None
 
 
 def dead_letter_record(
     settings: Settings, record: Record | None, *, stage: str, error: str, original: bytes,
     line: int | None = None,
 ) -> OutgoingRecord:
-    """A dead letter for ``record`` (or for a line of file input), with the stage and the reason."""
-    dead = DeadLetter(
+    """A dead letter for ``record`` (or for a line of file input), with the stage, the reason and the line of
+    file input the record came from."""
+    dead = DeadLetter.of(
+        original,
         stage=stage,
         error=error,
-        original=original_text(original),
         source_topic=record.topic if record else None,
         source_partition=record.partition if record else None,
         source_offset=record.offset if record else None,
-        line=line,
+        line=line if line is not None or record is None else line_of(record),
         timestamp=datetime.now(UTC),
     )
     return OutgoingRecord(

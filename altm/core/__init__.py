@@ -8,7 +8,6 @@ from altm.core.codec import (
     decode_event,
     describe_validation_error,
     encode,
-    original_text,
 )
 from altm.core.cycle import CycleState, RuntimeCycle
 from altm.core.envelope import SCHEMA_VERSION
@@ -22,6 +21,7 @@ from altm.core.events import (
     Event,
     Role,
     TurnEvent,
+    original_text,
 )
 from altm.core.governance import (
     Erasure,

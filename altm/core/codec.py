@@ -70,8 +70,3 @@ def decode_event(data: bytes | str) -> Event:
 
 def decode_dead_letter(data: bytes) -> DeadLetter:
     return DeadLetter.model_validate_json(data)
-
-
-def original_text(data: bytes) -> str:
-    """Bytes kept for a dead letter or a rejection: UTF-8, with backslash escapes for anything else."""
-    return data.decode("utf-8", errors="backslashreplace")

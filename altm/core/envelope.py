@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from altm.core.bounds import sane_time
 from altm.core.scope import Scope
 
 SCHEMA_VERSION: Literal[1] = 1
@@ -34,7 +35,7 @@ class Envelope(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return aware(value)
+        return sane_time(aware(value))
 
     @property
     def key(self) -> str:

@@ -7,12 +7,21 @@ model per op, are in :mod:`altm.core.proposals`.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from altm.core.bounds import (
+    MAX_DEAD_LETTER_ORIGINAL,
+    MAX_DEPTH,
+    MAX_ID_CHARS,
+    MAX_METADATA_BYTES,
+    MAX_PAYLOAD_BYTES,
+    bounded_json,
+)
 from altm.core.envelope import SCHEMA_VERSION, Envelope
 from altm.core.ids import derive_id
 from altm.core.memory import Kind, Layer, MemoryUnit
@@ -40,10 +49,21 @@ class TurnEvent(Envelope):
     turn_id: TurnId
     role: Role
     content: str
-    source_id: str | None = Field(default=None, description="Id in the host system; defaults to turn_id")
-    cycle_id: str | None = None
-    cited_memory_ids: tuple[str, ...] = ()
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    source_id: str | None = Field(
+        default=None, max_length=MAX_ID_CHARS, description="Id in the host system; defaults to turn_id"
+    )
+    cycle_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    cited_memory_ids: tuple[Annotated[str, Field(max_length=MAX_ID_CHARS)], ...] = Field(default=(), max_length=500)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description=f"Free-form JSON: at most {MAX_METADATA_BYTES} bytes, {MAX_DEPTH} levels deep, "
+        "integers within ±2^53-1",
+    )
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return bounded_json(value, "metadata", MAX_METADATA_BYTES)
 
     @model_validator(mode="before")
     @classmethod
@@ -78,9 +98,14 @@ class ControlEvent(Envelope):
 
     event_type: Literal["control"] = "control"
     action: ControlAction
-    target_ids: tuple[str, ...] = ()
+    target_ids: tuple[Annotated[str, Field(max_length=MAX_ID_CHARS)], ...] = Field(default=(), max_length=10_000)
     session_id: ScopeId | None = None
     payload: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("payload")
+    @classmethod
+    def _bounded_payload(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return bounded_json(value, "payload", MAX_PAYLOAD_BYTES)
 
 
 class ChangeStatus(StrEnum):
@@ -110,6 +135,11 @@ class ChangeEvent(Envelope):
     source_offset: int | None = None
 
 
+def original_text(data: bytes) -> str:
+    """Bytes kept for a dead letter or a rejection: UTF-8, with backslash escapes for anything else."""
+    return data.decode("utf-8", errors="backslashreplace")
+
+
 class DeadLetter(BaseModel):
     """An input that could not be decoded, validated or processed, kept with its original bytes."""
 
@@ -119,12 +149,28 @@ class DeadLetter(BaseModel):
     schema_version: Literal[1] = SCHEMA_VERSION
     stage: str
     error: str
-    original: str = Field(description="The original bytes, decoded as UTF-8 with backslash escapes")
+    original: str = Field(description="The original bytes, decoded as UTF-8 with backslash escapes (the first "
+                          f"{MAX_DEAD_LETTER_ORIGINAL} bytes of a larger one)")
+    original_bytes: int | None = Field(default=None, description="Size of an original kept only in part")
+    original_sha256: str | None = Field(default=None, description="Hash of an original kept only in part")
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset: int | None = None
     line: int | None = Field(default=None, description="1-based line number for file input")
     timestamp: datetime
+
+    @classmethod
+    def of(cls, original: bytes, *, stage: str, error: str, timestamp: datetime, source_topic: str | None = None,
+           source_partition: int | None = None, source_offset: int | None = None,
+           line: int | None = None) -> DeadLetter:
+        """A dead letter keeping ``original`` whole, or its first bytes with the size and hash of the whole."""
+        kept, size, digest = original, None, None
+        if len(original) > MAX_DEAD_LETTER_ORIGINAL:
+            kept, size = original[:MAX_DEAD_LETTER_ORIGINAL], len(original)
+            digest = hashlib.sha256(original).hexdigest()
+        return cls(stage=stage, error=error, original=original_text(kept), original_bytes=size,
+                   original_sha256=digest, source_topic=source_topic, source_partition=source_partition,
+                   source_offset=source_offset, line=line, timestamp=timestamp)
 
 
 Event = Annotated[

@@ -15,6 +15,7 @@ class Settings(BaseSettings):
     partitions: int = Field(default=4, ge=1, le=1024, description="Partition count shared by all topics")
     topic_prefix: str = Field(default="altm.", description="Prefix of every topic name")
     max_content_bytes: int = Field(default=64 * 1024, ge=1, description="Largest accepted message content")
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest HTTP request body (413)")
     dlq_retention_ms: int | None = Field(default=None, description="DLQ retention; None keeps forever")
     poll_batch: int = Field(default=512, ge=1, description="Records per poll in a stage")
     derive_every_steps: int = Field(

@@ -68,7 +68,8 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
         log.warning("no API keys yet: every request will get 401; create one with `altm keys create`")
     deployment = await _serving(settings)
     try:
-        api = create_app(deployment.app, keys, _stats_for(deployment.settings))
+        api = create_app(deployment.app, keys, _stats_for(deployment.settings),
+                         max_body_bytes=deployment.settings.max_request_bytes)
         await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
     finally:
         await deployment.close()

@@ -161,6 +161,23 @@ class StageDriver:
         return done
 
 
+async def handle_until_done(driver: StageDriver | WriterDriver, records: Sequence[Record], *,
+                            first_delay_s: float = 0.5, max_delay_s: float = 30.0) -> int:
+    """``driver.handle(records)``, again after a growing pause while it raises: for a runtime (the faust
+    agents) that would otherwise acknowledge a batch whose outputs were never published. Processor errors
+    never reach here (the driver dead-letters or defers them); what does is the bus or a store failing, and
+    waiting it out stalls this partition instead of losing its records."""
+    delay = first_delay_s
+    while True:
+        try:
+            return await driver.handle(records)
+        except Exception:
+            log.exception("%s failed on a batch of %d record(s); retrying in %.1fs", driver.name, len(records),
+                          delay)
+        await asyncio.sleep(delay)
+        delay = min(max_delay_s, delay * 2)
+
+
 def check_log_binding(shard: Shard, identity: str, topic: str, end_offset: int | None) -> None:
     """Refuse a shard whose stored writer offsets belong to another log; bind an unbound one to this log.
 

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from altm.app import MemoryApp, ProtocolError, unknown_cycle
 from altm.core import Scope
 from altm.interfaces.http._keys import ApiKey, KeyStore
+from altm.interfaces.http._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from altm.interfaces.http._requests import (
     AbortRequest,
     CommitRequest,
@@ -119,7 +120,7 @@ async def query(req: QueryRequest, key: Caller, memory: Memory) -> dict[str, Any
 async def memories(
     key: Caller, memory: Memory, scope: ScopeQuery, session_id: str | None = None,
     layer: Annotated[str | None, Query(pattern="^L[0-4]$")] = None, kind: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=2**53 - 1)] = 0,
 ) -> dict[str, Any]:
     rows = memory.list_memories(_allowed_scope(key, scope), session_id=session_id, layer=layer, kind=kind,
                                 limit=limit, offset=offset)
@@ -173,12 +174,14 @@ async def _value_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=422, content={"error": "invalid_request", "message": str(exc)})
 
 
-def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = None) -> FastAPI:
+def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = None, *,
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
     api = FastAPI(title="ALTM", version="0.1.0",
                   description="Long-term memory for LLM agents: prepare/commit turns, recall, drilldown.")
     api.state.memory, api.state.keys, api.state.stats = memory, keys, stats
     api.add_exception_handler(ProtocolError, _protocol_error)
     api.add_exception_handler(ValueError, _value_error)
+    api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
 
     @api.get("/healthz")
     async def healthz() -> dict[str, str]:

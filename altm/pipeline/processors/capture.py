@@ -16,6 +16,7 @@ from altm.core import (
     content_hash,
     derive_id,
 )
+from altm.core.bounds import content_over_limit
 from altm.core.errors import ProcessingError
 from altm.core.topics import Topic
 from altm.pipeline.processors._base import Processor, ProcessorContext, upsert_proposal
@@ -35,13 +36,8 @@ class CaptureProcessor(Processor):
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if not isinstance(event, TurnEvent):
             raise ProcessingError(f"the turns topic carries turn events, got {event.event_type!r}")
-        size = len(event.content.encode("utf-8"))
-        limit = ctx.settings.max_content_bytes
-        if size > limit:
-            raise ProcessingError(
-                f"content of turn {event.turn_id!r} is {size} bytes, over the limit of {limit} "
-                "(ALTM_MAX_CONTENT_BYTES)"
-            )
+        if error := content_over_limit(event.content, ctx.settings.max_content_bytes):
+            raise ProcessingError(f"turn {event.turn_id!r}: {error}")
         attributes: dict[str, object] = {"turn_id": event.turn_id}
         if event.cycle_id:
             attributes["cycle_id"] = event.cycle_id

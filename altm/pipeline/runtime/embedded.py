@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from altm.bus import OutgoingRecord, TopicPartition, host_record
+from altm.bus import OutgoingRecord, Record, TopicPartition, host_record
 from altm.bus.embedded import EmbeddedConsumer, EmbeddedLog
 from altm.core import Event, Settings, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets
@@ -53,10 +53,23 @@ class _Stage:
 
     async def step(self) -> int:
         records = await self.consumer.poll(self.poll_batch)
-        handled = await self.driver.handle(records)
-        if records:  # outputs are published: commit the inputs (at-least-once)
-            await self.consumer.commit({TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()})
+        try:
+            handled = await self.driver.handle(records)
+            if records:  # outputs are published: commit the inputs (at-least-once)
+                await self.consumer.commit(
+                    {TopicPartition(t, p): off for (t, p), off in next_offsets(records).items()})
+        except BaseException:
+            await self._rewind(records)  # the next step reads the batch again: nothing is skipped
+            raise
         return handled + await self.driver.retry_due()
+
+    async def _rewind(self, records: Sequence[Record]) -> None:
+        first: dict[TopicPartition, int] = {}
+        for rec in records:
+            tp = TopicPartition(rec.topic, rec.partition)
+            first[tp] = min(first.get(tp, rec.offset), rec.offset)
+        for tp, offset in first.items():
+            await self.consumer.seek(tp, offset)
 
 
 class EmbeddedRuntime:

@@ -29,7 +29,7 @@ import faust
 from altm.bus import OutgoingRecord, Record
 from altm.bus.kafka import parse_broker_url
 from altm.core import Settings, Topic, partition_for, topic_name
-from altm.pipeline._drivers import StageDriver, WriterDriver
+from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import Writer
 from altm.store import DeferredWork, ShardSet
@@ -120,7 +120,7 @@ class FaustRuntime:
     def _add_agent(self, app: faust.App, topic: Topic, name: str, driver: StageDriver | WriterDriver) -> None:
         async def agent(stream: Any) -> AsyncIterator[None]:
             async for event in stream.events():
-                await driver.handle([_record(event.message)])
+                await handle_until_done(driver, [_record(event.message)])  # acknowledged once handled
                 yield None
 
         app.agent(self._topic(app, topic), name=name)(agent)

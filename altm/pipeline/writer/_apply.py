@@ -129,10 +129,9 @@ def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutco
         source=(record.topic, record.partition, record.offset),
         payload=original_text(record.value[:_PAYLOAD_KEEP]),
     )
-    dead = DeadLetter(
-        stage="writer", error=f"malformed proposal: {reason}", original=original_text(record.value),
-        source_topic=record.topic, source_partition=record.partition, source_offset=record.offset,
-        timestamp=datetime.now(UTC),
+    dead = DeadLetter.of(
+        record.value, stage="writer", error=f"malformed proposal: {reason}", source_topic=record.topic,
+        source_partition=record.partition, source_offset=record.offset, timestamp=datetime.now(UTC),
     )
     return WriteOutcome(dead_letters=[dead])
 

@@ -72,6 +72,8 @@ def time_prior(fused: dict[str, float], valid_from: Mapping[str, str | None], an
         if not stamp:
             continue
         recorded = datetime.fromisoformat(stamp).date()
-        days = [recorded - timedelta(days=k) for k in range(lookback_days + 1)]
+        # near the start of the calendar there are fewer days to look back over (rows of year 1 exist)
+        reach = min(lookback_days, (recorded - date.min).days)
+        days = [recorded - timedelta(days=k) for k in range(reach + 1)]
         if any(a.matches(d) for a in anchors for d in days):
             fused[mid] += weight * scale

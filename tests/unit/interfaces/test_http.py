@@ -149,3 +149,31 @@ async def test_an_out_of_range_review_item_is_refused_at_the_api(client: tuple[h
     ok = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s2", "turn_id": "t1",
                                           "content": "deadline?"}, headers=_auth(keys["acme"]))
     assert ok.status_code == 200
+
+
+async def test_an_offset_beyond_sqlite_integers_is_refused(client: tuple[httpx.AsyncClient, dict[str, str]]
+                                                           ) -> None:
+    """Issue 14 (red-team §2, Low): offset 2^63 was a 500 (OverflowError in the store)."""
+    c, keys = client
+    r = await c.get("/v1/memories", params={"scope": SCOPE.path, "offset": str(2**63)}, headers=_auth(keys["acme"]))
+    assert r.status_code == 422 and "offset" in r.text
+    r = await c.get("/v1/memories", params={"scope": SCOPE.path, "offset": "3"}, headers=_auth(keys["acme"]))
+    assert r.status_code == 200
+
+
+async def test_a_body_over_the_limit_is_refused_before_it_is_read(client: tuple[httpx.AsyncClient, dict[str, str]]
+                                                                  ) -> None:
+    """Issue 14 (red-team §2, Low): a 50 MB body was accepted and processed."""
+    c, keys = client
+    big = {"scope": SCOPE.path, "session_id": "s", "turn_id": "t", "content": "x" * (2 * 1024 * 1024)}
+    r = await c.post("/v1/prepare", json=big, headers=_auth(keys["acme"]))
+    assert r.status_code == 413 and "over the limit" in r.json()["detail"]
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it arrives
+        for _ in range(40):
+            yield b" " * 65536
+
+    r = await c.post("/v1/prepare", content=chunks(), headers=_auth(keys["acme"]))
+    assert r.status_code == 413
+    ok = await c.post("/v1/prepare", json={**big, "content": "deadline?"}, headers=_auth(keys["acme"]))
+    assert ok.status_code == 200

@@ -84,14 +84,19 @@ def test_ingest_dead_letters_bad_lines_with_line_numbers_and_exits_zero(tmp_path
     assert any("line 2: invalid JSON" in d["error"] for d in dead)
 
 
-def test_oversized_line_is_dead_lettered_in_the_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oversized_line_is_dead_lettered_at_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An oversize turn is refused before it is published (it was copied onto the turns topic first, then
+    dead-lettered by capture: stored twice)."""
     monkeypatch.setenv("ALTM_MAX_CONTENT_BYTES", "100")
     src = _write(tmp_path / "in.jsonl", [orjson.dumps({**FLAT, "content": "y" * 101}).decode(),
                                          orjson.dumps({**FLAT, "turn_id": "t2"}).decode()])
     result = runner.invoke(app, ["ingest", "--data-dir", str(tmp_path / "d"), str(src)])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "2 published" in out and "1 dead-lettered in the pipeline" in out
+    assert "1 published, 1 dead-lettered at input, 0 dead-lettered in the pipeline" in out
+    tail = runner.invoke(app, ["log", "tail", "dlq", "--data-dir", str(tmp_path / "d")])
+    (dead,) = [orjson.loads(line)["value"] for line in tail.output.splitlines()]
+    assert dead["line"] == 1 and "over the limit of 100" in dead["error"]
 
 
 def test_stats_on_a_missing_data_dir_is_a_clear_error(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
+from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
@@ -43,11 +44,8 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
 
 def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> None:
     """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard."""
-    size = len(mem.content.encode("utf-8"))
-    if size > ctx.settings.max_content_bytes:
-        raise Rejection(
-            f"content is {size} bytes, over the limit of {ctx.settings.max_content_bytes} (ALTM_MAX_CONTENT_BYTES)"
-        )
+    if error := content_over_limit(mem.content, ctx.settings.max_content_bytes):
+        raise Rejection(error)
     if mem.content_hash != content_hash(mem.content):
         raise Rejection("content_hash does not match the content")
     if mem.layer is Layer.L0 and mem.evidence:
