@@ -55,7 +55,7 @@ BAD_LINES = {
 def _dead_letters(data: Path) -> list[dict[str, Any]]:
     result = runner.invoke(cli, ["log", "tail", "dlq", "--data-dir", str(data), "-n", "1000"])
     assert result.exit_code == 0, result.output
-    return [orjson.loads(line)["value"] for line in result.output.splitlines()]
+    return [orjson.loads(line)["value"] for line in result.output.split("\n") if line]
 
 
 def test_each_bad_line_is_dead_lettered_once_and_every_good_line_is_ingested(tmp_path: Path) -> None:
