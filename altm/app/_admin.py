@@ -108,10 +108,9 @@ class AdminService:
         request = await self._request(ControlEvent(
             event_id=event_id, scope=scope, timestamp=ts, action=ControlAction.ERASE,
             target_ids=(memory_id,) if memory_id else (), session_id=session_id, payload=erasure.model_dump()))
-        self.cycles.forget_bundles(lambda cycle, bundle: cycle.scope.home == scope.home and (
-            target == "user" or (target == "agent" and cycle.scope.agent_id == scope.agent_id)
-            or (target == "session" and cycle.scope == scope and cycle.session_id == session_id)
-            or (target == "memory" and memory_id in bundle.memory_ids)))
+        # any bundle of this user may quote what goes (recall crosses sessions and agents, and derived
+        # memories go with their evidence): a retry rebuilds it from the memories that are left
+        self.cycles.forget_bundles(lambda cycle, _bundle: cycle.scope.home == scope.home)
         return request
 
     async def review_decide(self, scope: Scope, item_id: str, decision: str, note: str | None = None) -> Request:

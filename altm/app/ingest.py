@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
+from altm.app._input_file import IngestMarker, InputReader
 from altm.bus import Bus, OutgoingRecord, dead_letter_record, host_record
 from altm.core import (
     ControlEvent,
@@ -78,17 +79,29 @@ class IngestSummary:
     dead_lettered_in_pipeline: int = 0
     rejected: int = 0
     processed_records: int = 0
+    resumed_after: int = 0
+    """The line an interrupted ingest of the same file had published up to (0: started at the top)."""
 
     @property
     def dead_lettered(self) -> int:
         return self.dead_lettered_at_input + self.dead_lettered_in_pipeline
 
 
+def read_line(text: str, settings: Settings) -> Event:
+    """One input line → the event to publish, held to this deployment's limits; raises :class:`DecodeError`
+    with the reason for anything else, whatever went wrong (one line never stops a file)."""
+    try:
+        return checked(parse_line(text), settings)
+    except DecodeError:
+        raise
+    except (ValueError, OverflowError, RecursionError, TypeError) as exc:  # a value no validator anticipated
+        raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+
+
 def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open("r", encoding="utf-8", errors="surrogateescape") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if line.strip():
-                yield lineno, line.rstrip("\n")
+    """The non-blank lines of ``path`` with their 1-based numbers."""
+    with InputReader(path) as reader:
+        yield from reader.lines()
 
 
 async def publish_file(
@@ -99,33 +112,35 @@ async def publish_file(
     *,
     batch: int = 500,
     on_progress: Callable[[str, int], None] | None = None,
+    marker: IngestMarker | None = None,
 ) -> None:
-    """Publish every good line of ``path`` to its topic; bad lines go to the DLQ with their line number."""
+    """Publish every good line of ``path`` to its topic; bad lines go to the DLQ with their line number.
+    With a ``marker``, start after the line an interrupted run published up to, and record progress."""
     pending: list[OutgoingRecord] = []
 
-    async def flush() -> None:
+    async def flush(reader: InputReader) -> None:
         await bus.publish_many(pending)
         summary.published += sum(1 for r in pending if not r.topic.endswith("dlq"))
         pending.clear()
+        if marker is not None:
+            marker.save(reader.position())
         if on_progress:
             on_progress("published", summary.published)
 
-    for lineno, text in iter_lines(path):
-        summary.lines += 1
-        try:
-            pending.append(host_record(settings, checked(parse_line(text), settings), line=lineno))
-        except (DecodeError, ValueError, OverflowError, RecursionError, TypeError) as exc:
-            # DecodeError is the expected case; the others are values no validator anticipated: this line is
-            # dead-lettered all the same and the file goes on
-            reason = str(exc) if isinstance(exc, DecodeError) else f"{type(exc).__name__}: {exc}"
-            raw = text.encode("utf-8", errors="surrogateescape")
-            pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {reason}",
-                                              original=raw, line=lineno))
-            summary.dead_lettered_at_input += 1
-        if len(pending) >= batch:
-            await flush()
-    if pending:
-        await flush()
+    with InputReader(path, marker.load() if marker is not None else None) as reader:
+        summary.resumed_after = reader.resumed_after
+        for lineno, text in reader.lines():
+            summary.lines += 1
+            try:
+                pending.append(host_record(settings, read_line(text, settings), line=lineno))
+            except DecodeError as exc:
+                raw = text.encode("utf-8", errors="surrogateescape")
+                pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {exc}",
+                                                  original=raw, line=lineno))
+                summary.dead_lettered_at_input += 1
+            if len(pending) >= batch:
+                await flush(reader)
+        await flush(reader)
 
 
 async def ingest_file(
@@ -135,15 +150,18 @@ async def ingest_file(
     batch: int = 500,
     on_progress: Callable[[str, int], None] | None = None,
 ) -> IngestSummary:
-    """Publish every good line to its topic, dead-letter bad ones, then run the pipeline until idle."""
+    """Publish every good line to its topic, dead-letter bad ones, then run the pipeline until idle. An ingest
+    of the same file that was interrupted is resumed after the last line it published."""
     summary = IngestSummary()
     settings = runtime.settings
+    marker = IngestMarker(settings.data_dir, path)
     dlq_before = runtime.log.count(topic_name(Topic.DLQ, settings.topic_prefix))
     rejected_before = count_rejections(runtime)
-    await publish_file(runtime.log, settings, path, summary, batch=batch, on_progress=on_progress)
+    await publish_file(runtime.log, settings, path, summary, batch=batch, on_progress=on_progress, marker=marker)
     summary.processed_records = await runtime.run_until_idle(
         progress=(lambda _k, n: on_progress("processed", n)) if on_progress else None
     )
+    marker.clear()  # complete: a later run of the same file publishes it again
     dlq_after = runtime.log.count(topic_name(Topic.DLQ, settings.topic_prefix))
     summary.dead_lettered_in_pipeline = dlq_after - dlq_before - summary.dead_lettered_at_input
     summary.rejected = count_rejections(runtime) - rejected_before

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from altm.app.ingest import IngestSummary, iter_lines, parse_line, publish_file
+from altm.app.ingest import IngestSummary, iter_lines, publish_file, read_line
 from altm.app.ingest import ingest_file as _ingest_file
 from altm.core import DecodeError, Settings, all_topic_specs
 from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, console, fail, run, settings_for
@@ -18,6 +18,8 @@ Partitions = Annotated[int | None, typer.Option(help="Partition count for a new 
 
 
 def print_summary(summary: IngestSummary) -> None:
+    if summary.resumed_after:
+        console.print(f"resumed an interrupted ingest of this file after line {summary.resumed_after}")
     console.print(
         f"[bold]ingest:[/] {summary.lines} lines: {summary.published} published, "
         f"{summary.dead_lettered_at_input} dead-lettered at input, "
@@ -71,9 +73,10 @@ def publish(file: FileArg, broker: Annotated[str, typer.Option(help="kafka://HOS
 def validate(file: Annotated[Path, typer.Argument()]) -> None:
     """Check a JSONL file of events without ingesting it; prints each bad line and why."""
     bad = 0
+    settings = settings_for(DEFAULT_DATA_DIR)
     for lineno, text in iter_lines(file):
         try:
-            parse_line(text)
+            read_line(text, settings)
         except DecodeError as exc:
             bad += 1
             typer.echo(f"line {lineno}: {exc}")
