@@ -117,7 +117,8 @@ class ProtocolService:
         timestamp: datetime | None = None,
     ) -> PreparedTurn:
         key = idempotency_key or f"{scope.path}/{session_id}/{turn_id}"
-        cycle_id = derive_id("cyc", key)
+        # a caller's own key is namespaced by its scope: another tenant reusing it gets a cycle of its own
+        cycle_id = derive_id("cyc", scope.path, "key", key) if idempotency_key else derive_id("cyc", key)
         request_hash = sha256_hex(orjson.dumps(
             [scope.path, session_id, turn_id, content, token_budget, strict_session, preset_name]))
         existing = self.cycles.get(cycle_id)

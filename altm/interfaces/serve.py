@@ -12,7 +12,7 @@ from typing import Any
 
 from altm.app import ScopeDenied
 from altm.app.stats import collect_stats
-from altm.core import Scope, Settings
+from altm.core import Settings
 from altm.interfaces.http import ApiKey, KeyStore, create_app
 from altm.interfaces.mcp import Profile, build_server
 from altm.wiring import Deployment, open_deployment, record_deployment, resolve
@@ -99,10 +99,11 @@ def _key_middleware(app: ASGIApp, keys: KeyStore) -> ASGIApp:
     return middleware
 
 
-def _key_guard(scope: Scope) -> None:
+def _current_key() -> ApiKey:
     key = _CURRENT_KEY.get()
-    if key is None or not key.allows(scope):
-        raise ScopeDenied(f"this API key may not act on {scope.path}")
+    if key is None:  # the key middleware answers 401 first; never serve a request as the trusted caller
+        raise ScopeDenied("an API key is required")
+    return key
 
 
 async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: str, port: int) -> None:
@@ -115,7 +116,7 @@ async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: 
             return
         import uvicorn
 
-        server = build_server(deployment.app, profile, guard=_key_guard, **kwargs)
+        server = build_server(deployment.app, profile, caller=_current_key, **kwargs)
         app = _key_middleware(server.streamable_http_app(host=host), keystore(settings))
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
     finally:

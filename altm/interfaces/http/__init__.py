@@ -1,6 +1,6 @@
-"""HTTP API (FastAPI) and API keys."""
+"""HTTP API (FastAPI); API keys are in :mod:`altm.interfaces.access`."""
 
+from altm.interfaces.access import ApiKey, KeyStore
 from altm.interfaces.http._app import create_app
-from altm.interfaces.http._keys import ApiKey, KeyStore
 
 __all__ = ["ApiKey", "KeyStore", "create_app"]

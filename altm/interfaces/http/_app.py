@@ -10,9 +10,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
-from altm.app import MemoryApp, ProtocolError, unknown_cycle
+from altm.app import MemoryApp, ProtocolError
 from altm.core import Scope
-from altm.interfaces.http._keys import ApiKey, KeyStore
+from altm.interfaces.access import ApiKey, Gate, KeyStore
 from altm.interfaces.http._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from altm.interfaces.http._requests import (
     AbortRequest,
@@ -46,29 +46,20 @@ def _caller(request: Request, authorization: Annotated[str | None, Header()] = N
     return key
 
 
+def _gate(request: Request, key: Annotated[ApiKey, Depends(_caller)]) -> Gate:
+    return Gate(_memory(request), key)
+
+
 Memory = Annotated[MemoryApp, Depends(_memory)]
-Caller = Annotated[ApiKey, Depends(_caller)]
+Caller = Annotated[Gate, Depends(_gate)]
 ScopeQuery = Annotated[str, Query(description="TENANT/WORKSPACE/USER/AGENT")]
 
 
-def _allow(key: ApiKey, scope: Scope) -> None:
-    if not key.allows(scope):
-        raise HTTPException(403, detail=f"key {key.name!r} is limited to {key.scope_prefix!r}, not {scope.path}")
-
-
-def _allowed_scope(key: ApiKey, text: str) -> Scope:
+def _parsed(text: str) -> Scope:
     try:
-        scope = Scope.parse(text)
+        return Scope.parse(text)
     except ValueError as exc:
         raise HTTPException(422, detail=str(exc)) from None
-    _allow(key, scope)
-    return scope
-
-
-def _allow_cycle(memory: MemoryApp, key: ApiKey, cycle_id: str) -> None:
-    """A cycle outside the key's prefix answers like an unknown one (cycle ids are deterministic)."""
-    if not key.allows(memory.find_cycle(cycle_id).scope):
-        raise unknown_cycle(cycle_id)
 
 
 def _queued(event_id: str, note: str) -> dict[str, Any]:
@@ -81,8 +72,8 @@ admin = APIRouter(tags=["administration"])
 
 
 @protocol.post("/v1/prepare")
-async def prepare(req: PrepareRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow(key, req.parsed)
+async def prepare(req: PrepareRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.recall(req.parsed)
     prepared = await memory.prepare_turn(
         req.parsed, req.session_id, req.turn_id, req.content, req.token_budget,
         strict_session=req.strict_session, preset_name=req.preset, idempotency_key=req.idempotency_key)
@@ -90,27 +81,27 @@ async def prepare(req: PrepareRequest, key: Caller, memory: Memory) -> dict[str,
 
 
 @protocol.post("/v1/commit")
-async def commit(req: CommitRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow_cycle(memory, key, req.cycle_id)
+async def commit(req: CommitRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.cycle(req.cycle_id)
     done = await memory.commit_turn(req.cycle_id, req.assistant_content, req.cited_memory_ids, req.feedback)
     return done.model_dump()
 
 
 @protocol.post("/v1/abort")
-async def abort(req: AbortRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow_cycle(memory, key, req.cycle_id)
+async def abort(req: AbortRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.cycle(req.cycle_id)
     return (await memory.abort_turn(req.cycle_id, req.reason)).model_dump(mode="json")
 
 
 @protocol.post("/v1/drilldown")
-async def drilldown(req: DrilldownRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow(key, req.parsed)
+async def drilldown(req: DrilldownRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.recall(req.parsed)
     return memory.drilldown(req.marker, req.parsed, req.query).model_dump()
 
 
 @recall.post("/v1/query")
-async def query(req: QueryRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow(key, req.parsed)
+async def query(req: QueryRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.recall(req.parsed)
     result = memory.search(req.parsed, req.session_id, req.query, preset_name=req.preset, top_k=req.top_k,
                            strict_session=req.strict_session)
     return {"results": [h.model_dump() for h in result.hits], "timings_ms": result.timings_ms}
@@ -118,47 +109,49 @@ async def query(req: QueryRequest, key: Caller, memory: Memory) -> dict[str, Any
 
 @recall.get("/v1/memories")
 async def memories(
-    key: Caller, memory: Memory, scope: ScopeQuery, session_id: str | None = None,
+    gate: Caller, memory: Memory, scope: ScopeQuery, session_id: str | None = None,
     layer: Annotated[str | None, Query(pattern="^L[0-4]$")] = None, kind: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=2**53 - 1)] = 0,
 ) -> dict[str, Any]:
-    rows = memory.list_memories(_allowed_scope(key, scope), session_id=session_id, layer=layer, kind=kind,
+    rows = memory.list_memories(gate.recall(_parsed(scope)), session_id=session_id, layer=layer, kind=kind,
                                 limit=limit, offset=offset)
     return {"memories": rows, "count": len(rows)}
 
 
 @admin.post("/v1/feedback")
-async def feedback(req: FeedbackRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow(key, req.parsed)
+async def feedback(req: FeedbackRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    if req.signal in ("pin", "unpin"):
+        gate.curate(req.parsed, req.memory_ids, f"{req.signal}ning it")
+    else:
+        gate.recall(req.parsed)
     event_id = await memory.feedback(req.parsed, req.memory_ids, req.signal, req.note)
     return _queued(event_id, "queued on the control topic; applied by the lifecycle processor")
 
 
 @admin.post("/v1/erase")
-async def erase(req: EraseRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow(key, req.parsed)
+async def erase(req: EraseRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.erase(req.parsed, req.target, req.memory_id)
     event_id = await memory.erase(req.parsed, req.target, memory_id=req.memory_id, session_id=req.session_id,
                                   reason=req.reason)
     return _queued(event_id, "queued on the control topic; the writer removes the content and leaves tombstones")
 
 
 @admin.get("/v1/review")
-async def review_list(key: Caller, memory: Memory, scope: ScopeQuery,
+async def review_list(gate: Caller, memory: Memory, scope: ScopeQuery,
                       limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
-    return memory.review_queue(_allowed_scope(key, scope), limit=limit)
+    return memory.review_queue(gate.user(_parsed(scope), "the review queue"), limit=limit)
 
 
 @admin.post("/v1/review")
-async def review_decide(req: ReviewRequest, key: Caller, memory: Memory) -> dict[str, Any]:
-    _allow(key, req.parsed)
+async def review_decide(req: ReviewRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
+    gate.user(req.parsed, "a review decision")
     event_id = await memory.review_decide(req.parsed, req.item_id, req.decision, req.note)
     return _queued(event_id, "queued on the control topic; the writer applies it")
 
 
 @admin.get("/v1/stats")
-async def stats_route(key: Caller, request: Request) -> dict[str, Any]:
-    if not key.admin:
-        raise HTTPException(403, detail="stats cover every scope: an admin key is needed")
+async def stats_route(gate: Caller, request: Request) -> dict[str, Any]:
+    gate.operate("stats")
     stats: StatsProvider | None = request.app.state.stats
     if stats is None:
         raise HTTPException(404, detail="stats are not available in this deployment")

@@ -56,7 +56,8 @@ async def test_auth_401_and_403(client: tuple[httpx.AsyncClient, dict[str, str]]
     assert (await c.post("/v1/prepare", json=body, headers=_auth("altm_wrong"))).status_code == 401
     foreign = {**body, "scope": OTHER.path}
     r = await c.post("/v1/prepare", json=foreign, headers=_auth(keys["acme"]))
-    assert r.status_code == 403 and "limited to 'acme/platform/dana'" in r.json()["detail"]
+    assert r.status_code == 403 and "limited to 'acme/platform/dana'" in r.json()["message"]
+    assert OTHER.path not in r.text  # a refusal names the key's own prefix only
     r = await c.get("/v1/memories", params={"scope": OTHER.path}, headers=_auth(keys["acme"]))
     assert r.status_code == 403
     assert (await c.get("/v1/stats", headers=_auth(keys["acme"]))).status_code == 403

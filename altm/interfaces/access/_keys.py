@@ -19,8 +19,17 @@ class ApiKey(BaseModel):
     scope_prefix: str = Field(description="TENANT[/WORKSPACE[/USER[/AGENT]]] this key may act on")
     admin: bool = False
 
+    @property
+    def prefix(self) -> list[str]:
+        return self.scope_prefix.strip("/").split("/")
+
+    @property
+    def bound_to_agent(self) -> bool:
+        """A key for one agent (TENANT/WORKSPACE/USER/AGENT); shorter prefixes cover whole users."""
+        return len(self.prefix) == 4
+
     def allows(self, scope: Scope) -> bool:
-        want = self.scope_prefix.strip("/").split("/")
+        want = self.prefix
         have = [scope.tenant_id, scope.workspace_id, scope.user_id, scope.agent_id]
         return have[: len(want)] == want
 
