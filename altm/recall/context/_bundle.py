@@ -33,6 +33,7 @@ class BundleItem(BaseModel):
     marker: str
     layer: str
     kind: str
+    role: str | None = Field(default=None, description="Who said it (an L0 message): user, assistant or tool")
     scope: str
     session_id: str | None
     valid_from: str | None
@@ -70,9 +71,15 @@ class ContextBundle(BaseModel):
 def _item_header(n: int, hit: Hit, marker: str) -> str:
     date = (hit.valid_from or "")[:10] or "undated"
     where = f"session {hit.session_id}" if hit.session_id else "across sessions"
-    flag = f" · ⚠ {hit.flag}: {hit.trust_reason}" if hit.flag else ""
-    return (f"[{n}] {hit.layer} {hit.kind} · {where} · {date} · trust: {hit.trust_status} · "
+    said = f" · from: {hit.role}" if hit.role else ""  # a tool's output is not the user's word
+    flag = f" · ⚠ {hit.flag}: {_escaped(hit.trust_reason or '')}" if hit.flag else ""
+    return (f"[{n}] {hit.layer} {hit.kind}{said} · {where} · {date} · trust: {hit.trust_status} · "
             f"how: {hit.method}{flag} · {marker}")
+
+
+def _escaped(text: str) -> str:
+    """Content cannot close the quoted block or open a forged one: ``&``, ``<`` and ``>`` become entities."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _level_text(content: str, level: int, kind: ContentType) -> Compressed:
@@ -86,7 +93,7 @@ def _level_text(content: str, level: int, kind: ContentType) -> Compressed:
 
 
 def _quote(text: str) -> str:
-    return "\n".join("  > " + line for line in text.splitlines() or [""])
+    return "\n".join("  > " + line for line in _escaped(text).splitlines() or [""])
 
 
 def share_estimate(n_hits: int, token_budget: int) -> int:
@@ -133,7 +140,7 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
         remaining -= block_tokens
         parts.append(block)
         items.append(BundleItem(
-            memory_id=hit.memory_id, marker=marker, layer=hit.layer, kind=hit.kind, scope=hit.scope,
+            memory_id=hit.memory_id, marker=marker, layer=hit.layer, kind=hit.kind, role=hit.role, scope=hit.scope,
             session_id=hit.session_id, valid_from=hit.valid_from, method=hit.method,
             trust_status=hit.trust_status, flag=hit.flag, source_ids=hit.source_ids, score=hit.score,
             channels=hit.channels, breakdown=hit.breakdown, graph_path=hit.graph_path, text=shown.text,
