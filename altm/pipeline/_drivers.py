@@ -220,6 +220,7 @@ class WriterDriver:
         """Check the shard of ``partition`` belongs to this log; returns where its writer resumes."""
         shard = self.writer.shards.get(partition)
         check_log_binding(shard, self.identity, self.topic, end_offset)
+        self.writer.upgrade(partition)
         self._bound.add(partition)
         return self.writer.resume_offset(self.topic, partition)
 

@@ -100,6 +100,10 @@ class Shard:
         ).fetchone()
         return None if row is None else int(row[0])
 
+    def has_legacy_tombstones(self) -> bool:
+        """Tombstones written before version 6 (text, not yet hashed): the writer hashes them when it starts."""
+        return self._db.execute("SELECT 1 FROM tombstones WHERE token_hashes IS NULL LIMIT 1").fetchone() is not None
+
     def bound_log(self) -> str | None:
         """The identity of the log whose offsets this shard stores (None until a writer binds it)."""
         row = self._db.execute("SELECT value FROM shard_meta WHERE key = 'log'").fetchone()

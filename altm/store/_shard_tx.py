@@ -7,6 +7,7 @@ are the ones the writer needs inside the transaction (they see its uncommitted w
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 import orjson
 
-from altm.core import Erasure, LifecycleSignal, Scope, derive_id, normalise_text
+from altm.core import Erasure, LifecycleSignal, Scope, derive_id
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, MemoryRow, columns, memory_row
@@ -29,6 +30,14 @@ def _json(value: Any) -> str:
 
 def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" for _ in values)
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    tombstone_id: str
+    reason: str
+    token_hashes: frozenset[str]
+    distinctive: bool
 
 
 def _home(scope: Scope) -> list[str]:
@@ -150,18 +159,53 @@ class ShardTx:
             f"SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND {where}",
             [*_home(scope), *args])]
 
-    def tombstone_of_value(self, scope: Scope, value_hash: str) -> tuple[str, str] | None:
-        """(tombstone id, reason) of erased content of the user with exactly this value hash."""
+    def tombstone_of_value(self, scope: Scope, value_hash: str) -> tuple[str, str, bool] | None:
+        """(tombstone id, reason, distinctive) of erased content of the user with exactly this value hash (a
+        distinctive one first)."""
         found = self._db.execute(
-            "SELECT tombstone_id, reason FROM tombstones WHERE value_hash=? AND tenant_id=? AND workspace_id=? "
-            "AND user_id=? LIMIT 1", (value_hash, *_home(scope))).fetchone()
+            "SELECT tombstone_id, reason, COALESCE(distinctive, 1) AS d FROM tombstones WHERE value_hash=? "
+            "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY d DESC LIMIT 1",
+            (value_hash, *_home(scope))).fetchone()
+        return None if found is None else (str(found[0]), str(found[1]), bool(found[2]))
+
+    def tombstone_of_memory(self, scope: Scope, memory_id: str) -> tuple[str, str] | None:
+        """(tombstone id, reason) of the erased memory ``memory_id`` of the user."""
+        found = self._db.execute(
+            "SELECT tombstone_id, reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? "
+            "AND user_id=? LIMIT 1", (memory_id, *_home(scope))).fetchone()
         return None if found is None else (str(found[0]), str(found[1]))
 
-    def tombstones(self, scope: Scope) -> list[tuple[str, str, str]]:
-        """(tombstone id, normalised text, reason) of every tombstone of the user."""
-        return [(str(r[0]), str(r[1]), str(r[2])) for r in self._db.execute(
-            "SELECT tombstone_id, normalised_text, reason FROM tombstones WHERE tenant_id=? AND workspace_id=? "
-            "AND user_id=?", _home(scope))]
+    def tombstones(self, scope: Scope, *, raw_only: bool = False) -> list[Tombstone]:
+        """The user's tombstones with their keyed token hashes (of erased raw messages only, with ``raw_only``;
+        a tombstone written before version 6 has no layer and counts as raw)."""
+        only = " AND (layer = 'L0' OR layer IS NULL)" if raw_only else ""
+        return [Tombstone(str(r[0]), str(r[1]), frozenset(orjson.loads(r[2] or "[]")), bool(r[3]))
+                for r in self._db.execute(
+                    "SELECT tombstone_id, reason, token_hashes, COALESCE(distinctive, 1) FROM tombstones "
+                    f"WHERE tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
+
+    def legacy_tombstones(self) -> list[tuple[str, Scope, str]]:
+        """(tombstone id, scope, normalised text) of the tombstones written before version 6."""
+        return [(str(r[0]), Scope(tenant_id=r[1], workspace_id=r[2], user_id=r[3], agent_id=r[4] or "_"), str(r[5]))
+                for r in self._db.execute(
+                    "SELECT tombstone_id, tenant_id, workspace_id, user_id, agent_id, normalised_text FROM tombstones "
+                    "WHERE token_hashes IS NULL")]
+
+    def hash_tombstone(self, tombstone_id: str, token_hashes: frozenset[str], *, at: str) -> None:
+        """Replace a tombstone's text (written before version 6) by its keyed token hashes."""
+        self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
+                    target_id=tombstone_id, old={"kept": "normalised text"}, new={"kept": "keyed token hashes"})
+        self._db.execute("UPDATE tombstones SET token_hashes=?, normalised_text='' WHERE tombstone_id=?",
+                         (orjson.dumps(sorted(token_hashes)).decode(), tombstone_id))
+
+    def guard_key(self, scope: Scope) -> bytes:
+        """The user's key for the guard's token hashes (created on first use)."""
+        home = _home(scope)
+        self._db.execute("INSERT OR IGNORE INTO guard_keys (tenant_id, workspace_id, user_id, key) VALUES (?,?,?,?)",
+                         (*home, secrets.token_bytes(32)))
+        row = self._db.execute("SELECT key FROM guard_keys WHERE tenant_id=? AND workspace_id=? AND user_id=?",
+                               home).fetchone()
+        return bytes(row[0])
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
         """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded."""
@@ -301,16 +345,19 @@ class ShardTx:
             "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
             (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
 
-    def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str) -> None:
-        """Remember erased or forgotten content as its hash and normalised text, so the guard refuses it."""
-        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash)
+    def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str,
+                  token_hashes: frozenset[str], distinctive: bool) -> None:
+        """Remember erased or forgotten content by its id, its hash and its keyed token hashes (not its text),
+        so the guard refuses it."""
+        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash, row["memory_id"])
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
-                    old=None, new={"value_hash": value_hash, "reason": reason})
+                    old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
             "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
-            "normalised_text, reason, at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash,
-             normalise_text(row["content"]), reason, at),
+            "normalised_text, reason, at, memory_id, layer, token_hashes, distinctive) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash, "", reason, at,
+             row["memory_id"], row["layer"], orjson.dumps(sorted(token_hashes)).decode(), int(distinctive)),
         )
 
     def redact_audit(self, table: str, ids: Sequence[str]) -> None:

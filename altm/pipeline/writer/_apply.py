@@ -34,7 +34,7 @@ from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
-from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard
+from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard, hash_legacy_tombstones
 from altm.pipeline.writer.ops import Applied, OpContext, Rejection, apply_op
 from altm.store import ShardSet, ShardTx, StoreUnavailable
 
@@ -66,6 +66,14 @@ class Writer:
     def resume_offset(self, topic: str, partition: int) -> int | None:
         """The next proposal offset to apply, as stored with the data (the source of truth on restart)."""
         return self.shards.get(partition).next_offset(WRITER_GROUP, topic, partition)
+
+    def upgrade(self, partition: int) -> None:
+        """Bring the shard's data up to this version where SQL alone cannot: tombstones written before they
+        were hashed get their keyed token hashes, and their text is blanked."""
+        shard = self.shards.get(partition)
+        if shard.has_legacy_tombstones():
+            with shard.transaction() as tx:
+                hash_legacy_tombstones(tx, at=datetime.now(UTC).isoformat())
 
     def apply(self, record: Record, partitions: int, *, retry: bool = False) -> WriteOutcome:
         """Apply one proposal record. ``retry`` re-applies a record deferred earlier (its offset is stored)."""

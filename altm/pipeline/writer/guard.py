@@ -1,22 +1,30 @@
 """The write guard, evaluated by the writer for every proposal (so no writer path can bypass it).
 
-* Tombstones (erased content) apply to every layer, L0 included: erased content is not re-captured on
-  replay.
+* Tombstones (erased content) apply to every layer. A raw message (L0) is the user's record: it is refused
+  only when it *is* erased content coming back (the erased message's own id, on replay or a re-send of the
+  turn) or an exact re-send of a distinctive erased text (the same normalised text; see ``MIN_SHINGLES``).
+  A derived memory is refused when it is an exact re-send of a distinctive erased text or re-states a long
+  erased raw message: it holds at least the threshold share of that message's shingles (pairs of
+  consecutive words).
 * Anti-patterns apply to derived memories: a derived memory that re-asserts a stored anti-pattern's
   ``pattern`` (without negating it) is refused. A raw message is always captured as L0.
 
-Matching is forgiving: normalised text, containment either way, or token overlap above a threshold.
+Tombstones hold no text: their shingles are compared as keyed hashes (HMAC-SHA256 with a key per user), so a
+data dir does not reveal what was erased by reading the tombstones.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import itertools
 import re
 from dataclasses import dataclass
 
 import orjson
 
-from altm.core import Layer, MemoryUnit, normalise_text, sha256_hex
-from altm.store import ShardTx
+from altm.core import Layer, MemoryUnit, Scope, normalise_text, sha256_hex
+from altm.store import MemoryRow, ShardTx
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _STOP = frozenset("a an the and or to of in on at for with by is are was were be it this that i we you my our "
@@ -24,6 +32,12 @@ _STOP = frozenset("a an the and or to of in on at for with by is are was were be
 _NEGATION = re.compile(r"\b(?:don't|do not|dont|never|avoid|stop|instead of|rather than|not|no longer|"
                        r"shouldn't|should not|mistake|bad idea|anti-pattern)\b")
 MIN_TOKENS = 3
+MIN_SHINGLES = 5
+"""An erased text this long (about six words besides stop words) is distinctive, and so is one that names
+something specific (a token with a digit, a hyphen or an underscore, or of 12 characters or more: a code, a
+number, an identifier). Only a distinctive text refuses an exact re-send ("Sounds good to me." said again in
+another session is the user's new message, not the erased one); only a long one is matched by overlap."""
+_SPECIFIC = re.compile(r"\d|[-_]|^.{12,}$")
 
 
 class GuardUnavailable(RuntimeError):
@@ -46,7 +60,66 @@ def tokens(text: str) -> frozenset[str]:
 
 
 def value_hash(text: str) -> str:
+    """The hash an exact re-send is recognised by: the text's words in order (case, spacing and punctuation
+    do not make it another text)."""
+    return sha256_hex(" ".join(_TOKEN.findall(normalise_text(text))))
+
+
+def _hash_before_version_6(text: str) -> str:
     return sha256_hex(normalise_text(text))
+
+
+def shingles(text: str) -> frozenset[str]:
+    """Pairs of consecutive guard tokens (stop words dropped): word order is what tells a re-statement from
+    chit-chat that happens to share its words."""
+    words = [t for t in _TOKEN.findall(normalise_text(text)) if t not in _STOP]
+    return frozenset(f"{a} {b}" for a, b in itertools.pairwise(words))
+
+
+def distinctive(text: str) -> bool:
+    """Specific enough that saying it again is the erased content coming back (see ``MIN_SHINGLES``)."""
+    return len(shingles(text)) >= MIN_SHINGLES or any(_SPECIFIC.search(t) for t in tokens(text))
+
+
+def keyed_tokens(key: bytes, text: str) -> frozenset[str]:
+    """The text's shingles as keyed hashes (what a tombstone keeps instead of the text)."""
+    return frozenset(hmac.new(key, s.encode(), hashlib.sha256).hexdigest()[:24] for s in shingles(text))
+
+
+def overlaps(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
+    """Token overlap ≥ threshold of the smaller set (each set of at least ``MIN_TOKENS``)."""
+    if min(len(a), len(b)) < MIN_TOKENS:
+        return False
+    return len(a & b) / min(len(a), len(b)) >= threshold
+
+
+def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float, *, specific: bool) -> bool:
+    """The candidate holds at least ``threshold`` of an erased text's shingles (a derived memory that quotes or
+    closely paraphrases it). The erased text must be long, or specific and at least two shingles: a short
+    generic one matches nothing but itself."""
+    if len(erased) < (2 if specific else MIN_SHINGLES):
+        return False
+    return len(candidate & erased) / len(erased) >= threshold
+
+
+def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str) -> None:
+    """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes."""
+    key = tx.guard_key(_scope_of(row))
+    tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(row["content"]),
+                 token_hashes=keyed_tokens(key, row["content"]), distinctive=distinctive(row["content"]))
+
+
+def hash_legacy_tombstones(tx: ShardTx, *, at: str) -> int:
+    """Give tombstones written before version 6 their keyed token hashes and blank their text."""
+    legacy = tx.legacy_tombstones()
+    for tombstone_id, scope, text in legacy:
+        tx.hash_tombstone(tombstone_id, keyed_tokens(tx.guard_key(scope), text), at=at)
+    return len(legacy)
+
+
+def _scope_of(row: MemoryRow) -> Scope:
+    return Scope(tenant_id=row["tenant_id"], workspace_id=row["workspace_id"], user_id=row["user_id"],
+                 agent_id=row["agent_id"])
 
 
 def matches(candidate: str, reference: str, threshold: float) -> bool:
@@ -75,13 +148,27 @@ class WriteGuard:
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
 
     def _tombstone(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
-        exact = tx.tombstone_of_value(mem.scope, value_hash(mem.content))
-        if exact is not None:
-            tid, reason = exact
-            return GuardVerdict(tid, f"matches erased content (tombstone {tid}: {reason})")
-        for tid, text, reason in tx.tombstones(mem.scope):
-            if matches(mem.content, text, self.threshold):
-                return GuardVerdict(tid, f"matches erased content (tombstone {tid}: {reason})")
+        # an L0 id is the message itself; a derived memory's id names what it is about (a session, a scene),
+        # which may well be formed again from what was not erased
+        own = tx.tombstone_of_memory(mem.scope, mem.memory_id) if mem.layer is Layer.L0 else None
+        if own is not None:
+            return _erased(*own)
+        for hashed in (value_hash(mem.content), _hash_before_version_6(mem.content)):
+            exact = tx.tombstone_of_value(mem.scope, hashed)
+            if exact is not None and exact[2]:  # distinctive
+                return _erased(exact[0], exact[1])
+        if mem.layer is Layer.L0:
+            return None
+        # against what the user said, not against erased derived memories: those are mostly template (a
+        # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
+        buried = tx.tombstones(mem.scope, raw_only=True)
+        if not buried:
+            return None
+        key = tx.guard_key(mem.scope)
+        mine = keyed_tokens(key, mem.content)
+        for tomb in buried:
+            if restates(mine, tomb.token_hashes, self.threshold, specific=tomb.distinctive):
+                return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
     def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
@@ -94,3 +181,7 @@ class WriteGuard:
                 why = attrs.get("why_bad") or "no reason recorded"
                 return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why})")
         return None
+
+
+def _erased(tombstone_id: str, reason: str) -> GuardVerdict:
+    return GuardVerdict(tombstone_id, f"matches erased content (tombstone {tombstone_id}: {reason})")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from altm.core import ChangeStatus, EraseProposal
-from altm.pipeline.writer.guard import value_hash
+from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.pipeline.writer.ops.memory import previous_content
 from altm.store import MemoryRow, ShardTx
@@ -25,8 +25,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             following = tx.session_neighbour(row, "next")
             if following is not None and following["memory_id"] not in doomed:
                 successors[following["memory_id"]] = following
-        tx.tombstone(row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
-                     value_hash=value_hash(row["content"]))
+        bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now)
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     for following in successors.values():  # the next message's context held erased content
         fresh = tx.memory_row(following["memory_id"])

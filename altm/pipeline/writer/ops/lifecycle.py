@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from altm.core import ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
-from altm.pipeline.writer.guard import value_hash
+from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
@@ -62,8 +62,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         if row["lc_pinned"]:
             continue
         if retention.tombstone:
-            tx.tombstone(row, reason=f"forgotten: {retention.reason}", at=ctx.now,
-                         value_hash=value_hash(row["content"]))
+            bury(tx, row, reason=f"forgotten: {retention.reason}", at=ctx.now)
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
     if not forgotten:
