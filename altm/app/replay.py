@@ -33,10 +33,24 @@ class ReplaySummary:
 async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
                             from_time: datetime | None = None) -> list[Record]:
     """Host events of ``bus`` up to their current ends, in the order they were first published (turns and
-    control events interleaved by publication time)."""
-    turns = topic_name(Topic.TURNS, prefix)
-    records = await bus.read_all([topic_name(t, prefix) for t in HOST_TOPICS], from_offset=from_offset,
-                                 from_time_ms=int(from_time.timestamp() * 1000) if from_time else None)
+    control events interleaved by publication time).
+
+    A start point is a point in time for both topics: ``from_time``, or, for ``from_offset``, the time the
+    turns topic's record at that offset was published (the earliest over its partitions; turns are taken from
+    that offset on). Offsets of one topic say nothing about the other, and an erasure published after the
+    turns it erased must be replayed with them."""
+    turns, control = (topic_name(t, prefix) for t in HOST_TOPICS)
+    if from_offset and from_time is None:
+        turn_records = await bus.read_all([turns], from_offset=from_offset)
+        start_ms = min((r.timestamp_ms for r in turn_records), default=None)
+        if start_ms is None:  # no turn at or after that offset: control events from the same offset on
+            controls = await bus.read_all([control], from_offset=from_offset)
+        else:
+            controls = await bus.read_all([control], from_time_ms=start_ms)
+        records = [*turn_records, *controls]
+    else:
+        records = await bus.read_all([turns, control], from_time_ms=int(from_time.timestamp() * 1000)
+                                     if from_time else None)
     records.sort(key=lambda r: (r.timestamp_ms, r.topic != turns, r.partition, r.offset))
     return records
 

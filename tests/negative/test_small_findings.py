@@ -117,3 +117,21 @@ async def test_a_bundle_escapes_forged_delimiters_and_shows_who_said_it(settings
     tool_items = [i for i in bundle.items if i.layer == "L0" and "runbook says" in i.text]
     assert tool_items and all(i.role == "tool" for i in tool_items)
     assert "from: tool" in bundle.rendered and "from: user" in bundle.rendered
+
+
+async def test_a_replay_from_an_offset_does_not_bring_erased_content_back(settings: Settings, tmp_path: Path) -> None:
+    """F4b: one offset applied to both host topics, so `replay --from-offset 2` skipped the erase (control
+    offset 1) and replayed the secret turns (turn offsets 2-5) as live memories."""
+    from altm.wiring import replay_into
+
+    s = settings.model_copy(update={"embedder": "none"})
+    secret = [make_turn(i, f"Noted, ZEBRA-4471-SECRET part {i} is stored.", session="s-secret") for i in range(6)]
+    async with store_with(s, []) as (rt, app):
+        await rt.publish(secret)
+        await rt.run_until_idle()
+        await app.erase(SCOPE, "session", session_id="s-secret")
+        await rt.run_until_idle()
+    for start in (1, 2, 5):
+        target = tmp_path / f"from-{start}"
+        await replay_into(s.data_dir, target, settings=s, from_offset=start)
+        assert not rows(target, "SELECT 1 FROM memories WHERE content LIKE '%ZEBRA%'"), f"from offset {start}"
