@@ -47,6 +47,7 @@ class Shard:
             conn = sqlite3.connect(self.path, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: erased content leaves the file
             migrate(conn)
         conn.execute("PRAGMA busy_timeout=5000")
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
@@ -125,5 +126,13 @@ class Shard:
         return [(int(r[0]), str(r[1]), r[2], bytes(r[3])) for r in rows]
 
     def mark_published(self, up_to_seq: int) -> None:
-        # Outbox bookkeeping, not memory state: it records delivery, so it is not audited.
-        self._db.execute("UPDATE outbox SET published=1 WHERE published=0 AND seq<=?", (up_to_seq,))
+        """The bus has the outbox rows up to ``up_to_seq``: they go (a published after-image kept here would
+        outlive an erasure of its content). Outbox bookkeeping, not memory state: not audited."""
+        self._db.execute("DELETE FROM outbox WHERE seq<=?", (up_to_seq,))
+
+    def purge(self) -> None:
+        """After an erasure: merge the word indexes (no segment keeps the erased terms) and fold the write-ahead
+        log into the file and truncate it (no old page image keeps them either)."""
+        for table in ("memories_fts", "memories_fts_tri"):
+            self._db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

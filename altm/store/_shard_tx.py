@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 import orjson
 
-from altm.core import Erasure, LifecycleSignal, Scope, derive_id
+from altm.core import Erasure, LifecycleSignal, Scope, derive_id, sha256_hex
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, MemoryRow, columns, memory_row
@@ -388,6 +388,7 @@ class ShardTx:
                                 old=redacted(d), new=None)
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
+        self._scrub_references(home, set(memory_ids), at=at, proposal_id=proposal_id)
         orphans = db.execute(
             "SELECT * FROM graph_nodes n WHERE tenant_id=? AND workspace_id=? AND user_id=? AND NOT EXISTS "
             "(SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)", home).fetchall()
@@ -403,6 +404,40 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
                             target_id=scope.home, old={"entries": n}, new=None)
                 db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
+
+    def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
+        """Rows that are not the erased memories but hold their content or only stand on them: graph edges
+        whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan);
+        the payloads of rejected proposals about them, and the inputs of held actions and governance events
+        that name them, are replaced by their hashes. Audited, values redacted."""
+        if not erased:
+            return
+        db = self._db
+        for r in db.execute("SELECT * FROM graph_edges WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+                            "AND evidence != '[]'", home).fetchall():
+            evidence = [e for e in orjson.loads(r["evidence"]) if isinstance(e, str)]
+            if evidence and set(evidence) <= erased:
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_edges",
+                            target_id=r["edge_id"], old=redacted(dict(r)), new=None)
+                db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
+        user = "tenant_id=? AND workspace_id=? AND user_id=?"
+        for table, key, ids, column, where, args in (  # fixed names; values are bound
+            ("rejections", "rejection_id", "memory_id", "payload", f"memory_id IN ({_marks(list(erased))})",
+             list(erased)),
+            ("held_actions", "action_id", "target_ids", "inputs", user, home),
+            ("governance_events", "event_id", "decision_id", "inputs", user, home),
+        ):
+            for row_id, named_ids, text in db.execute(
+                    f"SELECT {key}, {ids}, {column} FROM {table} WHERE {where}", args).fetchall():
+                value = str(text or "")
+                if not value or value.startswith('{"redacted_sha256"'):
+                    continue
+                if not any(mid in value or mid in str(named_ids or "") for mid in erased):
+                    continue
+                digest = {"redacted_sha256": sha256_hex(value)}
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table=table,
+                            target_id=str(row_id), old=digest, new=digest)
+                db.execute(f"UPDATE {table} SET {column}=? WHERE {key}=?", (orjson.dumps(digest).decode(), row_id))
 
     _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
                                        "held_actions": "action_id", "tombstones": "tombstone_id"}

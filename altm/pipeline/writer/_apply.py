@@ -22,6 +22,7 @@ from altm.core import (
     MemoryUnit,
     Proposal,
     ProposalEvent,
+    ProposalOp,
     UpsertEdgeProposal,
     UpsertMemoryProposal,
     UpsertNodeProposal,
@@ -91,6 +92,8 @@ class Writer:
                 tx.enqueue(self.changes_topic, change.key, encode(change))
             for dead in outcome.dead_letters:
                 tx.enqueue(self.dlq_topic, record.key, encode(dead))
+        if any(c.op is ProposalOp.ERASE and c.status is ChangeStatus.COMMITTED for c in outcome.changes):
+            shard.purge()  # the erased content leaves the index segments and the write-ahead log too
         return outcome
 
     def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:
