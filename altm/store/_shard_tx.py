@@ -208,10 +208,12 @@ class ShardTx:
         return bytes(row[0])
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
-        """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded."""
+        """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded; one stated by a
+        tool only once a review approved it (verified)."""
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
             "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
-            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?", [*_home(scope), scope.agent_id])]
+            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? "
+            "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified')", [*_home(scope), scope.agent_id])]
 
     def signal_seen(self, signal: LifecycleSignal) -> bool:
         return self._db.execute(

@@ -97,8 +97,10 @@ def derived_memory(
     model: str | None = None,
     prompt_hash: str | None = None,
     source_event_id: str | None = None,
+    role: str | None = None,
 ) -> MemoryUnit:
-    """A derived memory with a deterministic id and its provenance (how it was made)."""
+    """A derived memory with a deterministic id and its provenance (how it was made) and, when it stands for
+    what one speaker said, that speaker's ``role`` (user, assistant, tool)."""
     return MemoryUnit(
         memory_id=derive_id("mem", *id_parts),
         scope=scope,
@@ -107,6 +109,7 @@ def derived_memory(
         kind=kind,
         content=content,
         content_hash=content_hash(content),
+        role=role,
         attributes=attributes or {},
         evidence=tuple(dict.fromkeys(evidence)),
         provenance=Provenance(
@@ -115,6 +118,12 @@ def derived_memory(
         ),
         valid_from=valid_from,
     )
+
+
+def said_by_user(mem: MemoryUnit) -> bool:
+    """The memory stands for the user's own words (derived memories from before roles were recorded count as
+    the user's, as they were treated then)."""
+    return mem.role in (None, "user")
 
 
 def norm(text: str) -> str:

@@ -116,10 +116,13 @@ class ExtractProcessor(Processor):
 
     def _atom(self, mem: MemoryUnit, kind: Kind, content: str, extra: dict[str, Any], method: Method,
               model: str | None = None, prompt_hash: str | None = None) -> MemoryUnit:
+        attributes = atom_attributes(kind, content, extra)
+        if mem.role != "user":  # a tool's words are evidence about the world, never the user's persona
+            attributes.pop("facet_key", None)
         return derived_memory(
             scope=mem.scope, session_id=mem.session_id, layer=Layer.L2, kind=kind, content=content,
             evidence=[mem.memory_id], processor=self.name, method=method,
             id_parts=[mem.scope.path, "L2", kind.value, mem.memory_id, norm(content)],
-            valid_from=mem.valid_from, attributes=atom_attributes(kind, content, extra), model=model,
-            prompt_hash=prompt_hash, source_event_id=mem.provenance.source_event_id,
+            valid_from=mem.valid_from, attributes=attributes, model=model,
+            prompt_hash=prompt_hash, source_event_id=mem.provenance.source_event_id, role=mem.role,
         )

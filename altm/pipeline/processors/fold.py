@@ -48,12 +48,14 @@ def extractive_sections(messages: Sequence[MemoryUnit]) -> dict[str, list[str]]:
     for msg in messages:
         for sentence in rules.sentences(msg.content):
             match = rules.classify(sentence)
+            # what another speaker said is labelled: a tool's "correction" is not the user's
+            said = sentence if msg.role in (None, "user") else f"({msg.role}) {sentence}"
             if sentence.endswith("?") and msg.role == "user":
                 sections["open_questions"].append(sentence)
             elif rules.CORRECTION_CUES.search(sentence):
-                sections["corrections"].append(sentence)
+                sections["corrections"].append(said)
             elif match is not None and match.kind is Kind.DECISION:
-                sections["decisions"].append(sentence)
+                sections["decisions"].append(said)
             elif _CONSTRAINT.search(sentence) and msg.role == "user":
                 sections["constraints"].append(sentence)
         sections["numbers"] += rules.numbers(msg.content) + rules.dates(msg.content)

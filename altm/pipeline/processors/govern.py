@@ -39,6 +39,7 @@ from altm.pipeline.processors._base import (
     derived_memory,
     norm,
     proposal,
+    said_by_user,
     upsert_proposal,
 )
 from altm.store import MemoryReader
@@ -101,6 +102,7 @@ class GovernProcessor(Processor):
             content=f"{facet_label(facet_key)}: {atom.content}", evidence=[atom.memory_id], processor=self.name,
             method=Method.HEURISTIC, id_parts=[atom.scope.home, "L4", facet_key, norm(atom.content)],
             valid_from=atom.valid_from, attributes={"facet_key": facet_key, "source_kind": atom.kind.value},
+            role=atom.role,
             source_event_id=atom.provenance.source_event_id,
         )
 
@@ -110,6 +112,8 @@ class GovernProcessor(Processor):
         before this one), so the version chain does not depend on when facets themselves were written."""
         facet_key = mem.attributes.get("facet_key")
         if not isinstance(facet_key, str) or mem.kind not in (Kind.PREFERENCE, Kind.FACT):
+            return []
+        if not said_by_user(mem):  # only the user's own statements form the persona
             return []
         atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
         # the same statement made in several sessions is one facet version, cited from its first atom,

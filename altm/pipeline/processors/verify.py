@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import (
     Event,
+    Kind,
     Layer,
     MemoryUnit,
     Proposal,
@@ -24,7 +25,7 @@ from altm.core import (
 )
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
-from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, proposal
+from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, proposal, said_by_user
 
 
 class NLIJudgement(BaseModel):
@@ -50,16 +51,40 @@ def agrees(a: MemoryUnit, b: MemoryUnit) -> bool:
     return a.content_hash != b.content_hash and bool(_vals(a, "values") & _vals(b, "values"))
 
 
+def outranks(newer: MemoryUnit, older: MemoryUnit) -> bool:
+    """Whether ``newer`` may contradict ``older``: a tool's output or an assistant's claim never outranks what
+    the user said (that conflict goes to review instead)."""
+    return said_by_user(newer) or not said_by_user(older)
+
+
+def _held_for_review(mem: MemoryUnit) -> Trust | None:
+    """A tool's anti-pattern is reviewed before it guards anything (the guard skips it until verified)."""
+    if mem.kind is Kind.ANTI_PATTERN and mem.role == "tool":
+        return Trust(status=TrustStatus.UNCERTAIN, method=TrustMethod.CONFIDENCE, confidence=0.5,
+                     reason="an anti-pattern stated by a tool: it guards nothing until a review approves it")
+    return None
+
+
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     """Verdicts for every atom of one subject group (ordered by validity time)."""
     ordered = sorted(group, key=lambda m: (m.valid_from.isoformat() if m.valid_from else "", m.memory_id))
     subject = str(ordered[0].attributes.get("subject", "")) if ordered else ""
     out: dict[str, Trust] = {}
     for i, mem in enumerate(ordered):
-        later = [b for b in ordered[i + 1 :] if conflicts(mem, b)]
+        later = [b for b in ordered[i + 1 :] if conflicts(mem, b) and outranks(b, mem)]
         earlier = [a for a in ordered[:i] if conflicts(a, mem)]
         support = [o for o in ordered if o.memory_id != mem.memory_id and agrees(mem, o)]
-        if later:
+        held = _held_for_review(mem)
+        if held is not None:
+            out[mem.memory_id] = held
+        elif earlier and not all(outranks(mem, a) for a in earlier):
+            a = next(a for a in reversed(earlier) if not outranks(mem, a))
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.UNCERTAIN, method=TrustMethod.CROSS_VERIFY, confidence=0.4,
+                contradicting_id=a.memory_id,
+                reason=f"a {mem.role or 'non-user'} statement conflicts with what the user said about {subject!r}; "
+                       "it cannot outrank the user's words: needs review")
+        elif later:
             b = later[0]
             out[mem.memory_id] = Trust(
                 status=TrustStatus.CONTRADICTED, method=TrustMethod.CROSS_VERIFY, confidence=0.7,
@@ -131,6 +156,8 @@ class VerifyProcessor(Processor):
             if j.label == "contradiction":
                 older, newer = sorted((other, mem), key=lambda m: (m.valid_from.isoformat() if m.valid_from else "",
                                                                     m.memory_id))
+                if not outranks(newer, older):  # cross_verify already sent the newer one to review
+                    continue
                 out[older.memory_id] = Trust(
                     status=TrustStatus.CONTRADICTED, method=TrustMethod.NLI, confidence=j.confidence,
                     contradicting_id=newer.memory_id, reason=f"NLI ({result.model}): contradicted by a later memory",
