@@ -103,7 +103,7 @@ class Shard:
 
     def has_legacy_tombstones(self) -> bool:
         """Tombstones written before version 6 (text, not yet hashed): the writer hashes them when it starts."""
-        return self._db.execute("SELECT 1 FROM tombstones WHERE token_hashes IS NULL LIMIT 1").fetchone() is not None
+        return self._db.execute("SELECT 1 FROM tombstones WHERE shingle_hashes IS NULL LIMIT 1").fetchone() is not None
 
     def bound_log(self) -> str | None:
         """The identity of the log whose offsets this shard stores (None until a writer binds it)."""

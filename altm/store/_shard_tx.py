@@ -36,7 +36,7 @@ def _marks(values: Sequence[object]) -> str:
 class Tombstone:
     tombstone_id: str
     reason: str
-    token_hashes: frozenset[str]
+    shingle_hashes: frozenset[str]
     distinctive: bool
 
 
@@ -176,12 +176,12 @@ class ShardTx:
         return None if found is None else (str(found[0]), str(found[1]))
 
     def tombstones(self, scope: Scope, *, raw_only: bool = False) -> list[Tombstone]:
-        """The user's tombstones with their keyed token hashes (of erased raw messages only, with ``raw_only``;
+        """The user's tombstones with their keyed shingle hashes (of erased raw messages only, with ``raw_only``;
         a tombstone written before version 6 has no layer and counts as raw)."""
         only = " AND (layer = 'L0' OR layer IS NULL)" if raw_only else ""
         return [Tombstone(str(r[0]), str(r[1]), frozenset(orjson.loads(r[2] or "[]")), bool(r[3]))
                 for r in self._db.execute(
-                    "SELECT tombstone_id, reason, token_hashes, COALESCE(distinctive, 1) FROM tombstones "
+                    "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1) FROM tombstones "
                     f"WHERE tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
 
     def legacy_tombstones(self) -> list[tuple[str, Scope, str]]:
@@ -189,17 +189,17 @@ class ShardTx:
         return [(str(r[0]), Scope(tenant_id=r[1], workspace_id=r[2], user_id=r[3], agent_id=r[4] or "_"), str(r[5]))
                 for r in self._db.execute(
                     "SELECT tombstone_id, tenant_id, workspace_id, user_id, agent_id, normalised_text FROM tombstones "
-                    "WHERE token_hashes IS NULL")]
+                    "WHERE shingle_hashes IS NULL")]
 
-    def hash_tombstone(self, tombstone_id: str, token_hashes: frozenset[str], *, at: str) -> None:
-        """Replace a tombstone's text (written before version 6) by its keyed token hashes."""
+    def hash_tombstone(self, tombstone_id: str, shingle_hashes: frozenset[str], *, at: str) -> None:
+        """Replace a tombstone's text (written before version 6) by its keyed shingle hashes."""
         self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
-                    target_id=tombstone_id, old={"kept": "normalised text"}, new={"kept": "keyed token hashes"})
-        self._db.execute("UPDATE tombstones SET token_hashes=?, normalised_text='' WHERE tombstone_id=?",
-                         (orjson.dumps(sorted(token_hashes)).decode(), tombstone_id))
+                    target_id=tombstone_id, old={"kept": "normalised text"}, new={"kept": "keyed shingle hashes"})
+        self._db.execute("UPDATE tombstones SET shingle_hashes=?, normalised_text='' WHERE tombstone_id=?",
+                         (orjson.dumps(sorted(shingle_hashes)).decode(), tombstone_id))
 
     def guard_key(self, scope: Scope) -> bytes:
-        """The user's key for the guard's token hashes (created on first use)."""
+        """The user's key for the guard's shingle hashes (created on first use)."""
         home = _home(scope)
         self._db.execute("INSERT OR IGNORE INTO guard_keys (tenant_id, workspace_id, user_id, key) VALUES (?,?,?,?)",
                          (*home, secrets.token_bytes(32)))
@@ -348,18 +348,18 @@ class ShardTx:
             (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
 
     def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str,
-                  token_hashes: frozenset[str], distinctive: bool) -> None:
-        """Remember erased or forgotten content by its id, its hash and its keyed token hashes (not its text),
+                  shingle_hashes: frozenset[str], distinctive: bool) -> None:
+        """Remember erased or forgotten content by its id, its hash and its keyed shingle hashes (not its text),
         so the guard refuses it."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash, row["memory_id"])
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
             "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
-            "normalised_text, reason, at, memory_id, layer, token_hashes, distinctive) "
+            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash, "", reason, at,
-             row["memory_id"], row["layer"], orjson.dumps(sorted(token_hashes)).decode(), int(distinctive)),
+             row["memory_id"], row["layer"], orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive)),
         )
 
     def redact_audit(self, table: str, ids: Sequence[str]) -> None:

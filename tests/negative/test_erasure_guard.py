@@ -48,7 +48,7 @@ async def test_a_tombstone_keeps_no_erased_text(settings: Settings) -> None:
     assert len(tombs) >= 3
     for t in tombs:
         assert "ZEBRA" not in str(t) and "zebra" not in str(t) and "binder" not in str(t)
-        assert t["memory_id"] and t["token_hashes"] and t["normalised_text"] == ""
+        assert t["memory_id"] and t["shingle_hashes"] and t["normalised_text"] == ""
 
 
 async def test_a_derived_memory_restating_erased_content_is_refused(settings: Settings) -> None:
@@ -74,6 +74,6 @@ async def test_a_derived_memory_restating_erased_content_is_refused(settings: Se
     assert l2 == []  # the raw message is kept (L0), nothing derived re-states it
     assert rows(s.data_dir, "SELECT 1 FROM memories WHERE layer='L0' AND content LIKE '%ZEBRA%'")
     assert len(rows(s.data_dir, "SELECT 1 FROM rejections WHERE reason LIKE '%tomb_legacy%'")) >= 1
-    (legacy,) = rows(s.data_dir, "SELECT normalised_text, token_hashes FROM tombstones "
+    (legacy,) = rows(s.data_dir, "SELECT normalised_text, shingle_hashes FROM tombstones "
                                  "WHERE tombstone_id='tomb_legacy'")
-    assert legacy["normalised_text"] == "" and legacy["token_hashes"]
+    assert legacy["normalised_text"] == "" and legacy["shingle_hashes"]

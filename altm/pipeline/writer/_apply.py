@@ -70,7 +70,7 @@ class Writer:
 
     def upgrade(self, partition: int) -> None:
         """Bring the shard's data up to this version where SQL alone cannot: tombstones written before they
-        were hashed get their keyed token hashes, and their text is blanked."""
+        were hashed get their keyed shingle hashes, and their text is blanked."""
         shard = self.shards.get(partition)
         if shard.has_legacy_tombstones():
             with shard.transaction() as tx:

@@ -81,16 +81,9 @@ def distinctive(text: str) -> bool:
     return len(shingles(text)) >= MIN_SHINGLES or any(_SPECIFIC.search(t) for t in tokens(text))
 
 
-def keyed_tokens(key: bytes, text: str) -> frozenset[str]:
+def keyed_shingles(key: bytes, text: str) -> frozenset[str]:
     """The text's shingles as keyed hashes (what a tombstone keeps instead of the text)."""
     return frozenset(hmac.new(key, s.encode(), hashlib.sha256).hexdigest()[:24] for s in shingles(text))
-
-
-def overlaps(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
-    """Token overlap ≥ threshold of the smaller set (each set of at least ``MIN_TOKENS``)."""
-    if min(len(a), len(b)) < MIN_TOKENS:
-        return False
-    return len(a & b) / min(len(a), len(b)) >= threshold
 
 
 def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float, *, specific: bool) -> bool:
@@ -106,14 +99,14 @@ def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str) -> None:
     """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes."""
     key = tx.guard_key(_scope_of(row))
     tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(row["content"]),
-                 token_hashes=keyed_tokens(key, row["content"]), distinctive=distinctive(row["content"]))
+                 shingle_hashes=keyed_shingles(key, row["content"]), distinctive=distinctive(row["content"]))
 
 
 def hash_legacy_tombstones(tx: ShardTx, *, at: str) -> int:
-    """Give tombstones written before version 6 their keyed token hashes and blank their text."""
+    """Give tombstones written before version 6 their keyed shingle hashes and blank their text."""
     legacy = tx.legacy_tombstones()
     for tombstone_id, scope, text in legacy:
-        tx.hash_tombstone(tombstone_id, keyed_tokens(tx.guard_key(scope), text), at=at)
+        tx.hash_tombstone(tombstone_id, keyed_shingles(tx.guard_key(scope), text), at=at)
     return len(legacy)
 
 
@@ -165,9 +158,9 @@ class WriteGuard:
         if not buried:
             return None
         key = tx.guard_key(mem.scope)
-        mine = keyed_tokens(key, mem.content)
+        mine = keyed_shingles(key, mem.content)
         for tomb in buried:
-            if restates(mine, tomb.token_hashes, self.threshold, specific=tomb.distinctive):
+            if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 

@@ -1,9 +1,9 @@
--- Version 6: a tombstone keeps no erased text. It keeps the erased memory's id and layer, the hash of its normalised
--- text (as before) and keyed hashes of its tokens (HMAC-SHA256 with a key per user, in guard_keys), which is
--- what the write guard's matching needs. Tombstones written before this version still hold normalised_text;
--- the writer converts each to token hashes (and blanks the text) the first time the guard reads it.
+-- Version 6: a tombstone keeps no erased text. It keeps the erased memory's id and layer, a hash of its words in
+-- order, and keyed hashes of its shingles (pairs of consecutive words; HMAC-SHA256 with a key per user, in
+-- guard_keys): what the write guard's matching needs. Tombstones written before this version still hold
+-- normalised_text; the writer converts each to shingle hashes (and blanks the text) when it starts.
 ALTER TABLE tombstones ADD COLUMN memory_id TEXT;
-ALTER TABLE tombstones ADD COLUMN token_hashes TEXT;
+ALTER TABLE tombstones ADD COLUMN shingle_hashes TEXT;
 ALTER TABLE tombstones ADD COLUMN layer TEXT;  -- of the erased memory (NULL: written before version 6)
 -- 1 when the erased text is specific enough that an exact re-send is the erased content coming back, not a
 -- new message that happens to say the same ("Thanks!"); NULL (before version 6) counts as 1
