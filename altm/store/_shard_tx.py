@@ -199,13 +199,19 @@ class ShardTx:
                          (orjson.dumps(sorted(shingle_hashes)).decode(), tombstone_id))
 
     def guard_key(self, scope: Scope) -> bytes:
-        """The user's key for the guard's shingle hashes (created on first use)."""
+        """The user's key for the guard's keyed hashes (created on first use)."""
         home = _home(scope)
         self._db.execute("INSERT OR IGNORE INTO guard_keys (tenant_id, workspace_id, user_id, key) VALUES (?,?,?,?)",
                          (*home, secrets.token_bytes(32)))
+        key = self.existing_guard_key(scope)
+        assert key is not None
+        return key
+
+    def existing_guard_key(self, scope: Scope) -> bytes | None:
+        """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""
         row = self._db.execute("SELECT key FROM guard_keys WHERE tenant_id=? AND workspace_id=? AND user_id=?",
-                               home).fetchone()
-        return bytes(row[0])
+                               _home(scope)).fetchone()
+        return None if row is None else bytes(row[0])
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
         """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded; one stated by a
@@ -351,7 +357,7 @@ class ShardTx:
                   shingle_hashes: frozenset[str], distinctive: bool) -> None:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle hashes (not its text),
         so the guard refuses it."""
-        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], value_hash, row["memory_id"])
+        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(

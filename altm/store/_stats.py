@@ -27,8 +27,8 @@ HASHED_TABLES: dict[str, tuple[str, ...]] = {
                     "attributes", "method"),
     "graph_edges": ("edge_id", "src_id", "dst_id", "edge_type", "weight", "confidence", "rejected",
                     "evidence", "method"),
-    "tombstones": ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "value_hash",
-                   "memory_id", "reason"),  # shingle hashes are keyed by a random per-user key: not in the hash
+    "tombstones": ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "memory_id", "layer",
+                   "reason"),  # its hashes are keyed by a random per-user key: not in the state hash
     "lifecycle_signals": ("memory_id", "signal_id", "kind", "at", "level", "seq"),
     "governance_events": ("event_id", "decision_id", "tenant_id", "workspace_id", "user_id", "agent_id",
                           "decision", "step", "inputs", "reason"),

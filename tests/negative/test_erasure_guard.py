@@ -5,7 +5,9 @@ forever: containment with a 12-character minimum blocked every substring of anyt
 
 from __future__ import annotations
 
-from altm.core import Role, partition_for
+import re
+
+from altm.core import Role, normalise_text, partition_for, sha256_hex
 from altm.core.settings import Settings
 from altm.store import Shard, shard_path
 from tests.support.memories import store_with
@@ -46,9 +48,12 @@ async def test_a_tombstone_keeps_no_erased_text(settings: Settings) -> None:
         await rt.run_until_idle()
     tombs = rows(s.data_dir, "SELECT * FROM tombstones")
     assert len(tombs) >= 3
+    plain = {sha256_hex(normalise_text(SECRET)), sha256_hex(" ".join(re.findall(r"[a-z0-9][a-z0-9_\-]*",
+                                                                                 normalise_text(SECRET))))}
     for t in tombs:
         assert "ZEBRA" not in str(t) and "zebra" not in str(t) and "binder" not in str(t)
         assert t["memory_id"] and t["shingle_hashes"] and t["normalised_text"] == ""
+        assert t["value_hash"] not in plain  # keyed: a dictionary of guesses does not find the text
 
 
 async def test_a_derived_memory_restating_erased_content_is_refused(settings: Settings) -> None:

@@ -59,10 +59,11 @@ def tokens(text: str) -> frozenset[str]:
     return frozenset(t for t in _TOKEN.findall(normalise_text(text)) if t not in _STOP)
 
 
-def value_hash(text: str) -> str:
-    """The hash an exact re-send is recognised by: the text's words in order (case, spacing and punctuation
-    do not make it another text)."""
-    return sha256_hex(" ".join(_TOKEN.findall(normalise_text(text))))
+def value_hash(key: bytes, text: str) -> str:
+    """The keyed hash an exact re-send is recognised by: the text's words in order (case, spacing and
+    punctuation do not make it another text)."""
+    words = " ".join(_TOKEN.findall(normalise_text(text)))
+    return hmac.new(key, words.encode(), hashlib.sha256).hexdigest()
 
 
 def _hash_before_version_6(text: str) -> str:
@@ -98,7 +99,7 @@ def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float
 def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str) -> None:
     """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes."""
     key = tx.guard_key(_scope_of(row))
-    tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(row["content"]),
+    tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(key, row["content"]),
                  shingle_hashes=keyed_shingles(key, row["content"]), distinctive=distinctive(row["content"]))
 
 
@@ -141,12 +142,15 @@ class WriteGuard:
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
 
     def _tombstone(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+        key = tx.existing_guard_key(mem.scope)
+        if key is None:  # nothing of this user was ever erased or forgotten with a tombstone
+            return None
         # an L0 id is the message itself; a derived memory's id names what it is about (a session, a scene),
         # which may well be formed again from what was not erased
         own = tx.tombstone_of_memory(mem.scope, mem.memory_id) if mem.layer is Layer.L0 else None
         if own is not None:
             return _erased(*own)
-        for hashed in (value_hash(mem.content), _hash_before_version_6(mem.content)):
+        for hashed in (value_hash(key, mem.content), _hash_before_version_6(mem.content)):
             exact = tx.tombstone_of_value(mem.scope, hashed)
             if exact is not None and exact[2]:  # distinctive
                 return _erased(exact[0], exact[1])
@@ -154,12 +158,8 @@ class WriteGuard:
             return None
         # against what the user said, not against erased derived memories: those are mostly template (a
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
-        buried = tx.tombstones(mem.scope, raw_only=True)
-        if not buried:
-            return None
-        key = tx.guard_key(mem.scope)
         mine = keyed_shingles(key, mem.content)
-        for tomb in buried:
+        for tomb in tx.tombstones(mem.scope, raw_only=True):
             if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
