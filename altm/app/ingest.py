@@ -24,6 +24,7 @@ from altm.core import (
     describe_validation_error,
 )
 from altm.core.bounds import content_over_limit
+from altm.core.codec import UNANTICIPATED_VALUE_ERRORS
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
@@ -94,7 +95,7 @@ def read_line(text: str, settings: Settings) -> Event:
         return checked(parse_line(text), settings)
     except DecodeError:
         raise
-    except (ValueError, OverflowError, RecursionError, TypeError) as exc:  # a value no validator anticipated
+    except UNANTICIPATED_VALUE_ERRORS as exc:
         raise DecodeError(f"{type(exc).__name__}: {exc}") from None
 
 

@@ -50,6 +50,11 @@ def _upgraded(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+UNANTICIPATED_VALUE_ERRORS = (ValueError, OverflowError, RecursionError, TypeError)
+"""What reading a value no validator anticipated can raise (a date that overflows, JSON nested too deep):
+the record is unreadable, like one that fails validation."""
+
+
 def decode_event(data: bytes | str) -> Event:
     try:
         obj = orjson.loads(data)
@@ -64,7 +69,7 @@ def decode_event(data: bytes | str) -> Event:
         return _EVENT.validate_python(_upgraded(obj))
     except ValidationError as exc:
         raise DecodeError(f"invalid {etype} event: {describe_validation_error(exc)}") from None
-    except (ValueError, OverflowError, RecursionError, TypeError) as exc:  # a value no validator anticipated
+    except UNANTICIPATED_VALUE_ERRORS as exc:
         raise DecodeError(f"invalid {etype} event: {type(exc).__name__}: {exc}") from None
 
 

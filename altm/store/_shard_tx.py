@@ -184,33 +184,33 @@ class ShardTx:
                     "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1) FROM tombstones "
                     f"WHERE tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
 
-    def legacy_tombstones(self) -> list[tuple[str, Scope, str]]:
-        """(tombstone id, scope, normalised text) of the tombstones written before version 6."""
-        return [(str(r[0]), Scope(tenant_id=r[1], workspace_id=r[2], user_id=r[3], agent_id=r[4] or "_"), str(r[5]))
-                for r in self._db.execute(
-                    "SELECT tombstone_id, tenant_id, workspace_id, user_id, agent_id, normalised_text FROM tombstones "
-                    "WHERE shingle_hashes IS NULL")]
+    def legacy_tombstones(self) -> list[tuple[str, str, str]]:
+        """(tombstone id, home, normalised text) of the tombstones written before version 6."""
+        return [(str(r[0]), f"{r[1]}/{r[2]}/{r[3]}", str(r[4])) for r in self._db.execute(
+            "SELECT tombstone_id, tenant_id, workspace_id, user_id, normalised_text FROM tombstones "
+            "WHERE shingle_hashes IS NULL")]
 
-    def hash_tombstone(self, tombstone_id: str, shingle_hashes: frozenset[str], *, at: str) -> None:
-        """Replace a tombstone's text (written before version 6) by its keyed shingle hashes."""
+    def hash_tombstone(self, tombstone_id: str, *, value_hash: str, shingle_hashes: frozenset[str],
+                       distinctive: bool, at: str) -> None:
+        """Replace a tombstone's text and plain hash (written before version 6) by its keyed hashes."""
         self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
-                    target_id=tombstone_id, old={"kept": "normalised text"}, new={"kept": "keyed shingle hashes"})
-        self._db.execute("UPDATE tombstones SET shingle_hashes=?, normalised_text='' WHERE tombstone_id=?",
-                         (orjson.dumps(sorted(shingle_hashes)).decode(), tombstone_id))
+                    target_id=tombstone_id, old={"kept": "normalised text"}, new={"kept": "keyed hashes"})
+        self._db.execute(
+            "UPDATE tombstones SET value_hash=?, shingle_hashes=?, distinctive=?, normalised_text='' "
+            "WHERE tombstone_id=?",
+            (value_hash, orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive), tombstone_id))
 
-    def guard_key(self, scope: Scope) -> bytes:
-        """The user's key for the guard's keyed hashes (created on first use)."""
-        home = _home(scope)
-        self._db.execute("INSERT OR IGNORE INTO guard_keys (tenant_id, workspace_id, user_id, key) VALUES (?,?,?,?)",
-                         (*home, secrets.token_bytes(32)))
-        key = self.existing_guard_key(scope)
+    def guard_key(self, home: str) -> bytes:
+        """The key of the user ``home`` (tenant/workspace/user) for the guard's keyed hashes (created on first
+        use)."""
+        self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)", (home, secrets.token_bytes(32)))
+        key = self.existing_guard_key(home)
         assert key is not None
         return key
 
-    def existing_guard_key(self, scope: Scope) -> bytes | None:
+    def existing_guard_key(self, home: str) -> bytes | None:
         """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""
-        row = self._db.execute("SELECT key FROM guard_keys WHERE tenant_id=? AND workspace_id=? AND user_id=?",
-                               _home(scope)).fetchone()
+        row = self._db.execute("SELECT key FROM guard_keys WHERE home=?", (home,)).fetchone()
         return None if row is None else bytes(row[0])
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:

@@ -72,13 +72,14 @@ async def test_a_derived_memory_restating_erased_content_is_refused(settings: Se
             (SCOPE.tenant_id, SCOPE.workspace_id, SCOPE.user_id, SCOPE.agent_id,
              "the deadline for the zebra billing migration to the new cluster is march 3"))
     shard.close()
-    restated = "The deadline for the ZEBRA billing migration to the new cluster is March 3."
+    # not an exact re-send (that would be refused at L0 too): a new message that quotes the erased one
+    restated = "Reminder: the deadline for the ZEBRA billing migration to the new cluster is March 3."
     async with store_with(s, [make_turn(1, restated, session="s1")]):
         pass
     l2 = rows(s.data_dir, "SELECT content FROM memories WHERE layer IN ('L1','L2') AND content LIKE '%ZEBRA%'")
     assert l2 == []  # the raw message is kept (L0), nothing derived re-states it
     assert rows(s.data_dir, "SELECT 1 FROM memories WHERE layer='L0' AND content LIKE '%ZEBRA%'")
     assert len(rows(s.data_dir, "SELECT 1 FROM rejections WHERE reason LIKE '%tomb_legacy%'")) >= 1
-    (legacy,) = rows(s.data_dir, "SELECT normalised_text, shingle_hashes FROM tombstones "
+    (legacy,) = rows(s.data_dir, "SELECT normalised_text, shingle_hashes, value_hash FROM tombstones "
                                  "WHERE tombstone_id='tomb_legacy'")
-    assert legacy["normalised_text"] == "" and legacy["shingle_hashes"]
+    assert legacy["normalised_text"] == "" and legacy["shingle_hashes"] and legacy["value_hash"] != "x"

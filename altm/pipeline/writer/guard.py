@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from altm.core import Layer, MemoryUnit, Scope, normalise_text, sha256_hex
+from altm.core import Layer, MemoryUnit, normalise_text
 from altm.store import MemoryRow, ShardTx
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
@@ -66,10 +66,6 @@ def value_hash(key: bytes, text: str) -> str:
     return hmac.new(key, words.encode(), hashlib.sha256).hexdigest()
 
 
-def _hash_before_version_6(text: str) -> str:
-    return sha256_hex(normalise_text(text))
-
-
 def shingles(text: str) -> frozenset[str]:
     """Pairs of consecutive guard tokens (stop words dropped): word order is what tells a re-statement from
     chit-chat that happens to share its words."""
@@ -98,22 +94,19 @@ def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float
 
 def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str) -> None:
     """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes."""
-    key = tx.guard_key(_scope_of(row))
+    key = tx.guard_key(f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}")
     tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(key, row["content"]),
                  shingle_hashes=keyed_shingles(key, row["content"]), distinctive=distinctive(row["content"]))
 
 
 def hash_legacy_tombstones(tx: ShardTx, *, at: str) -> int:
-    """Give tombstones written before version 6 their keyed shingle hashes and blank their text."""
+    """Give tombstones written before version 6 their keyed hashes and blank their text."""
     legacy = tx.legacy_tombstones()
-    for tombstone_id, scope, text in legacy:
-        tx.hash_tombstone(tombstone_id, keyed_shingles(tx.guard_key(scope), text), at=at)
+    for tombstone_id, home, text in legacy:  # the normalised text hashes as the content it came from
+        key = tx.guard_key(home)
+        tx.hash_tombstone(tombstone_id, value_hash=value_hash(key, text), shingle_hashes=keyed_shingles(key, text),
+                          distinctive=distinctive(text), at=at)
     return len(legacy)
-
-
-def _scope_of(row: MemoryRow) -> Scope:
-    return Scope(tenant_id=row["tenant_id"], workspace_id=row["workspace_id"], user_id=row["user_id"],
-                 agent_id=row["agent_id"])
 
 
 def matches(candidate: str, reference: str, threshold: float) -> bool:
@@ -142,7 +135,7 @@ class WriteGuard:
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
 
     def _tombstone(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
-        key = tx.existing_guard_key(mem.scope)
+        key = tx.existing_guard_key(mem.scope.home)
         if key is None:  # nothing of this user was ever erased or forgotten with a tombstone
             return None
         # an L0 id is the message itself; a derived memory's id names what it is about (a session, a scene),
@@ -150,10 +143,9 @@ class WriteGuard:
         own = tx.tombstone_of_memory(mem.scope, mem.memory_id) if mem.layer is Layer.L0 else None
         if own is not None:
             return _erased(*own)
-        for hashed in (value_hash(key, mem.content), _hash_before_version_6(mem.content)):
-            exact = tx.tombstone_of_value(mem.scope, hashed)
-            if exact is not None and exact[2]:  # distinctive
-                return _erased(exact[0], exact[1])
+        exact = tx.tombstone_of_value(mem.scope, value_hash(key, mem.content))
+        if exact is not None and exact[2]:  # distinctive
+            return _erased(exact[0], exact[1])
         if mem.layer is Layer.L0:
             return None
         # against what the user said, not against erased derived memories: those are mostly template (a

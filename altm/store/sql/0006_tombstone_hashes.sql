@@ -1,7 +1,7 @@
 -- Version 6: a tombstone keeps no erased text. It keeps the erased memory's id and layer, a hash of its words in
 -- order, and keyed hashes of its shingles (pairs of consecutive words; HMAC-SHA256 with a key per user, in
 -- guard_keys): what the write guard's matching needs. Tombstones written before this version still hold
--- normalised_text; the writer converts each to shingle hashes (and blanks the text) when it starts.
+-- normalised_text and a plain hash; the writer replaces both by keyed hashes when it starts.
 ALTER TABLE tombstones ADD COLUMN memory_id TEXT;
 ALTER TABLE tombstones ADD COLUMN shingle_hashes TEXT;
 ALTER TABLE tombstones ADD COLUMN layer TEXT;  -- of the erased memory (NULL: written before version 6)
@@ -10,9 +10,6 @@ ALTER TABLE tombstones ADD COLUMN layer TEXT;  -- of the erased memory (NULL: wr
 ALTER TABLE tombstones ADD COLUMN distinctive INTEGER;
 CREATE INDEX tombstones_memory ON tombstones (memory_id);
 CREATE TABLE guard_keys (
-    tenant_id    TEXT NOT NULL,
-    workspace_id TEXT NOT NULL,
-    user_id      TEXT NOT NULL,
-    key          BLOB NOT NULL,
-    PRIMARY KEY (tenant_id, workspace_id, user_id)
+    home TEXT PRIMARY KEY,  -- tenant/workspace/user
+    key  BLOB NOT NULL
 );
