@@ -18,6 +18,8 @@ if [ -z "${ALTM_TEST_KAFKA:-}" ]; then
   scripts/kafka.sh start
   started=1
   export ALTM_TEST_KAFKA="127.0.0.1:${ALTM_KAFKA_PORT:-19092}"
+  # the broker's log segments, byte-searched by the crypto-shredding test
+  export ALTM_TEST_KAFKA_DATA="${ALTM_KAFKA_RUN:-${ALTM_KAFKA_HOME:-.cache/kafka}/run}/data"
 fi
 cleanup() { if [ -n "$started" ]; then scripts/kafka.sh stop; fi; }
 trap cleanup EXIT

@@ -14,7 +14,7 @@ import orjson
 from pydantic import ValidationError
 
 from altm.app._input_file import IngestMarker, InputReader
-from altm.bus import Bus, OutgoingRecord, dead_letter_record, host_record
+from altm.bus import Bus, OutgoingRecord, TopicPartition, dead_letter_record, host_record
 from altm.core import (
     ControlEvent,
     DecodeError,
@@ -144,6 +144,12 @@ async def publish_file(
         await flush(reader)
 
 
+async def published_count(bus: Bus, topic: str) -> int:
+    """How many records were ever published on ``topic`` (the sum of its partitions' end offsets)."""
+    tps = [TopicPartition(topic, p) for p in range(await bus.partitions(topic))]
+    return sum((await bus.end_offsets(tps)).values())
+
+
 async def ingest_file(
     runtime: EmbeddedRuntime,
     path: Path,
@@ -156,14 +162,14 @@ async def ingest_file(
     summary = IngestSummary()
     settings = runtime.settings
     marker = IngestMarker(settings.data_dir, path)
-    dlq_before = runtime.log.count(topic_name(Topic.DLQ, settings.topic_prefix))
+    dlq_before = await published_count(runtime.log, topic_name(Topic.DLQ, settings.topic_prefix))
     rejected_before = count_rejections(runtime)
     await publish_file(runtime.log, settings, path, summary, batch=batch, on_progress=on_progress, marker=marker)
     summary.processed_records = await runtime.run_until_idle(
         progress=(lambda _k, n: on_progress("processed", n)) if on_progress else None
     )
     marker.clear()  # complete: a later run of the same file publishes it again
-    dlq_after = runtime.log.count(topic_name(Topic.DLQ, settings.topic_prefix))
+    dlq_after = await published_count(runtime.log, topic_name(Topic.DLQ, settings.topic_prefix))
     summary.dead_lettered_in_pipeline = dlq_after - dlq_before - summary.dead_lettered_at_input
     summary.rejected = count_rejections(runtime) - rejected_before
     return summary

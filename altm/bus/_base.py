@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -120,6 +121,10 @@ class Bus(ABC):
                        from_time_ms: int | None = None) -> list[Record]:
         """Every record of ``topics`` from ``from_offset`` (or from the first at or after ``from_time_ms``)
         up to the ends the topics have now, outside any consumer group (replay reads the log this way)."""
+
+    async def wait_for_data(self, timeout_s: float) -> None:
+        """Return when new records may be there, or after ``timeout_s`` (an idle loop's pause)."""
+        await asyncio.sleep(timeout_s)
 
     @abstractmethod
     async def identity(self) -> str:

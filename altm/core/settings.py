@@ -42,6 +42,18 @@ class Settings(BaseSettings):
         default=None,
         description="The vector index, by URL: edge:///PATH (embedded Qdrant; default DATA_DIR/vectors), "
                     "http(s)://HOST:PORT (a Qdrant server), memory:// (in-process, tests) or none")
+    seal_log: bool = Field(
+        default=True,
+        description="Seal every record on the log with per-user/agent/session data keys kept off the log, so "
+                    "that erasing a user, agent or session destroys its keys (crypto-shredding)")
+    keystore: str | None = Field(
+        default=None,
+        description="The key store of the log's data keys, by URL: sqlite:///PATH (default DATA_DIR/keys.db; "
+                    "its master key is ALTM_MASTER_KEY or the file PATH.master)")
+    retired_key_grace_s: float = Field(
+        default=600.0, ge=0,
+        description="After an erasure, how long the retired keys of the user's derived records (scenes, facets, "
+                    "graph nodes) still open records sealed before it, so that those in flight are applied")
     embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
     vector_backend: str = Field(default="edge", description="Legacy: qdrant means ALTM_VECTORS=ALTM_QDRANT_URL")
     qdrant_url: str | None = Field(default=None, description="Legacy: the Qdrant server for vector_backend=qdrant")

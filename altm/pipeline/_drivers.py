@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from altm.bus import OutgoingRecord, Record, dead_letter_record
+from altm.bus.sealing import is_shredded
 from altm.core import (
     DecodeError,
     Deferred,
@@ -87,6 +88,8 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
     result = StageResult()
     decoded: list[tuple[Record, Event]] = []
     for rec in records:
+        if is_shredded(rec):  # erased: its data key is destroyed; skipped without a dead letter
+            continue
         ev = _decode(processor, rec, ctx)
         if isinstance(ev, OutgoingRecord):
             result.outgoing.append(ev)
@@ -239,6 +242,7 @@ class WriterDriver:
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
+        self.writer.destroy_retired_keys()  # derived-record keys retired by an erasure, after their grace
         done = 0
         for item in self.work.due(self.name, partitions):
             outcome = self.writer.apply(_record(item), self.writer.partitions, retry=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from altm.bus import Bus
 from altm.bus.embedded import EmbeddedLog, default_log_path, log_topics
+from altm.bus.sealing import KeyStore, KeyStoreError, SealedBus, Sealer, SqliteKeyStore
 from altm.core import Scope, Settings, partition_for
 from altm.models import (
     ChatModel,
@@ -93,10 +94,44 @@ def resolve(settings: Settings) -> Settings:
     if vectors is None and settings.vector_backend == "qdrant":
         vectors = settings.qdrant_url or "memory://"
     update["vectors"] = vectors or _local_url("edge", data_dir / "vectors")
+    keystore = settings.keystore or _local_url("sqlite", data_dir / KEYSTORE_FILE)
+    if not keystore.startswith("sqlite:///"):
+        raise WiringError(f"unknown key store {keystore!r}: expected sqlite:///PATH")
+    update["keystore"] = keystore
     return settings.model_copy(update=update)
 
 
+KEYSTORE_FILE = "keys.db"
+
+
+def open_keystore(settings: Settings, *, read_only: bool = False) -> KeyStore | None:
+    """The key store of the log's data keys, or None when the log is not sealed (``ALTM_SEAL_LOG=false``)
+    or, read-only, when there is none (a log from before sealing)."""
+    if not settings.seal_log:
+        return None
+    path = _path_of(settings.keystore or "", "sqlite")
+    if read_only and not path.exists():
+        return None
+    try:
+        return SqliteKeyStore(path, read_only=read_only)
+    except KeyStoreError as exc:
+        raise WiringError(str(exc)) from None
+
+
+def open_sealer(settings: Settings, *, read_only: bool = False) -> Sealer | None:
+    keys = open_keystore(settings, read_only=read_only)
+    return Sealer(keys) if keys is not None else None
+
+
 def open_bus(settings: Settings, *, read_only: bool = False) -> Bus:
+    """The log named by ``settings.bus``, sealed with the key store's data keys unless sealing is off."""
+    bus = open_plain_bus(settings, read_only=read_only)
+    sealer = open_sealer(settings, read_only=read_only)
+    return SealedBus(bus, sealer) if sealer is not None else bus
+
+
+def open_plain_bus(settings: Settings, *, read_only: bool = False) -> Bus:
+    """The log as it is stored (sealed records stay sealed): for tools that inspect the log itself."""
     url = settings.bus or ""
     if url.startswith("sqlite:///"):
         return EmbeddedLog(_path_of(url, "sqlite"), read_only=read_only)
@@ -105,6 +140,11 @@ def open_bus(settings: Settings, *, read_only: bool = False) -> Bus:
 
         return KafkaBus(url)
     raise WiringError(f"unknown bus {url!r}: expected sqlite:///PATH or kafka://HOST:PORT")
+
+
+def plain(bus: Bus) -> Bus:
+    """The bus under a sealing one (for adapter-specific operations: group lag, the embedded log's tables)."""
+    return bus.inner if isinstance(bus, SealedBus) else bus
 
 
 @dataclass

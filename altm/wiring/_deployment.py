@@ -16,13 +16,14 @@ from types import TracebackType
 from altm.app import MemoryApp, Publisher
 from altm.bus import Bus, host_record
 from altm.bus.embedded import EmbeddedLog
+from altm.bus.sealing import SealedBus
 from altm.core import Event, Settings, Topic, topic_name
 from altm.models import LLMSettings, ModelTask
 from altm.pipeline import EmbeddedRuntime, LogBindingError, Processor, ProcessorContext, default_processors
 from altm.recall import Retriever
 from altm.store import DataDirError, MemoryReader, ShardSet, shard_files
 from altm.vectors import VectorIndex, VectorIndexBusy
-from altm.wiring._adapters import Models, WiringError, open_bus, open_models, open_vectors, resolve
+from altm.wiring._adapters import Models, WiringError, open_bus, open_models, open_vectors, plain, resolve
 
 log = logging.getLogger("altm.deployment")
 
@@ -112,12 +113,13 @@ class Deployment:
             return True
         from altm.bus.kafka import KafkaBus
 
-        assert isinstance(self.bus, KafkaBus)
+        bus = plain(self.bus)
+        assert isinstance(bus, KafkaBus)
         deadline = time.monotonic() + timeout_s
         topics = [topic_name(t, self.settings.topic_prefix) for t in Topic if t is not Topic.DLQ]
         group = f"{self.settings.topic_prefix}workers"
         while time.monotonic() < deadline:
-            if await self.bus.group_lag(group, topics) == 0:
+            if await bus.group_lag(group, topics) == 0:
                 return True
             await asyncio.sleep(0.5)
         return False
@@ -174,10 +176,11 @@ async def open_deployment(
         raise
     runtime = None
     if pipeline:
-        assert isinstance(bus, EmbeddedLog)
+        assert isinstance(plain(bus), EmbeddedLog)
         procs = processors if processors is not None else default_processors(models.chat, models.embedding, vectors)
         ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
-        runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs)
+        keys = bus.sealer.keys if isinstance(bus, SealedBus) else None
+        runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs, keys)
     retriever = Retriever(shards, models.embedding, vectors)
     app = MemoryApp(settings, shards, retriever, _publisher(settings, bus, read_only), models.chat)
     return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only)

@@ -11,7 +11,14 @@ from altm.bus.kafka import KafkaBus
 from altm.core import Settings, Topic, all_topic_specs, topic_name
 from altm.pipeline import ProcessorContext, check_log_binding, default_processors
 from altm.store import MemoryReader, ShardSet, shard_files
-from altm.wiring._adapters import WiringError, open_models, open_vectors, record_deployment, resolve
+from altm.wiring._adapters import (
+    WiringError,
+    open_models,
+    open_sealer,
+    open_vectors,
+    record_deployment,
+    resolve,
+)
 
 log = logging.getLogger("altm.worker")
 
@@ -57,11 +64,15 @@ def run_worker(settings: Settings) -> None:
     models = open_models(settings, shards)
     vectors = open_vectors(settings, models.embedding)
     ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
-    runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity)
+    sealer = open_sealer(settings)
+    runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity,
+                           sealer)
     worker = faust.Worker(runtime.app, loglevel="WARNING", quiet=True)
     try:
         worker.execute_from_commandline()
     finally:
         if vectors is not None:
             vectors.close()
+        if sealer is not None:
+            sealer.keys.close()
         shards.close()

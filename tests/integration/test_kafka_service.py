@@ -19,9 +19,10 @@ from altm.bus.kafka import KafkaBus
 from altm.core import all_topic_specs
 from altm.core.settings import Settings
 from altm.interfaces.cli import app, sample_path
+from altm.wiring import open_bus, plain, resolve
 from tests.e2e.test_servers import _free_port
 from tests.integration.test_kafka import _shard_l0_count
-from tests.support.rows import rows
+from tests.support.rows import rows, rows_of
 from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
@@ -101,19 +102,25 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
         stop(server, worker)
 
 
-async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(kafka_bootstrap: str,
-                                                                            tmp_path: Path) -> None:
+async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
+        kafka_bootstrap: str, kafka_segments: Path, tmp_path: Path) -> None:
     """Issue 12, bug 2: `altm erase` on a Kafka worker's data dir started an embedded pipeline, printed
-    "erased (user)" and erased nothing. Now it publishes through the bus the data dir recorded."""
+    "erased (user)" and erased nothing. Now it publishes through the bus the data dir recorded.
+
+    Issue 14, F4: the topic segments on the broker's disk hold only ciphertext, and after the erasure the
+    erased user's records no longer open (their keys are gone from the key store)."""
     prefix = f"a{uuid.uuid4().hex[:10]}."
-    bus = KafkaBus(kafka_bootstrap)
+    data = tmp_path / "data"
+    hosts = resolve(Settings(data_dir=data, bus=f"kafka://{kafka_bootstrap}", topic_prefix=prefix))
+    bus = open_bus(hosts)  # sealed with the data dir's key store, as `altm ingest --broker` does
+    canary = f"PLAIN-CANARY-{uuid.uuid4().hex}".encode()
     await bus.start()
     try:
         await bus.ensure_topics(all_topic_specs(4, prefix))
-        await publish_file(bus, Settings(topic_prefix=prefix), sample_path(), IngestSummary())
+        await publish_file(bus, hosts, sample_path(), IngestSummary())
+        await plain(bus).publish(f"{prefix}dlq", b'{"canary":"' + canary + b'"}', key="x")  # not sealed
     finally:
         await bus.stop()
-    data = tmp_path / "data"
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
     worker = start_worker(kafka_bootstrap, data, env)
     try:
@@ -125,6 +132,10 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(kafk
         assert (data / "deployment.json").exists() and not (data / "log.db").exists()
         dana = rows(data, "SELECT 1 FROM memories WHERE user_id='dana'")
         assert dana
+        segments = _segment_bytes(kafka_segments, prefix)
+        assert segments.count(canary) == 1  # the search sees plain bytes where there are any
+        for text in (b"payments team at Acme", b"Flask to FastAPI", b"December 15"):
+            assert segments.count(text) == 0, text  # turns, proposals and changes: ciphertext only
         result = await asyncio.to_thread(
             CliRunner(env={"ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}).invoke,
             app, ["erase", "--data-dir", str(data), "--scope", "acme/platform/dana/coder", "--user"])
@@ -134,5 +145,22 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(kafk
         assert rows(data, "SELECT 1 FROM tombstones WHERE user_id='dana'")
         assert rows(data, "SELECT 1 FROM memories WHERE user_id='sam'")  # another tenant's user untouched
         assert not (data / "log.db").exists()  # no embedded log was created beside the worker's shards
+        assert rows_of(data / "keys.db", "SELECT 1 FROM data_keys WHERE home='acme/platform/dana'") == []
+        reader = open_bus(hosts)
+        await reader.start()
+        try:
+            opened = await reader.read_all([f"{prefix}{t}" for t in ("turns", "proposals", "changes")])
+        finally:
+            await reader.stop()
+        assert not any(b"Flask to FastAPI" in r.value for r in opened)  # dana's records no longer open
+        assert any(r.key and not r.key.endswith("/dana") for r in opened)  # everyone else's still do
     finally:
         stop(worker)
+
+
+def _segment_bytes(log_dir: Path, prefix: str) -> bytes:
+    """Every segment file of the topics with ``prefix`` on the broker's disk, concatenated."""
+    files = [p for d in log_dir.iterdir() if d.is_dir() and d.name.startswith(prefix) for p in d.iterdir()
+             if p.is_file() and p.suffix == ".log"]
+    assert files, f"no segments of {prefix}* under {log_dir}"
+    return b"".join(p.read_bytes() for p in files)

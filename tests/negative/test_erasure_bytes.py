@@ -1,8 +1,7 @@
-"""Erasure that reaches every byte of the derived stores (issue 14, F4 in part): after `erase`, no file of
-the shards or the vector index holds the erased text (published outbox rows are deleted, freed pages are
-zeroed, the word indexes are merged and the write-ahead log truncated), before and after a replay.
-
-Not yet: the log itself (``log.db``: turns, proposals, changes) keeps it until crypto-shredding."""
+"""Erasure that reaches every byte (issue 14, F4): after `erase`, no file of the data dir holds the erased text
+(published outbox rows are deleted, freed pages are zeroed, the word indexes are merged and the write-ahead
+log truncated; the log itself only ever holds ciphertext, see test_crypto_shredding), before and after a
+replay."""
 
 from __future__ import annotations
 
@@ -24,9 +23,9 @@ TURNS = [make_turn(1, "My vault code is ZEBRA-4471-SECRET, keep it.", session="s
 
 
 def occurrences(data_dir: Path) -> dict[str, int]:
-    """Files of the derived stores (everything but the log) that hold the secret, with the count."""
+    """Files of the data dir (the log, the key store, the shards, the vector index...) that hold the secret."""
     found = {}
-    for path in sorted(p for p in data_dir.rglob("*") if p.is_file() and not p.name.startswith("log.db")):
+    for path in sorted(p for p in data_dir.rglob("*") if p.is_file()):
         n = path.read_bytes().count(SECRET)
         if n:
             found[str(path.relative_to(data_dir))] = n

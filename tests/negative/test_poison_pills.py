@@ -12,7 +12,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from altm.bus import OutgoingRecord, TopicPartition
+from altm.bus import OutgoingRecord
 from altm.bus.embedded import EmbeddedLog
 from altm.core import Settings, TurnEvent, decode_dead_letter, encode
 from altm.interfaces.cli import app as cli
@@ -112,8 +112,7 @@ async def test_a_poison_record_on_the_turns_topic_is_dead_lettered_and_the_parti
         await rt.log.publish_many([OutgoingRecord("altm.turns", p, key=SCOPE.home) for p in poisons])
         await rt.publish([make_turn(3, "the good message after the poison")])
         await rt.run_until_idle()
-        dead = [decode_dead_letter(r.value) for p in range(s.partitions)
-                for r in rt.log.read(TopicPartition("altm.dlq", p), 0, 100)]
+        dead = [decode_dead_letter(r.value) for r in await rt.log.read_all(["altm.dlq"])]
     assert [d.stage for d in dead] == ["capture", "capture"]
     assert {r["content"] for r in rows(s.data_dir, "SELECT content FROM memories WHERE layer='L0'")} == {
         "the good message after the poison"}

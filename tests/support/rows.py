@@ -17,3 +17,13 @@ def rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str,
         finally:
             conn.close()
     return out
+
+
+def rows_of(path: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Rows of one SQLite file (the key store, a log)."""
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql, args)]
+    finally:
+        conn.close()

@@ -13,6 +13,7 @@ from rich.table import Table
 from altm.app.stats import collect_stats
 from altm.bus import TopicPartition
 from altm.bus.embedded import EmbeddedLog
+from altm.bus.sealing import SealedBus, is_shredded
 from altm.core.export import export_schemas, stale_schemas
 from altm.interfaces.cli._common import (
     DEFAULT_DATA_DIR,
@@ -26,7 +27,7 @@ from altm.interfaces.cli._common import (
     settings_for,
 )
 from altm.store import DataDirError
-from altm.wiring import open_bus, open_read_only, resolve, state_hash
+from altm.wiring import open_bus, open_read_only, plain, resolve, state_hash
 
 log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
 
@@ -105,24 +106,28 @@ def log_tail(
     name = topic if topic.startswith(settings.topic_prefix) else settings.topic_prefix + topic
 
     async def tail() -> list[dict[str, Any]]:
-        log = open_bus(resolve(settings), read_only=True)
+        bus = open_bus(resolve(settings), read_only=True)
+        log = plain(bus)
         if not isinstance(log, EmbeddedLog):
             fail(f"{data_dir} belongs to a Kafka deployment: read its topics with Kafka's own tools")
-        await log.start()
+        sealer = bus.sealer if isinstance(bus, SealedBus) else None
+        await bus.start()
         try:
             out = []
             tps = [TopicPartition(name, p) for p in range(await log.partitions(name))]
             ends = await log.end_offsets(tps)
             for tp in tps:
-                for rec in log.read(tp, max(0, ends[tp] - n), n):
+                for stored in log.read(tp, max(0, ends[tp] - n), n):
+                    rec = sealer.open(stored) if sealer is not None else stored
                     try:
-                        value: Any = orjson.loads(rec.value)
+                        value: Any = {"shredded": "erased: its data key is destroyed"} if is_shredded(
+                            rec) else orjson.loads(rec.value)
                     except orjson.JSONDecodeError:
                         value = rec.value.decode("utf-8", errors="backslashreplace")
                     out.append({"partition": rec.partition, "offset": rec.offset, "key": rec.key, "value": value})
             return out
         finally:
-            await log.stop()
+            await bus.stop()
 
     for rec in run(tail()):
         sys.stdout.write(orjson.dumps(rec).decode() + "\n")

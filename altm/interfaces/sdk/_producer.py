@@ -2,11 +2,15 @@
 partitioner as ALTM, through a local durable outbox (SQLite), so a broker outage loses nothing: events are
 delivered in order when the broker returns.
 
-    producer = HostProducer("kafka://127.0.0.1:9092", outbox="agent-outbox.db")
+    producer = HostProducer("kafka://127.0.0.1:9092", outbox="agent-outbox.db", sealer=sealer)
     await producer.start()
     await producer.publish(TurnEvent(...))   # durable once this returns
     await producer.flush(timeout_s=30)       # optional: wait until the broker has everything
     await producer.stop()
+
+With ``sealer`` (:func:`altm.wiring.open_sealer` over the deployment's key store) events are sealed before
+they reach the outbox, as every ALTM process seals them; without one they travel in the clear and an
+erasure cannot shred them from the topics.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from aiokafka.errors import KafkaError
 from altm.bus import host_record
 from altm.bus.embedded import LocalOutbox, Pending
 from altm.bus.kafka import parse_broker_url
+from altm.bus.sealing import Sealer
 from altm.core import Event
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
@@ -33,12 +38,14 @@ class HostProducer:
     """Idempotent, ordered, outage-proof publishing of host events. One producer per outbox file."""
 
     def __init__(self, broker: str, outbox: str | Path, *, settings: Settings | None = None,
-                 partitions: int | None = None, retry_backoff_s: float = 0.5, batch: int = 200) -> None:
+                 partitions: int | None = None, retry_backoff_s: float = 0.5, batch: int = 200,
+                 sealer: Sealer | None = None) -> None:
         self.bootstrap = parse_broker_url(broker)
         self.settings = settings or Settings()
         self.partitions = partitions or self.settings.partitions
         self.retry_backoff_s = retry_backoff_s
         self.batch = batch
+        self.sealer = sealer
         self._outbox = LocalOutbox(outbox)
         self._producer: AIOKafkaProducer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -68,7 +75,8 @@ class HostProducer:
 
     async def publish_many(self, events: Sequence[Event]) -> None:
         """Durable when this returns (the outbox is committed); delivery happens in the background."""
-        self._outbox.add([host_record(self.settings, e) for e in events])
+        records = [host_record(self.settings, e) for e in events]
+        self._outbox.add([self.sealer.seal(r) for r in records] if self.sealer is not None else records)
         self._drained.clear()
         self._wake.set()
 

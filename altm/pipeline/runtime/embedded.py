@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from altm.bus import OutgoingRecord, Record, TopicPartition, host_record
-from altm.bus.embedded import EmbeddedConsumer, EmbeddedLog
+from altm.bus import Bus, Consumer, OutgoingRecord, Record, TopicPartition, host_record
+from altm.bus.sealing import KeyStore
 from altm.core import Event, Settings, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets
 from altm.pipeline.processors import Processor, ProcessorContext
@@ -41,7 +41,7 @@ class StageMetrics:
 class _Stage:
     """A driver and the consumer that feeds it."""
 
-    def __init__(self, driver: StageDriver | WriterDriver, consumer: EmbeddedConsumer, poll_batch: int) -> None:
+    def __init__(self, driver: StageDriver | WriterDriver, consumer: Consumer, poll_batch: int) -> None:
         self.driver = driver
         self.consumer = consumer
         self.poll_batch = poll_batch
@@ -83,10 +83,11 @@ class EmbeddedRuntime:
 
     SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 
-    def __init__(self, settings: Settings, log: EmbeddedLog, shards: ShardSet, ctx: ProcessorContext,
-                 processors: Sequence[Processor]) -> None:
+    def __init__(self, settings: Settings, log: Bus, shards: ShardSet, ctx: ProcessorContext,
+                 processors: Sequence[Processor], keys: KeyStore | None = None) -> None:
         self.settings = settings
         self.log = log
+        self.keys = keys
         self.shards = shards
         self.ctx = ctx
         self.work = DeferredWork(shards, settings)
@@ -109,12 +110,12 @@ class EmbeddedRuntime:
         await self.log.ensure_topics(all_topic_specs(s.partitions, s.topic_prefix, s.dlq_retention_ms))
         stages = [
             _Stage(StageDriver(p, self.ctx, self.work, self._publish),
-                   EmbeddedConsumer(self.log, f"altm-{p.name}", [topic_name(p.input_topic, s.topic_prefix)]),
+                   self.log.consumer(f"altm-{p.name}", [topic_name(p.input_topic, s.topic_prefix)]),
                    s.poll_batch)
             for p in self._processors
         ]
-        writer = WriterDriver(Writer(self.shards, s), self.work, self._publish, await self.log.identity())
-        writer_stage = _Stage(writer, EmbeddedConsumer(self.log, "altm-writer", [writer.topic]), s.poll_batch)
+        writer = WriterDriver(Writer(self.shards, s, self.keys), self.work, self._publish, await self.log.identity())
+        writer_stage = _Stage(writer, self.log.consumer("altm-writer", [writer.topic]), s.poll_batch)
         for stage in [*stages, writer_stage]:
             await stage.consumer.start()
         ends = await self.log.end_offsets(sorted(writer_stage.consumer.assignment()))

@@ -28,6 +28,7 @@ import faust
 
 from altm.bus import OutgoingRecord, Record
 from altm.bus.kafka import parse_broker_url
+from altm.bus.sealing import Sealer
 from altm.core import Settings, Topic, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
 from altm.pipeline.processors import Processor, ProcessorContext
@@ -35,9 +36,9 @@ from altm.pipeline.writer import Writer
 from altm.store import DeferredWork, ShardSet
 
 
-def _record(message: Any) -> Record:
+def _record(message: Any, sealer: Sealer | None) -> Record:
     key = message.key
-    return Record(
+    record = Record(
         topic=message.topic,
         partition=message.partition,
         offset=message.offset,
@@ -46,21 +47,24 @@ def _record(message: Any) -> Record:
         headers=tuple((k, bytes(v)) for k, v in (message.headers or ())),
         timestamp_ms=int((message.timestamp or 0) * 1000),
     )
+    return sealer.open(record) if sealer is not None else record
 
 
 class FaustRuntime:
     """Builds the faust app over drivers; ``altm worker`` (wiring) runs it as a process."""
 
     def __init__(self, settings: Settings, shards: ShardSet, ctx: ProcessorContext,
-                 processors: Sequence[Processor], identity: str) -> None:
+                 processors: Sequence[Processor], identity: str, sealer: Sealer | None = None) -> None:
         if not settings.broker:
             raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
         self.settings = settings
+        self.sealer = sealer
         self.partitions = settings.partitions
         self.shards = shards
         self.work = DeferredWork(shards, settings)
         self.stages = [StageDriver(p, ctx, self.work, self._publish) for p in processors]
-        self.writer = WriterDriver(Writer(shards, settings), self.work, self._publish, identity)
+        keys = sealer.keys if sealer is not None else None
+        self.writer = WriterDriver(Writer(shards, settings, keys), self.work, self._publish, identity)
         self.app = self._build_app()
 
     def _build_app(self) -> faust.App:
@@ -107,6 +111,8 @@ class FaustRuntime:
         """Send every record, then wait for all acknowledgements (pipelined, in order per partition)."""
         pending = []
         for rec in records:
+            if self.sealer is not None:
+                rec = self.sealer.seal(rec)
             part = rec.partition
             if part is None:
                 part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
@@ -120,7 +126,7 @@ class FaustRuntime:
     def _add_agent(self, app: faust.App, topic: Topic, name: str, driver: StageDriver | WriterDriver) -> None:
         async def agent(stream: Any) -> AsyncIterator[None]:
             async for event in stream.events():
-                await handle_until_done(driver, [_record(event.message)])  # acknowledged once handled
+                await handle_until_done(driver, [_record(event.message, self.sealer)])  # acknowledged once handled
                 yield None
 
         app.agent(self._topic(app, topic), name=name)(agent)

@@ -10,15 +10,18 @@ the driver retries. The runtime publishes the outbox, so a crash between commit 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from altm.bus import Record
+from altm.bus.sealing import DERIVED, KeyStore, is_shredded
 from altm.core import (
     ChangeEvent,
     ChangeStatus,
     DeadLetter,
     DecodeError,
+    EraseProposal,
     MemoryUnit,
     Proposal,
     ProposalEvent,
@@ -51,11 +54,17 @@ class WriteOutcome:
     changes: list[ChangeEvent] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     deferred_reason: str | None = None  # set when the proposal must be retried later
+    erased: EraseProposal | None = None  # an erasure this proposal applied (its data keys are destroyed)
 
 
 class Writer:
-    def __init__(self, shards: ShardSet, settings: Settings) -> None:
+    """Applies proposal records to their shards. With ``keys`` (the log is sealed), an applied erasure of a
+    session, agent or user also destroys its data keys: its records on the log can no longer be read."""
+
+    def __init__(self, shards: ShardSet, settings: Settings, keys: KeyStore | None = None) -> None:
         self.shards = shards
+        self.keys = keys
+        self._last_destroy = float("-inf")
         self.settings = settings
         self.partitions = settings.partitions
         self.proposals_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
@@ -82,16 +91,25 @@ class Writer:
         stored = shard.next_offset(WRITER_GROUP, record.topic, record.partition)
         if not retry and stored is not None and record.offset < stored:
             return WriteOutcome(skipped=True)  # already applied: at-least-once delivery, idempotent effect
+        if is_shredded(record):  # its data key is destroyed: nothing to apply, nothing to report
+            if not retry:
+                with shard.transaction() as tx:
+                    tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
+            return WriteOutcome(skipped=True)
         ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
                         rules=self.rules)
         with shard.transaction() as tx:
             outcome = self._apply(tx, record, partitions, ctx)
+            if outcome.erased is not None:
+                self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
             if not retry:
                 tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
             for change in outcome.changes:
                 tx.enqueue(self.changes_topic, change.key, encode(change))
             for dead in outcome.dead_letters:
                 tx.enqueue(self.dlq_topic, record.key, encode(dead))
+        if outcome.erased is not None:
+            self.destroy_retired_keys()
         if any(c.op is ProposalOp.ERASE and c.status is ChangeStatus.COMMITTED for c in outcome.changes):
             shard.purge()  # the erased content leaves the index segments and the write-ahead log too
         return outcome
@@ -121,7 +139,34 @@ class Writer:
             log.exception("the writer could not apply %s[%d]@%d", record.topic, record.partition, record.offset)
             return _rejected(tx, event, record, f"the proposal could not be applied: {type(exc).__name__}: {exc}",
                              ctx.now)
-        return WriteOutcome(changes=_changes(event, record, applied))
+        erased = event if isinstance(event, EraseProposal) and applied.status is ChangeStatus.COMMITTED else None
+        return WriteOutcome(changes=_changes(event, record, applied), erased=erased)
+
+    def _shred(self, p: EraseProposal) -> None:
+        """Destroy the erased session's, agent's or user's data keys; retire the user's keys of derived records
+        without a session (scenes, facets, graph nodes may quote the erased content), destroyed after a grace
+        period in which records already sealed with them are still applied."""
+        if self.keys is None:
+            return
+        scope, erasure = p.scope, p.erasure
+        match erasure.target:
+            case "session":
+                self.keys.shred(scope.home, scope.agent_id, erasure.session_id)
+            case "agent":
+                self.keys.shred(scope.home, scope.agent_id)
+            case "user":
+                self.keys.shred(scope.home)
+            case _:
+                return  # one memory: its tombstone keeps it from coming back; the session's key stays
+        self.keys.retire(scope.home, DERIVED)
+
+    def destroy_retired_keys(self) -> int:
+        """Destroy derived-record keys retired longer than the grace period ago (at most every few seconds)."""
+        now = time.monotonic()
+        if self.keys is None or now - self._last_destroy < min(30.0, self.settings.retired_key_grace_s):
+            return 0
+        self._last_destroy = now
+        return self.keys.destroy_retired(self.settings.retired_key_grace_s)
 
 
 def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str) -> WriteOutcome:

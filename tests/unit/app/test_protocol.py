@@ -11,7 +11,6 @@ from altm.app import (
     NotFound,
     UnknownCycle,
 )
-from altm.bus import TopicPartition
 from altm.core import Scope
 from altm.core.settings import Settings
 from tests.support.memories import store_with
@@ -24,9 +23,8 @@ HISTORY = [
 ]
 
 
-def _log_events(rt: object, topic: str) -> list[bytes]:
-    log = rt.log  # type: ignore[attr-defined]
-    return [r.value for p in range(4) for r in log.read(TopicPartition(topic, p), 0, 1000)]
+async def _log_events(rt: object, topic: str) -> list[bytes]:
+    return [r.value for r in await rt.log.read_all([topic])]  # type: ignore[attr-defined]
 
 
 async def test_prepare_commit_cycle(settings: Settings) -> None:
@@ -39,9 +37,9 @@ async def test_prepare_commit_cycle(settings: Settings) -> None:
                                      Feedback(helpful=[ids[0]]))
         assert done.cited_memory_ids == [ids[0]] and not done.replayed
         await rt.run_until_idle()
-        turns = [b for b in _log_events(rt, "altm.turns") if b"s3-t1" in b]
+        turns = [b for b in await _log_events(rt, "altm.turns") if b"s3-t1" in b]
         assert len(turns) == 2  # the user message (prepare) and the assistant message (commit)
-        controls = _log_events(rt, "altm.control")
+        controls = await _log_events(rt, "altm.control")
         assert any(b'"cited_by_agent"' in c for c in controls) and any(b'"injected"' in c for c in controls)
         again = await app.commit_turn(prepared.cycle_id, "It is December 15.", [ids[0]],
                                       Feedback(helpful=[ids[0]]))

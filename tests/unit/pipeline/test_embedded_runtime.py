@@ -7,22 +7,18 @@ from contextlib import asynccontextmanager
 import orjson
 import pytest
 
-from altm.bus import OutgoingRecord, TopicPartition
+from altm.bus import OutgoingRecord
 from altm.core import ChangeStatus, decode_dead_letter, decode_event, encode
 from altm.core.settings import Settings
 from altm.pipeline import EmbeddedRuntime, WriterDriver
 from altm.pipeline.processors import CaptureProcessor
-from altm.wiring import open_deployment, state_hash
+from altm.wiring import open_deployment, plain, state_hash
 from tests.support.memories import embedded, running, runtime_of
 from tests.support.turns import SCOPE, make_turn
 
 
-def _dlq(rt: EmbeddedRuntime) -> list[dict[str, object]]:
-    out = []
-    for p in range(rt.settings.partitions):
-        for rec in rt.log.read(TopicPartition("altm.dlq", p), 0, 1000):
-            out.append(decode_dead_letter(rec.value).model_dump())
-    return out
+async def _dlq(rt: EmbeddedRuntime) -> list[dict[str, object]]:
+    return [decode_dead_letter(rec.value).model_dump() for rec in await rt.log.read_all(["altm.dlq"])]
 
 
 def _l0_contents(rt: EmbeddedRuntime) -> list[str]:
@@ -44,11 +40,7 @@ async def test_turns_become_l0_memories_with_changes(settings: Settings) -> None
         handled = await rt.run_until_idle()
         assert handled == 10  # 5 turns through capture, 5 proposals through the writer
         assert len(_l0_contents(rt)) == 5
-        changes = [
-            decode_event(r.value)
-            for p in range(4)
-            for r in rt.log.read(TopicPartition("altm.changes", p), 0, 100)
-        ]
+        changes = [decode_event(r.value) for r in await rt.log.read_all(["altm.changes"])]
         assert len(changes) == 5
         assert all(c.event_type == "change" and c.status is ChangeStatus.COMMITTED for c in changes)
         assert await rt.lag() == 0
@@ -92,10 +84,10 @@ async def test_unpublished_changes_survive_a_crash_between_commit_and_publish(se
         writer_stage.driver.writer.apply(rec, 4)
     # crash: the shard committed, the change was never published, the group offset never committed
     await deployment.close()
-    assert rt.log._conn is None
+    assert plain(rt.log)._conn is None  # type: ignore[attr-defined]
     async with capture_only(settings) as rt2:
         await rt2.run_until_idle()
-        changes = [r for p in range(4) for r in rt2.log.read(TopicPartition("altm.changes", p), 0, 10)]
+        changes = await rt2.log.read_all(["altm.changes"])
         assert len(changes) == 1  # published once on restart, not re-applied
         assert len(_l0_contents(rt2)) == 1
 
@@ -119,7 +111,7 @@ async def test_bad_input_is_dead_lettered_and_the_stream_keeps_going(
         await rt.log.publish_many([OutgoingRecord("altm.turns", value, key=key, partition=0)])
         await rt.publish([make_turn(2, "the following good event")])
         await rt.run_until_idle()
-        (dead,) = _dlq(rt)
+        (dead,) = await _dlq(rt)
         assert error in str(dead["error"]) and dead["stage"] == "capture"
         assert dead["original"] == value.decode("utf-8")
         assert _l0_contents(rt) == ["the following good event"]

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from altm.bus.embedded import EmbeddedLog
+from altm.bus.sealing import SealedBus
 from altm.core import Settings
 from altm.models import EmbeddingModel, LLMSettings, ModelTask, OpenAIEmbeddings
 from altm.pipeline import LogBindingError
 from altm.pipeline.processors import EmbedProcessor
 from altm.vectors.edge import EdgeVectorIndex
 from altm.vectors.server import QdrantServerIndex
-from altm.wiring import WiringError, open_bus, open_deployment, open_embedded, open_vectors, resolve
+from altm.wiring import WiringError, open_bus, open_deployment, open_embedded, open_vectors, plain, resolve
 from tests.support.memories import running
 from tests.support.openai_double import openai_double
 from tests.support.rows import rows
@@ -44,10 +45,15 @@ async def test_a_remote_embedding_model_serves_the_embed_stage_and_recall(settin
 def test_adapters_are_chosen_by_url_scheme(tmp_path: Path) -> None:
     s = resolve(Settings(data_dir=tmp_path / "d", embedder="none"))
     assert s.bus == f"sqlite:///{tmp_path / 'd' / 'log.db'}" and s.vectors == f"edge:///{tmp_path / 'd' / 'vectors'}"
-    assert isinstance(open_bus(s), EmbeddedLog)
+    assert s.keystore == f"sqlite:///{tmp_path / 'd' / 'keys.db'}"
+    sealed = open_bus(s)
+    assert isinstance(sealed, SealedBus) and isinstance(plain(sealed), EmbeddedLog)  # sealed by default
+    assert isinstance(open_bus(s.model_copy(update={"seal_log": False})), EmbeddedLog)
     kafka = resolve(Settings(data_dir=tmp_path / "k", broker="127.0.0.1:9"))
     assert kafka.bus == "kafka://127.0.0.1:9"
-    assert type(open_bus(kafka)).__name__ == "KafkaBus"
+    assert type(plain(open_bus(kafka))).__name__ == "KafkaBus"
+    with pytest.raises(WiringError, match="unknown key store"):
+        resolve(Settings(data_dir=tmp_path, keystore="vault://x"))
     with pytest.raises(WiringError, match="unknown bus"):
         resolve(Settings(data_dir=tmp_path, bus="redis://x"))
 

@@ -1,0 +1,42 @@
+"""Crypto-shredding of the log: records sealed under per-owner data keys kept off the log (DESIGN §1.9)."""
+
+from altm.bus.sealing._bus import SealedBus, SealedConsumer
+from altm.bus.sealing._keys import (
+    MASTER_KEY_ENV,
+    KeyStore,
+    KeyStoreError,
+    Owner,
+    SqliteKeyStore,
+    load_master_key,
+    master_id,
+)
+from altm.bus.sealing._sealer import (
+    DERIVED,
+    MAGIC,
+    SHREDDED_HEADER,
+    Sealer,
+    SealError,
+    is_sealed,
+    is_shredded,
+    owner_of,
+)
+
+__all__ = [
+    "DERIVED",
+    "MAGIC",
+    "MASTER_KEY_ENV",
+    "SHREDDED_HEADER",
+    "KeyStore",
+    "KeyStoreError",
+    "Owner",
+    "SealError",
+    "SealedBus",
+    "SealedConsumer",
+    "Sealer",
+    "SqliteKeyStore",
+    "is_sealed",
+    "is_shredded",
+    "load_master_key",
+    "master_id",
+    "owner_of",
+]

@@ -1,0 +1,289 @@
+"""Data keys for sealing the log: one per owner (user, agent, session), wrapped by a master key, kept in a
+key store that is *not* on the log. Destroying an owner's keys makes its records on the log unreadable
+(crypto-shredding); nothing else has to be rewritten."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS data_keys (
+    kid TEXT PRIMARY KEY, home TEXT NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL,
+    wrapped BLOB NOT NULL, master_id TEXT NOT NULL, created_ms INTEGER NOT NULL, retired_ms INTEGER
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS data_keys_owner ON data_keys (home, agent, session, created_ms);
+"""
+
+MASTER_KEY_ENV = "ALTM_MASTER_KEY"
+"""A base64 (url-safe) 32-byte master key; without it, the key store's ``.master`` file next to it holds one."""
+
+
+class KeyStoreError(RuntimeError):
+    """The key store cannot be opened or its keys cannot be unwrapped (e.g. a different master key)."""
+
+
+@dataclass(frozen=True, order=True)
+class Owner:
+    """Whose content a record carries: a user (``home``), optionally one agent, optionally one session."""
+
+    home: str
+    agent: str = ""
+    session: str = ""
+
+
+class KeyStore(ABC):
+    """Data keys by id (``kid``) and the current key of each owner."""
+
+    @abstractmethod
+    def current(self, owner: Owner) -> tuple[str, bytes]:
+        """(kid, key) to seal new records of ``owner`` with; made on first use."""
+
+    @abstractmethod
+    def get(self, kid: str) -> bytes | None:
+        """The key ``kid``, or None once it has been destroyed (its records are shredded)."""
+
+    @abstractmethod
+    def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
+        """Destroy the keys of a user, or of one agent, or of one session of an agent; returns how many."""
+
+    @abstractmethod
+    def retire(self, home: str, session: str) -> int:
+        """Stop sealing with the keys of ``session`` of every agent of a user (new records get a fresh key);
+        the retired keys still open their records until :meth:`destroy_retired`."""
+
+    @abstractmethod
+    def destroy_retired(self, older_than_s: float) -> int:
+        """Destroy keys retired at least ``older_than_s`` seconds ago; returns how many."""
+
+    @abstractmethod
+    def rewrap(self, new_master: bytes) -> int:
+        """Wrap every data key with ``new_master`` (master key rotation; the log is not touched)."""
+
+    @abstractmethod
+    def counts(self) -> tuple[int, int]:
+        """(keys in use, keys retired and waiting to be destroyed)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+def master_id(master: bytes) -> str:
+    return hashlib.sha256(b"altm-master-key:" + master).hexdigest()[:16]
+
+
+def load_master_key(path: Path, *, create: bool) -> bytes:
+    """The master key: ``ALTM_MASTER_KEY`` when set, else the key file (made, mode 0600, when ``create``)."""
+    text = os.environ.get(MASTER_KEY_ENV)
+    if text:
+        return _decode_master(text, MASTER_KEY_ENV)
+    if path.exists():
+        return _decode_master(path.read_text(encoding="ascii").strip(), str(path))
+    if not create:
+        raise KeyStoreError(f"no master key: set {MASTER_KEY_ENV} or restore {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(base64.urlsafe_b64encode(key).decode() + "\n")
+    return key
+
+
+def _decode_master(text: str, where: str) -> bytes:
+    try:
+        key = base64.urlsafe_b64decode(text.encode("ascii"))
+    except (ValueError, UnicodeEncodeError):
+        raise KeyStoreError(f"the master key in {where} is not base64") from None
+    if len(key) != 32:
+        raise KeyStoreError(f"the master key in {where} must be 32 bytes (base64 of 32 random bytes)")
+    return key
+
+
+class SqliteKeyStore(KeyStore):
+    """Data keys in a SQLite file, each wrapped (AES-GCM) by the master key with its kid as associated data.
+
+    Destroyed keys are overwritten on disk (``secure_delete``) and leave no copy in the write-ahead log.
+    Safe for several processes on one host (WAL, busy timeout)."""
+
+    def __init__(self, path: str | Path, *, master_key: bytes | None = None, read_only: bool = False,
+                 cache_ttl_s: float = 2.0) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._master = master_key if master_key is not None else load_master_key(
+            self.master_path, create=not read_only)
+        self._master_id = master_id(self._master)
+        self._aead = AESGCM(self._master)
+        self._ttl = cache_ttl_s
+        self._lock = threading.Lock()
+        self._current: dict[Owner, tuple[float, str, bytes]] = {}
+        self._keys: dict[str, tuple[float, bytes]] = {}
+        self._db = self._connect()
+
+    @property
+    def master_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".master")
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            if not self.path.exists():
+                raise KeyStoreError(f"no key store at {self.path}")
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None,
+                                 check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA secure_delete=ON")
+            db.executescript(_DDL)
+        db.execute("PRAGMA busy_timeout=10000")
+        return db
+
+    def current(self, owner: Owner) -> tuple[str, bytes]:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._current.get(owner)
+            if cached is not None and now - cached[0] < self._ttl:
+                return cached[1], cached[2]
+            row = self._db.execute(
+                "SELECT kid, wrapped, master_id FROM data_keys WHERE home=? AND agent=? AND session=? "
+                "AND retired_ms IS NULL ORDER BY created_ms DESC, kid LIMIT 1",
+                (owner.home, owner.agent, owner.session)).fetchone()
+            if row is not None:
+                kid, key = str(row[0]), self._unwrap(str(row[0]), bytes(row[1]), str(row[2]))
+            else:
+                kid, key = self._create(owner)
+            self._current[owner] = (now, kid, key)
+            self._keys[kid] = (now, key)
+            self._trim()
+            return kid, key
+
+    def _create(self, owner: Owner) -> tuple[str, bytes]:
+        if self.read_only:
+            raise KeyStoreError(f"the key store {self.path} is open read-only: it cannot make a key")
+        kid, key = uuid.uuid4().hex, AESGCM.generate_key(bit_length=256)
+        self._db.execute(
+            "INSERT INTO data_keys (kid, home, agent, session, wrapped, master_id, created_ms) VALUES (?,?,?,?,?,?,?)",
+            (kid, owner.home, owner.agent, owner.session, self._wrap(kid, key), self._master_id,
+             time.time_ns() // 1_000_000))
+        return kid, key
+
+    def get(self, kid: str) -> bytes | None:
+        now = time.monotonic()
+        with self._lock:
+            cached = self._keys.get(kid)
+            if cached is not None and now - cached[0] < self._ttl:
+                return cached[1]
+            row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
+            if row is None:
+                self._keys.pop(kid, None)
+                return None
+            key = self._unwrap(kid, bytes(row[0]), str(row[1]))
+            self._keys[kid] = (now, key)
+            self._trim()
+            return key
+
+    def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
+        if self.read_only:
+            raise KeyStoreError(f"the key store {self.path} is open read-only: it cannot destroy keys")
+        where, args = "home=?", list[object]([home])
+        if agent is not None:
+            where, args = where + " AND agent=?", [*args, agent]
+        if session is not None:
+            where, args = where + " AND session=?", [*args, session]
+        return self._destroy(where, args)
+
+    def retire(self, home: str, session: str) -> int:
+        if self.read_only:
+            raise KeyStoreError(f"the key store {self.path} is open read-only: it cannot retire keys")
+        with self._lock:
+            cur = self._db.execute("UPDATE data_keys SET retired_ms=? WHERE home=? AND session=? AND retired_ms IS "
+                                   "NULL", (time.time_ns() // 1_000_000, home, session))
+            self._current = {o: v for o, v in self._current.items() if not (o.home == home and o.session == session)}
+            return cur.rowcount
+
+    def destroy_retired(self, older_than_s: float) -> int:
+        if self.read_only:
+            return 0
+        cutoff = time.time_ns() // 1_000_000 - int(older_than_s * 1000)
+        return self._destroy("retired_ms IS NOT NULL AND retired_ms <= ?", [cutoff])
+
+    def _destroy(self, where: str, args: Sequence[object]) -> int:
+        with self._lock:
+            doomed = {str(r[0]) for r in self._db.execute(f"SELECT kid FROM data_keys WHERE {where}", args)}  # noqa: S608
+            if not doomed:
+                return 0
+            self._db.execute(f"DELETE FROM data_keys WHERE {where}", args)  # noqa: S608
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            for kid in doomed:
+                self._keys.pop(kid, None)
+            self._current = {o: v for o, v in self._current.items() if v[1] not in doomed}
+            return len(doomed)
+
+    def rewrap(self, new_master: bytes) -> int:
+        """Wrap every data key with ``new_master`` (master key rotation; the log is not touched). Returns how
+        many keys were rewrapped; the caller then replaces the master key (env or file)."""
+        if self.read_only:
+            raise KeyStoreError(f"the key store {self.path} is open read-only")
+        new_aead, new_id = AESGCM(new_master), master_id(new_master)
+        count = 0
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._db.execute("SELECT kid, wrapped, master_id FROM data_keys").fetchall()
+                for kid, wrapped, mid in rows:
+                    key = self._unwrap(str(kid), bytes(wrapped), str(mid))
+                    nonce = secrets.token_bytes(12)
+                    self._db.execute("UPDATE data_keys SET wrapped=?, master_id=? WHERE kid=?",
+                                     (nonce + new_aead.encrypt(nonce, key, str(kid).encode()), new_id, kid))
+                    count += 1
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._master, self._master_id, self._aead = new_master, new_id, new_aead
+        return count
+
+    def counts(self) -> tuple[int, int]:
+        active, retired = self._db.execute(
+            "SELECT COUNT(*) - COUNT(retired_ms), COUNT(retired_ms) FROM data_keys").fetchone()
+        return int(active), int(retired)
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+    def _wrap(self, kid: str, key: bytes) -> bytes:
+        nonce = secrets.token_bytes(12)
+        return nonce + self._aead.encrypt(nonce, key, kid.encode())
+
+    def _unwrap(self, kid: str, wrapped: bytes, wrapped_by: str) -> bytes:
+        if wrapped_by != self._master_id:
+            raise KeyStoreError(
+                f"data key {kid} in {self.path} is wrapped by master key {wrapped_by}, not by the one given "
+                f"({self._master_id}): set {MASTER_KEY_ENV} (or restore {self.master_path}) to the key store's own "
+                f"(a rotation interrupted after rewrapping left the new one in {self.master_path}.new)")
+        try:
+            return self._aead.decrypt(wrapped[:12], wrapped[12:], kid.encode())
+        except InvalidTag:
+            raise KeyStoreError(f"data key {kid} in {self.path} does not unwrap: the key store is damaged") from None
+
+    def _trim(self, limit: int = 65_536) -> None:
+        if len(self._keys) > limit:
+            self._keys.clear()
+        if len(self._current) > limit:
+            self._current.clear()

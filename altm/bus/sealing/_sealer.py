@@ -1,0 +1,164 @@
+"""Sealing records: AES-GCM under the data key of the record's owner (user, agent, session).
+
+A sealed value is ``MAGIC || kid || nonce || ciphertext``, with the kid and the record key as associated data
+(a sealed value moved under another user's key does not open). Records that carry no content stay readable
+so that an erasure holds for every replay even after its keys are gone: erase control events, erase
+proposals and their changes. A value without the magic prefix (a log written before sealing, a host that
+does not seal) opens as itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import replace
+from typing import Any
+
+import orjson
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from altm.bus._base import OutgoingRecord, Record
+from altm.bus.sealing._keys import KeyStore, Owner
+
+log = logging.getLogger("altm.sealing")
+
+MAGIC = b"\x00altm-sealed:1\x00"
+"""Prefix of a sealed value (JSON never starts with a NUL byte)."""
+_KID = 32
+_NONCE = 12
+
+SHREDDED_HEADER = "altm-shredded"
+"""Header of a record whose data key is destroyed: its value is empty, and stages skip it silently."""
+
+
+class SealError(ValueError):
+    """A sealed value that does not open with its key: damaged, or moved under another record key."""
+
+
+def is_sealed(value: bytes) -> bool:
+    return value.startswith(MAGIC)
+
+
+def is_shredded(record: Record) -> bool:
+    return any(name == SHREDDED_HEADER for name, _ in record.headers)
+
+
+def _scope_parts(obj: dict[str, Any]) -> tuple[str, str] | None:
+    scope = obj.get("scope")
+    if not isinstance(scope, dict):
+        return None
+    parts = [scope.get(k) for k in ("tenant_id", "workspace_id", "user_id")]
+    if not all(isinstance(p, str) for p in parts):
+        return None
+    agent = scope.get("agent_id")
+    return "/".join(str(p) for p in parts), agent if isinstance(agent, str) else ""
+
+
+DERIVED = "~derived"
+"""The session slot of the key that seals derived records carrying no single session (scenes, facets, graph
+nodes, verdicts, dead letters of unreadable input). An erasure retires it: new records get a fresh key and
+the retired one is destroyed after a grace period (:meth:`KeyStore.retire`)."""
+
+
+def _session_of(obj: dict[str, Any]) -> str:
+    """The session a record's content comes from: the turn's, the memory's (proposal or after-image)."""
+    session = obj.get("session_id")
+    if isinstance(session, str):
+        return session
+    memory = obj.get("memory")
+    if isinstance(memory, dict) and isinstance(memory.get("session_id"), str):
+        return str(memory["session_id"])
+    return ""
+
+
+def _is_erasure(obj: dict[str, Any]) -> bool:
+    etype = obj.get("event_type")
+    return (etype == "control" and obj.get("action") == "erase") or (
+        etype in ("proposal", "change") and obj.get("op") == "erase")
+
+
+def owner_of(value: bytes | str, key: str | None) -> Owner | None:
+    """Whose data key seals ``value`` (published under ``key``), or None when it stays readable (erasures)."""
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        obj = None
+    if not isinstance(obj, dict):
+        return Owner(key or "", "", DERIVED)  # not an event at all
+    if obj.get("event_type") == "dead_letter":  # the owner of what it keeps, when that can be read
+        original = obj.get("original")
+        inner = owner_of(original, key) if isinstance(original, str) else None
+        return inner if inner is not None else Owner(key or "", "", DERIVED)
+    if _is_erasure(obj):
+        return None
+    parts = _scope_parts(obj)
+    if parts is None:
+        return Owner(key or "", "", DERIVED)
+    home, agent = parts
+    memory = obj.get("memory")
+    if isinstance(memory, dict):
+        inner_parts = _scope_parts(memory)
+        if inner_parts is not None:
+            home, agent = inner_parts
+    session = _session_of(obj)
+    if not session and obj.get("event_type") in ("proposal", "change"):
+        session = DERIVED
+    return Owner(home, agent, session)
+
+
+class Sealer:
+    """Seals outgoing records and opens incoming ones with the key store's data keys."""
+
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+
+    def seal_value(self, value: bytes, key: str | None) -> bytes:
+        if is_sealed(value):
+            return value
+        owner = owner_of(value, key)
+        if owner is None:
+            return value
+        kid, data_key = self.keys.current(owner)
+        nonce = secrets.token_bytes(_NONCE)
+        kid_bytes = kid.encode("ascii")
+        return MAGIC + kid_bytes + nonce + AESGCM(data_key).encrypt(nonce, value, _aad(kid_bytes, key))
+
+    def open_value(self, value: bytes, key: str | None) -> bytes | None:
+        """The plain value; None when its key is destroyed. Raises :class:`SealError` when it does not open."""
+        if not is_sealed(value):
+            return value
+        start = len(MAGIC)
+        kid_bytes = value[start:start + _KID]
+        nonce = value[start + _KID:start + _KID + _NONCE]
+        try:
+            data_key = self.keys.get(kid_bytes.decode("ascii"))
+        except UnicodeDecodeError:
+            raise SealError("a sealed record with a malformed key id") from None
+        if data_key is None:
+            return None
+        try:
+            return AESGCM(data_key).decrypt(nonce, value[start + _KID + _NONCE:], _aad(kid_bytes, key))
+        except InvalidTag:
+            raise SealError("a sealed record does not open with its data key (damaged, or moved to another "
+                            "record key)") from None
+
+    def seal(self, record: OutgoingRecord) -> OutgoingRecord:
+        sealed = self.seal_value(record.value, record.key)
+        return record if sealed is record.value else replace(record, value=sealed)
+
+    def open(self, record: Record) -> Record:
+        """The record with its plain value; a shredded one with an empty value and :data:`SHREDDED_HEADER`;
+        one that does not open stays sealed (the stage dead-letters it, without its content)."""
+        try:
+            plain = self.open_value(record.value, record.key)
+        except SealError as exc:
+            log.warning("%s[%d]@%d: %s", record.topic, record.partition, record.offset, exc)
+            return record
+        if plain is None:
+            return replace(record, value=b"", headers=(*record.headers, (SHREDDED_HEADER, b"1")))
+        return record if plain is record.value else replace(record, value=plain)
+
+
+def _aad(kid: bytes, key: str | None) -> bytes:
+    return kid + b"\x1f" + (key or "").encode("utf-8", errors="surrogatepass")

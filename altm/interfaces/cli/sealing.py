@@ -1,0 +1,91 @@
+"""``altm sealing``: the key store that seals the log (crypto-shredding): its state, and master key rotation."""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from pathlib import Path
+
+import typer
+
+from altm.bus.sealing import MASTER_KEY_ENV, KeyStoreError, SqliteKeyStore, load_master_key, master_id
+from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, emit_json, fail, settings_for
+from altm.wiring import resolve
+
+sealing_app = typer.Typer(help="The key store of the log's data keys (erasure destroys keys: crypto-shredding).",
+                       no_args_is_help=True)
+
+NEW_MASTER_KEY_ENV = "ALTM_NEW_MASTER_KEY"
+
+
+def _store_path(data_dir: Path) -> Path:
+    settings = resolve(settings_for(data_dir))
+    if not settings.seal_log:
+        fail("the log is not sealed here (ALTM_SEAL_LOG=false): there is no key store")
+    return Path((settings.keystore or "").removeprefix("sqlite:///"))
+
+
+def status(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
+    """Where the key store is, which master key wraps it, and how many data keys it holds."""
+    path = _store_path(data_dir)
+    if not path.exists():
+        fail(f"no key store at {path} yet (it is made when the first record is sealed)")
+    try:
+        store = SqliteKeyStore(path, read_only=True)
+    except KeyStoreError as exc:
+        fail(str(exc))
+    try:
+        active, retired = store.counts()
+        master = load_master_key(store.master_path, create=False)
+    finally:
+        store.close()
+    emit_json({"key_store": str(path), "master_key": MASTER_KEY_ENV if os.environ.get(MASTER_KEY_ENV)
+               else str(store.master_path), "master_id": master_id(master), "data_keys": active,
+               "retired_keys": retired})
+
+
+def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
+    """Wrap every data key with a new master key; the log is not touched.
+
+    With the master key in its file (the default), a new key replaces it. With ALTM_MASTER_KEY set, give the
+    new key in ALTM_NEW_MASTER_KEY, then make it ALTM_MASTER_KEY for every process."""
+    path = _store_path(data_dir)
+    if not path.exists():
+        fail(f"no key store at {path}")
+    from_env = bool(os.environ.get(MASTER_KEY_ENV))
+    if from_env:
+        text = os.environ.get(NEW_MASTER_KEY_ENV)
+        if not text:
+            fail(f"{MASTER_KEY_ENV} is set: put the new master key (base64 of 32 bytes) in {NEW_MASTER_KEY_ENV}")
+        try:
+            new = base64.urlsafe_b64decode(text.encode("ascii"))
+        except ValueError:
+            fail(f"{NEW_MASTER_KEY_ENV} is not base64")
+        if len(new) != 32:
+            fail(f"{NEW_MASTER_KEY_ENV} must be 32 bytes (base64 of 32 random bytes)")
+    else:
+        new = secrets.token_bytes(32)
+    try:
+        store = SqliteKeyStore(path)
+    except KeyStoreError as exc:
+        fail(str(exc))
+    try:
+        if not from_env:  # the new key is on disk before any data key is wrapped with it
+            pending = store.master_path.with_name(store.master_path.name + ".new")
+            fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                f.write(base64.urlsafe_b64encode(new).decode() + "\n")
+        count = store.rewrap(new)
+        if not from_env:
+            pending.replace(store.master_path)
+    finally:
+        store.close()
+    typer.echo(f"rewrapped {count} data key(s) with master key {master_id(new)}"
+               + (f"; now set {MASTER_KEY_ENV} to the value of {NEW_MASTER_KEY_ENV} everywhere" if from_env else ""))
+
+
+def register(app: typer.Typer) -> None:
+    sealing_app.command("status")(status)
+    sealing_app.command("rotate-master")(rotate_master)
+    app.add_typer(sealing_app, name="sealing")
