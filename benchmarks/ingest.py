@@ -6,8 +6,12 @@ recall it (the embedded runtime runs capture, writer and embed first); *derived*
 (capsules, atoms, graph, verdicts, scenes, facets written and embedded too).
 
     python benchmarks/ingest.py [--data LOCOMO.json] [--turns N] [--out FILE.json]
+    python benchmarks/ingest.py --rss --turns 50000      # peak memory of `altm ingest` (F13)
 
 Turns come from the LoCoMo dev file when it is present (real conversation text), else are synthesised.
+With ``--rss`` the turns are written to a JSONL file and ``altm ingest`` runs on it in a child process, with
+the local embedder, while its resident set size is sampled every 0.2 s: the record has the peak and the
+timeline. Past the dev file's end the turns repeat its text under new users and sessions.
 """
 
 from __future__ import annotations
@@ -40,10 +44,18 @@ DEFAULT_DATA = (
 
 def load_turns(data: Path, limit: int) -> list[TurnEvent]:
     if data.exists():
-        turns: list[TurnEvent] = []
+        base: list[TurnEvent] = []
         for sample in orjson.loads(data.read_bytes()):
-            turns += conversation_turns(sample)
-        return turns[:limit]
+            base += conversation_turns(sample)
+        turns = base[:limit]
+        copy = 1
+        while len(turns) < limit:  # more than the file holds: its text again, as other users
+            for t in base[: limit - len(turns)]:
+                scope = t.scope.model_copy(update={"user_id": f"{t.scope.user_id}-{copy}"})
+                turns.append(TurnEvent.model_validate({**t.model_dump(), "scope": scope.model_dump(),
+                                                       "event_id": ""}))
+            copy += 1
+        return turns
     from datetime import UTC, datetime, timedelta
 
     scope = Scope(tenant_id="bench", workspace_id="w", user_id="u", agent_id="a")
@@ -96,13 +108,72 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
         await deployment.close()
 
 
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure_rss(turns: list[TurnEvent], tmp: Path) -> dict[str, Any]:
+    """``altm ingest`` over the turns in a child process; its RSS sampled every 0.2 s."""
+    import subprocess
+
+    from altm.core import encode
+
+    src = tmp / "turns.jsonl"
+    with src.open("wb") as f:
+        for t in turns:
+            f.write(encode(t) + b"\n")
+    cmd = [sys.executable, "-m", "altm", "ingest", str(src), "--data-dir", str(tmp / "data")]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    timeline: list[tuple[float, int]] = []
+    while proc.poll() is None:
+        timeline.append((round(time.perf_counter() - start, 1), _rss_kib(proc.pid)))
+        time.sleep(0.2)
+    seconds = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"altm ingest failed ({proc.returncode}): {err[-2000:]}")
+    peak = max((kib for _, kib in timeline), default=0)
+    return {"peak_rss_mib": peak / 1024, "seconds": seconds, "turns_per_s": len(turns) / seconds,
+            "timeline": [{"t_s": t, "rss_mib": round(k / 1024, 1)}
+                         for t, k in timeline[:: max(1, len(timeline) // 200)]]}
+
+
+def main_rss(args: argparse.Namespace, turns: list[TurnEvent]) -> None:
+    with tempfile.TemporaryDirectory(prefix="altm-rss-") as tmp:
+        result = measure_rss(turns, Path(tmp))
+    print(f"altm ingest of {len(turns)} turns: peak RSS {result['peak_rss_mib']:.0f} MiB, "
+          f"{result['seconds']:.1f} s ({result['turns_per_s']:.1f} turns/s, fully derived)")
+    quarters = result["timeline"][:: max(1, len(result["timeline"]) // 8)]
+    print("  rss over time: " + ", ".join(f"{p['t_s']:.0f}s {p['rss_mib']:.0f}" for p in quarters))
+    path = write_record(
+        "ingest_rss",
+        {"config": config_stamp(benchmark="ingest_rss", turns=len(turns), embedder="local", partitions=4,
+                                source=str(args.data) if args.data.exists() else "synthetic", model=None),
+         "aggregate": {k: v for k, v in result.items() if k != "timeline"},
+         "timeline": result["timeline"]},
+        args.out,
+    )
+    print(f"record: {path}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--turns", type=int, default=1000)
+    ap.add_argument("--rss", action="store_true", help="peak memory of `altm ingest` in a child process")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     turns = load_turns(args.data, args.turns)
+    if args.rss:
+        main_rss(args, turns)
+        return
     embedder = shared_local_minilm()
     texts = [t.content for t in turns]
     embedder.embed(texts[:64])

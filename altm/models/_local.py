@@ -62,7 +62,7 @@ class LocalMiniLM(EmbeddingModel):
     model_id = MINILM_MODEL_ID
     dim = MINILM_DIM
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, *, batch_size: int = 64, max_batch_tokens: int = 1024, threads: int | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -70,9 +70,10 @@ class LocalMiniLM(EmbeddingModel):
         _verified(onnx_path, MINILM_ONNX_SHA256, "MiniLM ONNX model")
         _verified(tok_path, MINILM_TOKENIZER_SHA256, "MiniLM tokenizer")
         self.batch_size = batch_size
+        self.max_batch_tokens = max(max_batch_tokens, MINILM_MAX_TOKENS)  # one text of the longest always fits
         tokenizer = Tokenizer.from_file(str(tok_path))
         tokenizer.enable_truncation(MINILM_MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in each batch
+        tokenizer.no_padding()  # each batch is padded to its own longest text in ``_run``
         self._tokenizer = tokenizer
         opts = ort.SessionOptions()
         if threads:
@@ -84,32 +85,40 @@ class LocalMiniLM(EmbeddingModel):
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Batches of similar length (a batch is padded to its longest text: one scene among 63 short
-        atoms would make all 64 cost a scene), returned in the order given."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            for i, vector in zip(chunk, self._embed_batch([texts[i] for i in chunk]), strict=True):
-                out[i] = vector
-        return out
-
-    def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+        """Texts in batches of similar length, returned in the order given. A batch holds at most
+        ``batch_size`` texts and ``max_batch_tokens`` tokens (padded), so one batch of long texts never needs
+        more memory than one of short ones: onnxruntime's arena keeps what the largest batch needed (F13)."""
         if not texts:
             return []
-        with self._lock:  # the tokenizer's padding state is per instance
+        with self._lock:  # the tokenizer is shared
             encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds: dict[str, Any] = {
-            "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids),
-        }
+        ids = [e.ids for e in encodings]
+        order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
+        out: list[list[float]] = [[] for _ in texts]
+        chunk: list[int] = []
+        for i in order:  # ascending length: the newest text is the longest of the chunk
+            if chunk and (len(chunk) >= self.batch_size or (len(chunk) + 1) * len(ids[i]) > self.max_batch_tokens):
+                self._run(chunk, ids, out)
+                chunk = []
+            chunk.append(i)
+        self._run(chunk, ids, out)
+        return out
+
+    def _run(self, chunk: list[int], ids: list[list[int]], out: list[list[float]]) -> None:
+        width = max(len(ids[i]) for i in chunk)
+        batch = np.zeros((len(chunk), width), dtype=np.int64)
+        mask = np.zeros((len(chunk), width), dtype=np.int64)
+        for row, i in enumerate(chunk):
+            batch[row, : len(ids[i])] = ids[i]
+            mask[row, : len(ids[i])] = 1
+        feeds: dict[str, Any] = {"input_ids": batch, "attention_mask": mask, "token_type_ids": np.zeros_like(batch)}
         (hidden,) = self._session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         vectors = pooled / np.clip(norms, 1e-12, None)
-        return [[float(x) for x in row] for row in vectors]
+        for i, vector in zip(chunk, vectors, strict=True):
+            out[i] = [float(x) for x in vector]
 
 
 @functools.lru_cache(maxsize=1)
