@@ -29,7 +29,15 @@ from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbo
 from altm.store._shard import Shard
 from altm.store._shard_tx import AuditEntry, ShardTx, SignalTally
 from altm.store._shardset import ShardSet, shard_files, shard_path
-from altm.store._stats import HASHED_TABLES, DataDirError, count_layer, llm_cache_rows, shard_counts, state_rows
+from altm.store._stats import (
+    HASHED_TABLES,
+    DataDirError,
+    count_layer,
+    erasure_rows,
+    llm_cache_rows,
+    shard_counts,
+    state_rows,
+)
 from altm.store._work import DeferredWork, WorkItem
 
 __all__ = [
@@ -65,6 +73,7 @@ __all__ = [
     "columns",
     "comparable",
     "count_layer",
+    "erasure_rows",
     "llm_cache_rows",
     "memory_row",
     "memory_to_row",

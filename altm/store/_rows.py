@@ -177,3 +177,8 @@ def carry_over(new: MemoryRow, old: MemoryRow, names: Iterable[str]) -> MemoryRo
 def comparable(row: MemoryRow | Mapping[str, Any]) -> dict[str, Any]:
     """A row without its wall-clock columns (what idempotency and state hashes compare)."""
     return {k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS}
+
+
+TOMBSTONE_COLUMNS = ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "value_hash",
+                     "normalised_text", "reason", "at", "memory_id", "layer", "shingle_hashes", "distinctive")
+"""Every column of a tombstone (what a replay carries over)."""

@@ -19,7 +19,7 @@ import orjson
 from altm.core import Erasure, LifecycleSignal, Scope, derive_id, sha256_hex
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
-from altm.store._rows import MEMORY_COLUMNS, MemoryRow, columns, memory_row
+from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
 
 Row = dict[str, Any]
 
@@ -207,6 +207,20 @@ class ShardTx:
         key = self.existing_guard_key(home)
         assert key is not None
         return key
+
+    def carry_guard_key(self, home: str, key: bytes) -> None:
+        """Take over a user's guard key from the data dir a replay rebuilds (before anything is buried here)."""
+        self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)", (home, key))
+
+    def carry_tombstone(self, row: Mapping[str, Any], *, at: str) -> None:
+        """Take over a tombstone (hashes, no text) from the data dir a replay rebuilds, audited as carried."""
+        self._audit(at=at, proposal_id=None, actor="replay", action="insert", table="tombstones",
+                    target_id=str(row["tombstone_id"]), old=None,
+                    new={"value_hash": row["value_hash"], "memory_id": row["memory_id"], "reason": row["reason"],
+                         "carried": True})
+        self._db.execute(
+            f"INSERT OR IGNORE INTO tombstones ({', '.join(TOMBSTONE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in TOMBSTONE_COLUMNS)})", [row.get(c) for c in TOMBSTONE_COLUMNS])
 
     def existing_guard_key(self, home: str) -> bytes | None:
         """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""

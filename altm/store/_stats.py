@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from altm.core import Kind, Layer
-from altm.store._rows import MEMORY_COLUMNS, WALL_CLOCK_COLUMNS
+from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, WALL_CLOCK_COLUMNS
 from altm.store._shard import Shard
 from altm.store._shardset import shard_files
 
@@ -116,3 +116,20 @@ def llm_cache_rows(data_dir: Path) -> list[tuple[str, str, str, str, str]]:
         finally:
             conn.close()
     return out
+
+
+def erasure_rows(data_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[str, bytes]]]:
+    """What a data dir remembers of its erasures: its tombstones (keyed hashes, no text) and the per-user
+    guard keys the hashes are made with. A replay carries them over, so an erasure holds whatever the replay's
+    start point and whether or not the erased records still open."""
+    tombstones: list[dict[str, Any]] = []
+    keys: list[tuple[str, bytes]] = []
+    for _, path in shard_files(data_dir):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        try:
+            tombstones += [dict(r) for r in conn.execute(f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones")]
+            keys += [(str(r[0]), bytes(r[1])) for r in conn.execute("SELECT home, key FROM guard_keys")]
+        finally:
+            conn.close()
+    return tombstones, keys

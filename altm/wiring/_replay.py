@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
 from altm.core import Settings, partition_for
-from altm.store import DataDirError, ShardLLMCache, ShardSet, llm_cache_rows
+from altm.store import DataDirError, ShardLLMCache, ShardSet, erasure_rows, llm_cache_rows
 from altm.wiring._adapters import open_bus, resolve
 from altm.wiring._deployment import open_embedded
 
@@ -16,6 +16,22 @@ from altm.wiring._deployment import open_embedded
 def _require_empty(target: Path) -> None:
     if target.exists() and any(target.iterdir()):
         raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
+
+
+def carry_erasures(source: Path, target: ShardSet) -> int:
+    """``source``'s tombstones and guard keys, into the target's shards (routed by home): an erasure made
+    before the replay's start point, or whose records no longer open, still refuses its content. Returns how
+    many tombstones were carried."""
+    tombstones, keys = erasure_rows(source)
+    at = datetime.now(UTC).isoformat()
+    for home, key in keys:
+        with target.get(partition_for(home, target.partitions)).transaction() as tx:
+            tx.carry_guard_key(home, key)
+    for row in tombstones:
+        home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
+        with target.get(partition_for(home, target.partitions)).transaction() as tx:
+            tx.carry_tombstone(row, at=at)
+    return len(tombstones)
 
 
 def copy_llm_cache(source: Path, target: ShardSet) -> int:
@@ -44,12 +60,14 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
     finally:
         await bus.stop()
     rebuilt = base.model_copy(update={"data_dir": target, "partitions": partitions, "bus": None, "broker": None,
-                                      "vectors": None})
+                                      "vectors": None, "keystore": None})  # the target seals with its own keys
     async with open_embedded(rebuilt) as deployment:
         assert deployment.runtime is not None
         cache = cache_from if cache_from is not None else (source if (source / "shards").exists() else None)
         if cache is not None:
             copy_llm_cache(cache, deployment.shards)
+        if (source / "shards").exists():
+            carry_erasures(source, deployment.shards)
         if progress:
             progress("events", len(records))
         processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress)

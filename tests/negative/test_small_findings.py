@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from altm.app.ingest import ingest_file, published_count
+from altm.bus import TopicPartition
 from altm.bus.embedded import EmbeddedLog, default_log_path
 from altm.core.settings import Settings
 from altm.interfaces.cli import app as cli
@@ -135,3 +136,28 @@ async def test_a_replay_from_an_offset_does_not_bring_erased_content_back(settin
         target = tmp_path / f"from-{start}"
         await replay_into(s.data_dir, target, settings=s, from_offset=start)
         assert not rows(target, "SELECT 1 FROM memories WHERE content LIKE '%ZEBRA%'"), f"from offset {start}"
+
+
+async def test_an_erasure_before_the_replay_start_point_still_refuses_its_content(settings: Settings,
+                                                                                   tmp_path: Path) -> None:
+    """F4b, the rest: a replay that starts after an erasure never sees it, so a re-send of the erased text
+    published after it (refused when it arrived) came back as a live memory. The source's tombstones (keyed
+    hashes, no text) and guard keys are carried over now."""
+    from altm.wiring import replay_into
+
+    s = settings.model_copy(update={"embedder": "none"})
+    text = "My locker combination is 31-07-1999 and the spare key sits under the blue ZEBRA-4471 mat."
+    async with store_with(s, [make_turn(1, text, session="s-secret"), make_turn(2, "unrelated", session="s1")]) \
+            as (rt, app):
+        await app.erase(SCOPE, "session", session_id="s-secret")
+        await rt.run_until_idle()
+        await rt.publish([make_turn(7, text, session="s2")])  # the erased text, sent again: refused
+        await rt.run_until_idle()
+        assert not rows(s.data_dir, "SELECT 1 FROM memories WHERE content LIKE '%ZEBRA%'")
+        turn_ends = await rt.log.end_offsets([TopicPartition("altm.turns", p) for p in range(4)])
+    start = max(turn_ends.values()) - 1  # the re-send's offset on its partition: after the erasure
+    target = tmp_path / "from-after-the-erasure"
+    summary = await replay_into(s.data_dir, target, settings=s, from_offset=start)
+    assert summary.events >= 1
+    assert not rows(target, "SELECT 1 FROM memories WHERE content LIKE '%ZEBRA%'")
+    assert rows(target, "SELECT 1 FROM tombstones") and rows(target, "SELECT 1 FROM rejections")
