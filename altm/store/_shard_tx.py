@@ -208,6 +208,15 @@ class ShardTx:
         assert key is not None
         return key
 
+    def deferred_of(self, home: str) -> list[tuple[str, bytes]]:
+        """(work id, record value) of the deferred work of the user ``home`` (an erasure drops what it erases)."""
+        return [(str(r[0]), bytes(r[1])) for r in self._db.execute(
+            "SELECT work_id, value FROM deferred_work WHERE key=?", (home,))]
+
+    def drop_deferred(self, work_ids: Sequence[str]) -> None:
+        """Runtime bookkeeping, not memory state (see :mod:`altm.store._work`): no audit row."""
+        self._db.executemany("DELETE FROM deferred_work WHERE work_id=?", [(w,) for w in work_ids])
+
     def carry_guard_key(self, home: str, key: bytes) -> None:
         """Take over a user's guard key from the data dir a replay rebuilds (before anything is buried here)."""
         self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)", (home, key))

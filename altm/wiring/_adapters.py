@@ -105,12 +105,10 @@ KEYSTORE_FILE = "keys.db"
 
 
 def open_keystore(settings: Settings, *, read_only: bool = False) -> KeyStore | None:
-    """The key store of the log's data keys, or None when the log is not sealed (``ALTM_SEAL_LOG=false``)
-    or, read-only, when there is none (a log from before sealing)."""
-    if not settings.seal_log:
-        return None
+    """The key store of the log's data keys; None when there is none to use: sealing is off
+    (``ALTM_SEAL_LOG=false``) and no store exists, or, read-only, there is none (a log from before sealing)."""
     path = _path_of(settings.keystore or "", "sqlite")
-    if read_only and not path.exists():
+    if (read_only or not settings.seal_log) and not path.exists():
         return None
     try:
         return SqliteKeyStore(path, read_only=read_only)
@@ -119,8 +117,10 @@ def open_keystore(settings: Settings, *, read_only: bool = False) -> KeyStore | 
 
 
 def open_sealer(settings: Settings, *, read_only: bool = False) -> Sealer | None:
+    """Seals what is published (unless ``ALTM_SEAL_LOG=false``) and opens what is sealed, while the key store
+    is there."""
     keys = open_keystore(settings, read_only=read_only)
-    return Sealer(keys) if keys is not None else None
+    return Sealer(keys, seal=settings.seal_log) if keys is not None else None
 
 
 def open_bus(settings: Settings, *, read_only: bool = False) -> Bus:

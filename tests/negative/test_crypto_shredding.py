@@ -21,7 +21,7 @@ from altm.bus.sealing import (
     is_shredded,
     owner_of,
 )
-from altm.core import ChangeStatus, Scope, decode_event, encode
+from altm.core import ChangeStatus, Scope, decode_event, encode, partition_for
 from altm.core.settings import Settings
 from altm.wiring import plain, replay_into
 from tests.support.memories import store_with
@@ -225,3 +225,103 @@ def test_the_host_sdk_seals_events_before_its_outbox(tmp_path: Path) -> None:
     assert is_sealed(rec.value) and SECRET not in rec.value
     assert (tmp_path / "outbox.db").read_bytes().count(SECRET) == 0
 
+
+
+# -- from the review of the change (each failed before its fix) --------------------------------------------
+
+
+async def test_an_erasure_drops_the_erased_sessions_deferred_work(settings: Settings) -> None:
+    """A deferred input record was kept in the clear and retried after the erasure, deriving the erased
+    content again under a new key of the erased session."""
+    from altm.store import DeferredWork
+
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    async with store_with(s, TURNS) as (rt, app):
+        work = DeferredWork(rt.shards, s)
+        part = partition_for(SCOPE.home, s.partitions)
+        work.add("extract", "altm.turns", part, 0, SCOPE.home, encode(TURNS[0]), "model down")
+        work.add("extract", "altm.turns", part, 3, SCOPE.home, encode(TURNS[3]), "model down")
+        await app.erase(SCOPE, "session", session_id="s-secret")
+        await rt.run_until_idle()
+        kept = [(int(r["offset"]), r["value"]) for r in rows(s.data_dir, "SELECT offset, value FROM deferred_work")]
+    assert [offset for offset, _ in kept] == [3] and all(SECRET not in bytes(v) for _, v in kept)
+
+
+def test_a_record_sealed_with_another_key_store_is_an_error_not_a_shredded_record(tmp_path: Path) -> None:
+    """`altm publish --broker` sealed with ./keys.db: the workers took its records for shredded ones and
+    dropped every one without a word."""
+    theirs = Sealer(SqliteKeyStore(tmp_path / "a" / "keys.db", master_key=b"\x01" * 32))
+    ours = Sealer(SqliteKeyStore(tmp_path / "b" / "keys.db", master_key=b"\x02" * 32))
+    sealed = theirs.seal_value(encode(make_turn(1, "hello")), SCOPE.home)
+    with pytest.raises(KeyStoreError, match="sealed with another key store"):
+        ours.open_value(sealed, SCOPE.home)
+    theirs.keys.shred(SCOPE.home)
+    assert theirs.open_value(sealed, SCOPE.home) is None  # destroyed: shredded, silently
+
+
+def test_a_destroyed_key_is_never_used_again_by_another_process(tmp_path: Path) -> None:
+    """Each process cached the current key for 2 s: a host sealed new turns with a key the writer had just
+    destroyed, and they were lost."""
+    host = Sealer(SqliteKeyStore(tmp_path / "keys.db", master_key=b"\x03" * 32))
+    writer = SqliteKeyStore(tmp_path / "keys.db", master_key=b"\x03" * 32)
+    before = host.seal_value(encode(make_turn(1, "before")), SCOPE.home)
+    writer.shred(SCOPE.home, SCOPE.agent_id, "s1")
+    after = host.seal_value(encode(make_turn(2, "after")), SCOPE.home)
+    assert host.open_value(before, SCOPE.home) is None
+    assert host.open_value(after, SCOPE.home) == encode(make_turn(2, "after"))
+
+
+def test_an_interrupted_master_rotation_is_finished_not_made_worse(settings: Settings,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second `rotate-master` after a crash between rewrapping and the rename overwrote the pending key:
+    no master key unwrapped the store any more."""
+    import base64
+
+    from typer.testing import CliRunner
+
+    from altm.interfaces.cli import app
+
+    monkeypatch.delenv("ALTM_MASTER_KEY", raising=False)
+    path = settings.data_dir / "keys.db"
+    keys = SqliteKeyStore(path)
+    sealed = Sealer(keys).seal_value(encode(make_turn(1, "kept")), SCOPE.home)
+    pending_key = b"\x09" * 32
+    (settings.data_dir / "keys.db.master.new").write_text(base64.urlsafe_b64encode(pending_key).decode())
+    keys.rewrap(pending_key)  # ... and the process dies before the rename
+    keys.close()
+    out = CliRunner().invoke(app, ["sealing", "rotate-master", "--data-dir", str(settings.data_dir)])
+    assert out.exit_code == 0 and "finished an interrupted rotation" in out.output
+    assert Sealer(SqliteKeyStore(path)).open_value(sealed, SCOPE.home) == encode(make_turn(1, "kept"))
+    again = CliRunner().invoke(app, ["sealing", "rotate-master", "--data-dir", str(settings.data_dir)])
+    assert again.exit_code == 0 and "rewrapped 1" in again.output
+    assert Sealer(SqliteKeyStore(path)).open_value(sealed, SCOPE.home) == encode(make_turn(1, "kept"))
+
+
+async def test_decisions_about_erased_memories_replay_without_rejections(settings: Settings,
+                                                                          tmp_path: Path) -> None:
+    """Feedback on a memory of an erased session outlived the session's key: the replay met it, found no
+    memory and recorded rejections."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    async with store_with(s, TURNS) as (rt, app):
+        secret_ids = [r["memory_id"] for r in rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0' "
+                                                              "AND session_id='s-secret'")]
+        await app.feedback(SCOPE, secret_ids[:1], "helpful")
+        await app.erase(SCOPE, "memory", memory_id=secret_ids[1])
+        await rt.run_until_idle()
+        await app.erase(SCOPE, "session", session_id="s-secret")
+        await rt.run_until_idle()
+    assert rows(s.data_dir, "SELECT 1 FROM rejections") == []
+    target = tmp_path / "replayed"
+    await replay_into(s.data_dir, target, settings=s)
+    assert rows(target, "SELECT reason FROM rejections") == []
+
+
+async def test_seal_log_false_still_opens_a_sealed_log(settings: Settings, tmp_path: Path) -> None:
+    s = settings.model_copy(update={"embedder": "none"})
+    async with store_with(s, TURNS) as _:
+        pass
+    target = tmp_path / "replayed"
+    await replay_into(s.data_dir, target, settings=s.model_copy(update={"seal_log": False}))
+    assert "Unrelated: the billing deadline is March 3." in {
+        r["content"] for r in rows(target, "SELECT content FROM memories")}
+    assert (target / "log.db").read_bytes().count(b"billing deadline") >= 1  # published in the clear there

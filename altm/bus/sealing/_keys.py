@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import logging
 import os
 import secrets
 import sqlite3
@@ -27,7 +28,10 @@ CREATE TABLE IF NOT EXISTS data_keys (
     wrapped BLOB NOT NULL, master_id TEXT NOT NULL, created_ms INTEGER NOT NULL, retired_ms INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS data_keys_owner ON data_keys (home, agent, session, created_ms);
+CREATE TABLE IF NOT EXISTS destroyed_keys (kid TEXT PRIMARY KEY, destroyed_ms INTEGER NOT NULL) WITHOUT ROWID;
 """
+
+log = logging.getLogger("altm.sealing")
 
 MASTER_KEY_ENV = "ALTM_MASTER_KEY"
 """A base64 (url-safe) 32-byte master key; without it, the key store's ``.master`` file next to it holds one."""
@@ -119,18 +123,14 @@ class SqliteKeyStore(KeyStore):
     Destroyed keys are overwritten on disk (``secure_delete``) and leave no copy in the write-ahead log.
     Safe for several processes on one host (WAL, busy timeout)."""
 
-    def __init__(self, path: str | Path, *, master_key: bytes | None = None, read_only: bool = False,
-                 cache_ttl_s: float = 2.0) -> None:
+    def __init__(self, path: str | Path, *, master_key: bytes | None = None, read_only: bool = False) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self._master = master_key if master_key is not None else load_master_key(
             self.master_path, create=not read_only)
         self._master_id = master_id(self._master)
         self._aead = AESGCM(self._master)
-        self._ttl = cache_ttl_s
         self._lock = threading.Lock()
-        self._current: dict[Owner, tuple[float, str, bytes]] = {}
-        self._keys: dict[str, tuple[float, bytes]] = {}
         self._db = self._connect()
 
     @property
@@ -153,23 +153,16 @@ class SqliteKeyStore(KeyStore):
         return db
 
     def current(self, owner: Owner) -> tuple[str, bytes]:
-        now = time.monotonic()
+        """Read from the file every time (no cache): a key another process destroyed a moment ago is never
+        used to seal, and a destroyed key never opens anything again in any process."""
         with self._lock:
-            cached = self._current.get(owner)
-            if cached is not None and now - cached[0] < self._ttl:
-                return cached[1], cached[2]
             row = self._db.execute(
                 "SELECT kid, wrapped, master_id FROM data_keys WHERE home=? AND agent=? AND session=? "
                 "AND retired_ms IS NULL ORDER BY created_ms DESC, kid LIMIT 1",
                 (owner.home, owner.agent, owner.session)).fetchone()
             if row is not None:
-                kid, key = str(row[0]), self._unwrap(str(row[0]), bytes(row[1]), str(row[2]))
-            else:
-                kid, key = self._create(owner)
-            self._current[owner] = (now, kid, key)
-            self._keys[kid] = (now, key)
-            self._trim()
-            return kid, key
+                return str(row[0]), self._unwrap(str(row[0]), bytes(row[1]), str(row[2]))
+            return self._create(owner)
 
     def _create(self, owner: Owner) -> tuple[str, bytes]:
         if self.read_only:
@@ -182,19 +175,17 @@ class SqliteKeyStore(KeyStore):
         return kid, key
 
     def get(self, kid: str) -> bytes | None:
-        now = time.monotonic()
+        """The key; None when it was destroyed; :class:`KeyStoreError` when this store never had it (the record
+        was sealed with another key store: opening it as shredded would drop it silently)."""
         with self._lock:
-            cached = self._keys.get(kid)
-            if cached is not None and now - cached[0] < self._ttl:
-                return cached[1]
             row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
-            if row is None:
-                self._keys.pop(kid, None)
+            if row is not None:
+                return self._unwrap(kid, bytes(row[0]), str(row[1]))
+            if self._db.execute("SELECT 1 FROM destroyed_keys WHERE kid=?", (kid,)).fetchone() is not None:
                 return None
-            key = self._unwrap(kid, bytes(row[0]), str(row[1]))
-            self._keys[kid] = (now, key)
-            self._trim()
-            return key
+        raise KeyStoreError(
+            f"data key {kid} is not in the key store {self.path}: the record was sealed with another key store "
+            "(set ALTM_KEYSTORE, or ALTM_DATA_DIR, to the deployment's own)")
 
     def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
         if self.read_only:
@@ -212,7 +203,6 @@ class SqliteKeyStore(KeyStore):
         with self._lock:
             cur = self._db.execute("UPDATE data_keys SET retired_ms=? WHERE home=? AND session=? AND retired_ms IS "
                                    "NULL", (time.time_ns() // 1_000_000, home, session))
-            self._current = {o: v for o, v in self._current.items() if not (o.home == home and o.session == session)}
             return cur.rowcount
 
     def destroy_retired(self, older_than_s: float) -> int:
@@ -222,16 +212,33 @@ class SqliteKeyStore(KeyStore):
         return self._destroy("retired_ms IS NOT NULL AND retired_ms <= ?", [cutoff])
 
     def _destroy(self, where: str, args: Sequence[object]) -> int:
+        """Delete the keys (their pages overwritten), remember their ids, and move the write-ahead log into
+        the file and truncate it, so no copy of a destroyed key stays on disk."""
         with self._lock:
-            doomed = {str(r[0]) for r in self._db.execute(f"SELECT kid FROM data_keys WHERE {where}", args)}  # noqa: S608
-            if not doomed:
-                return 0
-            self._db.execute(f"DELETE FROM data_keys WHERE {where}", args)  # noqa: S608
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            for kid in doomed:
-                self._keys.pop(kid, None)
-            self._current = {o: v for o, v in self._current.items() if v[1] not in doomed}
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                doomed = [str(r[0]) for r in self._db.execute(f"SELECT kid FROM data_keys WHERE {where}", args)]  # noqa: S608
+                self._db.execute(f"DELETE FROM data_keys WHERE {where}", args)  # noqa: S608
+                now = time.time_ns() // 1_000_000
+                self._db.executemany("INSERT OR IGNORE INTO destroyed_keys (kid, destroyed_ms) VALUES (?,?)",
+                                     [(kid, now) for kid in doomed])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            if doomed:
+                self._checkpoint()
             return len(doomed)
+
+    def _checkpoint(self, attempts: int = 50) -> None:
+        """``wal_checkpoint(TRUNCATE)`` until it completes (a reader in another process can hold it off)."""
+        for _ in range(attempts):
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy:
+                return
+            time.sleep(0.1)
+        log.warning("the key store %s could not move its write-ahead log into the file: a destroyed key's "
+                    "old page stays on disk until the next checkpoint", self.path)
 
     def rewrap(self, new_master: bytes) -> int:
         """Wrap every data key with ``new_master`` (master key rotation; the log is not touched). Returns how
@@ -258,6 +265,10 @@ class SqliteKeyStore(KeyStore):
             self._master, self._master_id, self._aead = new_master, new_id, new_aead
         return count
 
+    def master_ids(self) -> set[str]:
+        """Ids of the master keys that wrap this store's data keys (one, unless a rotation is under way)."""
+        return {str(r[0]) for r in self._db.execute("SELECT DISTINCT master_id FROM data_keys")}
+
     def counts(self) -> tuple[int, int]:
         active, retired = self._db.execute(
             "SELECT COUNT(*) - COUNT(retired_ms), COUNT(retired_ms) FROM data_keys").fetchone()
@@ -281,9 +292,3 @@ class SqliteKeyStore(KeyStore):
             return self._aead.decrypt(wrapped[:12], wrapped[12:], kid.encode())
         except InvalidTag:
             raise KeyStoreError(f"data key {kid} in {self.path} does not unwrap: the key store is damaged") from None
-
-    def _trim(self, limit: int = 65_536) -> None:
-        if len(self._keys) > limit:
-            self._keys.clear()
-        if len(self._current) > limit:
-            self._current.clear()

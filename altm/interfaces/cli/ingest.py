@@ -51,9 +51,10 @@ def ingest(file: FileArg, data_dir: DataDir = DEFAULT_DATA_DIR, partitions: Part
 
 
 def publish(file: FileArg, broker: Annotated[str, typer.Option(help="kafka://HOST:PORT")],
-            partitions: Partitions = None) -> None:
-    """Publish FILE to Kafka (creating the topics if needed), as a host agent would."""
-    settings = resolve(settings_for(Path(), broker=broker, partitions=partitions))
+            partitions: Partitions = None, data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
+    """Publish FILE to Kafka (creating the topics if needed), as a host agent would, sealed with the key store
+    of DATA_DIR (the workers' data dir: they open what it seals)."""
+    settings = resolve(settings_for(data_dir, broker=broker, partitions=partitions))
     summary = IngestSummary()
 
     async def go() -> None:

@@ -48,8 +48,9 @@ def status(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
 def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     """Wrap every data key with a new master key; the log is not touched.
 
-    With the master key in its file (the default), a new key replaces it. With ALTM_MASTER_KEY set, give the
-    new key in ALTM_NEW_MASTER_KEY, then make it ALTM_MASTER_KEY for every process."""
+    Stop every ALTM process that uses the key store first: a running one keeps the old master key. With the
+    master key in its file (the default), a new key replaces it; run it again after an interruption. With
+    ALTM_MASTER_KEY set, give the new key in ALTM_NEW_MASTER_KEY, then make it ALTM_MASTER_KEY everywhere."""
     path = _store_path(data_dir)
     if not path.exists():
         fail(f"no key store at {path}")
@@ -70,10 +71,12 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
         store = SqliteKeyStore(path)
     except KeyStoreError as exc:
         fail(str(exc))
+    pending = store.master_path.with_name(store.master_path.name + ".new")
     try:
+        if not from_env and pending.exists() and _finish_interrupted(store, pending):
+            return
         if not from_env:  # the new key is on disk before any data key is wrapped with it
-            pending = store.master_path.with_name(store.master_path.name + ".new")
-            fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as f:
                 f.write(base64.urlsafe_b64encode(new).decode() + "\n")
         count = store.rewrap(new)
@@ -83,6 +86,18 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
         store.close()
     typer.echo(f"rewrapped {count} data key(s) with master key {master_id(new)}"
                + (f"; now set {MASTER_KEY_ENV} to the value of {NEW_MASTER_KEY_ENV} everywhere" if from_env else ""))
+
+
+def _finish_interrupted(store: SqliteKeyStore, pending: Path) -> bool:
+    """A rotation stopped between rewrapping and replacing the master key file: finish it when the store is
+    wrapped by the pending key (True), else drop the pending key, which wraps nothing (False)."""
+    key = load_master_key(pending, create=False) if os.environ.get(MASTER_KEY_ENV) is None else None
+    if key is not None and store.master_ids() == {master_id(key)}:
+        pending.replace(store.master_path)
+        typer.echo(f"finished an interrupted rotation: master key {master_id(key)} is in {store.master_path}")
+        return True
+    pending.unlink()
+    return False
 
 
 def register(app: typer.Typer) -> None:

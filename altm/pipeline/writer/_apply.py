@@ -39,7 +39,7 @@ from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard, hash_legacy_tombstones
-from altm.pipeline.writer.ops import Applied, OpContext, Rejection, apply_op
+from altm.pipeline.writer.ops import Applied, Erased, OpContext, Rejection, apply_op
 from altm.store import ShardSet, ShardTx, StoreUnavailable
 
 log = logging.getLogger("altm.writer")
@@ -131,6 +131,8 @@ class Writer:
                       record.offset, exc)
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.DEFERRED, reason=str(exc))],
                                 deferred_reason=str(exc))
+        except Erased as exc:  # void: nothing to do, nothing to review
+            return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED, reason=str(exc))])
         except Rejection as exc:
             return _rejected(tx, event, record, str(exc), ctx.now)
         except StoreUnavailable:
@@ -159,6 +161,7 @@ class Writer:
             case _:
                 return  # one memory: its tombstone keeps it from coming back; the session's key stays
         self.keys.retire(scope.home, DERIVED)
+        self.keys.retire("", DERIVED)  # dead letters of input whose owner could not be read
 
     def destroy_retired_keys(self) -> int:
         """Destroy derived-record keys retired longer than the grace period ago (at most every few seconds)."""

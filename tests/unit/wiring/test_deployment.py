@@ -48,7 +48,10 @@ def test_adapters_are_chosen_by_url_scheme(tmp_path: Path) -> None:
     assert s.keystore == f"sqlite:///{tmp_path / 'd' / 'keys.db'}"
     sealed = open_bus(s)
     assert isinstance(sealed, SealedBus) and isinstance(plain(sealed), EmbeddedLog)  # sealed by default
-    assert isinstance(open_bus(s.model_copy(update={"seal_log": False})), EmbeddedLog)
+    unsealed = open_bus(s.model_copy(update={"seal_log": False}))  # its key store exists now: opens, never seals
+    assert isinstance(unsealed, SealedBus) and not unsealed.sealer.sealing
+    fresh = resolve(Settings(data_dir=tmp_path / "plain", embedder="none", seal_log=False))
+    assert isinstance(open_bus(fresh), EmbeddedLog)
     kafka = resolve(Settings(data_dir=tmp_path / "k", broker="127.0.0.1:9"))
     assert kafka.bus == "kafka://127.0.0.1:9"
     assert type(plain(open_bus(kafka))).__name__ == "KafkaBus"

@@ -24,7 +24,7 @@ from altm.core import (
     UpsertMemoryProposal,
     UpsertNodeProposal,
 )
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
+from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.cycles import record_cycle
 from altm.pipeline.writer.ops.erasure import erase
 from altm.pipeline.writer.ops.governance import hold_action, merge, review, rollback, supersede
@@ -34,7 +34,7 @@ from altm.pipeline.writer.ops.memory import upsert_memory
 from altm.pipeline.writer.ops.trust import set_trust
 from altm.store import ShardTx
 
-__all__ = ["Applied", "OpContext", "Rejection", "apply_op"]
+__all__ = ["Applied", "Erased", "OpContext", "Rejection", "apply_op"]
 
 
 def apply_op(tx: ShardTx, p: ProposalEvent, ctx: OpContext) -> Applied:  # noqa: C901 - one flat case per op

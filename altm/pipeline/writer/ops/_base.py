@@ -20,6 +20,11 @@ class Rejection(Exception):
     """Raised inside an op: the proposal is refused with this reason (nothing it did is kept)."""
 
 
+class Erased(Exception):
+    """The proposal acts on a memory that was erased: void, not refused (a replay after crypto-shredding
+    meets decisions about memories it never re-created), so no rejection is recorded."""
+
+
 @dataclass(frozen=True)
 class OpContext:
     """What an op may use besides its proposal and the transaction."""
@@ -48,6 +53,8 @@ def as_json(value: Any) -> str:
 def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow:
     """The stored row of a memory the proposal acts on, refused when missing or of another scope home."""
     row = tx.memory_row(memory_id)
+    if row is None and tx.tombstone_of_memory(p.scope, memory_id) is not None:
+        raise Erased(f"{what} {memory_id} was erased")
     if row is None:
         raise Rejection(f"{what} {memory_id} is not in this shard")
     home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from altm.bus.sealing import owner_of
 from altm.core import ChangeStatus, EraseProposal
 from altm.pipeline.writer.guard import bury
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
+from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.memory import previous_content
 from altm.store import MemoryRow, ShardTx
 
@@ -13,6 +14,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
     erasure, scope = p.erasure, p.scope
     seeds = tx.erasure_seeds(scope, erasure)
+    if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "") is not None:
+        raise Erased(f"memory {erasure.memory_id} was erased already")
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}")
     doomed = _with_derivatives(tx, seeds)
@@ -35,7 +38,28 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
                              proposal_id=p.event_id, actor="writer")
     tx.redact_audit("memories", sorted(successors))
     tx.scrub(scope, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    _drop_deferred(tx, p)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
+
+
+def _drop_deferred(tx: ShardTx, p: EraseProposal) -> None:
+    """Input records of the erased session, agent or user waiting for a retry go: a retry would derive the
+    erased content again (and the log's copies no longer open)."""
+    erasure, scope = p.erasure, p.scope
+    if erasure.target == "memory":
+        return
+
+    def erased(value: bytes) -> bool:
+        owner = owner_of(value, scope.home)
+        if owner is None or owner.home != scope.home:
+            return False
+        if erasure.target == "user":
+            return True
+        if owner.agent != scope.agent_id:
+            return False
+        return erasure.target == "agent" or owner.session == erasure.session_id
+
+    tx.drop_deferred([work_id for work_id, value in tx.deferred_of(scope.home) if erased(value)])
 
 
 def _with_derivatives(tx: ShardTx, seeds: list[str]) -> set[str]:
