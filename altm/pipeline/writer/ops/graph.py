@@ -15,13 +15,17 @@ def _holds(old: Row | None, row: Row) -> bool:
 
 
 def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
+    """A node's id comes from its normalised name, so spellings of one name ("Last week", "last week") meet in
+    one row; the stored spelling is the least of those seen (not the latest), so it does not depend on the
+    order proposals arrive in (embedded, one worker or several)."""
     node = p.node
+    old = tx.node(node.node_id)
+    name = node.name if old is None else min(str(old["name"]), node.name)
     row = {
         "node_id": node.node_id, "tenant_id": node.scope.tenant_id, "workspace_id": node.scope.workspace_id,
         "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
-        "name": node.name, "attributes": as_json(node.attributes), "method": node.method.value,
+        "name": name, "attributes": as_json(node.attributes), "method": node.method.value,
     }
-    old = tx.node(node.node_id)
     if _holds(old, row):
         return Applied(ChangeStatus.UNCHANGED)
     tx.put_node({**row, "recorded_at": ctx.now}, old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
