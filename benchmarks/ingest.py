@@ -108,10 +108,12 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
         await deployment.close()
 
 
-def _rss_kib(pid: int) -> int:
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
+    """A memory figure of ``/proc/PID/status`` in KiB: VmRSS (all resident pages), RssAnon (the heap: what
+    the process itself holds) or RssFile (mapped files the kernel may drop)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -132,15 +134,18 @@ def measure_rss(turns: list[TurnEvent], tmp: Path) -> dict[str, Any]:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     timeline: list[tuple[float, int]] = []
+    anon: list[int] = []
     while proc.poll() is None:
         timeline.append((round(time.perf_counter() - start, 1), _rss_kib(proc.pid)))
+        anon.append(_rss_kib(proc.pid, "RssAnon"))
         time.sleep(0.2)
     seconds = time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode != 0:
         raise SystemExit(f"altm ingest failed ({proc.returncode}): {err[-2000:]}")
     peak = max((kib for _, kib in timeline), default=0)
-    return {"peak_rss_mib": peak / 1024, "seconds": seconds, "turns_per_s": len(turns) / seconds,
+    return {"peak_rss_mib": peak / 1024, "peak_rss_anon_mib": max(anon, default=0) / 1024, "seconds": seconds,
+            "turns_per_s": len(turns) / seconds,
             "timeline": [{"t_s": t, "rss_mib": round(k / 1024, 1)}
                          for t, k in timeline[:: max(1, len(timeline) // 200)]]}
 
@@ -148,7 +153,8 @@ def measure_rss(turns: list[TurnEvent], tmp: Path) -> dict[str, Any]:
 def main_rss(args: argparse.Namespace, turns: list[TurnEvent]) -> None:
     with tempfile.TemporaryDirectory(prefix="altm-rss-") as tmp:
         result = measure_rss(turns, Path(tmp))
-    print(f"altm ingest of {len(turns)} turns: peak RSS {result['peak_rss_mib']:.0f} MiB, "
+    print(f"altm ingest of {len(turns)} turns: peak RSS {result['peak_rss_mib']:.0f} MiB "
+          f"(heap {result['peak_rss_anon_mib']:.0f} MiB), "
           f"{result['seconds']:.1f} s ({result['turns_per_s']:.1f} turns/s, fully derived)")
     quarters = result["timeline"][:: max(1, len(result["timeline"]) // 8)]
     print("  rss over time: " + ", ".join(f"{p['t_s']:.0f}s {p['rss_mib']:.0f}" for p in quarters))
