@@ -66,3 +66,6 @@ class Settings(BaseSettings):
         description="Kafka group session timeout of a worker (a dead worker is detected after this long); "
         "heartbeats every tenth of it")
     worker_web_port: int = 6066
+    worker_batch_within_s: float = Field(
+        default=0.05, gt=0, le=5,
+        description="Kafka worker: how long an agent waits to fill a batch (up to ALTM_POLL_BATCH events)")

@@ -229,15 +229,15 @@ class WriterDriver:
 
     async def handle(self, records: Sequence[Record]) -> int:
         """Apply a batch; the resulting changes are published when this returns."""
-        touched: set[int] = set()
-        for rec in records:
-            if rec.partition not in self._bound:
-                self.bind(rec.partition, None)
-            outcome = self.writer.apply(rec, self.writer.partitions)
+        touched = sorted({rec.partition for rec in records})
+        for partition in touched:
+            if partition not in self._bound:
+                self.bind(partition, None)
+        outcomes = self.writer.apply_batch(records, self.writer.partitions)  # one transaction per partition
+        for rec, outcome in zip(records, outcomes, strict=True):
             if outcome.deferred_reason is not None:  # fail closed: kept and retried, never accepted
                 _defer(self.work, self.name, rec, outcome.deferred_reason)
-            touched.add(rec.partition)
-        for partition in sorted(touched):
+        for partition in touched:
             await self.flush(partition)
         return len(records)
 

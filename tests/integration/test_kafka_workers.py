@@ -36,7 +36,7 @@ def _turns() -> list[TurnEvent]:
     out = []
     for u in range(16):
         scope = Scope(tenant_id="t", workspace_id="w", user_id=f"user{u}", agent_id="a")
-        for s in range(3):
+        for s in range(12):  # 960 turns: workers take batches of up to 512, so a kill lands mid-stream
             for i, text in enumerate(SENTENCES):
                 content = f"{text} (user {u}, session {s})"
                 out.append(make_turn(s * 10 + i, content, scope=scope, session=f"s{s}"))
@@ -59,10 +59,10 @@ async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: 
     a, b = start_worker(kafka_bootstrap, data, env), start_worker(kafka_bootstrap, data, env)
     workers = [a, b]
     try:
-        for _ in range(240):
-            if _shard_l0_count(data) >= len(turns) // 4:
+        for _ in range(1200):
+            if _shard_l0_count(data) >= 1:
                 break
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(0.05)
         a.send_signal(signal.SIGKILL)  # mid-stream, no clean shutdown
         a.wait(10)
         killed_at = _shard_l0_count(data)

@@ -1,7 +1,9 @@
 """The Kafka runtime: the same processors and the writer as faust-streaming agents over Apache Kafka.
 
-Each agent feeds the runtime-neutral drivers (:mod:`altm.pipeline._drivers`); outputs are sent without
-awaiting each one and awaited together before the agent acknowledges its input. Topics are created up front
+Each agent feeds batches of events (``stream.take_events``: up to ``ALTM_POLL_BATCH``, or what arrived within
+``ALTM_WORKER_BATCH_WITHIN_S``) to the runtime-neutral drivers (:mod:`altm.pipeline._drivers`); outputs are sent
+without awaiting each one and awaited together before the agent acknowledges its input, and the writer applies
+a batch in one transaction per partition. Topics are created up front
 (one partition count for all) before the worker starts; faust never declares topics itself. The faust web
 server is off by default, and binds to loopback when on.
 
@@ -124,9 +126,13 @@ class FaustRuntime:
             await fut
 
     def _add_agent(self, app: faust.App, topic: Topic, name: str, driver: StageDriver | WriterDriver) -> None:
+        batch, within = self.settings.poll_batch, self.settings.worker_batch_within_s
+
         async def agent(stream: Any) -> AsyncIterator[None]:
-            async for event in stream.events():
-                await handle_until_done(driver, [_record(event.message, self.sealer)])  # acknowledged once handled
+            # up to ``poll_batch`` events, or what came within ``within`` seconds: one driver call, outputs sent
+            # together, one writer transaction per partition; the events are acknowledged once it returns
+            async for events in stream.take_events(batch, within=within):
+                await handle_until_done(driver, [_record(e.message, self.sealer) for e in events])
                 yield None
 
         app.agent(self._topic(app, topic), name=name)(agent)

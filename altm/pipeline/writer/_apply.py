@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -25,7 +26,6 @@ from altm.core import (
     MemoryUnit,
     Proposal,
     ProposalEvent,
-    ProposalOp,
     UpsertEdgeProposal,
     UpsertMemoryProposal,
     UpsertNodeProposal,
@@ -87,31 +87,50 @@ class Writer:
 
     def apply(self, record: Record, partitions: int, *, retry: bool = False) -> WriteOutcome:
         """Apply one proposal record. ``retry`` re-applies a record deferred earlier (its offset is stored)."""
-        shard = self.shards.get(record.partition)
-        stored = shard.next_offset(WRITER_GROUP, record.topic, record.partition)
-        if not retry and stored is not None and record.offset < stored:
-            return WriteOutcome(skipped=True)  # already applied: at-least-once delivery, idempotent effect
-        if is_shredded(record):  # its data key is destroyed: nothing to apply, nothing to report
-            if not retry:
-                with shard.transaction() as tx:
-                    tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
-            return WriteOutcome(skipped=True)
-        ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
-                        rules=self.rules)
-        with shard.transaction() as tx:
-            outcome = self._apply(tx, record, partitions, ctx)
-            if outcome.erased is not None:
-                self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
-            if not retry:
-                tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
-            for change in outcome.changes:
-                tx.enqueue(self.changes_topic, change.key, encode(change))
-            for dead in outcome.dead_letters:
-                tx.enqueue(self.dlq_topic, record.key, encode(dead))
+        return self.apply_batch([record], partitions, retry=retry)[0]
+
+    def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False) -> list[WriteOutcome]:
+        """Apply proposal records, one shard transaction per partition for all of its records (each op in its
+        own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
+        in the order of ``records``."""
+        outcomes: dict[int, WriteOutcome] = {}
+        by_partition: dict[int, list[int]] = {}
+        for i, rec in enumerate(records):
+            by_partition.setdefault(rec.partition, []).append(i)
+        for partition, indexes in by_partition.items():
+            shard = self.shards.get(partition)
+            stored = shard.next_offset(WRITER_GROUP, records[indexes[0]].topic, partition)
+            todo = []
+            for i in indexes:
+                if not retry and stored is not None and records[i].offset < stored:
+                    outcomes[i] = WriteOutcome(skipped=True)  # applied before: at-least-once, idempotent effect
+                else:
+                    todo.append(i)
+            if not todo:
+                continue
+            with shard.transaction() as tx:
+                for i in todo:  # each its own "now": a row recorded and superseded in one batch differ in time
+                    ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
+                                    rules=self.rules)
+                    outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry)
+            if any(outcomes[i].erased is not None for i in todo):
+                self.destroy_retired_keys()
+                shard.purge()  # the erased content leaves the index segments and the write-ahead log too
+        return [outcomes[i] for i in range(len(records))]
+
+    def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
+                  retry: bool) -> WriteOutcome:
+        """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
+        # a record whose data key is destroyed: nothing to apply, nothing to report
+        outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx)
         if outcome.erased is not None:
-            self.destroy_retired_keys()
-        if any(c.op is ProposalOp.ERASE and c.status is ChangeStatus.COMMITTED for c in outcome.changes):
-            shard.purge()  # the erased content leaves the index segments and the write-ahead log too
+            self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
+        if not retry:
+            tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
+        for change in outcome.changes:
+            tx.enqueue(self.changes_topic, change.key, encode(change))
+        for dead in outcome.dead_letters:
+            tx.enqueue(self.dlq_topic, record.key, encode(dead))
         return outcome
 
     def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:

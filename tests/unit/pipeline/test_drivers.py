@@ -76,8 +76,9 @@ async def test_the_kafka_writer_agent_defers_through_the_same_driver(settings: S
                                   if record.key else None, value=record.value, headers=(), timestamp=0)
 
         class Stream:
-            async def events(self) -> AsyncIterator[Any]:
-                yield SimpleNamespace(message=message)
+            async def take_events(self, max_: int, within: float) -> AsyncIterator[list[Any]]:
+                assert max_ == s.poll_batch and within == s.worker_batch_within_s  # the agent takes batches
+                yield [SimpleNamespace(message=message)]
 
         _broken_once(monkeypatch)
         async for _ in runtime.app.agents["altm-writer"].fun(Stream()):

@@ -19,6 +19,7 @@ from altm.core import (
     SupersedeProposal,
     Supersession,
     UpsertMemoryProposal,
+    UpsertNodeProposal,
     content_hash,
     decode_dead_letter,
     decode_event,
@@ -235,3 +236,49 @@ async def test_mutations_outside_a_transaction_are_refused(writer: Writer) -> No
         pass
     with pytest.raises(ShardError, match="writer transaction"):
         tx.store_offset("g", "t", 0, 1)  # nor can a transaction that has ended
+
+
+def _node_proposal(name: str, i: int) -> UpsertNodeProposal:
+    from datetime import UTC, datetime
+
+    from altm.core import GraphNode, NodeType
+
+    node = GraphNode(node_id="node_last_week", scope=SCOPE, node_type=NodeType.TIME, name=name,
+                     method=Method.HEURISTIC)
+    return UpsertNodeProposal(event_id=f"prop-node-{i}", scope=SCOPE, timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+                              processor="link", node=node)
+
+
+@pytest.mark.parametrize("order", [("Last week", "last week", "LAST week"), ("last week", "LAST week", "Last week"),
+                                   ("LAST week", "Last week", "last week")])
+def test_a_nodes_spelling_does_not_depend_on_arrival_order(settings: Settings, order: tuple[str, ...]) -> None:
+    """Issue 13: the writer stored whichever spelling arrived last, so the embedded runtime, one worker and two
+    workers ended with three state hashes on the same input."""
+    shards = ShardSet(settings.data_dir, N)
+    try:
+        writer = Writer(shards, settings)
+        for i, name in enumerate(order):
+            writer.apply(_record(_node_proposal(name, i), i), N)
+        (name,) = shards.get(partition_for(SCOPE.home, N))._db.execute(
+            "SELECT name FROM graph_nodes WHERE node_id='node_last_week'").fetchone()
+        assert name == "LAST week"  # the least spelling, whatever came last
+    finally:
+        shards.close()
+
+
+async def test_a_batch_is_one_transaction_and_a_refused_proposal_does_not_poison_it(writer: Writer) -> None:
+    good = [await _proposal(i, f"message number {i}") for i in range(1, 6)]
+    refused = (await _proposal(9, "evidence-less")).model_copy(update={"scope": SCOPE})
+    bad = refused.model_copy(update={"memory": refused.memory.model_copy(update={"content_hash": "0" * 64})})
+    records = [_record(p, i) for i, p in enumerate([*good[:2], bad, *good[2:]])]
+    shard = writer.shards.get(records[0].partition)
+    begins: list[str] = []
+    shard._db.set_trace_callback(lambda sql: begins.append(sql) if sql.startswith("BEGIN") else None)
+    outcomes = writer.apply_batch(records, N)
+    shard._db.set_trace_callback(None)
+    assert len(begins) == 1  # one transaction for the whole batch of this partition
+    statuses = [o.changes[0].status for o in outcomes]
+    assert statuses.count(ChangeStatus.COMMITTED) == 5 and statuses[2] is ChangeStatus.REJECTED
+    assert writer.resume_offset(TOPIC, records[0].partition) == len(records)
+    again = writer.apply_batch(records, N)  # redelivered: every record below the stored offset is skipped
+    assert all(o.skipped for o in again)
