@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
+from rich.text import Text
 
 from altm.app import PreparedTurn
 from altm.core import Scope
@@ -56,8 +57,9 @@ def demo(
 def _show(question: str, prepared: Any) -> None:
     bundle = prepared.bundle
     console.print(f"\n[bold cyan]user:[/] {question}   [dim](cycle {prepared.cycle_id})[/]")
-    console.print(Panel(bundle.rendered, title=f"context bundle: {len(bundle.items)} memories, "
-                        f"{bundle.tokens}/{bundle.token_budget} tokens", expand=False))
+    # memory content is untrusted text: a Text, never markup; folded at the panel's edge, never cropped
+    console.print(Panel(Text(bundle.rendered, overflow="fold"), title=f"context bundle: {len(bundle.items)} "
+                        f"memories, {bundle.tokens}/{bundle.token_budget} tokens", expand=False), soft_wrap=False)
     for item in bundle.items:
         ranks = ", ".join(f"{c}#{r}" for c, r in sorted(item.channels.items()))
         fusion = "score" if "score" in item.breakdown else "rrf"
