@@ -260,8 +260,19 @@ class WriterDriver:
         async with lock:
             shard = self.writer.shards.get(partition)
             while pending := shard.pending_outbox():
-                await self.publish([OutgoingRecord(topic, value, key=key) for _, topic, key, value in pending])
+                await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key)
+                                    for _, topic, key, value in pending])
                 shard.mark_published(pending[-1][0])
+
+    def outbox_topic(self, stored: str) -> str:
+        """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind
+        (``changes``, ``dlq``); rows written before that hold a full name, whose kind is its last part, so
+        a changed ``ALTM_TOPIC_PREFIX`` never leaves a partition publishing to topics nobody reads."""
+        prefix = self.writer.settings.topic_prefix
+        for kind in (Topic.CHANGES, Topic.DLQ):
+            if stored.endswith(kind.value):
+                return topic_name(kind, prefix)
+        return stored
 
     async def flush_all(self, partitions: Iterable[int]) -> None:
         for partition in sorted(partitions):

@@ -68,8 +68,6 @@ class Writer:
         self.settings = settings
         self.partitions = settings.partitions
         self.proposals_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
-        self.changes_topic = topic_name(Topic.CHANGES, settings.topic_prefix)
-        self.dlq_topic = topic_name(Topic.DLQ, settings.topic_prefix)
         self.guard = WriteGuard(settings.guard_overlap_threshold)
         self.rules = LifecycleRules()
 
@@ -127,10 +125,10 @@ class Writer:
             self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
-        for change in outcome.changes:
-            tx.enqueue(self.changes_topic, change.key, encode(change))
+        for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
+            tx.enqueue(Topic.CHANGES.value, change.key, encode(change))
         for dead in outcome.dead_letters:
-            tx.enqueue(self.dlq_topic, record.key, encode(dead))
+            tx.enqueue(Topic.DLQ.value, record.key, encode(dead))
         return outcome
 
     def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:

@@ -87,3 +87,28 @@ async def test_the_kafka_writer_agent_defers_through_the_same_driver(settings: S
         assert runtime.work.count() == 1  # kept for retry (main dropped it here)
     finally:
         shards.close()
+
+
+async def test_outbox_rows_follow_the_topic_prefix_in_force_when_they_are_published(settings: Settings) -> None:
+    """Issue 13: outbox rows stored absolute topic names, so a changed topic prefix sent a partition's changes
+    to topics nobody reads. Rows name the kind now; legacy rows are mapped by their last part."""
+    old = settings.model_copy(update={"topic_prefix": "old."})
+    new = settings.model_copy(update={"topic_prefix": "new."})
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    try:
+        record = await _proposal_record(old)
+        Writer(shards, old).apply(record, settings.partitions)  # committed; the process dies before publishing
+        shard = shards.get(record.partition)
+        with shard.transaction() as tx:
+            tx.enqueue("old.dlq", record.key, b"{}")  # a row written by an older ALTM: a full topic name
+        sent: list[OutgoingRecord] = []
+
+        async def publish(records: Sequence[OutgoingRecord]) -> None:
+            sent.extend(records)
+
+        driver = WriterDriver(Writer(shards, new), DeferredWork(shards, new), publish, "sqlite:test")
+        await driver.flush(record.partition)
+        assert [r.topic for r in sent] == ["new.changes", "new.dlq"]
+        assert shard.pending_outbox() == []
+    finally:
+        shards.close()

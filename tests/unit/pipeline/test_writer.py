@@ -81,7 +81,7 @@ async def test_commit_writes_memory_audit_offset_and_change(writer: Writer) -> N
     assert orjson.loads(str(audit["new_value"]))["memory_id"] == row["memory_id"]
     assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) == 1
     ((topic, value),) = _outbox(writer, rec.partition)
-    assert topic == "altm.changes" and decode_event(value) == change
+    assert topic == "changes" and decode_event(value) == change  # the kind: the prefix is applied at publish
 
 
 async def test_same_proposal_twice_changes_nothing(writer: Writer) -> None:
@@ -161,7 +161,7 @@ async def test_malformed_proposal_is_rejected_and_dead_lettered(writer: Writer) 
     shard = writer.shards.get(rec.partition)
     assert shard._db.execute("SELECT COUNT(*) FROM rejections").fetchone()[0] == 1
     ((topic, value),) = _outbox(writer, rec.partition)
-    assert topic == "altm.dlq" and decode_dead_letter(value).original.startswith('{"event_type"')
+    assert topic == "dlq" and decode_dead_letter(value).original.startswith('{"event_type"')
     assert shard.next_offset(WRITER_GROUP, TOPIC, rec.partition) == 1  # the stream moves on
 
 
