@@ -1,7 +1,8 @@
 """LoCoMo retrieval benchmark: one isolated store per conversation, the full pipeline, the service's recall.
 
     python benchmarks/locomo.py --data ../shared/benchmarks/locomo-dev/locomo-dev.json --out FILE.json \
-        [--preset conversation] [--conversations conv-26,conv-30] [--limit-questions N]
+        [--preset conversation] [--conversations conv-26,conv-30] [--limit-questions N] \
+        [--select-among conversation,hybrid,hybrid+graph,lexical,vector]
 
 Scoring follows ../shared/benchmarks/README.md: every turn is an L0 message whose source id is its dia_id and
 whose timestamp is its session's date; every QA item with evidence is a query whose gold ids are the
@@ -10,6 +11,14 @@ turn is reported as unmatched, and the question is kept). Metrics are computed o
 returned: a memory hits the gold ids it stands for (an L0 turn its own dia_id, a derived memory the turns it
 cites as evidence), each gold id counted once. The output JSON holds the aggregate, per-category figures, a
 config stamp and a per-question record from which every aggregate can be recomputed (``recompute``).
+
+The evaluation protocol (issue 15): Recall-any, Recall-all and the mean fraction of gold ids found at K = 1, 5,
+10, nDCG@10 and MRR, overall and per named category; a session-level view (a hit is a memory from a gold
+evidence session) for comparison with systems that only report sessions; the questions whose gold ids name
+no turn, with a *raw* row (scored against every gold id, unmatchable ones included) and an *audit-corrected*
+row (matchable ids only, questions with none left out) beside the reported one. ``--select-among`` adds
+leave-one-conversation-out selection: for each conversation, the preset with the best Recall-any@10 on the
+*other* conversations is scored on it; the cross-validated figure is reported beside the in-sample best.
 """
 
 from __future__ import annotations
@@ -92,6 +101,7 @@ def score_question(gold: list[str], ranked: list[list[str]]) -> dict[str, Any]:
         hit_ids = set().union(*[set(s) for s in ranked[:k]]) & gold_set if ranked else set()
         out[f"recall_any@{k}"] = 1.0 if hit_ids else 0.0
         out[f"recall_all@{k}"] = 1.0 if gold_set and hit_ids == gold_set else 0.0
+        out[f"fraction@{k}"] = len(hit_ids) / len(gold_set) if gold_set else 0.0
     dcg = sum(g / math.log2(r + 1) for r, g in enumerate(gains[:10], start=1))
     ideal = sum(1 / math.log2(r + 1) for r in range(1, min(len(gold_set), 10) + 1))
     out["ndcg@10"] = dcg / ideal if ideal else 0.0
@@ -99,12 +109,29 @@ def score_question(gold: list[str], ranked: list[list[str]]) -> dict[str, Any]:
     return out
 
 
-AGG_KEYS = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr")
+AGG_KEYS = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@1", "recall_all@5", "recall_all@10",
+            "fraction@1", "fraction@5", "fraction@10", "ndcg@10", "mrr")
+SESSION_KEYS = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+"""LoCoMo's category numbers, named as in the dataset's paper."""
 
 
-def aggregate(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def session_of(dia_id: str) -> str:
+    """``D3:5`` → ``D3``: the session a dialogue id belongs to."""
+    return dia_id.split(":", 1)[0]
+
+
+def session_metrics(gold: list[str], ranked: list[list[str]]) -> dict[str, Any]:
+    """The same question scored on sessions: a memory hits the gold evidence sessions its sources are in."""
+    sessions = sorted({session_of(g) for g in gold})
+    full = score_question(sessions, [sorted({session_of(x) for x in sources}) for sources in ranked])
+    return {k: full[k] for k in SESSION_KEYS}
+
+
+def aggregate(records: Sequence[dict[str, Any]], keys: Sequence[str] = AGG_KEYS,
+              field: str = "metrics") -> dict[str, Any]:
     n = len(records)
-    agg: dict[str, Any] = {k: (sum(r["metrics"][k] for r in records) / n if n else 0.0) for k in AGG_KEYS}
+    agg: dict[str, Any] = {k: (sum(r[field][k] for r in records) / n if n else 0.0) for k in keys}
     lat = [r["latency_ms"] for r in records]
     agg["latency_ms_p50"] = percentile(lat, 0.50)
     agg["latency_ms_p95"] = percentile(lat, 0.95)
@@ -120,7 +147,7 @@ def recompute(record: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int, limit: int | None,
-                           work: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                           work: Path, others: Sequence[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     data_dir = work / sample["sample_id"]
     settings = Settings(data_dir=data_dir, partitions=1)
     turns = conversation_turns(sample)
@@ -144,15 +171,24 @@ async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int,
             result = app.search(scope, "bench", str(q["question"]), preset_name=preset_name, top_k=top_k)
             latency = (time.perf_counter() - start) * 1000
             ranked = [h.source_ids for h in result.hits]
-            metrics = score_question([g for g in gold if g in known], ranked)
+            matchable = [g for g in gold if g in known]
+            metrics = score_question(matchable, ranked)
+            by_preset = {}
+            for name in others:  # the candidates of leave-one-conversation-out selection
+                alt = [h.source_ids for h in app.search(scope, "bench", str(q["question"]), preset_name=name,
+                                                         top_k=top_k).hits]
+                by_preset[name] = {"ranked_source_ids": alt, "metrics": score_question(matchable, alt)}
             records.append({
                 "conversation": sample["sample_id"], "index": i, "question": q["question"],
-                "category": q["category"], "gold_ids": [g for g in gold if g in known],
+                "category": q["category"], "gold_ids": matchable,
                 "unmatched_gold_ids": [g for g in gold if g not in known],
                 "ranked_memory_ids": [h.memory_id for h in result.hits],
                 "ranked_layers": [h.layer for h in result.hits],
                 "ranked_source_ids": ranked, "hits": [bool(set(s) & set(gold)) for s in ranked],
                 "latency_ms": latency, "metrics": metrics,
+                "raw_metrics": score_question(gold, ranked),  # unmatchable gold ids count as missed
+                "session_metrics": session_metrics(gold, ranked),
+                "by_preset": {preset_name: {"metrics": metrics}, **by_preset},
             })
         stats = {"turns": len(turns), "ingest_s": ingest_s, "turns_per_s": len(turns) / ingest_s,
                  "questions": len(records)}
@@ -164,10 +200,65 @@ async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int,
 
 def print_table(agg: dict[str, Any], by_cat: dict[str, dict[str, Any]]) -> None:
     cols = ["questions", *AGG_KEYS, "latency_ms_p50", "latency_ms_p95"]
-    print(f"{'':>10} " + " ".join(f"{c:>14}" for c in cols))
+    print(f"{'':>22} " + " ".join(f"{c:>14}" for c in cols))
     for name, a in [("overall", agg), *sorted(by_cat.items())]:
         cells = [f"{a[c]:>14d}" if c == "questions" else f"{a[c]:>14.3f}" for c in cols]
-        print(f"{name:>10} " + " ".join(cells))
+        print(f"{name:>22} " + " ".join(cells))
+
+
+def evaluation_protocol(records: Sequence[dict[str, Any]], preset: str, candidates: Sequence[str]
+                        ) -> dict[str, Any]:
+    """The raw, reported and audit-corrected rows, the session view, the unmatched questions, and (with
+    candidates) leave-one-conversation-out selection beside the in-sample best."""
+    out: dict[str, Any] = {
+        "rows": {
+            "raw (every gold id, unmatchable ones missed)": aggregate(records, field="raw_metrics"),
+            "reported (matchable gold ids)": aggregate(records),
+            "audit-corrected (questions with a matchable gold id)": aggregate([r for r in records if r["gold_ids"]]),
+        },
+        "sessions": aggregate(records, SESSION_KEYS, "session_metrics"),
+        "unmatched_questions": [
+            {"conversation": r["conversation"], "index": r["index"], "question": r["question"],
+             "unmatched_gold_ids": r["unmatched_gold_ids"], "matchable_gold_ids": r["gold_ids"]}
+            for r in records if r["unmatched_gold_ids"]],
+    }
+    if not candidates:
+        return out
+    def score(recs: Sequence[dict[str, Any]], name: str) -> float:
+        return float(sum(r["by_preset"][name]["metrics"]["recall_any@10"] for r in recs)) / max(1, len(recs))
+
+    conversations = sorted({r["conversation"] for r in records})
+    chosen, held_out = {}, []
+    for conv in conversations:
+        train = [r for r in records if r["conversation"] != conv]
+        best = max(candidates, key=lambda name: (score(train, name), name == preset))
+        chosen[conv] = best
+        held_out += [{"metrics": r["by_preset"][best]["metrics"], "latency_ms": r["latency_ms"]}
+                     for r in records if r["conversation"] == conv]
+    in_sample = {name: aggregate([{"metrics": r["by_preset"][name]["metrics"], "latency_ms": r["latency_ms"]}
+                                  for r in records]) for name in candidates}
+    best_in_sample = max(candidates, key=lambda name: (in_sample[name]["recall_any@10"], name == preset))
+    out["selection"] = {"candidates": list(candidates), "chosen_per_held_out_conversation": chosen,
+                        "cross_validated": aggregate(held_out), "in_sample_best": best_in_sample,
+                        "in_sample": in_sample}
+    return out
+
+
+def print_protocol(protocol: dict[str, Any]) -> None:
+    keys = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10", "fraction@10", "ndcg@10", "mrr")
+    print(f"{'':>52} " + " ".join(f"{k:>13}" for k in keys))
+    rows = dict(protocol["rows"])
+    if "selection" in protocol:
+        sel = protocol["selection"]
+        rows[f"in-sample best preset ({sel['in_sample_best']})"] = sel["in_sample"][sel["in_sample_best"]]
+        rows["leave-one-conversation-out (cross-validated)"] = sel["cross_validated"]
+    for name, row in rows.items():
+        print(f"{name:>52} " + " ".join(f"{row[k]:>13.3f}" for k in keys))
+    sess = protocol["sessions"]
+    print("sessions: " + ", ".join(f"{k} {sess[k]:.3f}" for k in SESSION_KEYS))
+    print(f"questions with gold ids that name no turn: {len(protocol['unmatched_questions'])}")
+    if "selection" in protocol:
+        print(f"chosen per held-out conversation: {protocol['selection']['chosen_per_held_out_conversation']}")
 
 
 def main() -> None:
@@ -179,7 +270,15 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=10)
     ap.add_argument("--conversations", help="Comma-separated sample ids (default: all)")
     ap.add_argument("--limit-questions", type=int, help="Per conversation, for quick runs")
+    ap.add_argument("--select-among", default="",
+                    help="Comma-separated presets for leave-one-conversation-out selection (cross-validated figure)")
     args = ap.parse_args()
+    candidates = [c for c in args.select_among.split(",") if c]
+    unknown = [c for c in candidates if c not in PRESETS]
+    if unknown:
+        sys.exit(f"unknown preset(s) {unknown}; choose among {sorted(PRESETS)}")
+    if candidates and args.preset not in candidates:
+        candidates.append(args.preset)
     if not args.data.exists():
         sys.exit(f"no LoCoMo data at {args.data} (pass --data PATH)")
     samples = orjson.loads(args.data.read_bytes())
@@ -191,26 +290,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="altm-locomo-") as tmp:
         for sample in samples:
             recs, stats = asyncio.run(run_conversation(sample, args.preset, args.top_k, args.limit_questions,
-                                                       Path(tmp)))
+                                                       Path(tmp), [c for c in candidates if c != args.preset]))
             records += recs
             per_conv[sample["sample_id"]] = {**stats, **aggregate(recs)}
             r10 = per_conv[sample["sample_id"]]["recall_any@10"]
             print(f"{sample['sample_id']}: {stats['turns']} turns ingested in {stats['ingest_s']:.1f} s, "
                   f"{len(recs)} questions, recall_any@10 {r10:.3f}", flush=True)
     agg = aggregate(records)
-    by_cat = {f"cat {c}": aggregate([r for r in records if r["category"] == c])
+    by_cat = {f"cat {c} {CATEGORIES.get(c, '?')}": aggregate([r for r in records if r["category"] == c])
               for c in sorted({r["category"] for r in records})}
     print_table(agg, by_cat)
+    protocol = evaluation_protocol(records, args.preset, candidates)
+    print_protocol(protocol)
     unmatched = sum(len(r["unmatched_gold_ids"]) for r in records)
     out = {
         "config": config_stamp(benchmark="locomo", preset=args.preset,
                                search=PRESETS[args.preset].model_dump(),
                                top_k=args.top_k, embedder="all-MiniLM-L6-v2-onnx-int8 (local)", model=None,
                                dataset=str(args.data), dataset_sha256=file_sha256(args.data),
-                               conversations=sorted(per_conv), limit_questions=args.limit_questions),
+                               conversations=sorted(per_conv), limit_questions=args.limit_questions,
+                               select_among=candidates),
         "aggregate": agg,
         "by_category": by_cat,
         "by_conversation": per_conv,
+        "protocol": protocol,
         "unmatched_gold_ids": unmatched,
         "questions": records,
     }

@@ -9,7 +9,15 @@ from typing import Any
 import orjson
 import pytest
 
-from benchmarks.locomo import aggregate, normalise_gold, recompute, run_conversation, score_question
+from benchmarks.locomo import (
+    aggregate,
+    evaluation_protocol,
+    normalise_gold,
+    recompute,
+    run_conversation,
+    score_question,
+    session_metrics,
+)
 
 SAMPLE: dict[str, Any] = {
     "sample_id": "conv-test",
@@ -65,3 +73,38 @@ def test_record_recomputes_to_its_aggregates(tmp_path: Path) -> None:
     keys = ("recall_any@1", "recall_any@5", "recall_any@10", "recall_all@10", "ndcg@10", "mrr", "questions")
     for key in keys:
         assert again[key] == pytest.approx(record["aggregate"][key]), key
+
+
+def _question(conv: str, index: int, gold: list[str], unmatched: list[str],
+              by_preset: dict[str, list[list[str]]]) -> dict[str, Any]:
+    ranked = by_preset["conversation"]
+    return {"conversation": conv, "index": index, "question": f"q{index}", "category": 1, "gold_ids": gold,
+            "unmatched_gold_ids": unmatched, "ranked_source_ids": ranked, "latency_ms": 1.0,
+            "metrics": score_question(gold, ranked), "raw_metrics": score_question(gold + unmatched, ranked),
+            "session_metrics": session_metrics(gold + unmatched, ranked),
+            "by_preset": {name: {"metrics": score_question(gold, r)} for name, r in by_preset.items()}}
+
+
+def test_the_protocol_reports_raw_corrected_sessions_and_a_cross_validated_choice() -> None:
+    """Issue 15, item 1: a preset that wins on the other conversations is the one scored on the held-out one,
+    whatever it scores there; in-sample and cross-validated figures can differ."""
+    hit, miss = [["D1:1"]], [["D7:1"]]
+    records = [
+        # conv-a: lexical finds it, conversation does not; conv-b and conv-c: the reverse
+        _question("conv-a", 0, ["D1:1"], [], {"conversation": miss, "lexical": hit}),
+        _question("conv-b", 0, ["D1:1"], [], {"conversation": hit, "lexical": miss}),
+        _question("conv-c", 0, ["D1:1"], ["D9:99"], {"conversation": hit, "lexical": miss}),
+        _question("conv-c", 1, [], ["D9:98"], {"conversation": [["D9:1"]], "lexical": miss}),
+    ]
+    protocol = evaluation_protocol(records, "conversation", ["conversation", "lexical"])
+    rows = protocol["rows"]
+    assert rows["reported (matchable gold ids)"]["recall_any@10"] == pytest.approx(2 / 4)
+    assert rows["audit-corrected (questions with a matchable gold id)"]["recall_any@10"] == pytest.approx(2 / 3)
+    assert rows["raw (every gold id, unmatchable ones missed)"]["recall_all@10"] == pytest.approx(1 / 4)
+    assert protocol["sessions"]["recall_any@10"] == pytest.approx(3 / 4)  # D9:1 is in a gold session (D9)
+    assert [q["index"] for q in protocol["unmatched_questions"]] == [0, 1]
+    selection = protocol["selection"]
+    assert selection["chosen_per_held_out_conversation"] == {
+        "conv-a": "conversation", "conv-b": "conversation", "conv-c": "conversation"}
+    assert selection["cross_validated"]["recall_any@10"] == pytest.approx(2 / 4)
+    assert selection["in_sample_best"] == "conversation"
