@@ -17,7 +17,7 @@ from altm.app._protocol import CommittedTurn, Drilldown, Feedback, PreparedTurn,
 from altm.app._recall import RecallService
 from altm.core import RuntimeCycle, Scope, Settings
 from altm.models import ChatModel, NoChat
-from altm.recall import DEFAULT_PRESET, Emergent, Retriever, SearchResult
+from altm.recall import DEFAULT_PRESET, PREPARE_SECONDS, Emergent, Retriever, SearchResult
 from altm.store import ShardSet
 
 
@@ -36,9 +36,10 @@ class MemoryApp:
     async def prepare_turn(self, scope: Scope, session_id: str, turn_id: str, content: str, token_budget: int, *,
                            strict_session: bool = False, preset_name: str = DEFAULT_PRESET,
                            idempotency_key: str | None = None, timestamp: datetime | None = None) -> PreparedTurn:
-        return await self.protocol.prepare_turn(scope, session_id, turn_id, content, token_budget,
-                                                strict_session=strict_session, preset_name=preset_name,
-                                                idempotency_key=idempotency_key, timestamp=timestamp)
+        with PREPARE_SECONDS.time():
+            return await self.protocol.prepare_turn(scope, session_id, turn_id, content, token_budget,
+                                                    strict_session=strict_session, preset_name=preset_name,
+                                                    idempotency_key=idempotency_key, timestamp=timestamp)
 
     async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
                           feedback: Feedback | None = None) -> CommittedTurn:

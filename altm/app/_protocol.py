@@ -31,7 +31,16 @@ from altm.core import (
     sha256_hex,
 )
 from altm.models import ChatModel, ModelTask
-from altm.recall import DEFAULT_PRESET, ContentType, ContextBundle, Hit, build_bundle, count_tokens, detect
+from altm.recall import (
+    BUNDLE_TOKENS,
+    DEFAULT_PRESET,
+    ContentType,
+    ContextBundle,
+    Hit,
+    build_bundle,
+    count_tokens,
+    detect,
+)
 from altm.recall import share_estimate as _share_estimate
 
 Publisher = Callable[[Sequence[Event]], Awaitable[None]]
@@ -134,6 +143,7 @@ class ProtocolService:
         rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
         bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
                               preset=preset_name, token_budget=token_budget, rewrites=rewrites)
+        BUNDLE_TOKENS.observe(bundle.tokens)
         ts = timestamp or _now()
         cycle = RuntimeCycle(cycle_id=cycle_id, scope=scope, session_id=session_id, turn_id=turn_id,
                              idempotency_key=key, request_hash=request_hash,

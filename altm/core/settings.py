@@ -66,6 +66,11 @@ class Settings(BaseSettings):
         description="Kafka group session timeout of a worker (a dead worker is detected after this long); "
         "heartbeats every tenth of it")
     worker_web_port: int = 6066
+    worker_metrics_port: int | None = Field(
+        default=9464, ge=1, le=65535,
+        description="Kafka worker: Prometheus /metrics on this port (None: off); another worker already on it on "
+                    "the same host: this one runs without, with a warning")
+    worker_metrics_host: str = "127.0.0.1"
     worker_batch_within_s: float = Field(
         default=0.05, gt=0, le=5,
         description="Kafka worker: how long an agent waits to fill a batch (up to ALTM_POLL_BATCH events)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -26,8 +27,9 @@ from altm.core import (
     encode,
     topic_name,
 )
+from altm.pipeline._metrics import STAGE_BATCH_SECONDS, STAGE_OUTPUTS, STAGE_RECORDS, WRITER_PROPOSALS
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import WRITER_GROUP, Writer
+from altm.pipeline.writer import WRITER_GROUP, WriteOutcome, Writer
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
@@ -118,6 +120,39 @@ def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
     return out
 
 
+def _topic_kind(topic: str) -> str:
+    """``altm.proposals`` → ``proposals``: a bounded label, whatever the deployment's prefix."""
+    return next((t.value for t in Topic if topic.endswith(t.value)), "other")
+
+
+def _observe_stage(stage: str, records: Sequence[Record], result: StageResult, seconds: float) -> None:
+    STAGE_BATCH_SECONDS.labels(stage=stage).observe(seconds)
+    STAGE_RECORDS.labels(stage=stage, outcome="in").inc(len(records))
+    shredded = sum(1 for r in records if is_shredded(r))
+    if shredded:
+        STAGE_RECORDS.labels(stage=stage, outcome="shredded").inc(shredded)
+    if result.deferred:
+        STAGE_RECORDS.labels(stage=stage, outcome="deferred").inc(len(result.deferred))
+    for rec in result.outgoing:
+        STAGE_OUTPUTS.labels(stage=stage, topic=_topic_kind(rec.topic)).inc()
+    dead = sum(1 for rec in result.outgoing if _topic_kind(rec.topic) == Topic.DLQ.value)
+    if dead:
+        STAGE_RECORDS.labels(stage=stage, outcome="dead_lettered").inc(dead)
+
+
+def _observe_writer(records: Sequence[Record], outcomes: Sequence[WriteOutcome], seconds: float) -> None:
+    STAGE_BATCH_SECONDS.labels(stage="writer").observe(seconds)
+    STAGE_RECORDS.labels(stage="writer", outcome="in").inc(len(records))
+    for outcome in outcomes:
+        if outcome.dead_letters:
+            WRITER_PROPOSALS.labels(op="malformed", status="dead_lettered").inc()
+        elif outcome.changes:
+            change = outcome.changes[0]
+            WRITER_PROPOSALS.labels(op=change.op.value if change.op else "unknown", status=change.status.value).inc()
+        elif outcome.skipped:
+            WRITER_PROPOSALS.labels(op="any", status="skipped").inc()
+
+
 def _defer(work: DeferredWork, stage: str, record: Record, reason: str) -> None:
     work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason)
 
@@ -143,10 +178,12 @@ class StageDriver:
         """Process a batch; its outputs are published when this returns (commit the inputs after it)."""
         if not records:
             return 0
+        start = time.perf_counter()
         result = await run_records(self.processor, records, self.ctx)
         for rec, reason in result.deferred:
             _defer(self.work, self.name, rec, reason)
         await self.publish(result.outgoing)
+        _observe_stage(self.name, records, result, time.perf_counter() - start)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
@@ -233,12 +270,14 @@ class WriterDriver:
         for partition in touched:
             if partition not in self._bound:
                 self.bind(partition, None)
+        start = time.perf_counter()
         outcomes = self.writer.apply_batch(records, self.writer.partitions)  # one transaction per partition
         for rec, outcome in zip(records, outcomes, strict=True):
             if outcome.deferred_reason is not None:  # fail closed: kept and retried, never accepted
                 _defer(self.work, self.name, rec, outcome.deferred_reason)
         for partition in touched:
             await self.flush(partition)
+        _observe_writer(records, outcomes, time.perf_counter() - start)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:

@@ -6,6 +6,8 @@ import asyncio
 import logging
 from pathlib import Path
 
+from prometheus_client import start_http_server
+
 from altm.bus import TopicPartition
 from altm.bus.kafka import KafkaBus
 from altm.core import Settings, Topic, all_topic_specs, topic_name
@@ -45,6 +47,21 @@ async def prepare_kafka(settings: Settings) -> str:
     return identity
 
 
+def serve_metrics(settings: Settings) -> bool:
+    """Prometheus ``/metrics`` of this worker on ``ALTM_WORKER_METRICS_HOST:PORT`` (loopback by default), in a
+    thread of its own. A port already taken (another worker on this host) is a warning, not a failure."""
+    if settings.worker_metrics_port is None:
+        return False
+    try:
+        start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)
+    except OSError as exc:
+        log.warning("no /metrics on %s:%d (%s): set ALTM_WORKER_METRICS_PORT to a free port per worker",
+                    settings.worker_metrics_host, settings.worker_metrics_port, exc)
+        return False
+    log.info("metrics on http://%s:%d/metrics", settings.worker_metrics_host, settings.worker_metrics_port)
+    return True
+
+
 def run_worker(settings: Settings) -> None:
     """Run a faust worker until SIGINT/SIGTERM (processors and the writer for the partitions it owns)."""
     import faust
@@ -60,6 +77,7 @@ def run_worker(settings: Settings) -> None:
                     "ALTM_VECTORS=http://QDRANT:6333 (one collection per embedding model)")
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     identity = asyncio.run(prepare_kafka(settings))
+    serve_metrics(settings)
     shards = ShardSet(settings.data_dir, settings.partitions)
     models = open_models(settings, shards)
     vectors = open_vectors(settings, models.embedding)

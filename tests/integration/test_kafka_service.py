@@ -121,7 +121,9 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
         await plain(bus).publish(f"{prefix}dlq", b'{"canary":"' + canary + b'"}', key="x")  # not sealed
     finally:
         await bus.stop()
-    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
+    metrics_port = _free_port()
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none",
+           "ALTM_WORKER_METRICS_PORT": str(metrics_port)}
     worker = start_worker(kafka_bootstrap, data, env)
     try:
         for _ in range(120):
@@ -132,6 +134,12 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
         assert (data / "deployment.json").exists() and not (data / "log.db").exists()
         dana = rows(data, "SELECT 1 FROM memories WHERE user_id='dana'")
         assert dana
+        # issue 16: the worker's own /metrics on loopback, with what it just did
+        async with httpx.AsyncClient() as http:
+            exposition = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+        assert _sample(exposition, 'altm_stage_records_total{outcome="in",stage="capture"}') >= 29
+        assert _sample(exposition, 'altm_writer_proposals_total{op="upsert_memory",status="committed"}') >= 29
+        assert "altm_stage_batch_seconds_bucket" in exposition
         segments = _segment_bytes(kafka_segments, prefix)
         assert segments.count(canary) == 1  # the search sees plain bytes where there are any
         for text in (b"payments team at Acme", b"Flask to FastAPI", b"December 15"):
@@ -164,3 +172,11 @@ def _segment_bytes(log_dir: Path, prefix: str) -> bytes:
              if p.is_file() and p.suffix == ".log"]
     assert files, f"no segments of {prefix}* under {log_dir}"
     return b"".join(p.read_bytes() for p in files)
+
+
+def _sample(exposition: str, series: str) -> float:
+    """The value of one series (name and labels as Prometheus prints them) in a /metrics text."""
+    for line in exposition.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} is not in the exposition")

@@ -48,3 +48,53 @@ def test_published_ports_bind_to_loopback(compose: dict[str, object]) -> None:
     for name, service in services.items():
         for port in service.get("ports", []):
             assert str(port).startswith("127.0.0.1:"), (name, port)
+
+
+DEPLOY = COMPOSE.parent / "deploy"
+
+
+def _exported_series() -> set[str]:
+    """Every series name ALTM's metrics expose (counters with _total, histograms with _bucket/_count/_sum)."""
+    import prometheus_client
+
+    import altm.pipeline._metrics
+    import altm.recall._metrics
+
+    assert altm.recall._metrics.BUNDLE_TOKENS is not None  # both modules registered their metrics
+    names = set()
+    for family in prometheus_client.REGISTRY.collect():
+        if family.name.startswith("altm_"):
+            suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum")}.get(family.type, ("",))
+            names |= {family.name + s for s in suffixes}
+    assert altm.pipeline._metrics.STAGE_RECORDS is not None
+    return names
+
+
+def test_the_grafana_dashboard_loads_and_queries_only_metrics_that_exist() -> None:
+    """Issue 16: the dashboard JSON is valid, every panel has a Prometheus query, and each query names a series
+    ALTM exports (a renamed metric fails here, not on an operator's screen)."""
+    import json
+    import re
+
+    dashboard = json.loads((DEPLOY / "grafana" / "altm-dashboard.json").read_text(encoding="utf-8"))
+    assert dashboard["uid"] and dashboard["title"] and isinstance(dashboard["schemaVersion"], int)
+    exported = _exported_series()
+    panels = dashboard["panels"]
+    assert len(panels) >= 6 and len({p["id"] for p in panels}) == len(panels)
+    for panel in panels:
+        assert panel["type"] == "timeseries" and panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            used = set(re.findall(r"\baltm_[a-z_]+", target["expr"]))
+            assert used and used <= exported, (panel["title"], used - exported)
+
+
+def test_prometheus_scrapes_the_workers_and_the_retrieval_service(compose: dict[str, object]) -> None:
+    config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text(encoding="utf-8"))
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["altm-worker"]["dns_sd_configs"][0]["port"] == Settings().worker_metrics_port
+    assert jobs["altm-retrieval"]["static_configs"][0]["targets"] == ["retrieval:8420"]
+    services = compose["services"]
+    assert isinstance(services, dict) and "prometheus" in services
+    assert services["worker"]["environment"]["ALTM_WORKER_METRICS_HOST"] == "0.0.0.0"
+    mounted = services["prometheus"]["volumes"][0].split(":")[0]
+    assert (COMPOSE.parent / mounted).resolve() == (DEPLOY / "prometheus.yml").resolve()

@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from altm.app import MemoryApp, ProtocolError
 from altm.core import Scope
@@ -179,6 +180,12 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
     @api.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    @api.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        """Prometheus exposition of this process's metrics. No key: the labels are bounded names (stages, ops,
+        steps), never a user, scope or memory id, and the service binds to loopback unless told otherwise."""
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     for router in (protocol, recall, admin):
         api.include_router(router)

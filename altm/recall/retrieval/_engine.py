@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import Scope
 from altm.models import EmbeddingModel
+from altm.recall._metrics import RECALL_STEP_SECONDS
 from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
@@ -222,6 +223,8 @@ class Retriever:
                 paths = self._graph_channel(queries, scope, fused, rows, channels.ranked, policy, config)
         with channels.timed("assemble"):
             hits = self._assemble(queries, ordered(fused), rows, channels.ranked, paths, config)
+        for step, ms in channels.timings_ms.items():
+            RECALL_STEP_SECONDS.labels(step=step).observe(ms / 1000)
         return SearchResult(hits, channels.timings_ms, config.name)
 
     @staticmethod

@@ -178,3 +178,34 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read(client: tuple[
     assert r.status_code == 413
     ok = await c.post("/v1/prepare", json={**big, "content": "deadline?"}, headers=_auth(keys["acme"]))
     assert ok.status_code == 200
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+async def test_metrics_show_the_pipeline_and_recall_with_bounded_labels(
+        client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    """Issue 16, item 1: /metrics on the retrieval service (no key, like /healthz), names and values after a
+    known ingest and one prepare_turn; no label carries a user, scope or memory id."""
+    c, keys = client
+    before = _samples((await c.get("/metrics")).text)
+    body = {"scope": SCOPE.path, "session_id": "s2", "turn_id": "t9", "content": "when is the billing deadline?"}
+    assert (await c.post("/v1/prepare", json=body, headers=_auth(keys["acme"]))).status_code == 200
+    response = await c.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    after = _samples(response.text)
+
+    def delta(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert delta("altm_prepare_turn_seconds_count") == 1 and delta("altm_bundle_tokens_count") == 1
+    assert delta("altm_recall_step_seconds_count", step="fusion") >= 1
+    assert after[("altm_stage_records_total", (("outcome", "in"), ("stage", "capture")))] >= 2  # the fixture's turns
+    assert after[("altm_writer_proposals_total", (("op", "upsert_memory"), ("status", "committed")))] >= 2
+    values = {v for _, labels in after for _, v in labels}
+    assert not any("dana" in v or "acme" in v or v.startswith("mem_") for v in values)
