@@ -54,6 +54,10 @@ class Settings(BaseSettings):
         default=600.0, ge=0,
         description="After an erasure, how long the retired keys of the user's derived records (scenes, facets, "
                     "graph nodes) still open records sealed before it, so that those in flight are applied")
+    traces: str = Field(
+        default="none",
+        description="OpenTelemetry traces of prepare_turn, commit_turn and recall: none (off) or console (spans "
+                    "printed as JSON lines; any OpenTelemetry SDK setup of the host process works as well)")
     embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
     vector_backend: str = Field(default="edge", description="Legacy: qdrant means ALTM_VECTORS=ALTM_QDRANT_URL")
     qdrant_url: str | None = Field(default=None, description="Legacy: the Qdrant server for vector_backend=qdrant")

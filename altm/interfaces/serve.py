@@ -15,7 +15,7 @@ from altm.app.stats import collect_stats
 from altm.core import Settings
 from altm.interfaces.http import ApiKey, KeyStore, create_app
 from altm.interfaces.mcp import Profile, build_server
-from altm.wiring import Deployment, open_deployment, record_deployment, resolve
+from altm.wiring import Deployment, configure_tracing, open_deployment, record_deployment, resolve
 
 log = logging.getLogger("altm.serve")
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[..., Any], Callable[..., Any]], Awaitable[None]]
@@ -52,6 +52,7 @@ def _replay_for(deployment: Deployment) -> Callable[[], Awaitable[dict[str, Any]
 async def _serving(settings: Settings) -> Deployment:
     """The embedded pipeline in the background, or (on Kafka) the retrieval service of the deployment."""
     settings = resolve(settings)
+    configure_tracing(settings)
     kafka = (settings.bus or "").startswith("kafka://")
     deployment = await open_deployment(settings, pipeline=not kafka)
     await deployment.start(background=True)

@@ -1,7 +1,7 @@
 """Recall: hybrid retrieval (word, trigram, vector and graph channels, fusion, priors), search presets as
 pydantic configs, and context governance (token-budgeted bundles, compression, markers)."""
 
-from altm.recall._metrics import BUNDLE_TOKENS, PREPARE_SECONDS
+from altm.recall._metrics import BUNDLE_TOKENS, PREPARE_SECONDS, TRACER
 from altm.recall.context import BundleItem, ContentType, ContextBundle, build_bundle, count_tokens, detect, marker_for
 from altm.recall.context._bundle import share_estimate
 from altm.recall.retrieval import (
@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_PRESET",
     "PREPARE_SECONDS",
     "PRESETS",
+    "TRACER",
     "BundleItem",
     "ContentType",
     "ContextBundle",

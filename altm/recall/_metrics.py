@@ -1,9 +1,14 @@
 """Recall metrics (Prometheus, the process's default registry): per-channel latency and bundle size. Labels are
-bounded (channel and step names), never a user, scope or memory id."""
+bounded (channel and step names), never a user, scope or memory id. And the tracer of recall and of the
+runtime protocol (OpenTelemetry API: a no-op until a process configures an SDK, see ``ALTM_TRACES``)."""
 
 from __future__ import annotations
 
+from opentelemetry import trace
 from prometheus_client import Histogram
+
+TRACER = trace.get_tracer("altm")
+"""Spans carry names, presets, counts and sizes: never memory content."""
 
 RECALL_STEP_SECONDS = Histogram(
     "altm_recall_step_seconds", "Time of one recall step (a channel: lexical, vector...; fusion, graph, assemble)",

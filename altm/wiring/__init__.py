@@ -18,6 +18,7 @@ from altm.vectors import VectorIndexBusy
 from altm.wiring._adapters import (
     Models,
     WiringError,
+    configure_tracing,
     open_bus,
     open_embedding,
     open_keystore,
@@ -54,6 +55,7 @@ __all__ = [
     "Models",
     "ReadOnlyError",
     "WiringError",
+    "configure_tracing",
     "copy_llm_cache",
     "open_bus",
     "open_deployment",

@@ -7,6 +7,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
 from altm.bus import Bus
 from altm.bus.embedded import EmbeddedLog, default_log_path, log_topics
 from altm.bus.sealing import KeyStore, KeyStoreError, SealedBus, Sealer, SqliteKeyStore
@@ -218,3 +223,16 @@ def open_vectors(settings: Settings, embedding: EmbeddingModel | None, *, read_o
                           "or none")
     index.open()
     return index
+
+
+def configure_tracing(settings: Settings) -> bool:
+    """An OpenTelemetry SDK tracer provider with the exporter ``ALTM_TRACES`` names (``console``), or nothing
+    (``none``, the default: the API stays a no-op). Returns whether one was installed."""
+    if settings.traces == "none":
+        return False
+    if settings.traces != "console":
+        raise WiringError(f"unknown ALTM_TRACES {settings.traces!r}: expected none or console")
+    provider = TracerProvider(resource=Resource.create({"service.name": "altm"}))
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return True

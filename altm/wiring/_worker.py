@@ -15,6 +15,7 @@ from altm.pipeline import ProcessorContext, check_log_binding, default_processor
 from altm.store import MemoryReader, ShardSet, shard_files
 from altm.wiring._adapters import (
     WiringError,
+    configure_tracing,
     open_models,
     open_sealer,
     open_vectors,
@@ -78,6 +79,7 @@ def run_worker(settings: Settings) -> None:
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     identity = asyncio.run(prepare_kafka(settings))
     serve_metrics(settings)
+    configure_tracing(settings)
     shards = ShardSet(settings.data_dir, settings.partitions)
     models = open_models(settings, shards)
     vectors = open_vectors(settings, models.embedding)

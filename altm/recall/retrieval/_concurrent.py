@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -11,10 +12,12 @@ T = TypeVar("T")
 
 
 class Concurrent(Generic[T]):
-    """Starts ``fn`` on a daemon thread at once; ``result()`` joins it and returns or re-raises."""
+    """Starts ``fn`` on a daemon thread at once, in a copy of the caller's context (its trace span is the
+    parent of what ``fn`` records); ``result()`` joins it and returns or re-raises."""
 
     def __init__(self, fn: Callable[[], T]) -> None:
         self._fn = fn
+        self._context = contextvars.copy_context()
         self._value: T | None = None
         self._error: BaseException | None = None
         self.elapsed_ms = 0.0
@@ -24,7 +27,7 @@ class Concurrent(Generic[T]):
     def _run(self) -> None:
         t0 = time.perf_counter()
         try:
-            self._value = self._fn()
+            self._value = self._context.run(self._fn)
         except BaseException as exc:  # handed to the caller by result()
             self._error = exc
         finally:

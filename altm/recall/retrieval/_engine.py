@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import Scope
 from altm.models import EmbeddingModel
-from altm.recall._metrics import RECALL_STEP_SECONDS
+from altm.recall._metrics import RECALL_STEP_SECONDS, TRACER
 from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
@@ -110,7 +110,8 @@ class _Channels:
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
         t0 = time.perf_counter()
-        yield
+        with TRACER.start_as_current_span(f"recall.{step}"):
+            yield
         self.timings_ms[step] = (time.perf_counter() - t0) * 1000
 
     def run(self, name: str, channel: Callable[[], Found]) -> None:
@@ -173,8 +174,9 @@ class Retriever:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
         if self.embedding is None or self.vectors is None:
             return []
-        (vec,) = self.embedding.embed([query])
-        return self.vectors.search_any(vec, vector_filters(policy), limit)
+        with TRACER.start_as_current_span("recall.nearest"):  # on the helper thread, beside the word channels
+            (vec,) = self.embedding.embed([query])
+            return self.vectors.search_any(vec, vector_filters(policy), limit)
 
     @staticmethod
     def _vector(queries: SearchQueries, hits: list[VectorHit], policy: ScopePolicy) -> Found:
@@ -206,6 +208,14 @@ class Retriever:
     def search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
                *, strict_session: bool = False, as_of: datetime | None = None,
                known_at: datetime | None = None) -> SearchResult:
+        with TRACER.start_as_current_span("recall.search", attributes={"altm.preset": config.name}) as span:
+            result = self._search(scope, session_id, query, config, strict_session=strict_session, as_of=as_of,
+                                  known_at=known_at)
+            span.set_attribute("altm.hits", len(result.hits))
+        return result
+
+    def _search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
+                *, strict_session: bool, as_of: datetime | None, known_at: datetime | None) -> SearchResult:
         policy = ScopePolicy(scope, session_id, strict_session, config.l0_across_sessions, config.layers,
                              as_of=as_of, known_at=known_at)
         queries = self._queries(scope)
