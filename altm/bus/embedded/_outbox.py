@@ -47,6 +47,10 @@ class LocalOutbox:
     def acknowledge(self, up_to_seq: int) -> None:
         self._db.execute("DELETE FROM outbox WHERE seq <= ?", (up_to_seq,))
 
+    def acknowledge_each(self, seqs: Sequence[int]) -> None:
+        """These records (not necessarily a prefix) are acknowledged."""
+        self._db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
+
     def pending(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
 

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -121,16 +122,31 @@ class HostProducer:
                     await self._close_producer()
                     await asyncio.sleep(self.retry_backoff_s)
                     continue
-                self._outbox.acknowledge(rows[-1][0])
-                self.delivered += len(rows)
             self._drained.set()
 
     async def _send(self, rows: list[Pending]) -> None:
+        """Send a batch; acknowledge every record the broker acknowledged, even when others of the batch failed
+        (then raise the first error). Per partition only the records before its first failure count, so a
+        retry keeps the order per key and never re-sends a record the broker already has ahead of it."""
         producer = await self._ensure_producer()
-        futures = []
-        for _, rec in rows:  # in outbox order: per key (and partition) order is kept
-            part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
-            futures.append(await producer.send(rec.topic, value=rec.value,
-                                               key=rec.key.encode() if rec.key is not None else None, partition=part))
-        for fut in futures:
-            await fut
+        sent: list[tuple[int, int, Any]] = []
+        try:
+            for seq, rec in rows:  # in outbox order: per key (and partition) order is kept
+                part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
+                sent.append((seq, part, await producer.send(
+                    rec.topic, value=rec.value, key=rec.key.encode() if rec.key is not None else None,
+                    partition=part)))
+        finally:
+            outcomes = await asyncio.gather(*(fut for _, _, fut in sent), return_exceptions=True)
+            failed: set[int] = set()
+            acknowledged = []
+            for (seq, part, _), outcome in zip(sent, outcomes, strict=True):
+                if isinstance(outcome, BaseException) or part in failed:
+                    failed.add(part)
+                    continue
+                acknowledged.append(seq)
+            self._outbox.acknowledge_each(acknowledged)
+            self.delivered += len(acknowledged)
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        if errors:
+            raise errors[0]
