@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -13,6 +14,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import orjson
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from altm.app import ProtocolError
 from altm.bus import BusError
@@ -79,3 +81,39 @@ def emit_json(obj: Any) -> None:
 
 def sample_path() -> Path:
     return Path(str(resources.files("altm").joinpath("data/sample_conversation.jsonl")))
+
+
+class PipelineProgress:
+    """Progress bars of a long command: lines (or events) published against their total, records the pipeline
+    processed as they go (their total is not known in advance). Feed it the callbacks ingest and replay give."""
+
+    def __init__(self, what: str, total: int | None) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), console=console,
+                                 transient=False)
+        self.published = self.progress.add_task(f"{what} published", total=total, rate="")
+        self.processed = self.progress.add_task("records processed", total=None, rate="")
+        self._start = time.monotonic()
+
+    def __enter__(self) -> PipelineProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def __call__(self, kind: str, n: int) -> None:
+        """``published``: lines published so far; ``events``: events a replay read; ``processed``/``records``:
+        how many more records the pipeline processed."""
+        elapsed = max(time.monotonic() - self._start, 1e-6)
+        if kind == "events":  # a replay: every event of the log was read (the total is known now)
+            self.progress.update(self.published, total=n, completed=n, rate="")
+        elif kind == "published":
+            self.progress.update(self.published, completed=n, rate=f"{n / elapsed:,.0f}/s")
+        else:
+            self.progress.advance(self.processed, n)
+            done = self.progress.tasks[self.processed].completed
+            self.progress.update(self.processed, rate=f"{done / elapsed:,.0f}/s")
+
+    def completed(self) -> tuple[float, float]:
+        return self.progress.tasks[self.published].completed, self.progress.tasks[self.processed].completed

@@ -17,6 +17,7 @@ from altm.interfaces.cli._common import (
     BrokerOpt,
     DataDir,
     Json,
+    PipelineProgress,
     ScopeOpt,
     console,
     deployment_for,
@@ -147,10 +148,7 @@ def replay(
 ) -> None:
     """Re-derive everything from the turns and control events (of DATA_DIR's log, or of Kafka with --broker)
     into a fresh data dir."""
-    with console.status("replaying…") as status:
-        def progress(kind: str, n: int) -> None:
-            status.update(f"replaying… {kind}: {n}")
-
+    with PipelineProgress("events", None) as progress:
         summary = run(replay_into(data_dir, into, settings=settings_for(data_dir), broker=broker,
                                   from_offset=from_offset, from_time=from_time, cache_from=cache_from,
                                   progress=progress))

@@ -10,7 +10,15 @@ import typer
 from altm.app.ingest import IngestSummary, iter_lines, publish_file, read_line
 from altm.app.ingest import ingest_file as _ingest_file
 from altm.core import DecodeError, Settings, all_topic_specs
-from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, console, fail, run, settings_for
+from altm.interfaces.cli._common import (
+    DEFAULT_DATA_DIR,
+    DataDir,
+    PipelineProgress,
+    console,
+    fail,
+    run,
+    settings_for,
+)
 from altm.wiring import open_bus, open_embedded, resolve
 
 FileArg = Annotated[Path, typer.Argument(help="JSONL: turn/control events or flat transcript lines")]
@@ -32,15 +40,13 @@ async def ingest_into(settings: Settings, file: Path) -> IngestSummary:
     """The embedded pipeline over ``file`` until idle, with progress on the console."""
     async with open_embedded(settings) as deployment:
         assert deployment.runtime is not None
-        with console.status("ingesting…") as status:
-            counts = {"published": 0, "processed": 0}
-
-            def progress(kind: str, n: int) -> None:
-                counts[kind] = n if kind == "published" else counts[kind] + n
-                status.update(f"ingesting… {counts['published']} events published, "
-                              f"{counts['processed']} records processed")
-
+        with PipelineProgress("lines", _line_count(file)) as progress:
             return await _ingest_file(deployment.runtime, file, on_progress=progress)
+
+
+def _line_count(file: Path) -> int:
+    with file.open("rb") as f:
+        return sum(1 for _ in f)
 
 
 def ingest(file: FileArg, data_dir: DataDir = DEFAULT_DATA_DIR, partitions: Partitions = None) -> None:

@@ -25,3 +25,22 @@ def test_the_demo_panel_folds_long_lines_and_prints_content_as_text(monkeypatch:
     flat = "".join(line.strip("│").strip() for line in inside)
     # every character is there, none cropped, and "[bold red]…[/]" printed as it was written, not as markup
     assert "".join(LONG.split()) == "".join(flat.split())
+
+
+def test_long_commands_show_progress_against_their_totals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16, terminal polish: ingest and replay show lines (or events) against their total and records
+    processed as they go, instead of a spinner."""
+    from altm.interfaces.cli import _common
+
+    monkeypatch.setattr(_common, "console", Console(width=100, record=True, color_system=None))
+    with _common.PipelineProgress("lines", 10) as progress:
+        progress("published", 4)
+        progress("processed", 3)
+        progress("published", 10)
+        progress("processed", 5)
+        assert progress.completed() == (10, 8)
+    assert "10/10" in _common.console.export_text()
+    with _common.PipelineProgress("events", None) as replay:
+        replay("events", 7)
+        replay("records", 20)
+        assert replay.completed() == (7, 20)
