@@ -118,7 +118,7 @@ async def test_faust_worker_captures_turns_like_the_embedded_runtime(
             assert worker.poll() is None, worker.stdout.read().decode() if worker.stdout else ""
             await asyncio.sleep(0.5)
         assert _shard_l0_count(settings.data_dir) == 29
-        await wait_until_idle(kafka_bootstrap, prefix, worker)
+        await wait_until_idle(kafka_bootstrap, prefix, worker, data_dir=settings.data_dir)
         with pytest.raises(OSError):  # faust's web server (default 0.0.0.0:6066) is off
             socket.create_connection(("127.0.0.1", 6066), timeout=1).close()
     finally:

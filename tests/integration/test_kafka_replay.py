@@ -55,7 +55,7 @@ async def test_replay_from_kafka_costs_no_model_calls(kafka_bootstrap: str, tmp_
                 if _shard_l0_count(worker_dir) >= 29:
                     break
                 await asyncio.sleep(0.5)
-            await wait_until_idle(kafka_bootstrap, prefix, worker)
+            await wait_until_idle(kafka_bootstrap, prefix, worker, data_dir=worker_dir)
         finally:
             stop(worker)
         calls_during_ingest = len(api.chat_requests)

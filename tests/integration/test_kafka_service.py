@@ -48,7 +48,7 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
             if _shard_l0_count(data) >= 29:
                 break
             await asyncio.sleep(0.5)
-        await wait_until_idle(kafka_bootstrap, prefix, worker)
+        await wait_until_idle(kafka_bootstrap, prefix, worker, data_dir=data)
         key = (
             CliRunner()
             .invoke(app, ["keys", "create", "--data-dir", str(data), "--name", "t", "--scope-prefix", "acme"])
@@ -130,7 +130,7 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
             if _shard_l0_count(data) >= 29:
                 break
             await asyncio.sleep(0.5)
-        await wait_until_idle(kafka_bootstrap, prefix, worker)
+        await wait_until_idle(kafka_bootstrap, prefix, worker, data_dir=data)
         assert (data / "deployment.json").exists() and not (data / "log.db").exists()
         dana = rows(data, "SELECT 1 FROM memories WHERE user_id='dana'")
         assert dana

@@ -72,7 +72,7 @@ async def test_sigkill_mid_stream_loses_and_duplicates_nothing(kafka_bootstrap: 
             if _shard_l0_count(data) >= len(turns):
                 break
             await asyncio.sleep(0.25)
-        await wait_until_idle(kafka_bootstrap, prefix, *[w for w in workers if w.poll() is None])
+        await wait_until_idle(kafka_bootstrap, prefix, *[w for w in workers if w.poll() is None], data_dir=data)
         assert _shard_l0_count(data) == len(turns)
     finally:
         stop(*workers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import subprocess
 import sys
 import time
@@ -42,9 +43,11 @@ def stop(*processes: Process | None, timeout_s: float = 60.0) -> list[bytes]:
     return outputs
 
 
-async def wait_until_idle(bootstrap: str, prefix: str, *workers: Process, timeout_s: float = 180.0) -> None:
-    """Until the workers' consumer group has consumed and committed every record of every pipeline topic
-    (lag 0, seen twice a second apart: nothing buffered between two stages). Not a quiet-period guess."""
+async def wait_until_idle(bootstrap: str, prefix: str, *workers: Process, data_dir: Path,
+                          timeout_s: float = 180.0) -> None:
+    """Until the workers' consumer group has consumed and committed every record of every pipeline topic and
+    no shard of ``data_dir`` holds an unpublished outbox row (lag 0 and an empty outbox, seen twice a second
+    apart: nothing buffered between two stages). Not a quiet-period guess."""
     from altm.bus.kafka import KafkaBus
     from altm.core import Topic, topic_name
 
@@ -58,10 +61,25 @@ async def wait_until_idle(bootstrap: str, prefix: str, *workers: Process, timeou
             for worker in workers:
                 assert worker.poll() is None, "a worker exited"
             lag = await bus.group_lag(f"{prefix}workers", topics)
-            if lag == 0 and idle_once:
+            idle = lag == 0 and _outbox_rows(data_dir) == 0
+            if idle and idle_once:
                 return
-            idle_once = lag == 0
+            idle_once = idle
             await asyncio.sleep(1.0)
     finally:
         await bus.stop()
     raise AssertionError(f"the workers did not consume every topic within {timeout_s} s")
+
+
+def _outbox_rows(data_dir: Path) -> int:
+    """Outbox rows committed by a writer but not yet published, over every shard of ``data_dir``."""
+    total = 0
+    for path in sorted((data_dir / "shards").glob("shard-*.db")):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            total += int(conn.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        except sqlite3.OperationalError:  # a shard still being created
+            pass
+        finally:
+            conn.close()
+    return total
