@@ -10,9 +10,18 @@ from altm.bus._base import (
     RecordMetadata,
     TopicPartition,
 )
-from altm.bus._records import dead_letter_record, host_record
+from altm.bus._records import (
+    SOURCE_MS_HEADER,
+    dead_letter_record,
+    host_record,
+    pack_headers,
+    source_header,
+    source_ms,
+    unpack_headers,
+)
 
 __all__ = [
+    "SOURCE_MS_HEADER",
     "Bus",
     "BusError",
     "Consumer",
@@ -23,4 +32,8 @@ __all__ = [
     "TopicPartition",
     "dead_letter_record",
     "host_record",
+    "pack_headers",
+    "source_header",
+    "source_ms",
+    "unpack_headers",
 ]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from altm.bus._base import OutgoingRecord, Record
+import orjson
+
+from altm.bus._base import Headers, OutgoingRecord, Record
 from altm.core import DeadLetter, Event, Settings, Topic, encode, topic_name
 
 LINE_HEADER = "altm-line"
@@ -19,6 +21,34 @@ def host_record(settings: Settings, event: Event, *, line: int | None = None) ->
         raise ValueError(f"hosts publish turn and control events, not {event.event_type!r}")
     headers = ((LINE_HEADER, str(line).encode()),) if line is not None else ()
     return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key, headers=headers)
+
+
+SOURCE_MS_HEADER = "altm-source-ms"
+"""Header of a derived record: when the turn it comes from was published (ms since the epoch). Stages copy it
+from input to output, so each one can tell how fresh what it just made searchable or derived is."""
+
+
+def source_ms(record: Record) -> int:
+    """When the turn behind ``record`` was published: its header, or (a turn itself) the record's own time."""
+    for name, value in record.headers:
+        if name == SOURCE_MS_HEADER and value.isdigit():
+            return int(value)
+    return record.timestamp_ms
+
+
+def source_header(ms: int) -> tuple[str, bytes]:
+    return (SOURCE_MS_HEADER, str(ms).encode())
+
+
+def pack_headers(headers: Headers) -> bytes | None:
+    """Headers as bytes for a store (an outbox row), None for none."""
+    return orjson.dumps([[k, v.hex()] for k, v in headers]) if headers else None
+
+
+def unpack_headers(packed: bytes | None) -> Headers:
+    if not packed:
+        return ()
+    return tuple((str(k), bytes.fromhex(str(v))) for k, v in orjson.loads(packed))
 
 
 def line_of(record: Record) -> int | None:

@@ -15,19 +15,29 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from altm.bus import OutgoingRecord, Record, dead_letter_record
+from altm.bus import OutgoingRecord, Record, dead_letter_record, source_header, source_ms, unpack_headers
 from altm.bus.sealing import is_shredded
 from altm.core import (
+    ChangeStatus,
     DecodeError,
     Deferred,
     Event,
     ProcessingError,
+    Proposal,
+    Settings,
     Topic,
+    TurnEvent,
     decode_event,
     encode,
     topic_name,
 )
-from altm.pipeline._metrics import STAGE_BATCH_SECONDS, STAGE_OUTPUTS, STAGE_RECORDS, WRITER_PROPOSALS
+from altm.pipeline._metrics import (
+    FRESHNESS_SECONDS,
+    STAGE_BATCH_SECONDS,
+    STAGE_OUTPUTS,
+    STAGE_RECORDS,
+    WRITER_PROPOSALS,
+)
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import WRITER_GROUP, WriteOutcome, Writer
 from altm.store import DeferredWork, Shard, WorkItem
@@ -46,6 +56,27 @@ class LogBindingError(RuntimeError):
 class StageResult:
     outgoing: list[OutgoingRecord] = field(default_factory=list)
     deferred: list[tuple[Record, str]] = field(default_factory=list)
+    finished: list[tuple[str, int]] = field(default_factory=list)  # (layer, source turn's publish ms) per input
+
+
+def _layer_of(event: Event) -> str:
+    """A bounded label: the layer an input record is about (a turn is L0)."""
+    if isinstance(event, TurnEvent):
+        return "L0"
+    layer = getattr(event, "layer", None)
+    memory = getattr(event, "memory", None)
+    if layer is None and memory is not None:
+        layer = memory.layer
+    return layer.value if layer is not None else "none"
+
+
+def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources: dict[str, int],
+                      default_ms: int) -> list[OutgoingRecord]:
+    """Proposals as records, each with the publish time of the turn behind the event that caused it."""
+    out_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+    return [OutgoingRecord(out_topic, encode(p), key=p.key,
+                           headers=(source_header(sources.get(p.cause_event_id or "", default_ms)),))
+            for p in proposals]
 
 
 def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | OutgoingRecord:
@@ -81,8 +112,8 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
         return
-    out_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
-    result.outgoing.extend(OutgoingRecord(out_topic, encode(p), key=p.key) for p in proposals)
+    result.outgoing.extend(_proposal_records(proposals, settings, {}, source_ms(record)))
+    result.finished.append((_layer_of(event), source_ms(record)))
 
 
 async def run_records(processor: Processor, records: Sequence[Record], ctx: ProcessorContext) -> StageResult:
@@ -105,8 +136,10 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
         result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
         return result
     if batched is not None:
-        out_topic = topic_name(Topic.PROPOSALS, ctx.settings.topic_prefix)
-        result.outgoing.extend(OutgoingRecord(out_topic, encode(p), key=p.key) for p in batched)
+        sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
+        latest = max(sources.values())
+        result.outgoing.extend(_proposal_records(batched, ctx.settings, sources, latest))
+        result.finished.extend((_layer_of(ev), source_ms(rec)) for rec, ev in decoded)
         return result
     for rec, ev in decoded:
         await _one(processor, rec, ev, ctx, result)
@@ -127,6 +160,10 @@ def _topic_kind(topic: str) -> str:
 
 def _observe_stage(stage: str, records: Sequence[Record], result: StageResult, seconds: float) -> None:
     STAGE_BATCH_SECONDS.labels(stage=stage).observe(seconds)
+    now_ms = time.time() * 1000
+    for layer, published_ms in result.finished:
+        if published_ms > 0:
+            FRESHNESS_SECONDS.labels(stage=stage, layer=layer).observe(max(0.0, now_ms - published_ms) / 1000)
     STAGE_RECORDS.labels(stage=stage, outcome="in").inc(len(records))
     shredded = sum(1 for r in records if is_shredded(r))
     if shredded:
@@ -143,7 +180,12 @@ def _observe_stage(stage: str, records: Sequence[Record], result: StageResult, s
 def _observe_writer(records: Sequence[Record], outcomes: Sequence[WriteOutcome], seconds: float) -> None:
     STAGE_BATCH_SECONDS.labels(stage="writer").observe(seconds)
     STAGE_RECORDS.labels(stage="writer", outcome="in").inc(len(records))
-    for outcome in outcomes:
+    now_ms = time.time() * 1000
+    for record, outcome in zip(records, outcomes, strict=True):
+        layers = [c.layer for c in outcome.changes if c.status is ChangeStatus.COMMITTED and c.layer is not None]
+        if layers and source_ms(record) > 0:  # word-searchable (L0) or derived (L1-L4) from this moment
+            FRESHNESS_SECONDS.labels(stage="writer", layer=layers[0].value).observe(
+                max(0.0, now_ms - source_ms(record)) / 1000)
         if outcome.dead_letters:
             WRITER_PROPOSALS.labels(op="malformed", status="dead_lettered").inc()
         elif outcome.changes:
@@ -299,8 +341,9 @@ class WriterDriver:
         async with lock:
             shard = self.writer.shards.get(partition)
             while pending := shard.pending_outbox():
-                await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key)
-                                    for _, topic, key, value in pending])
+                await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
+                                                   headers=unpack_headers(headers))
+                                    for _, topic, key, value, headers in pending])
                 shard.mark_published(pending[-1][0])
 
     def outbox_topic(self, stored: str) -> str:

@@ -15,3 +15,7 @@ STAGE_BATCH_SECONDS = Histogram(
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0))
 WRITER_PROPOSALS = Counter("altm_writer_proposals", "Proposals the writer applied, by op and outcome",
                            ["op", "status"])
+FRESHNESS_SECONDS = Histogram(
+    "altm_freshness_seconds", "From the source turn's publication to a stage finishing a record of it: the writer "
+    "storing it (word-searchable, or derived), the embed stage indexing it (vector-searchable)", ["stage", "layer"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0))

@@ -119,11 +119,12 @@ class Shard:
     def has_offsets(self) -> bool:
         return self._db.execute("SELECT 1 FROM consumer_offsets LIMIT 1").fetchone() is not None
 
-    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str | None, bytes]]:
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str | None, bytes, bytes | None]]:
+        """(seq, topic, key, value, packed headers) of rows committed and not yet published, in commit order."""
         rows = self._db.execute(
-            "SELECT seq, topic, key, value FROM outbox WHERE published=0 ORDER BY seq LIMIT ?", (limit,)
+            "SELECT seq, topic, key, value, headers FROM outbox WHERE published=0 ORDER BY seq LIMIT ?", (limit,)
         ).fetchall()
-        return [(int(r[0]), str(r[1]), r[2], bytes(r[3])) for r in rows]
+        return [(int(r[0]), str(r[1]), r[2], bytes(r[3]), bytes(r[4]) if r[4] is not None else None) for r in rows]
 
     def mark_published(self, up_to_seq: int) -> None:
         """The bus has the outbox rows up to ``up_to_seq``: they go (a published after-image kept here would

@@ -561,5 +561,6 @@ class ShardTx:
             (group_id, topic, partition, next_offset),
         )
 
-    def enqueue(self, topic: str, key: str | None, value: bytes) -> None:
-        self._db.execute("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)", (topic, key, value))
+    def enqueue(self, topic: str, key: str | None, value: bytes, headers: bytes | None = None) -> None:
+        self._db.execute("INSERT INTO outbox (topic, key, value, headers) VALUES (?,?,?,?)",
+                         (topic, key, value, headers))

@@ -64,7 +64,7 @@ def _audit_rows(writer: Writer, partition: int) -> list[dict[str, object]]:
 
 
 def _outbox(writer: Writer, partition: int) -> list[tuple[str, bytes]]:
-    return [(t, v) for _, t, _, v in writer.shards.get(partition).pending_outbox()]
+    return [(t, v) for _, t, _, v, _ in writer.shards.get(partition).pending_outbox()]
 
 
 async def test_commit_writes_memory_audit_offset_and_change(writer: Writer) -> None:
