@@ -17,7 +17,7 @@ from altm.app._protocol import CommittedTurn, Drilldown, Feedback, PreparedTurn,
 from altm.app._recall import RecallService
 from altm.core import RuntimeCycle, Scope, Settings
 from altm.models import ChatModel, NoChat
-from altm.recall import DEFAULT_PRESET, PREPARE_SECONDS, TRACER, Emergent, Retriever, SearchResult
+from altm.recall import DEFAULT_PRESET, PREPARE_SECONDS, Emergent, Retriever, SearchResult, span
 from altm.store import ShardSet
 
 
@@ -36,18 +36,18 @@ class MemoryApp:
     async def prepare_turn(self, scope: Scope, session_id: str, turn_id: str, content: str, token_budget: int, *,
                            strict_session: bool = False, preset_name: str = DEFAULT_PRESET,
                            idempotency_key: str | None = None, timestamp: datetime | None = None) -> PreparedTurn:
-        with PREPARE_SECONDS.time(), TRACER.start_as_current_span("altm.prepare_turn", attributes={
-                "altm.preset": preset_name, "altm.token_budget": token_budget}) as span:
+        with PREPARE_SECONDS.time(), span("altm.prepare_turn", {
+                "altm.preset": preset_name, "altm.token_budget": token_budget}) as current:
             prepared = await self.protocol.prepare_turn(scope, session_id, turn_id, content, token_budget,
                                                         strict_session=strict_session, preset_name=preset_name,
                                                         idempotency_key=idempotency_key, timestamp=timestamp)
-            span.set_attributes({"altm.bundle.items": len(prepared.bundle.items),
+            current.set_attributes({"altm.bundle.items": len(prepared.bundle.items),
                                  "altm.bundle.tokens": prepared.bundle.tokens, "altm.replayed": prepared.replayed})
             return prepared
 
     async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
                           feedback: Feedback | None = None) -> CommittedTurn:
-        with TRACER.start_as_current_span("altm.commit_turn", attributes={"altm.cited": len(cited_memory_ids)}):
+        with span("altm.commit_turn", {"altm.cited": len(cited_memory_ids)}):
             return await self.protocol.commit_turn(cycle_id, assistant_content, cited_memory_ids, feedback)
 
     async def abort_turn(self, cycle_id: str, reason: str) -> RuntimeCycle:

@@ -17,6 +17,8 @@ from altm.bus._records import (
     pack_headers,
     source_header,
     source_ms,
+    trace_context,
+    trace_headers,
     unpack_headers,
 )
 
@@ -35,5 +37,7 @@ __all__ = [
     "pack_headers",
     "source_header",
     "source_ms",
+    "trace_context",
+    "trace_headers",
     "unpack_headers",
 ]

@@ -5,21 +5,39 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import orjson
+from opentelemetry import propagate
+from opentelemetry.context import Context
 
 from altm.bus._base import Headers, OutgoingRecord, Record
 from altm.core import DeadLetter, Event, Settings, Topic, encode, topic_name
+
+TRACE_HEADERS = ("traceparent", "tracestate")
+"""W3C trace context headers: one turn's path through the stages is one trace."""
 
 LINE_HEADER = "altm-line"
 """Header of a record published from file input: the 1-based line it came from, for its dead letters."""
 
 
+def trace_headers() -> Headers:
+    """The current trace context (W3C ``traceparent``/``tracestate``) as record headers; none without a span."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return tuple((k, v.encode()) for k, v in sorted(carrier.items()) if k in TRACE_HEADERS)
+
+
+def trace_context(record: Record) -> Context | None:
+    """The trace context a record carries, or None."""
+    carrier = {name: value.decode("ascii", errors="replace") for name, value in record.headers if name in TRACE_HEADERS}
+    return propagate.extract(carrier) if carrier else None
+
+
 def host_record(settings: Settings, event: Event, *, line: int | None = None) -> OutgoingRecord:
     """The record a host publishes for a turn or control event: its topic, keyed by the scope home (with the
-    line of file input it came from, when given)."""
+    line of file input it came from, when given, and the trace context of the span publishing it)."""
     topic = {"turn": Topic.TURNS, "control": Topic.CONTROL}.get(event.event_type)
     if topic is None:
         raise ValueError(f"hosts publish turn and control events, not {event.event_type!r}")
-    headers = ((LINE_HEADER, str(line).encode()),) if line is not None else ()
+    headers = (((LINE_HEADER, str(line).encode()),) if line is not None else ()) + trace_headers()
     return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key, headers=headers)
 
 

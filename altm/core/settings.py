@@ -70,9 +70,9 @@ class Settings(BaseSettings):
         description="Kafka group session timeout of a worker (a dead worker is detected after this long); "
         "heartbeats every tenth of it")
     worker_web_port: int = 6066
-    worker_metrics_port: int | None = Field(
-        default=9464, ge=1, le=65535,
-        description="Kafka worker: Prometheus /metrics on this port (None: off); another worker already on it on "
+    worker_metrics_port: int = Field(
+        default=9464, ge=0, le=65535,
+        description="Kafka worker: Prometheus /metrics on this port (0: off); another worker already on it on "
                     "the same host: this one runs without, with a warning")
     worker_metrics_host: str = "127.0.0.1"
     worker_batch_within_s: float = Field(

@@ -15,7 +15,19 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from altm.bus import OutgoingRecord, Record, dead_letter_record, source_header, source_ms, unpack_headers
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span
+
+from altm.bus import (
+    Headers,
+    OutgoingRecord,
+    Record,
+    dead_letter_record,
+    source_header,
+    source_ms,
+    trace_context,
+    unpack_headers,
+)
 from altm.bus.sealing import is_shredded
 from altm.core import (
     ChangeStatus,
@@ -36,6 +48,7 @@ from altm.pipeline._metrics import (
     STAGE_BATCH_SECONDS,
     STAGE_OUTPUTS,
     STAGE_RECORDS,
+    TRACER,
     WRITER_PROPOSALS,
 )
 from altm.pipeline.processors import Processor, ProcessorContext
@@ -71,12 +84,37 @@ def _layer_of(event: Event) -> str:
 
 
 def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources: dict[str, int],
-                      default_ms: int) -> list[OutgoingRecord]:
-    """Proposals as records, each with the publish time of the turn behind the event that caused it."""
+                      default_ms: int, traces: dict[str, Headers]) -> list[OutgoingRecord]:
+    """Proposals as records, each with the publish time of the turn behind the event that caused it and the
+    trace context of that event's span in this stage."""
     out_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
     return [OutgoingRecord(out_topic, encode(p), key=p.key,
-                           headers=(source_header(sources.get(p.cause_event_id or "", default_ms)),))
+                           headers=(source_header(sources.get(p.cause_event_id or "", default_ms)),
+                                    *traces.get(p.cause_event_id or "", ())))
             for p in proposals]
+
+
+def start_record_spans(stage: str, records: Sequence[Record]) -> list[tuple[Span | None, Headers]]:
+    """A span per input record that carries a trace context (a child of the span that produced the record),
+    and the headers its outputs carry to be children of it; records without a trace get none."""
+    out: list[tuple[Span | None, Headers]] = []
+    for rec in records:
+        parent = trace_context(rec)
+        if parent is None:
+            out.append((None, ()))
+            continue
+        span = TRACER.start_span(f"altm.stage.{stage}", context=parent,
+                                 attributes={"altm.partition": rec.partition, "altm.offset": rec.offset})
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        out.append((span, tuple((k, v.encode()) for k, v in sorted(carrier.items()))))
+    return out
+
+
+def end_record_spans(spans: Sequence[tuple[Span | None, Headers]]) -> None:
+    for span, _ in spans:
+        if span is not None:
+            span.end()
 
 
 def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | OutgoingRecord:
@@ -94,7 +132,7 @@ def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Even
 
 
 async def _one(processor: Processor, record: Record, event: Event, ctx: ProcessorContext,
-               result: StageResult) -> None:
+               result: StageResult, trace_of: Headers) -> None:
     settings = ctx.settings
     try:
         proposals = await processor.process(event, ctx)
@@ -112,7 +150,8 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
         return
-    result.outgoing.extend(_proposal_records(proposals, settings, {}, source_ms(record)))
+    result.outgoing.extend(_proposal_records(proposals, settings, {}, source_ms(record),
+                                             {event.event_id: trace_of}))
     result.finished.append((_layer_of(event), source_ms(record)))
 
 
@@ -130,20 +169,31 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
             decoded.append((rec, ev))
     if not decoded:
         return result
+    spans = start_record_spans(processor.name, [rec for rec, _ in decoded])
+    try:
+        await _process(processor, decoded, ctx, result, {ev.event_id: h for (_, ev), (_, h) in zip(
+            decoded, spans, strict=True)})
+    finally:
+        end_record_spans(spans)
+    return result
+
+
+async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
+                   result: StageResult, traces: dict[str, Headers]) -> None:
+    """Batched when the processor supports it, else record by record (each failure its own)."""
     try:
         batched = await processor.process_batch([ev for _, ev in decoded], ctx)
     except Deferred as exc:
         result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
-        return result
+        return
     if batched is not None:
         sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
         latest = max(sources.values())
-        result.outgoing.extend(_proposal_records(batched, ctx.settings, sources, latest))
+        result.outgoing.extend(_proposal_records(batched, ctx.settings, sources, latest, traces))
         result.finished.extend((_layer_of(ev), source_ms(rec)) for rec, ev in decoded)
-        return result
+        return
     for rec, ev in decoded:
-        await _one(processor, rec, ev, ctx, result)
-    return result
+        await _one(processor, rec, ev, ctx, result, traces.get(ev.event_id, ()))
 
 
 def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
@@ -313,10 +363,13 @@ class WriterDriver:
             if partition not in self._bound:
                 self.bind(partition, None)
         start = time.perf_counter()
-        outcomes = self.writer.apply_batch(records, self.writer.partitions)  # one transaction per partition
-        for rec, outcome in zip(records, outcomes, strict=True):
-            if outcome.deferred_reason is not None:  # fail closed: kept and retried, never accepted
-                _defer(self.work, self.name, rec, outcome.deferred_reason)
+        spans = start_record_spans(self.name, records)
+        try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
+            # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
+            outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
+                                               on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
+        finally:
+            end_record_spans(spans)
         for partition in touched:
             await self.flush(partition)
         _observe_writer(records, outcomes, time.perf_counter() - start)

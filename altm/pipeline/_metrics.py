@@ -3,7 +3,11 @@ ops, change statuses, record outcomes — never a user, scope or memory id."""
 
 from __future__ import annotations
 
+from opentelemetry import trace
 from prometheus_client import Counter, Histogram
+
+TRACER = trace.get_tracer("altm.pipeline")
+"""Spans of records that carry a trace context: one per record and stage (never content in attributes)."""
 
 STAGE_RECORDS = Counter(
     "altm_stage_records", "Input records a stage handled, by outcome (in, published, deferred, dead_lettered, "

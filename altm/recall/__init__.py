@@ -1,7 +1,7 @@
 """Recall: hybrid retrieval (word, trigram, vector and graph channels, fusion, priors), search presets as
 pydantic configs, and context governance (token-budgeted bundles, compression, markers)."""
 
-from altm.recall._metrics import BUNDLE_TOKENS, PREPARE_SECONDS, TRACER
+from altm.recall._metrics import BUNDLE_TOKENS, PREPARE_SECONDS, TRACER, span
 from altm.recall.context import BundleItem, ContentType, ContextBundle, build_bundle, count_tokens, detect, marker_for
 from altm.recall.context._bundle import share_estimate
 from altm.recall.retrieval import (
@@ -39,4 +39,5 @@ __all__ = [
     "preset",
     "query_terms",
     "share_estimate",
+    "span",
 ]

@@ -4,11 +4,28 @@ runtime protocol (OpenTelemetry API: a no-op until a process configures an SDK, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 from prometheus_client import Histogram
 
 TRACER = trace.get_tracer("altm")
 """Spans carry names, presets, counts and sizes: never memory content."""
+
+
+@contextmanager
+def span(name: str, attributes: dict[str, str | int | bool] | None = None) -> Iterator[trace.Span]:
+    """A span of ``TRACER`` that records a failure by its exception's type only: an exception's message may
+    quote what a caller sent (an idempotency key, a query), and traces leave the process."""
+    with TRACER.start_as_current_span(name, attributes=attributes, record_exception=False,
+                                      set_status_on_exception=False) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            current.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            raise
 
 RECALL_STEP_SECONDS = Histogram(
     "altm_recall_step_seconds", "Time of one recall step (a channel: lexical, vector...; fusion, graph, assemble)",

@@ -83,7 +83,8 @@ class Shard:
             yield tx
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled it back itself (an interrupt, a full disk)
+                conn.execute("ROLLBACK")
             raise
         finally:
             tx.end()

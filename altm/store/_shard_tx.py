@@ -83,13 +83,13 @@ class ShardTx:
         db.execute("SAVEPOINT op")
         try:
             yield
-        except sqlite3.OperationalError as exc:  # the storage, not the request: undone, and retried as a whole
+        except BaseException as exc:
+            if not db.in_transaction:  # SQLite rolled the whole transaction back (full disk, I/O error...)
+                raise StoreUnavailable(f"the shard's transaction was rolled back: {exc}") from exc
             db.execute("ROLLBACK TO op")
             db.execute("RELEASE op")
-            raise StoreUnavailable(f"the shard could not be written: {exc}") from exc
-        except BaseException:
-            db.execute("ROLLBACK TO op")
-            db.execute("RELEASE op")
+            if isinstance(exc, sqlite3.OperationalError):  # the storage, not the request: retried as a whole
+                raise StoreUnavailable(f"the shard could not be written: {exc}") from exc
             raise
         db.execute("RELEASE op")
 

@@ -51,7 +51,7 @@ async def prepare_kafka(settings: Settings) -> str:
 def serve_metrics(settings: Settings) -> bool:
     """Prometheus ``/metrics`` of this worker on ``ALTM_WORKER_METRICS_HOST:PORT`` (loopback by default), in a
     thread of its own. A port already taken (another worker on this host) is a warning, not a failure."""
-    if settings.worker_metrics_port is None:
+    if settings.worker_metrics_port == 0:  # ALTM_WORKER_METRICS_PORT=0: off
         return False
     try:
         start_http_server(settings.worker_metrics_port, addr=settings.worker_metrics_host)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from altm.bus import Record, pack_headers, source_header, source_ms
+from altm.bus import Headers, Record, pack_headers, source_header, source_ms
 from altm.bus.sealing import DERIVED, KeyStore, is_shredded
 from altm.core import (
     ChangeEvent,
@@ -87,10 +87,15 @@ class Writer:
         """Apply one proposal record. ``retry`` re-applies a record deferred earlier (its offset is stored)."""
         return self.apply_batch([record], partitions, retry=retry)[0]
 
-    def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False) -> list[WriteOutcome]:
+    def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
+                    headers: Sequence[Headers] | None = None,
+                    on_deferred: Callable[[Record, str], None] | None = None) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
-        in the order of ``records``."""
+        in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
+        ``on_deferred`` keeps a proposal the guard could not decide for a retry; it runs inside the partition's
+        transaction (on the shard's connection), so a deferral commits with its offset or not at all, and an
+        erasure later in the batch drops it like any other deferred work of what it erases."""
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
         for i, rec in enumerate(records):
@@ -110,14 +115,18 @@ class Writer:
                 for i in todo:  # each its own "now": a row recorded and superseded in one batch differ in time
                     ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
                                     rules=self.rules)
-                    outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry)
+                    outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
+                                                 extra=headers[i] if headers is not None else ())
+                    reason = outcomes[i].deferred_reason
+                    if reason is not None and on_deferred is not None:
+                        on_deferred(records[i], reason)
             if any(outcomes[i].erased is not None for i in todo):
                 self.destroy_retired_keys()
                 shard.purge()  # the erased content leaves the index segments and the write-ahead log too
         return [outcomes[i] for i in range(len(records))]
 
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
-                  retry: bool) -> WriteOutcome:
+                  retry: bool, extra: Headers = ()) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
         # a record whose data key is destroyed: nothing to apply, nothing to report
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx)
@@ -125,7 +134,7 @@ class Writer:
             self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
-        headers = pack_headers((source_header(source_ms(record)),))  # the changes carry their turn's time on
+        headers = pack_headers((source_header(source_ms(record)), *extra))  # the changes carry their turn's time on
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
             tx.enqueue(Topic.CHANGES.value, change.key, encode(change), headers)
         for dead in outcome.dead_letters:

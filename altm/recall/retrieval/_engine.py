@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import Scope
 from altm.models import EmbeddingModel
-from altm.recall._metrics import RECALL_STEP_SECONDS, TRACER
+from altm.recall._metrics import RECALL_STEP_SECONDS, span
 from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
@@ -110,7 +110,7 @@ class _Channels:
     @contextmanager
     def timed(self, step: str) -> Iterator[None]:
         t0 = time.perf_counter()
-        with TRACER.start_as_current_span(f"recall.{step}"):
+        with span(f"recall.{step}"):
             yield
         self.timings_ms[step] = (time.perf_counter() - t0) * 1000
 
@@ -174,7 +174,7 @@ class Retriever:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
         if self.embedding is None or self.vectors is None:
             return []
-        with TRACER.start_as_current_span("recall.nearest"):  # on the helper thread, beside the word channels
+        with span("recall.nearest"):  # on the helper thread, beside the word channels
             (vec,) = self.embedding.embed([query])
             return self.vectors.search_any(vec, vector_filters(policy), limit)
 
@@ -208,10 +208,10 @@ class Retriever:
     def search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,
                *, strict_session: bool = False, as_of: datetime | None = None,
                known_at: datetime | None = None) -> SearchResult:
-        with TRACER.start_as_current_span("recall.search", attributes={"altm.preset": config.name}) as span:
+        with span("recall.search", {"altm.preset": config.name}) as current:
             result = self._search(scope, session_id, query, config, strict_session=strict_session, as_of=as_of,
                                   known_at=known_at)
-            span.set_attribute("altm.hits", len(result.hits))
+            current.set_attribute("altm.hits", len(result.hits))
         return result
 
     def _search(self, scope: Scope, session_id: str | None, query: str, config: SearchConfig,

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from altm.bus import OutgoingRecord, Record
-from altm.core import Settings, encode, partition_for
+from altm.core import Scope, Settings, encode, partition_for
 from altm.pipeline import ProcessorContext, WriterDriver
+from altm.pipeline._drivers import handle_until_done
 from altm.pipeline.processors import CaptureProcessor
 from altm.pipeline.runtime.kafka import FaustRuntime
 from altm.pipeline.writer import Writer
@@ -110,5 +111,94 @@ async def test_outbox_rows_follow_the_topic_prefix_in_force_when_they_are_publis
         await driver.flush(record.partition)
         assert [r.topic for r in sent] == ["new.changes", "new.dlq"]
         assert shard.pending_outbox() == []
+    finally:
+        shards.close()
+
+
+# -- from the review of the batching change (each failed on 26789ee) -------------------------------------------
+
+
+def _scope_on(partition: int, n: int) -> Scope:
+    return next(sc for u in range(1000) if partition_for(
+        (sc := Scope(tenant_id="t", workspace_id="w", user_id=f"u{u}", agent_id="a")).home, n) == partition)
+
+
+async def _capture_record(settings: Settings, scope: Scope, offset: int, text: str, session: str = "s1") -> Record:
+    (prop,) = await CaptureProcessor().process(make_turn(offset, text, scope=scope, session=session),
+                                               ProcessorContext(settings=settings))
+    return Record("altm.proposals", partition_for(prop.key, settings.partitions), offset, prop.key, encode(prop))
+
+
+async def test_a_deferral_commits_with_its_batch_and_survives_a_failure_in_another_partition(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proposal the guard could not decide was kept for retry only after the whole batch was applied: a
+    store failure in a later partition left the earlier partition's offset stored and its deferral unwritten."""
+    import altm.pipeline.writer._apply as writer_module
+    from altm.store import StoreUnavailable
+
+    s = settings.model_copy(update={"defer_backoff_s": 0.0})
+    shards = ShardSet(s.data_dir, s.partitions)
+    try:
+        work = DeferredWork(shards, s)
+
+        async def publish(records: Sequence[OutgoingRecord]) -> None:
+            return None
+
+        driver = WriterDriver(Writer(shards, s), work, publish, "sqlite:test")
+        a = await _capture_record(s, _scope_on(0, s.partitions), 0, "hello there")
+        b = await _capture_record(s, _scope_on(1, s.partitions), 0, "hello again")
+        monkeypatch.setattr(WriteGuard, "_tombstone", lambda *args: (_ for _ in ()).throw(RuntimeError("no index")))
+        real, calls = getattr(writer_module, "apply_op"), {"n": 0}  # noqa: B009 - the module's own name
+
+        def flaky(tx: object, event: Any, ctx: object) -> Any:
+            if event.key == b.key and calls["n"] == 0:
+                calls["n"] += 1
+                raise StoreUnavailable("database or disk is full")
+            return real(tx, event, ctx)
+
+        monkeypatch.setattr(writer_module, "apply_op", flaky)
+        await handle_until_done(driver, [a, b], first_delay_s=0.01)
+        assert work.count() == 2  # both kept for retry, A's included
+        monkeypatch.undo()
+        assert await driver.retry_due() == 2
+        assert len(rows(s.data_dir, "SELECT 1 FROM memories")) == 2
+    finally:
+        shards.close()
+
+
+async def test_an_erasure_drops_a_deferral_made_earlier_in_its_own_batch(settings: Settings,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deferral was written after the batch, so the erasure in the same batch could not drop it and the
+    retry brought the erased content back."""
+    from altm.core import EraseProposal, Erasure
+    from tests.support.turns import SCOPE
+
+    s = settings.model_copy(update={"defer_backoff_s": 0.0})
+    shards = ShardSet(s.data_dir, s.partitions)
+    try:
+        work = DeferredWork(shards, s)
+
+        async def publish(records: Sequence[OutgoingRecord]) -> None:
+            return None
+
+        driver = WriterDriver(Writer(shards, s), work, publish, "sqlite:test")
+        kept = await _capture_record(s, SCOPE, 0, "my diagnosis is condition A")
+        doubtful = await _capture_record(s, SCOPE, 1, "my medication is drug B")
+        erase = EraseProposal(event_id="erase-s1", scope=SCOPE, timestamp=make_turn(9).timestamp,
+                              processor="control", erasure=Erasure(target="session", session_id="s1"))
+        erase_rec = Record("altm.proposals", kept.partition, 2, SCOPE.home, encode(erase))
+        real = WriteGuard._tombstone
+
+        def undecided(self: WriteGuard, tx: Any, mem: Any) -> Any:
+            if "drug B" in mem.content:
+                raise RuntimeError("tombstone index unreadable")
+            return real(self, tx, mem)
+
+        monkeypatch.setattr(WriteGuard, "_tombstone", undecided)
+        await driver.handle([kept, doubtful, erase_rec])
+        monkeypatch.undo()
+        assert work.count() == 0
+        await driver.retry_due()
+        assert rows(s.data_dir, "SELECT content FROM memories") == []
     finally:
         shards.close()

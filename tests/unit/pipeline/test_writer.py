@@ -282,3 +282,65 @@ async def test_a_batch_is_one_transaction_and_a_refused_proposal_does_not_poison
     assert writer.resume_offset(TOPIC, records[0].partition) == len(records)
     again = writer.apply_batch(records, N)  # redelivered: every record below the stored offset is skipped
     assert all(o.skipped for o in again)
+
+
+async def test_a_transaction_sqlite_rolled_back_itself_is_retried_whole_not_half_committed(writer: Writer) -> None:
+    """An interrupt (or a full disk) makes SQLite roll the whole transaction back inside an op: the savepoint's
+    ROLLBACK TO then failed, the proposal was recorded as rejected and the later records committed alone."""
+    from altm.store import StoreUnavailable
+
+    records = [_record(await _proposal(i, f"message number {i}"), i) for i in range(3)]
+    shard = writer.shards.get(records[0].partition)
+    armed = {"on": False, "fired": False, "inserts": 0}
+
+    def trace(sql: str) -> None:  # the third memory's insert: interrupt it, SQLite rolls everything back
+        if sql.startswith("INSERT INTO memories"):
+            armed["inserts"] += 1
+            armed["on"] = armed["inserts"] == 3
+
+    def interrupt() -> int:
+        if armed["on"] and not armed["fired"]:
+            armed["fired"] = True
+            return 1
+        return 0
+
+    shard._db.set_trace_callback(trace)
+    shard._db.set_progress_handler(interrupt, 1)
+    try:
+        with pytest.raises(StoreUnavailable):
+            writer.apply_batch(records, N)
+    finally:
+        shard._db.set_progress_handler(None, 1)
+        shard._db.set_trace_callback(None)
+    assert armed["fired"]
+    assert writer.resume_offset(TOPIC, records[0].partition) is None  # nothing of the batch committed
+    assert shard._db.execute("SELECT COUNT(*) FROM rejections").fetchone()[0] == 0
+    outcomes = writer.apply_batch(records, N)  # delivered again: all of it now
+    assert [o.changes[0].status for o in outcomes] == [ChangeStatus.COMMITTED] * 3
+
+
+def test_a_nodes_method_and_attributes_do_not_depend_on_arrival_order(settings: Settings) -> None:
+    from datetime import UTC, datetime
+
+    from altm.core import GraphNode, NodeType
+
+    def node(method: Method, attrs: dict[str, object], i: int) -> UpsertNodeProposal:
+        n = GraphNode(node_id="node_acme", scope=SCOPE, node_type=NodeType.ENTITY, name="ACME", method=method,
+                      attributes=attrs)
+        return UpsertNodeProposal(event_id=f"prop-acme-{i}", scope=SCOPE, processor="link", node=n,
+                                  timestamp=datetime(2026, 1, 1, tzinfo=UTC))
+
+    first, second = node(Method.LLM, {"kind": "company", "seen": 2}, 0), node(Method.HEURISTIC, {"seen": 1}, 1)
+    stored: list[tuple[str, str, str]] = []
+    for order in ((first, second), (second, first)):
+        shards = ShardSet(settings.data_dir / f"d{len(stored)}", N)
+        try:
+            writer = Writer(shards, settings)
+            for i, p in enumerate(order):
+                writer.apply(_record(p, i), N)
+            stored.append(shards.get(partition_for(SCOPE.home, N))._db.execute(
+                "SELECT name, method, attributes FROM graph_nodes WHERE node_id='node_acme'").fetchone())
+        finally:
+            shards.close()
+    assert stored[0] == stored[1]
+    assert stored[0][1] == "heuristic" and orjson.loads(stored[0][2]) == {"kind": "company", "seen": 1}

@@ -14,17 +14,29 @@ def _holds(old: Row | None, row: Row) -> bool:
     return old is not None and all(old[k] == v for k, v in row.items())
 
 
+def _merged(old: dict[str, object], new: dict[str, object]) -> dict[str, object]:
+    """Both attribute sets; where they disagree, the least value (by its JSON), whichever came first."""
+    out = dict(old)
+    for key, value in new.items():
+        if key not in out or as_json(value) < as_json(out[key]):
+            out[key] = value
+    return out
+
+
 def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
     """A node's id comes from its normalised name, so spellings of one name ("Last week", "last week") meet in
-    one row; the stored spelling is the least of those seen (not the latest), so it does not depend on the
-    order proposals arrive in (embedded, one worker or several)."""
+    one row; the stored spelling and method are the least of those seen and the attributes a merge (not the
+    latest), so the row does not depend on the order proposals arrive in (embedded, one worker or several)."""
     node = p.node
     old = tx.node(node.node_id)
-    name = node.name if old is None else min(str(old["name"]), node.name)
+    name, method, attributes = node.name, node.method.value, dict(node.attributes)
+    if old is not None:  # every field a function of the proposals seen, not of their order
+        name, method = min(str(old["name"]), name), min(str(old["method"]), method)
+        attributes = _merged(orjson.loads(str(old["attributes"] or "{}")), attributes)
     row = {
         "node_id": node.node_id, "tenant_id": node.scope.tenant_id, "workspace_id": node.scope.workspace_id,
         "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
-        "name": name, "attributes": as_json(node.attributes), "method": node.method.value,
+        "name": name, "attributes": as_json(attributes), "method": method,
     }
     if _holds(old, row):
         return Applied(ChangeStatus.UNCHANGED)
