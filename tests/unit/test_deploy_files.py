@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,7 @@ def test_prometheus_scrapes_the_workers_and_the_retrieval_service(compose: dict[
     assert jobs["altm-retrieval"]["static_configs"][0]["targets"] == ["retrieval:8420"]
     services = compose["services"]
     assert isinstance(services, dict) and "prometheus" in services
-    assert services["worker"]["environment"]["ALTM_WORKER_METRICS_HOST"] == "0.0.0.0"
+    host = ipaddress.ip_address(services["worker"]["environment"]["ALTM_WORKER_METRICS_HOST"])
+    assert host.is_unspecified  # inside the compose network, where Prometheus scrapes it; not published
     mounted = services["prometheus"]["volumes"][0].split(":")[0]
     assert (COMPOSE.parent / mounted).resolve() == (DEPLOY / "prometheus.yml").resolve()

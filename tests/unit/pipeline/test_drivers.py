@@ -123,6 +123,16 @@ def _scope_on(partition: int, n: int) -> Scope:
         (sc := Scope(tenant_id="t", workspace_id="w", user_id=f"u{u}", agent_id="a")).home, n) == partition)
 
 
+def _writer_driver(shards: ShardSet, settings: Settings) -> tuple[WriterDriver, DeferredWork]:
+    """A writer driver whose publishing goes nowhere (what it publishes is not under test here)."""
+    work = DeferredWork(shards, settings)
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        return None
+
+    return WriterDriver(Writer(shards, settings), work, publish, "sqlite:test"), work
+
+
 async def _capture_record(settings: Settings, scope: Scope, offset: int, text: str, session: str = "s1") -> Record:
     (prop,) = await CaptureProcessor().process(make_turn(offset, text, scope=scope, session=session),
                                                ProcessorContext(settings=settings))
@@ -139,12 +149,7 @@ async def test_a_deferral_commits_with_its_batch_and_survives_a_failure_in_anoth
     s = settings.model_copy(update={"defer_backoff_s": 0.0})
     shards = ShardSet(s.data_dir, s.partitions)
     try:
-        work = DeferredWork(shards, s)
-
-        async def publish(records: Sequence[OutgoingRecord]) -> None:
-            return None
-
-        driver = WriterDriver(Writer(shards, s), work, publish, "sqlite:test")
+        driver, work = _writer_driver(shards, s)
         a = await _capture_record(s, _scope_on(0, s.partitions), 0, "hello there")
         b = await _capture_record(s, _scope_on(1, s.partitions), 0, "hello again")
         monkeypatch.setattr(WriteGuard, "_tombstone", lambda *args: (_ for _ in ()).throw(RuntimeError("no index")))
@@ -176,12 +181,7 @@ async def test_an_erasure_drops_a_deferral_made_earlier_in_its_own_batch(setting
     s = settings.model_copy(update={"defer_backoff_s": 0.0})
     shards = ShardSet(s.data_dir, s.partitions)
     try:
-        work = DeferredWork(shards, s)
-
-        async def publish(records: Sequence[OutgoingRecord]) -> None:
-            return None
-
-        driver = WriterDriver(Writer(shards, s), work, publish, "sqlite:test")
+        driver, work = _writer_driver(shards, s)
         kept = await _capture_record(s, SCOPE, 0, "my diagnosis is condition A")
         doubtful = await _capture_record(s, SCOPE, 1, "my medication is drug B")
         erase = EraseProposal(event_id="erase-s1", scope=SCOPE, timestamp=make_turn(9).timestamp,
