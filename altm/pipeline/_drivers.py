@@ -15,9 +15,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from opentelemetry import propagate, trace
-from opentelemetry.trace import Span
-
 from altm.bus import (
     Headers,
     OutgoingRecord,
@@ -25,12 +22,10 @@ from altm.bus import (
     dead_letter_record,
     source_header,
     source_ms,
-    trace_context,
     unpack_headers,
 )
 from altm.bus.sealing import is_shredded
 from altm.core import (
-    ChangeStatus,
     DecodeError,
     Deferred,
     Event,
@@ -43,16 +38,9 @@ from altm.core import (
     encode,
     topic_name,
 )
-from altm.pipeline._metrics import (
-    FRESHNESS_SECONDS,
-    STAGE_BATCH_SECONDS,
-    STAGE_OUTPUTS,
-    STAGE_RECORDS,
-    TRACER,
-    WRITER_PROPOSALS,
-)
+from altm.pipeline._telemetry import end_record_spans, observe_stage, observe_writer, start_record_spans
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import WRITER_GROUP, WriteOutcome, Writer
+from altm.pipeline.writer import WRITER_GROUP, Writer
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
@@ -92,29 +80,6 @@ def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources
                            headers=(source_header(sources.get(p.cause_event_id or "", default_ms)),
                                     *traces.get(p.cause_event_id or "", ())))
             for p in proposals]
-
-
-def start_record_spans(stage: str, records: Sequence[Record]) -> list[tuple[Span | None, Headers]]:
-    """A span per input record that carries a trace context (a child of the span that produced the record),
-    and the headers its outputs carry to be children of it; records without a trace get none."""
-    out: list[tuple[Span | None, Headers]] = []
-    for rec in records:
-        parent = trace_context(rec)
-        if parent is None:
-            out.append((None, ()))
-            continue
-        span = TRACER.start_span(f"altm.stage.{stage}", context=parent,
-                                 attributes={"altm.partition": rec.partition, "altm.offset": rec.offset})
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier, context=trace.set_span_in_context(span))
-        out.append((span, tuple((k, v.encode()) for k, v in sorted(carrier.items()))))
-    return out
-
-
-def end_record_spans(spans: Sequence[tuple[Span | None, Headers]]) -> None:
-    for span, _ in spans:
-        if span is not None:
-            span.end()
 
 
 def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | OutgoingRecord:
@@ -203,48 +168,6 @@ def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
     return out
 
 
-def _topic_kind(topic: str) -> str:
-    """``altm.proposals`` → ``proposals``: a bounded label, whatever the deployment's prefix."""
-    return next((t.value for t in Topic if topic.endswith(t.value)), "other")
-
-
-def _observe_stage(stage: str, records: Sequence[Record], result: StageResult, seconds: float) -> None:
-    STAGE_BATCH_SECONDS.labels(stage=stage).observe(seconds)
-    now_ms = time.time() * 1000
-    for layer, published_ms in result.finished:
-        if published_ms > 0:
-            FRESHNESS_SECONDS.labels(stage=stage, layer=layer).observe(max(0.0, now_ms - published_ms) / 1000)
-    STAGE_RECORDS.labels(stage=stage, outcome="in").inc(len(records))
-    shredded = sum(1 for r in records if is_shredded(r))
-    if shredded:
-        STAGE_RECORDS.labels(stage=stage, outcome="shredded").inc(shredded)
-    if result.deferred:
-        STAGE_RECORDS.labels(stage=stage, outcome="deferred").inc(len(result.deferred))
-    for rec in result.outgoing:
-        STAGE_OUTPUTS.labels(stage=stage, topic=_topic_kind(rec.topic)).inc()
-    dead = sum(1 for rec in result.outgoing if _topic_kind(rec.topic) == Topic.DLQ.value)
-    if dead:
-        STAGE_RECORDS.labels(stage=stage, outcome="dead_lettered").inc(dead)
-
-
-def _observe_writer(records: Sequence[Record], outcomes: Sequence[WriteOutcome], seconds: float) -> None:
-    STAGE_BATCH_SECONDS.labels(stage="writer").observe(seconds)
-    STAGE_RECORDS.labels(stage="writer", outcome="in").inc(len(records))
-    now_ms = time.time() * 1000
-    for record, outcome in zip(records, outcomes, strict=True):
-        layers = [c.layer for c in outcome.changes if c.status is ChangeStatus.COMMITTED and c.layer is not None]
-        if layers and source_ms(record) > 0:  # word-searchable (L0) or derived (L1-L4) from this moment
-            FRESHNESS_SECONDS.labels(stage="writer", layer=layers[0].value).observe(
-                max(0.0, now_ms - source_ms(record)) / 1000)
-        if outcome.dead_letters:
-            WRITER_PROPOSALS.labels(op="malformed", status="dead_lettered").inc()
-        elif outcome.changes:
-            change = outcome.changes[0]
-            WRITER_PROPOSALS.labels(op=change.op.value if change.op else "unknown", status=change.status.value).inc()
-        elif outcome.skipped:
-            WRITER_PROPOSALS.labels(op="any", status="skipped").inc()
-
-
 def _defer(work: DeferredWork, stage: str, record: Record, reason: str) -> None:
     work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason)
 
@@ -275,7 +198,8 @@ class StageDriver:
         for rec, reason in result.deferred:
             _defer(self.work, self.name, rec, reason)
         await self.publish(result.outgoing)
-        _observe_stage(self.name, records, result, time.perf_counter() - start)
+        observe_stage(self.name, records, result.outgoing, len(result.deferred), result.finished,
+                      time.perf_counter() - start)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
@@ -372,7 +296,7 @@ class WriterDriver:
             end_record_spans(spans)
         for partition in touched:
             await self.flush(partition)
-        _observe_writer(records, outcomes, time.perf_counter() - start)
+        observe_writer(records, outcomes, time.perf_counter() - start)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
