@@ -90,7 +90,10 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
         r"\b(?:worked|succeeded|failed|finished|passed|fixed|resolved|solved|went live|shipped|"
         r"completed)\b.*\b(?:without|in \d|after|because|successfully)|\bwas (?:a )?success(?:ful)?\b|"
         r"\b(?:deploy|deployment|build|migration|test|job|release)\s+(?:to \w+\s+)?"
-        r"(?:failed|succeeded|passed|broke|worked)\b",
+        r"(?:failed|succeeded|passed|broke|worked)\b|"
+        r"\bwent (?:fine|well|smoothly|live|badly|wrong)\b|\b(?:fixed|resolved|solved)\s+(?:the|it|this|that)\b|"
+        r"\bresolution\s*:|\b\d+(?:\.\d+)?x (?:faster|slower|cheaper)\b|"
+        r"^(?:we |i )?(?:booked|shipped|launched|released|merged|signed)\b",
         re.IGNORECASE)),
     (Kind.ISSUE, re.compile(
         r"\b(?:bug|crash(?:es|ed)?|error|exception|broken|regression|outage|timeouts?|times out|leak|"
@@ -233,6 +236,8 @@ def classify(sentence: str) -> CueMatch | None:
                 "occurrences": 1,
             }
             return CueMatch(Kind.ANTI_PATTERN, sentence, attrs)
+    if sentence.rstrip().endswith("?"):
+        return None  # a question asks; it states no fact, preference, issue or task of its own
     for kind, rx in _CUES:
         if rx.search(sentence):
             attrs = {}
@@ -240,8 +245,6 @@ def classify(sentence: str) -> CueMatch | None:
                 attrs["success"] = bool(_POSITIVE.search(sentence)) and not _NEGATIVE.search(sentence)
             if kind is Kind.HEURISTIC:
                 attrs.update({"occurrences": 1, "successes": 0})
-            if kind is Kind.FACT and sentence.rstrip().endswith("?"):
-                return None
             return CueMatch(kind, sentence, attrs)
     return None
 

@@ -28,7 +28,9 @@ from altm.store import MemoryRow, ShardTx
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _STOP = frozenset("a an the and or to of in on at for with by is are was were be it this that i we you my our "
-                  "your its".split())
+                  "your its use uses using used".split())
+"""Words that say nothing about what a pattern is about ("use pickle for the session cache" is about pickle and
+the session cache: "I prefer pickle for the session cache" re-asserts it)."""
 _NEGATION = re.compile(r"\b(?:don't|do not|dont|never|avoid|stop|instead of|rather than|not|no longer|"
                        r"shouldn't|should not|mistake|bad idea|anti-pattern)\b")
 MIN_TOKENS = 3

@@ -217,3 +217,31 @@ async def test_statements_repeated_across_sessions_derive_the_same_state_whateve
     assert hashes[0] == hashes[1] == hashes[2]
     # one facet per user for the repeated preference, dated by its first statement (session 0)
     assert len(facets[0]) == 16 and all(v.startswith(T0.date().isoformat()) for v in facets[0])
+
+
+@pytest.mark.parametrize(("sentence", "kind"), [
+    ("The billing service cutover went fine, zero downtime.", "outcome"),
+    ("Resolution: raising the export timeout to 120 seconds fixed the CSV exports.", "outcome"),
+    ("The session cache now uses orjson and is 3x faster.", "outcome"),
+    ("Booked the Lisbon apartment in Alfama for five nights.", "outcome"),
+    ("Can you look at the flaky test in ci?", None),
+    ("What about msgpack?", None),
+    ("Is the deploy broken again?", None),
+])
+def test_outcomes_are_recognised_and_questions_form_no_atom(sentence: str, kind: str | None) -> None:
+    """Issue 15, item 3: outcomes were missed (0 of 4 on the formation set) and filler questions became issue
+    atoms ("Can you look at …?")."""
+    from altm.pipeline.processors._rules import classify
+
+    match = classify(sentence)
+    assert (match.kind.value if match else None) == kind
+
+
+def test_a_preference_restating_an_anti_pattern_is_refused() -> None:
+    """The guard let "I prefer pickle for the session cache" through against the stored anti-pattern "use pickle
+    for the session cache": the generic verb kept the overlap under the threshold."""
+    from altm.pipeline.writer.guard import matches
+
+    assert matches("Preference (pickle session cache): I prefer pickle for the session cache, it is simpler.",
+                   "use pickle for the session cache", 0.8)
+    assert not matches("We use orjson for the session cache.", "use pickle for the session cache", 0.8)
