@@ -555,9 +555,10 @@ class ShardTx:
 
     # -- the stream position and the outbox, committed with the state they cover -------------------------
     def store_offset(self, group_id: str, topic: str, partition: int, next_offset: int) -> None:
+        """The next offset to apply; it never moves back (a stale writer of the same shard cannot rewind it)."""
         self._db.execute(
             "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset) VALUES (?,?,?,?) "
-            "ON CONFLICT(group_id, topic, partition) DO UPDATE SET next_offset=excluded.next_offset",
+            "ON CONFLICT(group_id, topic, partition) DO UPDATE SET next_offset=MAX(next_offset, excluded.next_offset)",
             (group_id, topic, partition, next_offset),
         )
 

@@ -102,25 +102,29 @@ class Writer:
             by_partition.setdefault(rec.partition, []).append(i)
         for partition, indexes in by_partition.items():
             shard = self.shards.get(partition)
-            stored = shard.next_offset(WRITER_GROUP, records[indexes[0]].topic, partition)
-            todo = []
-            for i in indexes:
-                if not retry and stored is not None and records[i].offset < stored:
-                    outcomes[i] = WriteOutcome(skipped=True)  # applied before: at-least-once, idempotent effect
-                else:
-                    todo.append(i)
-            if not todo:
+            topic = records[indexes[0]].topic
+            first_look = shard.next_offset(WRITER_GROUP, topic, partition)
+            if not retry and first_look is not None and all(records[i].offset < first_look for i in indexes):
+                outcomes.update({i: WriteOutcome(skipped=True) for i in indexes})  # redelivered: no transaction
                 continue
+            applied: list[int] = []
             with shard.transaction() as tx:
-                for i in todo:  # each its own "now": a row recorded and superseded in one batch differ in time
+                # under the write lock: what another writer of this shard applied meanwhile counts too
+                stored = shard.next_offset(WRITER_GROUP, topic, partition)
+                for i in indexes:
+                    if not retry and stored is not None and records[i].offset < stored:
+                        outcomes[i] = WriteOutcome(skipped=True)  # applied before: at-least-once, idempotent
+                        continue
+                    # each its own "now": a row recorded and superseded in one batch differ in time
                     ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
                                     rules=self.rules)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
                                                  extra=headers[i] if headers is not None else ())
+                    applied.append(i)
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
                         on_deferred(records[i], reason)
-            if any(outcomes[i].erased is not None for i in todo):
+            if any(outcomes[i].erased is not None for i in applied):
                 self.destroy_retired_keys()
                 shard.purge()  # the erased content leaves the index segments and the write-ahead log too
         return [outcomes[i] for i in range(len(records))]

@@ -344,3 +344,34 @@ def test_a_nodes_method_and_attributes_do_not_depend_on_arrival_order(settings: 
             shards.close()
     assert stored[0] == stored[1]
     assert stored[0][1] == "heuristic" and orjson.loads(stored[0][2]) == {"kind": "company", "seen": 1}
+
+
+async def test_two_writers_of_one_shard_neither_repeat_nor_rewind(settings: Settings,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13 (from the review): the stored offset was read before the transaction and overwritten after it,
+    so during a rebalance a second writer of a shared shard could apply a record again and move the offset
+    back. It is read under the write lock now, and never moves back."""
+    first, second = ShardSet(settings.data_dir, N), ShardSet(settings.data_dir, N)
+    try:
+        a, b = Writer(first, settings), Writer(second, settings)
+        records = [_record(await _proposal(i, f"message number {i}"), i) for i in range(5)]
+        partition = records[0].partition
+        a.apply_batch(records, N)
+        shard = second.get(partition)
+        real, looks = shard.next_offset, {"n": 0}
+
+        def stale_first_look(group: str, topic: str, part: int) -> int | None:
+            looks["n"] += 1
+            return None if looks["n"] == 1 else real(group, topic, part)  # b looked before a committed
+
+        monkeypatch.setattr(shard, "next_offset", stale_first_look)
+        again = b.apply_batch(records[2:4], N)  # b, behind, gets two of them again
+        monkeypatch.undo()
+        assert all(o.skipped for o in again)
+        assert b.resume_offset(TOPIC, partition) == 5
+        with shard.transaction() as tx:
+            tx.store_offset(WRITER_GROUP, TOPIC, partition, 3)  # a stale writer's late store
+        assert shard.next_offset(WRITER_GROUP, TOPIC, partition) == 5
+    finally:
+        first.close()
+        second.close()
