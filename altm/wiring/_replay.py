@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
 from altm.core import Settings, partition_for
@@ -24,13 +25,18 @@ def carry_erasures(source: Path, target: ShardSet) -> int:
     many tombstones were carried."""
     tombstones, keys = erasure_rows(source)
     at = datetime.now(UTC).isoformat()
+    by_partition: dict[int, tuple[list[tuple[str, bytes]], list[dict[str, Any]]]] = {}
     for home, key in keys:
-        with target.get(partition_for(home, target.partitions)).transaction() as tx:
-            tx.carry_guard_key(home, key)
+        by_partition.setdefault(partition_for(home, target.partitions), ([], []))[0].append((home, key))
     for row in tombstones:
         home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
-        with target.get(partition_for(home, target.partitions)).transaction() as tx:
-            tx.carry_tombstone(row, at=at)
+        by_partition.setdefault(partition_for(home, target.partitions), ([], []))[1].append(row)
+    for partition, (shard_keys, shard_tombstones) in sorted(by_partition.items()):
+        with target.get(partition).transaction() as tx:  # one transaction per shard
+            for home, key in shard_keys:
+                tx.carry_guard_key(home, key)
+            for row in shard_tombstones:
+                tx.carry_tombstone(row, at=at)
     return len(tombstones)
 
 

@@ -17,18 +17,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-import orjson
-
 from altm.bus._base import (
     Bus,
     BusError,
     Consumer,
-    Headers,
     OutgoingRecord,
     Record,
     RecordMetadata,
     TopicPartition,
 )
+from altm.bus._records import pack_headers, unpack_headers
 from altm.core.partitioner import partition_for
 from altm.core.topics import TopicSpec
 
@@ -52,18 +50,6 @@ CREATE TABLE IF NOT EXISTS group_offsets (
     PRIMARY KEY (group_id, topic, partition)
 ) WITHOUT ROWID;
 """
-
-
-def _encode_headers(headers: Headers) -> bytes | None:
-    if not headers:
-        return None
-    return orjson.dumps([[k, v.hex()] for k, v in headers])
-
-
-def _decode_headers(raw: bytes | None) -> Headers:
-    if not raw:
-        return ()
-    return tuple((str(k), bytes.fromhex(v)) for k, v in orjson.loads(raw))
 
 
 class EmbeddedLog(Bus):
@@ -190,7 +176,7 @@ class EmbeddedLog(Bus):
                 conn.execute(
                     "INSERT INTO records (topic, partition, offset, key, value, headers, timestamp_ms) "
                     "VALUES (?,?,?,?,?,?,?)",
-                    (rec.topic, part, offset, rec.key, rec.value, _encode_headers(rec.headers), now_ms),
+                    (rec.topic, part, offset, rec.key, rec.value, pack_headers(rec.headers), now_ms),
                 )
                 metas.append(RecordMetadata(rec.topic, part, offset))
             conn.execute("COMMIT")
@@ -208,7 +194,7 @@ class EmbeddedLog(Bus):
             (tp.topic, tp.partition, from_offset, limit),
         ).fetchall()
         return [
-            Record(tp.topic, tp.partition, off, key, bytes(val), _decode_headers(hdr), ts)
+            Record(tp.topic, tp.partition, off, key, bytes(val), unpack_headers(hdr), ts)
             for off, key, val, hdr, ts in rows
         ]
 
