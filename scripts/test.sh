@@ -12,6 +12,14 @@ echo "== mypy (strict)"; "$venv/mypy"
 echo "== layers (import-linter: each layer imports only those below it)"; "$venv/lint-imports"
 echo "== JSON Schemas up to date"; "$venv/altm" export-schemas --check
 
+if [ -z "${ALTM_TEST_CHROMIUM:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing Debian's Chromium for the memory browser tests"
+  sudo=""; if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; fi
+  { $sudo apt-get install -y -q chromium || { $sudo apt-get update -q && $sudo apt-get install -y -q chromium; }; } \
+    >/tmp/altm-chromium-install.log 2>&1 \
+    || echo "   could not install chromium (see /tmp/altm-chromium-install.log): the browser tests will skip"
+fi
+
 started=""
 if [ -z "${ALTM_TEST_KAFKA:-}" ]; then
   echo "== starting Apache Kafka (KRaft) on 127.0.0.1"

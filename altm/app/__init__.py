@@ -14,6 +14,7 @@ from altm.app._errors import (
     UnknownCycle,
 )
 from altm.app._facade import MemoryApp
+from altm.app._inspection import AuditStep, ChainLink, GraphLine, GraphPoint, Inspection
 from altm.app._protocol import (
     CommittedTurn,
     Drilldown,
@@ -27,7 +28,9 @@ from altm.recall import Emergent
 
 __all__ = [
     "AdminService",
+    "AuditStep",
     "BadMarker",
+    "ChainLink",
     "CitationError",
     "CommittedTurn",
     "CycleBook",
@@ -35,7 +38,10 @@ __all__ = [
     "Drilldown",
     "Emergent",
     "Feedback",
+    "GraphLine",
+    "GraphPoint",
     "IdempotencyConflict",
+    "Inspection",
     "MemoryApp",
     "NotFound",
     "PreparedTurn",

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from altm.app._errors import NotFound
+from altm.app._inspection import Inspection, MemoryInspector
 from altm.core import Scope
 from altm.recall import DEFAULT_PRESET, Emergent, Hit, Retriever, SearchConfig, SearchResult, preset
 from altm.store import GovernanceQueries, MemoryQueries, MemoryRow, ReviewQueries, ShardSet
@@ -22,6 +23,7 @@ class RecallService:
         self._memories = MemoryQueries(shards)
         self._review = ReviewQueries(shards)
         self._governance = GovernanceQueries(shards)
+        self._inspector = MemoryInspector(shards)
 
     def search(self, scope: Scope, session_id: str | None, text: str, *, preset_name: str = DEFAULT_PRESET,
                top_k: int | None = None, strict_session: bool = False, as_of: datetime | None = None,
@@ -62,3 +64,21 @@ class RecallService:
 
     def governance_events(self, scope: Scope, *, limit: int = 200) -> list[dict[str, Any]]:
         return self._governance.events(scope, limit=limit)
+
+    def governance_decision(self, scope: Scope, decision_id: str) -> list[dict[str, Any]]:
+        """Every step of one decision of the scope's user; :class:`NotFound` when it has none."""
+        steps = self._governance.decision(scope, decision_id)
+        if not steps:
+            raise NotFound(f"no governance decision {decision_id} in scope {scope.home}")
+        return steps
+
+    def inspect(self, scope: Scope, memory_id: str) -> Inspection:
+        """A memory with its evidence chain, derived memories, graph neighbourhood and audit history."""
+        return self._inspector.inspect(scope, memory_id)
+
+    def scopes_under(self, prefix: list[str]) -> list[str]:
+        """The agent scopes with memories under a key's prefix."""
+        return self._inspector.scopes_under(prefix)
+
+    def session_size(self, scope: Scope, session_id: str) -> int:
+        return self._inspector.session_count(scope, session_id)

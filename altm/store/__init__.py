@@ -2,6 +2,7 @@
 migrations, and the read queries of the processors, recall and the application."""
 
 from altm.store._errors import ShardError, StoreUnavailable
+from altm.store._inspection import InspectionQueries
 from altm.store._llm_cache import ShardLLMCache
 from altm.store._policy import ScopePolicy
 from altm.store._queries import (
@@ -51,6 +52,7 @@ __all__ = [
     "DeferredWork",
     "Edge",
     "GovernanceQueries",
+    "InspectionQueries",
     "MaintenanceQueries",
     "MemoryQueries",
     "MemoryReader",

@@ -103,6 +103,13 @@ class GovernanceQueries(_Routed):
             "AND workspace_id=? AND user_id=? ORDER BY at, decision_id, event_id LIMIT ?"),
             [scope.tenant_id, scope.workspace_id, scope.user_id, limit])
 
+    def decision(self, scope: Scope, decision_id: str) -> list[Row]:
+        """Every step of one decision of the scope's user (empty when it is unknown or another user's)."""
+        return self._rows(scope, (
+            "SELECT decision_id, decision, step, reason, inputs, at FROM governance_events WHERE decision_id = ? "
+            "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY at, event_id"),
+            [decision_id, scope.tenant_id, scope.workspace_id, scope.user_id])
+
 
 @dataclass(frozen=True)
 class ProposalOutcome:

@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -15,37 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from altm.interfaces.cli import app, sample_path
+from tests.support.processes import altm_process, free_port
 
 runner = CliRunner()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def _process(args: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "altm", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (proc.stdout.read() if proc.stdout else b"").decode()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.3)
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +27,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_serve_answers_on_loopback_with_keys(data: tuple[Path, str]) -> None:
     d, key = data
-    port = _free_port()
-    with _process(["serve", "--data-dir", str(d), "--port", str(port)], port):
+    port = free_port()
+    with altm_process(["serve", "--data-dir", str(d), "--port", str(port)], port):
         base = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
         assert httpx.post(f"{base}/v1/prepare", json={}).status_code == 401
@@ -88,7 +54,7 @@ async def test_streamable_http_mcp_requires_a_key(data: tuple[Path, str]) -> Non
     from mcp.client.streamable_http import streamable_http_client
 
     d, key = data
-    port = _free_port()
+    port = free_port()
     args = [
         "mcp-server",
         "--data-dir",
@@ -100,7 +66,7 @@ async def test_streamable_http_mcp_requires_a_key(data: tuple[Path, str]) -> Non
         "--port",
         str(port),
     ]
-    with _process(args, port):
+    with altm_process(args, port):
         url = f"http://127.0.0.1:{port}/mcp"
         async with httpx.AsyncClient() as plain:
             assert (await plain.post(url, json={})).status_code == 401

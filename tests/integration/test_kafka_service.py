@@ -20,8 +20,8 @@ from altm.core import all_topic_specs
 from altm.core.settings import Settings
 from altm.interfaces.cli import app, sample_path
 from altm.wiring import open_bus, plain, resolve
-from tests.e2e.test_servers import _free_port
 from tests.integration.test_kafka import _shard_l0_count
+from tests.support.processes import free_port
 from tests.support.rows import rows, rows_of
 from tests.support.workers import start_worker, stop, wait_until_idle
 
@@ -41,7 +41,7 @@ async def test_serve_with_a_broker(kafka_bootstrap: str, tmp_path: Path) -> None
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
     broker = f"kafka://{kafka_bootstrap}"
     worker = start_worker(kafka_bootstrap, data, env)
-    port = _free_port()
+    port = free_port()
     server = None
     try:
         for _ in range(120):
@@ -121,7 +121,7 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
         await plain(bus).publish(f"{prefix}dlq", b'{"canary":"' + canary + b'"}', key="x")  # not sealed
     finally:
         await bus.stop()
-    metrics_port = _free_port()
+    metrics_port = free_port()
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none",
            "ALTM_WORKER_METRICS_PORT": str(metrics_port)}
     worker = start_worker(kafka_bootstrap, data, env)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 from collections import defaultdict
 from collections.abc import Iterator
@@ -18,16 +17,11 @@ from altm.bus.kafka import KafkaBus
 from altm.core import Scope, all_topic_specs, decode_event
 from altm.core.settings import Settings
 from altm.interfaces.sdk import HostProducer
+from tests.support.processes import free_port
 from tests.support.turns import make_turn
 
 pytestmark = pytest.mark.kafka
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _script(command: str, env: dict[str, str]) -> None:
@@ -40,7 +34,7 @@ async def _script(command: str, env: dict[str, str]) -> None:
 
 @pytest.fixture
 def broker(tmp_path: Path, kafka_bootstrap: str) -> Iterator[tuple[str, dict[str, str]]]:
-    port, cport = _free_port(), _free_port()
+    port, cport = free_port(), free_port()
     env = {
         **os.environ,
         "ALTM_KAFKA_PORT": str(port),

@@ -65,5 +65,9 @@ class KeyStore:
                 return k
         return None
 
+    def by_digest(self, digest: str) -> ApiKey | None:
+        """The key whose SHA-256 is ``digest`` (a browser login holds the digest, never the key)."""
+        return next((k for k in self._keys if hmac.compare_digest(k.sha256, digest)), None)
+
     def __len__(self) -> int:
         return len(self._keys)

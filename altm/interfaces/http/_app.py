@@ -8,12 +8,16 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from altm.app import MemoryApp, ProtocolError
 from altm.core import Scope
 from altm.interfaces.access import ApiKey, Gate, KeyStore
+from altm.interfaces.browser import error_page, install_browser, is_browser
 from altm.interfaces.http._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from altm.interfaces.http._requests import (
     AbortRequest,
@@ -159,13 +163,32 @@ async def stats_route(gate: Caller, request: Request) -> dict[str, Any]:
     return await stats()
 
 
-async def _protocol_error(request: Request, exc: Exception) -> JSONResponse:
+async def _protocol_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ProtocolError)
+    if is_browser(request):
+        return error_page(request, exc.status, str(exc))
     return JSONResponse(status_code=exc.status, content={"error": exc.code, "message": str(exc)})
 
 
-async def _value_error(request: Request, exc: Exception) -> JSONResponse:
+async def _value_error(request: Request, exc: Exception) -> Response:
+    if is_browser(request):
+        return error_page(request, 422, str(exc))
     return JSONResponse(status_code=422, content={"error": "invalid_request", "message": str(exc)})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """The browser's errors as pages (a redirect to the login stays a redirect); the API's as JSON."""
+    assert isinstance(exc, StarletteHTTPException)
+    if is_browser(request) and exc.status_code >= 400:
+        return error_page(request, exc.status_code, str(exc.detail))
+    return await http_exception_handler(request, exc)
+
+
+async def _invalid_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    if is_browser(request):
+        return error_page(request, 422, "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()))
+    return await request_validation_exception_handler(request, exc)
 
 
 def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = None, *,
@@ -175,6 +198,8 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
     api.state.memory, api.state.keys, api.state.stats = memory, keys, stats
     api.add_exception_handler(ProtocolError, _protocol_error)
     api.add_exception_handler(ValueError, _value_error)
+    api.add_exception_handler(StarletteHTTPException, _http_error)
+    api.add_exception_handler(RequestValidationError, _invalid_request)
     api.add_middleware(BodyLimit, max_bytes=max_body_bytes)
 
     @api.get("/healthz")
@@ -189,4 +214,5 @@ def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = 
 
     for router in (protocol, recall, admin):
         api.include_router(router)
+    install_browser(api, keys)
     return api
