@@ -27,7 +27,7 @@ from altm.core.bounds import content_over_limit
 from altm.core.codec import UNANTICIPATED_VALUE_ERRORS
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
-from altm.pipeline import EmbeddedRuntime
+from altm.pipeline import EmbeddedRuntime, dead_lettered
 from altm.store import shard_counts
 
 _SCOPE_FIELDS = ("tenant_id", "workspace_id", "user_id", "agent_id")
@@ -139,6 +139,7 @@ async def publish_file(
                 pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {exc}",
                                                   original=raw, line=lineno))
                 summary.dead_lettered_at_input += 1
+                dead_lettered("ingest", "invalid_input")
             if len(pending) >= batch:
                 await flush(reader)
         await flush(reader)

@@ -81,8 +81,12 @@ class Consumer(ABC):
         """Move the position (e.g. replay from 0, or resume from an offset stored with the data)."""
 
     @abstractmethod
+    async def lags(self) -> dict[TopicPartition, int]:
+        """Records after the current position, per assigned partition."""
+
     async def lag(self) -> int:
         """Records after the current positions, over every assigned partition."""
+        return sum((await self.lags()).values())
 
 
 class Bus(ABC):

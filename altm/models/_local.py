@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from altm.models._base import EmbeddingModel
+from altm.models._metrics import observe_embedding
 
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
@@ -90,6 +92,7 @@ class LocalMiniLM(EmbeddingModel):
         more memory than one of short ones: onnxruntime's arena keeps what the largest batch needed (F13)."""
         if not texts:
             return []
+        start = time.perf_counter()
         with self._lock:  # the tokenizer is shared
             encodings = self._tokenizer.encode_batch(list(texts))
         ids = [e.ids for e in encodings]
@@ -102,6 +105,7 @@ class LocalMiniLM(EmbeddingModel):
                 chunk = []
             chunk.append(i)
         self._run(chunk, ids, out)
+        observe_embedding("local", len(texts), time.perf_counter() - start)
         return out
 
     def _run(self, chunk: list[int], ids: list[list[int]], out: list[list[float]]) -> None:

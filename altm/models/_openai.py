@@ -21,6 +21,13 @@ from pydantic import ValidationError
 from altm.core import Deferred, Scope
 from altm.models._base import ChatModel, EmbeddingModel, Structured, T, prompt_hash
 from altm.models._cache import LLMCache
+from altm.models._metrics import (
+    MODEL_CALL_SECONDS,
+    MODEL_CALLS,
+    MODEL_COST,
+    MODEL_TOKENS,
+    observe_embedding,
+)
 from altm.models._settings import LLMSettings, ModelTask, unconfigured
 
 log = logging.getLogger("altm.models")
@@ -71,6 +78,14 @@ class _Endpoint:
         self.requests += 1
         if usage is not None:
             self.tokens_used += int(usage.total_tokens or 0)
+            task, s = self.task.value, self.settings
+            prompt, completion = int(getattr(usage, "prompt_tokens", 0) or 0), int(
+                getattr(usage, "completion_tokens", 0) or 0)
+            MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
+            MODEL_TOKENS.labels(task=task, direction="completion").inc(completion)
+            cost = (prompt * s.usd_per_1k_prompt_tokens + completion * s.usd_per_1k_completion_tokens) / 1000
+            if cost:
+                MODEL_COST.labels(task=task).inc(cost)
 
     async def aclose(self) -> None:
         if self.client is not None:
@@ -112,10 +127,16 @@ class OpenAIChat(ChatModel):
         cached = cache.get(model, phash)
         if cached is not None:
             try:
-                return Structured(schema.model_validate_json(cached), model, phash, cached=True)
+                answer = Structured(schema.model_validate_json(cached), model, phash, cached=True)
+                MODEL_CALLS.labels(task=task.value, outcome="cached").inc()
+                return answer
             except ValidationError:
                 log.warning("ignoring a cached %s response that no longer validates", task.value)
-        await endpoint.admit()
+        try:
+            await endpoint.admit()
+        except Deferred:
+            MODEL_CALLS.labels(task=task.value, outcome="over_budget").inc()
+            raise
         s = endpoint.settings
         params: dict[str, Any] = {
             "model": model, "messages": list(messages), "temperature": s.temperature,
@@ -124,19 +145,26 @@ class OpenAIChat(ChatModel):
                                 "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}},
         }
         try:
-            resp: ChatCompletion = await endpoint.async_client().chat.completions.create(**params)
+            with MODEL_CALL_SECONDS.labels(task=task.value).time():
+                resp: ChatCompletion = await endpoint.async_client().chat.completions.create(**params)
         except OpenAIError as exc:
             endpoint.spent(None)
+            MODEL_CALLS.labels(task=task.value, outcome="failed").inc()
             raise Deferred(f"{task.value} model call failed: {type(exc).__name__}: {exc}") from exc
         endpoint.spent(resp.usage)
         text = resp.choices[0].message.content if resp.choices else None
-        if not text:
-            raise Deferred(f"{task.value} model returned no content")
         try:
-            value = schema.model_validate_json(_strip_fences(text))
-        except ValidationError as exc:
-            raise Deferred(f"{task.value} model output does not match {schema.__name__}: "
-                           f"{exc.errors(include_url=False)[0]['msg']}") from None
+            if not text:
+                raise Deferred(f"{task.value} model returned no content")
+            try:
+                value = schema.model_validate_json(_strip_fences(text))
+            except ValidationError as exc:
+                raise Deferred(f"{task.value} model output does not match {schema.__name__}: "
+                               f"{exc.errors(include_url=False)[0]['msg']}") from None
+        except Deferred:
+            MODEL_CALLS.labels(task=task.value, outcome="invalid").inc()
+            raise
+        MODEL_CALLS.labels(task=task.value, outcome="ok").inc()
         cache.put(model, phash, value.model_dump_json(), scope.home)
         return Structured(value, model, phash, cached=False)
 
@@ -169,18 +197,24 @@ class OpenAIEmbeddings(EmbeddingModel):
             self._sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s,
                                 max_retries=s.max_retries)
         self._endpoint.admit_blocking()
+        start = time.perf_counter()
         try:
-            return self._vectors(self._sync.embeddings.create(**self._params(texts)))
+            vectors = self._vectors(self._sync.embeddings.create(**self._params(texts)))
         except OpenAIError as exc:
             raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
+        observe_embedding("openai", len(texts), time.perf_counter() - start)
+        return vectors
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         await self._endpoint.admit()
+        start = time.perf_counter()
         try:
             resp = await self._endpoint.async_client().embeddings.create(**self._params(texts))
         except OpenAIError as exc:
             raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
-        return self._vectors(resp)
+        vectors = self._vectors(resp)
+        observe_embedding("openai", len(texts), time.perf_counter() - start)
+        return vectors
 
     def usage(self) -> dict[str, int]:
         return {"requests": self._endpoint.requests, "tokens": self._endpoint.tokens_used}

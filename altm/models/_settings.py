@@ -36,6 +36,8 @@ class LLMSettings(BaseSettings):
     temperature: float = 0.0
     max_output_tokens: int = Field(default=1024, ge=1)
     dimensions: int | None = Field(default=None, description="Embedding size (EMBEDDING task)")
+    usd_per_1k_prompt_tokens: float = Field(default=0.0, ge=0, description="Price, for the cost metric")
+    usd_per_1k_completion_tokens: float = Field(default=0.0, ge=0, description="Price, for the cost metric")
 
     @property
     def configured(self) -> bool:

@@ -10,6 +10,7 @@ from altm.pipeline._drivers import (
     check_log_binding,
     run_records,
 )
+from altm.pipeline._telemetry import dead_lettered
 from altm.pipeline.processors import Processor, ProcessorContext, default_processors
 from altm.pipeline.runtime import EmbeddedRuntime
 from altm.pipeline.writer import WRITER_GROUP, Writer
@@ -25,6 +26,7 @@ __all__ = [
     "Writer",
     "WriterDriver",
     "check_log_binding",
+    "dead_lettered",
     "default_processors",
     "run_records",
 ]

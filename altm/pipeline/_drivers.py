@@ -38,7 +38,15 @@ from altm.core import (
     encode,
     topic_name,
 )
-from altm.pipeline._telemetry import end_record_spans, observe_stage, observe_writer, start_record_spans
+from altm.pipeline._telemetry import (
+    dead_lettered,
+    end_record_spans,
+    observe_stage,
+    observe_writer,
+    outbox_depth,
+    start_record_spans,
+    writer_transactions,
+)
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import WRITER_GROUP, Writer
 from altm.store import DeferredWork, Shard, WorkItem
@@ -86,12 +94,14 @@ def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Even
     try:
         event = decode_event(record.value)
     except DecodeError as exc:
+        dead_lettered(processor.name, "undecodable")
         return dead_letter_record(ctx.settings, record, stage=processor.name, error=str(exc), original=record.value)
     if record.key != event.key:
         error = (
             f"scope home {event.key!r} does not match the record key {record.key!r}: every topic is keyed "
             "by the scope home tenant/workspace/user"
         )
+        dead_lettered(processor.name, "wrong_key")
         return dead_letter_record(ctx.settings, record, stage=processor.name, error=error, original=record.value)
     return event
 
@@ -105,6 +115,7 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         result.deferred.append((record, str(exc)))
         return
     except ProcessingError as exc:
+        dead_lettered(processor.name, "processing_error")
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=str(exc), original=record.value))
         return
@@ -112,6 +123,7 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         log.exception("processor %s failed on %s[%d]@%d", processor.name, record.topic, record.partition,
                       record.offset)
         error = f"internal error in {processor.name}: {type(exc).__name__}: {exc}"
+        dead_lettered(processor.name, "internal_error")
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
         return
@@ -292,8 +304,12 @@ class WriterDriver:
             # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
             outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
                                                on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
+        except BaseException:
+            writer_transactions("failed")
+            raise
         finally:
             end_record_spans(spans)
+        writer_transactions("committed", len(touched))
         for partition in touched:
             await self.flush(partition)
         observe_writer(records, outcomes, time.perf_counter() - start)
@@ -317,11 +333,13 @@ class WriterDriver:
         lock = self._locks.setdefault(partition, asyncio.Lock())
         async with lock:
             shard = self.writer.shards.get(partition)
+            outbox_depth(partition, shard.outbox_depth())  # what stays there while the bus is unreachable
             while pending := shard.pending_outbox():
                 await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
                                                    headers=unpack_headers(headers))
                                     for _, topic, key, value, headers in pending])
                 shard.mark_published(pending[-1][0])
+            outbox_depth(partition, 0)
 
     def outbox_topic(self, stored: str) -> str:
         """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind

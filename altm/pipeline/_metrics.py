@@ -4,7 +4,7 @@ ops, change statuses, record outcomes — never a user, scope or memory id."""
 from __future__ import annotations
 
 from opentelemetry import trace
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 TRACER = trace.get_tracer("altm.pipeline")
 """Spans of records that carry a trace context: one per record and stage (never content in attributes)."""
@@ -23,3 +23,14 @@ FRESHNESS_SECONDS = Histogram(
     "altm_freshness_seconds", "From the source turn's publication to a stage finishing a record of it: the writer "
     "storing it (word-searchable, or derived), the embed stage indexing it (vector-searchable)", ["stage", "layer"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0))
+DEAD_LETTERS = Counter(
+    "altm_dead_letters", "Records dead-lettered, by stage and reason: undecodable, wrong_key (the record key is not "
+    "the event's scope home), processing_error, internal_error (a processor bug), malformed_proposal (writer), "
+    "invalid_input (a line of file input)", ["stage", "reason"])
+WRITER_TRANSACTIONS = Counter("altm_writer_transactions", "Shard transactions of the writer, by outcome (committed, "
+                              "failed: rolled back, the batch is retried)", ["outcome"])
+OUTBOX_RECORDS = Gauge("altm_outbox_records", "Changes and dead letters committed by the writer and not yet "
+                       "published, per partition (grows while the bus is unreachable)", ["partition"])
+CONSUMER_LAG = Gauge(
+    "altm_consumer_lag_records", "Records after the consumer's position, per consumer (a stage of the embedded "
+    "runtime; the worker group on Kafka), topic and partition", ["consumer", "topic", "partition"])

@@ -4,21 +4,25 @@ that carries a trace context. Kept apart from what the drivers do with records; 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span
 
-from altm.bus import Headers, OutgoingRecord, Record, source_ms, trace_context
+from altm.bus import Headers, OutgoingRecord, Record, TopicPartition, source_ms, trace_context
 from altm.bus.sealing import is_shredded
 from altm.core import ChangeStatus, Topic
 from altm.pipeline._metrics import (
+    CONSUMER_LAG,
+    DEAD_LETTERS,
     FRESHNESS_SECONDS,
+    OUTBOX_RECORDS,
     STAGE_BATCH_SECONDS,
     STAGE_OUTPUTS,
     STAGE_RECORDS,
     TRACER,
     WRITER_PROPOSALS,
+    WRITER_TRANSACTIONS,
 )
 from altm.pipeline.writer import WriteOutcome
 
@@ -84,8 +88,27 @@ def observe_writer(records: Sequence[Record], outcomes: Sequence[WriteOutcome], 
                 max(0.0, now_ms - source_ms(record)) / 1000)
         if outcome.dead_letters:
             WRITER_PROPOSALS.labels(op="malformed", status="dead_lettered").inc()
+            DEAD_LETTERS.labels(stage="writer", reason="malformed_proposal").inc(len(outcome.dead_letters))
         elif outcome.changes:
             change = outcome.changes[0]
             WRITER_PROPOSALS.labels(op=change.op.value if change.op else "unknown", status=change.status.value).inc()
         elif outcome.skipped:
             WRITER_PROPOSALS.labels(op="any", status="skipped").inc()
+
+
+def dead_lettered(stage: str, reason: str) -> None:
+    DEAD_LETTERS.labels(stage=stage, reason=reason).inc()
+
+
+def writer_transactions(outcome: str, n: int = 1) -> None:
+    if n:
+        WRITER_TRANSACTIONS.labels(outcome=outcome).inc(n)
+
+
+def outbox_depth(partition: int, depth: int) -> None:
+    OUTBOX_RECORDS.labels(partition=str(partition)).set(depth)
+
+
+def consumer_lag(consumer: str, lags: Mapping[TopicPartition, int]) -> None:
+    for tp, lag in lags.items():
+        CONSUMER_LAG.labels(consumer=consumer, topic=topic_kind(tp.topic), partition=str(tp.partition)).set(lag)

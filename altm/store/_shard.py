@@ -127,6 +127,10 @@ class Shard:
         ).fetchall()
         return [(int(r[0]), str(r[1]), r[2], bytes(r[3]), bytes(r[4]) if r[4] is not None else None) for r in rows]
 
+    def outbox_depth(self) -> int:
+        """Rows committed and not yet published (published rows are deleted)."""
+        return int(self._db.execute("SELECT COUNT(*) FROM outbox WHERE published=0").fetchone()[0])
+
     def mark_published(self, up_to_seq: int) -> None:
         """The bus has the outbox rows up to ``up_to_seq``: they go (a published after-image kept here would
         outlive an erasure of its content). Outbox bookkeeping, not memory state: not audited."""

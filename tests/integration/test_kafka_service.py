@@ -140,6 +140,15 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
         assert _sample(exposition, 'altm_stage_records_total{outcome="in",stage="capture"}') >= 29
         assert _sample(exposition, 'altm_writer_proposals_total{op="upsert_memory",status="committed"}') >= 29
         assert "altm_stage_batch_seconds_bucket" in exposition
+        assert _sample(exposition, 'altm_writer_transactions_total{outcome="committed"}') >= 1
+        lag_series = 'altm_consumer_lag_records{consumer="workers",partition="0",topic="proposals"}'
+        async with httpx.AsyncClient() as http:  # the worker refreshes its lag gauges every 5 s
+            for _ in range(40):
+                exposition = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+                if lag_series in exposition:
+                    break
+                await asyncio.sleep(0.5)
+        assert _sample(exposition, lag_series) == 0  # idle: the worker has read everything
         segments = _segment_bytes(kafka_segments, prefix)
         assert segments.count(canary) == 1  # the search sees plain bytes where there are any
         for text in (b"payments team at Acme", b"Flask to FastAPI", b"December 15"):

@@ -349,9 +349,9 @@ class EmbeddedConsumer(Consumer):
             raise BusError(f"{tp} is not assigned to this consumer")
         self._positions[tp] = offset
 
-    async def lag(self) -> int:
+    async def lags(self) -> dict[TopicPartition, int]:
         ends = await self._log.end_offsets(list(self._positions))
-        return sum(max(0, ends[tp] - pos) for tp, pos in self._positions.items())
+        return {tp: max(0, ends[tp] - pos) for tp, pos in self._positions.items()}
 
 
 def default_log_path(data_dir: str | os.PathLike[str]) -> Path:

@@ -244,12 +244,10 @@ class KafkaConsumer(Consumer):
     async def seek(self, tp: TopicPartition, offset: int) -> None:
         self._consumer.seek(KafkaTP(tp.topic, tp.partition), offset)
 
-    async def lag(self) -> int:
+    async def lags(self) -> dict[TopicPartition, int]:
         assigned = list(self._consumer.assignment())
         if not assigned:
-            return 0
+            return {}
         ends = await self._consumer.end_offsets(assigned)
-        total = 0
-        for tp in assigned:
-            total += max(0, int(ends[tp]) - int(await self._consumer.position(tp)))
-        return total
+        return {TopicPartition(tp.topic, tp.partition): max(0, int(ends[tp]) - int(await self._consumer.position(tp)))
+                for tp in assigned}

@@ -37,8 +37,8 @@ class SealedConsumer(Consumer):
     async def seek(self, tp: TopicPartition, offset: int) -> None:
         await self.inner.seek(tp, offset)
 
-    async def lag(self) -> int:
-        return await self.inner.lag()
+    async def lags(self) -> dict[TopicPartition, int]:
+        return await self.inner.lags()
 
 
 class SealedBus(Bus):

@@ -17,11 +17,14 @@ from altm.bus import Bus, Consumer, OutgoingRecord, Record, TopicPartition, host
 from altm.bus.sealing import KeyStore
 from altm.core import Event, Settings, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets
+from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import Writer
 from altm.store import DeferredWork, ShardSet
 
 log = logging.getLogger("altm.runtime")
+LAG_EVERY_S = 1.0
+"""How often a running runtime refreshes its consumer lag gauges."""
 
 ProgressCallback = Callable[[str, int], None]
 
@@ -97,6 +100,7 @@ class EmbeddedRuntime:
         self._stopping = asyncio.Event()
         self._started = False
         self._steps_since_derivation = 0
+        self._lag_seen_at = 0.0
 
     @property
     def processor_names(self) -> list[str]:
@@ -172,6 +176,8 @@ class EmbeddedRuntime:
             for stage in self._stages:
                 if stage.name not in self.SEARCHABLE_PATH:
                     total += await self._step_stage(stage)
+        if time.monotonic() - self._lag_seen_at >= LAG_EVERY_S:
+            await self.lag()  # the consumer lag gauges, once a second at most
         return total
 
     @staticmethod
@@ -187,9 +193,13 @@ class EmbeddedRuntime:
         return {stage.name: stage.metrics for stage in self._stages}
 
     async def lag(self) -> int:
+        """Records not yet consumed over every stage (and the lag gauges per stage and partition)."""
         total = 0
         for stage in self._stages:
-            total += await stage.consumer.lag()
+            lags = await stage.consumer.lags()
+            consumer_lag(stage.name, lags)
+            total += sum(lags.values())
+        self._lag_seen_at = time.monotonic()
         return total
 
     async def run_until_idle(self, progress: ProgressCallback | None = None) -> int:

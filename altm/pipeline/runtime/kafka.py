@@ -28,11 +28,12 @@ from typing import Any
 
 import faust
 
-from altm.bus import OutgoingRecord, Record
+from altm.bus import OutgoingRecord, Record, TopicPartition
 from altm.bus.kafka import parse_broker_url
 from altm.bus.sealing import Sealer
 from altm.core import Settings, Topic, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
+from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import Writer
 from altm.store import DeferredWork, ShardSet
@@ -98,6 +99,7 @@ class FaustRuntime:
         self._add_agent(app, Topic.PROPOSALS, "altm-writer", self.writer)
         app.timer(1.0)(self._flush_owned)
         app.timer(5.0)(self._retry_deferred)
+        app.timer(5.0)(self._observe_lag)
         return app
 
     def _topic(self, app: faust.App, topic: Topic) -> Any:
@@ -151,3 +153,18 @@ class FaustRuntime:
         """Publish changes committed by an earlier run but not yet delivered, for the partitions whose
         proposals this worker owns (workers may share a data dir; each flushes only its own shards)."""
         await self.writer.flush_all(self._owned(Topic.PROPOSALS))
+
+    async def _observe_lag(self) -> None:
+        """The consumer lag gauges of the partitions this worker is assigned (the broker's high watermark minus
+        this worker's position)."""
+        consumer = self.app.consumer
+        assigned = sorted(consumer.assignment())
+        if not assigned:
+            return
+        ends = await consumer.highwaters(*assigned)
+        lags: dict[TopicPartition, int] = {}
+        for tp in assigned:
+            position = await consumer.position(tp)
+            if position is not None and tp in ends:
+                lags[TopicPartition(tp.topic, tp.partition)] = max(0, int(ends[tp]) - int(position))
+        consumer_lag("workers", lags)
