@@ -28,6 +28,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from altm.app.stats import freshness
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
 from altm.models import shared_local_minilm
@@ -91,6 +92,7 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
         elapsed = time.perf_counter() - start
         searchable = vectors.count(l0) if vectors else 0
         memories = shard_counts(data_dir)["memories"]
+        fresh = freshness(data_dir)
         stages = {
             name: {"records": m.records, "busy_s": round(m.busy_s, 3), "records_per_s": round(m.per_s, 1)}
             for name, m in runtime.stage_metrics().items()
@@ -103,6 +105,7 @@ async def run(turns: list[TurnEvent], data_dir: Path) -> dict[str, Any]:
             "searchable_l0": searchable,
             "memories": memories,
             "stages": stages,
+            "freshness": fresh,
         }
     finally:
         await deployment.close()
@@ -195,6 +198,9 @@ def main() -> None:
     print(f"embedder raw: {raw:.1f} texts/s (batch 64) -> pipeline/embedder = {ratio:.2f}")
     print(f"fully derived in {result['seconds']:.1f} s: {result['turns_per_s']:.1f} turns/s "
           f"({result['memories']} memories; {result['turns_per_s'] / raw:.2f} of the embedder)")
+    for layer, f in result["freshness"].items():
+        print(f"  freshness {layer}: p50 {f['p50_s']:.2f} s, p95 {f['p95_s']:.2f} s (publish -> stored; all turns "
+              "published at once, so this is the backlog's wait)")
     for name, st in result["stages"].items():
         print(
             f"  {name:>8}: {st['records']:>6} records, {st['busy_s']:>7.2f} s busy, "
@@ -220,6 +226,7 @@ def main() -> None:
                 "derived_s": result["seconds"],
             },
             "stages": result["stages"],
+            "freshness": result["freshness"],
         },
         args.out,
     )

@@ -28,6 +28,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as KafkaTP
 from aiokafka.admin import AIOKafkaAdminClient
 
+from altm.app.stats import freshness
 from altm.bus import host_record
 from altm.bus.kafka import KafkaBus, parse_broker_url
 from altm.core import Role, Scope, TurnEvent, all_topic_specs
@@ -121,6 +122,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, An
                 if searchable is not None and current_lag == 0:
                     derived = now
                     break
+            fresh = freshness(data) if searchable is not None else {}
             if searchable is None:  # say why rather than print a figure that is not there
                 for i in range(workers):
                     tail = (Path(tmp) / f"worker-{i}.log").read_text(errors="replace")[-3000:]
@@ -142,6 +144,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, An
         "derived_s": derived,
         "turns_per_s_searchable": len(turns) / searchable if searchable else None,
         "turns_per_s_derived": len(turns) / derived if derived else None,
+        "freshness": fresh,
         "lag_samples": samples,
     }
 
@@ -171,6 +174,8 @@ def main() -> None:
             f"({r['turns_per_s_derived']:.1f} turns/s); lag over time {lag_line}",
             flush=True,
         )
+        for layer, f in r["freshness"].items():
+            print(f"  freshness {layer}: p50 {f['p50_s']:.2f} s, p95 {f['p95_s']:.2f} s (publish -> stored)")
     path = write_record(
         "kafka_ingest",
         {
@@ -180,7 +185,7 @@ def main() -> None:
             "aggregate": {
                 str(r["workers"]): {
                     k: r[k]
-                    for k in ("searchable_s", "derived_s", "turns_per_s_searchable", "turns_per_s_derived")
+                    for k in ("searchable_s", "derived_s", "turns_per_s_searchable", "turns_per_s_derived", "freshness")
                 }
                 for r in results
             },

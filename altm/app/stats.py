@@ -11,7 +11,7 @@ import orjson
 
 from altm.bus import BusError
 from altm.bus.embedded import default_log_path, log_topics
-from altm.store import DataDirError, shard_counts, state_rows
+from altm.store import DataDirError, freshness_seconds, shard_counts, shard_files, state_rows
 
 __all__ = ["DataDirError", "collect_stats", "partitions_of", "state_hash"]
 
@@ -31,21 +31,49 @@ def partitions_of(data_dir: Path, prefix: str) -> tuple[int, dict[str, int]]:
     return turns, counts
 
 
+KAFKA_RECORD = "deployment.json"
+"""What a Kafka worker leaves in its data dir (its bus; the log is the broker's, not counted here)."""
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def freshness(data_dir: Path) -> dict[str, dict[str, float | int]]:
+    """p50/p95 per layer of the seconds from a turn's publication to the writer storing what comes from it:
+    word-searchable for L0, derived for L1-L4 (vector-searchable: ``altm_freshness_seconds{stage="embed"}``)."""
+    out: dict[str, dict[str, float | int]] = {}
+    for layer, seconds in freshness_seconds(data_dir).items():
+        if seconds:
+            out[layer] = {"count": len(seconds), "p50_s": round(percentile(seconds, 0.5), 3),
+                          "p95_s": round(percentile(seconds, 0.95), 3)}
+    return out
+
+
 def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:
-    partitions, counts = partitions_of(data_dir, prefix)
+    if not default_log_path(data_dir).exists() and (data_dir / KAFKA_RECORD).exists():
+        counts: dict[str, int] = {}  # a Kafka worker's data dir: its topics are on the broker
+        partitions = len(shard_files(data_dir))
+        dlq: int | None = None
+    else:
+        partitions, counts = partitions_of(data_dir, prefix)
+        dlq = counts.get(f"{prefix}dlq", 0)
     c = shard_counts(data_dir)
     return {
         "memories": c["memories"],
         "layers": c["layers"],
         "kinds": c["kinds"],
         "graph": {"nodes": c["nodes"], "edges": c["edges"]},
-        "dlq": counts.get(f"{prefix}dlq", 0),
+        "dlq": dlq,
         "rejected": c["rejected"],
         "audit_rows": c["audit"],
         "trust": c["trust"],
         "verified_fraction": round(c["verified"] / c["derived"], 4) if c["derived"] else None,
         "partitions": partitions,
         "topics": {k.removeprefix(prefix): v for k, v in sorted(counts.items())},
+        "freshness": freshness(data_dir),
     }
 
 

@@ -293,12 +293,14 @@ class ShardTx:
              None if old is None else _json(old), None if new is None else _json(new)),
         )
 
-    def insert_memory(self, row: MemoryRow, *, at: str, proposal_id: str, actor: str) -> None:
+    def insert_memory(self, row: MemoryRow, *, at: str, proposal_id: str, actor: str,
+                      source_ms: int | None = None) -> None:
+        """Insert a memory; ``source_ms``: the publish time of the turn it comes from (freshness)."""
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="memories",
                     target_id=row["memory_id"], old=None, new=row)
         cols = ", ".join(MEMORY_COLUMNS)
-        self._db.execute(f"INSERT INTO memories ({cols}) VALUES ({_marks(MEMORY_COLUMNS)})",
-                         [columns(row)[c] for c in MEMORY_COLUMNS])
+        self._db.execute(f"INSERT INTO memories ({cols}, source_ms) VALUES ({_marks(MEMORY_COLUMNS)}, ?)",
+                         [*(columns(row)[c] for c in MEMORY_COLUMNS), source_ms if source_ms else None])
         self._db.executemany(
             "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
             [(row["memory_id"], ev) for ev in orjson.loads(row["evidence"])],

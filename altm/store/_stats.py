@@ -91,6 +91,26 @@ def shard_counts(data_dir: Path) -> dict[str, Any]:
     return {"layers": layers, "kinds": kinds, "trust": trust, **totals}
 
 
+FRESHNESS_SAMPLE = 20_000
+"""The most recently stored memories per layer and shard that freshness figures are taken over."""
+
+
+def freshness_seconds(data_dir: Path, per_layer: int = FRESHNESS_SAMPLE) -> dict[str, list[float]]:
+    """Per layer, seconds from a memory's source turn being published to the writer storing it (word-searchable
+    for L0, derived for L1-L4), over the most recently stored memories that know their source's publish time."""
+    out: dict[str, list[float]] = {layer.value: [] for layer in Layer}
+    for partition, path in shard_files(data_dir):
+        shard = Shard(path, partition, read_only=True).open()
+        try:
+            for layer in out:
+                out[layer] += [max(0.0, float(s)) for (s,) in shard._db.execute(
+                    "SELECT ((julianday(recorded_at) - 2440587.5) * 86400000.0 - source_ms) / 1000.0 FROM memories "
+                    "WHERE layer = ? AND source_ms IS NOT NULL ORDER BY recorded_at DESC LIMIT ?", (layer, per_layer))]
+        finally:
+            shard.close()
+    return out
+
+
 def count_layer(data_dir: Path, layer: str = "L0") -> int:
     """Memories of one layer across the shards; shards still being created count as empty (for waiting)."""
     total = 0

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from altm.app.ingest import IngestSummary, publish_file
+from altm.app.stats import collect_stats
 from altm.bus.kafka import KafkaBus
 from altm.core import all_topic_specs
 from altm.core.settings import Settings
@@ -149,6 +150,9 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
                     break
                 await asyncio.sleep(0.5)
         assert _sample(exposition, lag_series) == 0  # idle: the worker has read everything
+        stats = collect_stats(data)  # `altm stats` on a worker's data dir: shards only, freshness from stored times
+        assert stats["dlq"] is None and stats["freshness"]["L0"]["count"] >= 29
+        assert 0 <= stats["freshness"]["L0"]["p50_s"] <= stats["freshness"]["L0"]["p95_s"]
         segments = _segment_bytes(kafka_segments, prefix)
         assert segments.count(canary) == 1  # the search sees plain bytes where there are any
         for text in (b"payments team at Acme", b"Flask to FastAPI", b"December 15"):

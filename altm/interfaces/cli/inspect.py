@@ -26,7 +26,7 @@ from altm.interfaces.cli._common import (
     run,
     settings_for,
 )
-from altm.store import DataDirError
+from altm.store import DataDirError, ShardError
 from altm.wiring import open_bus, open_read_only, plain, resolve, state_hash
 
 log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
@@ -36,7 +36,7 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, json: Json = False) -> None:
     """Counts per layer and kind, graph size, DLQ and rejections."""
     try:
         data = collect_stats(data_dir, settings_for(data_dir).topic_prefix)
-    except DataDirError as exc:
+    except (DataDirError, ShardError) as exc:
         fail(str(exc))
     if json:
         emit_json(data)
@@ -53,7 +53,11 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, json: Json = False) -> None:
     table.add_row("graph edges", str(data["graph"]["edges"]))
     if data["verified_fraction"] is not None:
         table.add_row("L2 atoms with a trust verdict", f"{data['verified_fraction']:.0%}")
-    table.add_row("dead letters", str(data["dlq"]))
+    what = {"L0": "word-searchable"}
+    for layer, f in data["freshness"].items():
+        table.add_row(f"freshness {layer} ({what.get(layer, 'derived')}) p50 / p95",
+                      f"{f['p50_s']:.2f} s / {f['p95_s']:.2f} s")
+    table.add_row("dead letters", "on the broker" if data["dlq"] is None else str(data["dlq"]))
     table.add_row("rejected proposals", str(data["rejected"]))
     console.print(table)
 

@@ -117,7 +117,7 @@ class Writer:
                         continue
                     # each its own "now": a row recorded and superseded in one batch differ in time
                     ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
-                                    rules=self.rules)
+                                    rules=self.rules, source_ms=source_ms(records[i]) or None)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
                                                  extra=headers[i] if headers is not None else ())
                     applied.append(i)

@@ -33,6 +33,7 @@ class OpContext:
     settings: Settings
     guard: WriteGuard
     rules: LifecycleRules
+    source_ms: int | None = None  # publish time of the turn the record comes from (freshness), when known
 
 
 @dataclass

@@ -26,7 +26,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     if old_row is None:
         if mem.layer is Layer.L0:
             new_row["context"] = previous_content(tx, new_row)
-        tx.insert_memory(new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+        tx.insert_memory(new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor, source_ms=ctx.source_ms)
         if mem.layer is Layer.L0:
             also = _relink_successor(tx, new_row, p, ctx)
     else:
