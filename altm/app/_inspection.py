@@ -14,6 +14,10 @@ from altm.app._errors import NotFound
 from altm.core import Scope
 from altm.store import InspectionQueries, MemoryQueries, MemoryRow, ShardSet
 
+AUDIT_ROWS = 200
+"""The newest audit rows shown for a memory (a much-cited memory gathers a lifecycle row per use)."""
+OTHER_AGENTS_IDS = frozenset({"source_event_id", "source_id", "session_id", "context", "prompt_hash"})
+"""Fields of another agent's row (an L4 facet seen from a sibling agent) that name that agent's turns."""
 MAX_CHAIN = 60
 """Memories shown in one evidence chain (a scene over many atoms over many turns stays readable)."""
 MAX_DEPTH = 5
@@ -70,6 +74,7 @@ class Inspection:
     points: list[GraphPoint] = field(default_factory=list)
     lines: list[GraphLine] = field(default_factory=list)
     audit: list[AuditStep] = field(default_factory=list)
+    older_audit: int = 0  # audit rows older than the ones shown
 
 
 def _text(value: object) -> str:
@@ -100,8 +105,9 @@ class MemoryInspector:
     def scopes_under(self, prefix: list[str]) -> list[str]:
         return self._queries.scopes_under(prefix)
 
-    def session_count(self, scope: Scope, session_id: str) -> int:
-        return self._queries.session_count(scope, session_id)
+    def erasure_reach(self, scope: Scope, target: str, *, memory_id: str | None = None,
+                      session_id: str | None = None) -> list[dict[str, Any]]:
+        return self._queries.erasure_reach(scope, target, memory_id=memory_id, session_id=session_id)
 
     def inspect(self, scope: Scope, memory_id: str) -> Inspection:
         row = self._memories.visible(scope, memory_id)
@@ -116,12 +122,41 @@ class MemoryInspector:
         found.derived = [r for r in (self._memories.visible(scope, m)
                                      for m in self._queries.derived_from(scope, memory_id)) if r is not None]
         found.points, found.lines = self._neighbourhood(scope, row)
+        rows, found.older_audit = self._queries.audit(scope, memory_id, AUDIT_ROWS)
+        foreign = row["agent_id"] != scope.agent_id
         found.audit = [AuditStep(at=str(a["at"]), actor=str(a["actor"]), action=str(a["action"]),
                                  target=str(a["target_table"]), proposal_id=a["proposal_id"],
-                                 changed={} if a["redacted"] else _changed(a["old_value"], a["new_value"]),
+                                 changed={} if a["redacted"] else self._shown(
+                                     scope, _changed(a["old_value"], a["new_value"]), foreign),
                                  redacted=bool(a["redacted"]))
-                       for a in self._queries.audit(scope, memory_id)]
+                       for a in rows]
         return found
+
+    def _shown(self, scope: Scope, changed: dict[str, tuple[str, str]], foreign: bool
+               ) -> dict[str, tuple[str, str]]:
+        """An audit diff as ``scope`` may see it: on another agent's row (an L4 facet), evidence ids the scope
+        cannot see and the fields that name that agent's turns are left out."""
+        if not foreign:
+            return changed
+        out: dict[str, tuple[str, str]] = {}
+        for name, (before, after) in changed.items():
+            if name in OTHER_AGENTS_IDS:
+                continue
+            if name == "evidence":
+                before, after = self._visible_ids(scope, before), self._visible_ids(scope, after)
+            out[name] = (before, after)
+        return out
+
+    def _visible_ids(self, scope: Scope, ids_json: str) -> str:
+        try:
+            ids = orjson.loads(ids_json) if ids_json else []
+        except orjson.JSONDecodeError:
+            return ""
+        if not isinstance(ids, list):
+            return ""
+        shown = [i for i in ids if isinstance(i, str) and self._memories.visible(scope, i) is not None]
+        return orjson.dumps(shown).decode() + (f" (+{len(ids) - len(shown)} of other agents)"
+                                               if len(shown) < len(ids) else "")
 
     def _chain(self, scope: Scope, memory_id: str) -> list[ChainLink]:
         """Depth-first down the evidence edges, each memory once, in the order a reader follows it."""

@@ -80,5 +80,7 @@ class RecallService:
         """The agent scopes with memories under a key's prefix."""
         return self._inspector.scopes_under(prefix)
 
-    def session_size(self, scope: Scope, session_id: str) -> int:
-        return self._inspector.session_count(scope, session_id)
+    def erasure_reach(self, scope: Scope, target: str, *, memory_id: str | None = None,
+                      session_id: str | None = None) -> list[dict[str, Any]]:
+        """Every memory an erasure of ``target`` would remove (what it names and what was derived from it)."""
+        return self._inspector.erasure_reach(scope, target, memory_id=memory_id, session_id=session_id)

@@ -43,12 +43,16 @@ class InspectionQueries(_Routed):
             scope, "SELECT memory_id FROM evidence_edges WHERE evidence_id = ? ORDER BY memory_id LIMIT ?",
             [memory_id, limit])]
 
-    def audit(self, scope: Scope, memory_id: str, limit: int = 200) -> list[Row]:
-        """The audit rows of ``memory_id`` (the memory row itself and its evidence edges), oldest first."""
-        return self._rows(scope, (
+    def audit(self, scope: Scope, memory_id: str, limit: int = 200) -> tuple[list[Row], int]:
+        """The newest ``limit`` audit rows of the memory's row (its evidence is one of its fields), oldest of
+        those first, and how many older rows there are."""
+        rows = self._rows(scope, (
             "SELECT audit_id, at, proposal_id, actor, action, target_table, old_value, new_value, redacted "
-            "FROM audit_log WHERE target_id = ? AND target_table IN ('memories', 'evidence_edges') "
-            "ORDER BY audit_id LIMIT ?"), [memory_id, limit])
+            "FROM audit_log WHERE target_table = 'memories' AND target_id = ? ORDER BY audit_id DESC LIMIT ?"),
+            [memory_id, limit])
+        total = int(self._rows(scope, "SELECT COUNT(*) AS n FROM audit_log WHERE target_table = 'memories' AND "
+                               "target_id = ?", [memory_id])[0]["n"])
+        return rows[::-1], max(0, total - len(rows))
 
     def edges_at(self, scope: Scope, endpoint_id: str, limit: int = 40) -> list[Row]:
         """Graph edges (not rejected) of the scope's user with ``endpoint_id`` at either end, heaviest first."""
@@ -64,8 +68,19 @@ class InspectionQueries(_Routed):
             [node_id, *_home(scope), scope.agent_id])
         return rows[0] if rows else None
 
-    def session_count(self, scope: Scope, session_id: str) -> int:
-        """How many memories the agent's session holds (what a session erasure would remove)."""
-        return int(self._rows(scope, (
-            f"SELECT COUNT(*) AS n FROM memories WHERE {_HOME} AND agent_id = ? AND session_id = ?"),
-            [*_home(scope), scope.agent_id, session_id])[0]["n"])
+    def erasure_reach(self, scope: Scope, target: str, *, memory_id: str | None = None,
+                      session_id: str | None = None) -> list[Row]:
+        """Every memory an erasure would remove: what it names (the writer's ``erasure_seeds``) and, transitively,
+        every memory derived from those (``dependants``) — L4 facets and other agents' memories included."""
+        named: dict[str, tuple[str, list[str | None]]] = {
+                 "memory": ("memory_id = ?", [memory_id]),
+                 "session": ("agent_id = ? AND session_id = ?", [scope.agent_id, session_id]),
+                 "agent": ("agent_id = ?", [scope.agent_id]),
+                 "user": ("1 = 1", [])}
+        where, args = named[target]
+        return self._rows(scope, (
+            "WITH RECURSIVE reach(id) AS ("
+            f"SELECT memory_id FROM memories WHERE {_HOME} AND {where} "
+            "UNION SELECT e.memory_id FROM evidence_edges e JOIN reach r ON e.evidence_id = r.id) "
+            "SELECT m.memory_id, m.layer, m.agent_id, m.session_id FROM reach "
+            "JOIN memories m ON m.memory_id = reach.id ORDER BY m.layer, m.memory_id"), [*_home(scope), *args])

@@ -96,9 +96,14 @@ async def test_an_agent_key_cannot_erase_the_user_or_another_agents_memory(world
     await world.runtime.run_until_idle()
     assert rows(world.data_dir, "SELECT 1 FROM memories WHERE agent_id='writer'")  # untouched
     own = world.memory_id("coder", "L2")
-    r = await c.post("/v1/erase", json={"scope": SCOPE.path, "target": "memory", "memory_id": own},
-                     headers=world.auth("coder"))
-    assert r.status_code == 200  # its own agent's memories are its own to erase
+    body = {"scope": SCOPE.path, "target": "memory", "memory_id": own}
+    r = await c.post("/v1/erase", json=body, headers=world.auth("coder"))
+    # its own atom, but the user's L4 facet was derived from it and would go with it: a user-level write
+    assert r.status_code == 403 and "needs a user key" in r.json()["message"] and "L4" in r.json()["message"]
+    capsule = world.memory_id("coder", "L1")  # derived into nothing beyond the agent: its own to erase
+    r = await c.post("/v1/erase", json={**body, "memory_id": capsule}, headers=world.auth("coder"))
+    assert r.status_code == 200
+    assert (await c.post("/v1/erase", json=body, headers=world.auth("dana"))).status_code == 200
 
 
 async def test_the_l4_persona_is_read_only_for_an_agent_key(world: World) -> None:

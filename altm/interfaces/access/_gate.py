@@ -64,12 +64,24 @@ class Gate:
                                    f"and {what} needs a user key")
         return scope
 
-    def erase(self, scope: Scope, target: str, memory_id: str | None) -> Scope:
+    def erase(self, scope: Scope, target: str, memory_id: str | None, session_id: str | None = None) -> Scope:
+        """An erasure: the user needs a user key; a memory, a session or the agent needs one too when what the
+        erasure reaches (what was derived from them) includes memories the whole user shares (L4 facets) or
+        another agent's memories."""
         if target == "user":
             return self.user(scope, "erasing the user")
         if target == "memory" and memory_id is not None:
-            return self.curate(scope, [memory_id], "erasing it")
-        return self.recall(scope)  # a session or the agent of the scope: the key's own
+            self.curate(scope, [memory_id], "erasing it")
+        else:
+            self.recall(scope)  # a session or the agent of the scope: the key's own
+        if self.key is not None and self.key.bound_to_agent:
+            reach = self.memory.recall.erasure_reach(scope, target, memory_id=memory_id, session_id=session_id)
+            shared = [r for r in reach if r["layer"] == "L4" or r["agent_id"] != scope.agent_id]
+            if shared:
+                raise self._refuse(
+                    f"is bound to one agent; erasing this {target} also erases {len(shared)} memories derived from "
+                    "it that the whole user shares (L4 facets or other agents' memories): that needs a user key")
+        return scope
 
     def operate(self, what: str) -> None:
         """Deployment-wide operations (stats, replay): an admin key."""

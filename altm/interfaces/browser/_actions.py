@@ -63,7 +63,7 @@ async def erase(request: Request, gate: Browsing, form: Posted) -> Response:
         raise ValueError(f"erase a memory, a session or a user, not {target[:20]!r}")
     memory_id = checked_id(form.get("memory_id", ""), "memory") if target == "memory" else None
     session_id = checked_id(form.get("session_id", ""), "session") if target == "session" else None
-    gate.erase(scope, target, memory_id)
+    gate.erase(scope, target, memory_id, session_id)
     if form.get("confirm") != "yes":
         raise ValueError("tick the confirmation box to erase")
     event_id = await memory_of(request).erase(scope, target, memory_id=memory_id, session_id=session_id,

@@ -38,11 +38,22 @@ async def read_form(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
+def same_origin(request: Request) -> None:
+    """A form post must come from a page of this server: a browser says where a request comes from
+    (``Sec-Fetch-Site``, ``Origin``), and one from another site or another port of this host is refused — the
+    login form included (a cross-site login would plant the attacker's key in the victim's browser)."""
+    site = request.headers.get("sec-fetch-site")
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if (site is not None and site not in ("same-origin", "none")) or (origin is not None and origin != own):
+        raise ScopeDenied("a form of another site (or another port of this host) may not post here")
+
+
 def signed_in(request: Request) -> tuple[ApiKey, Login]:
     """The caller's key and login; anyone else is sent to the login page."""
     found = _logins(request).find(request.cookies.get(COOKIE))
     if found is None:
-        raise HTTPException(303, detail="log in first", headers={"Location": "/ui/login"})
+        raise HTTPException(303, detail="log in first", headers={**SECURITY_HEADERS, "Location": "/ui/login"})
     request.state.key, request.state.login = found
     return found
 
@@ -55,7 +66,8 @@ def gate_of(request: Request, who: Who) -> Gate:
 
 
 async def posted(request: Request, who: Who) -> dict[str, str]:
-    """A form post of a logged-in person, with its CSRF token checked."""
+    """A form post of a logged-in person, from a page of this server, with its CSRF token checked."""
+    same_origin(request)
     form = await read_form(request)
     if not Logins.csrf_ok(who[1], form.get("csrf")):
         raise ScopeDenied("the form is stale or was not sent by this page (CSRF token mismatch); reload and retry")
@@ -75,8 +87,9 @@ async def login_form(request: Request) -> Response:
 
 @auth.post("/login")
 async def login(request: Request) -> Response:
+    same_origin(request)
     form = await read_form(request)
-    opened = _logins(request).open(form.get("api_key", "").strip())
+    opened = _logins(request).open(form.get("api_key", "").strip(), replacing=request.cookies.get(COOKIE))
     if opened is None:
         return page(request, "login.html", status=401, error="unknown API key")
     token, _ = opened

@@ -19,7 +19,7 @@ from altm.interfaces.browser._auth import Browsing, memory_of
 from altm.interfaces.browser._graph import layout
 from altm.interfaces.browser._render import SECURITY_HEADERS, page
 
-_ID = re.compile(r"^[A-Za-z0-9_.:@+-]{1,160}$")
+_ID = re.compile(r"[A-Za-z0-9_.:@+-]{1,160}")  # whole string (fullmatch): no trailing newline
 PAGE_SIZE = 50
 LAYERS = [layer.value for layer in Layer]
 KINDS = [kind.value for kind in Kind]
@@ -37,7 +37,7 @@ def scope_of(text: str) -> Scope:
 
 
 def checked_id(value: str, what: str) -> str:
-    if not _ID.match(value):
+    if not _ID.fullmatch(value):
         raise NotFound(f"no {what} {value[:40]!r}")
     return value
 
@@ -87,14 +87,15 @@ async def memory_page(request: Request, gate: Browsing, memory_id: str, scope: S
     found = memory_of(request).recall.inspect(parsed, checked_id(memory_id, "memory"))
     return page(request, "memory.html", scope=parsed.path, m=found.row, attributes=orjson.dumps(
         found.attributes, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode(), chain=found.chain,
-        derived=found.derived, drawing=layout(found.points, found.lines), audit=found.audit)
+        derived=found.derived, drawing=layout(found.points, found.lines), audit=found.audit,
+        older_audit=found.older_audit)
 
 
 @pages.get("/review")
 async def review(request: Request, gate: Browsing, scope: ScopeText) -> Response:
     parsed = gate.user(scope_of(scope), "the review queue")
     queue = memory_of(request).review_queue(parsed, limit=100)
-    return page(request, "review.html", scope=parsed.path, queue=queue)
+    return page(request, "review.html", scope=parsed.path, home=parsed.home, queue=queue)
 
 
 @pages.get("/governance")
@@ -124,15 +125,15 @@ async def erase_confirm(request: Request, gate: Browsing, scope: ScopeText,
                         session_id: Annotated[str, Query(max_length=128)] = "") -> Response:
     parsed = scope_of(scope)
     memory = memory_of(request)
-    subject: dict[str, object] = {"target": target}
-    if target == "memory":
-        gate.erase(parsed, target, checked_id(memory_id, "memory"))
-        subject["memory"] = memory.recall.memory(parsed, memory_id)
-    elif target == "session":
-        gate.erase(parsed, target, None)
-        subject["session_id"] = checked_id(session_id, "session")
-        subject["count"] = memory.recall.session_size(parsed, session_id)
-    else:
-        gate.erase(parsed, target, None)
+    subject: dict[str, Any] = {"target": target}
+    named_memory = checked_id(memory_id, "memory") if target == "memory" else None
+    named_session = checked_id(session_id, "session") if target == "session" else None
+    gate.erase(parsed, target, named_memory, named_session)
+    if named_memory is not None:
+        subject["memory"] = memory.recall.memory(parsed, named_memory)
+    subject["session_id"] = named_session
+    reach = memory.recall.erasure_reach(parsed, target, memory_id=named_memory, session_id=named_session)
+    subject["count"] = len(reach)
+    subject["shared"] = [r for r in reach if r["layer"] == "L4" or r["agent_id"] != parsed.agent_id]
     return page(request, "erase.html", scope=parsed.path, subject=subject, memory_id=memory_id,
                 session_id=session_id, error=None)

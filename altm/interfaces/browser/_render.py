@@ -15,7 +15,7 @@ SECURITY_HEADERS = {
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # not no-referrer: that makes a browser send "Origin: null" on form posts
     "Cache-Control": "no-store",
 }
 

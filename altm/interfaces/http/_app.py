@@ -135,7 +135,7 @@ async def feedback(req: FeedbackRequest, gate: Caller, memory: Memory) -> dict[s
 
 @admin.post("/v1/erase")
 async def erase(req: EraseRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
-    gate.erase(req.parsed, req.target, req.memory_id)
+    gate.erase(req.parsed, req.target, req.memory_id, req.session_id)
     event_id = await memory.erase(req.parsed, req.target, memory_id=req.memory_id, session_id=req.session_id,
                                   reason=req.reason)
     return _queued(event_id, "queued on the control topic; the writer removes the content and leaves tombstones")

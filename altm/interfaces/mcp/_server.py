@@ -148,7 +148,7 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, gate: GateOf, stats: Stat
     @_surface_errors
     async def erase(scope: str, target: Literal["memory", "session", "agent", "user"], memory_id: str | None = None,
                     session_id: str | None = None, reason: str = "erasure requested") -> dict[str, Any]:
-        return {"event_id": await memory.erase(gate().erase(Scope.parse(scope), target, memory_id), target,
+        return {"event_id": await memory.erase(gate().erase(Scope.parse(scope), target, memory_id, session_id), target,
                                                memory_id=memory_id, session_id=session_id, reason=reason)}
 
     @server.tool(name="replay", description="Re-derive every memory from the log (idempotent; model answers "

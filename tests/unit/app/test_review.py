@@ -83,3 +83,23 @@ def test_a_decision_on_an_unknown_item_is_refused_with_the_reason(tmp_path: Path
     assert result.exit_code == 1 and "no held action" in result.output
     result = runner.invoke(app, ["review", "approve", "bogus", "--data-dir", str(data), "--scope", SCOPE])
     assert result.exit_code == 1
+
+
+def test_a_held_action_is_decided_only_in_its_own_workspace(tmp_path: Path) -> None:
+    """Red-team note on the browser review: the writer checked a held action's tenant and user, not its
+    workspace; a decision from another workspace of the same tenant and user whose home shares the partition
+    reached it."""
+    from altm.core import Settings, partition_for
+
+    data = tmp_path / "d"
+    _ingest(data, tmp_path)
+    (action,) = _queue(data)["held_actions"]
+    partitions = Settings().partitions
+    home = partition_for("acme/platform/dana", partitions)
+    other = next(w for w in (f"ws{i}" for i in range(1000)) if partition_for(f"acme/{w}/dana", partitions) == home)
+    for verb in ("approve", "reject"):  # a rejection from there used to dismiss it
+        result = runner.invoke(app, ["review", verb, str(action["item_id"]), "--data-dir", str(data),
+                                     "--scope", f"acme/{other}/dana/coder"])
+        assert result.exit_code == 1 and "no held action" in result.output  # and no other scope's path
+        assert "acme/platform/dana" not in result.output
+    assert _queue(data)["held_actions"][0]["status"] == "pending"

@@ -120,7 +120,8 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
 def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
     """Approved: the held action is carried out (a supersession, by this proposal). Rejected: dismissed."""
     action = tx.held_action(decision.item_id)
-    if action is None or action["tenant_id"] != p.scope.tenant_id or action["user_id"] != p.scope.user_id:
+    if action is None or (action["tenant_id"], action["workspace_id"], action["user_id"]) != (
+            p.scope.tenant_id, p.scope.workspace_id, p.scope.user_id):
         raise Rejection(f"no held action {decision.item_id} in scope {p.scope.home}")
     status = "approved" if decision.decision == "approve" else "rejected"
     if action["status"] != "pending":
