@@ -31,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
 from altm.recall.retrieval import PRESETS
 from altm.wiring import open_deployment
+from benchmarks._progress import progress
 from benchmarks._record import config_stamp, file_sha256, percentile, write_record
 
 KS = (1, 5, 10)
@@ -147,7 +148,8 @@ def recompute(record: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int, limit: int | None,
-                           work: Path, others: Sequence[str] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                           work: Path, others: Sequence[str] = (), advance: Callable[[int], None] | None = None,
+                           ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     data_dir = work / sample["sample_id"]
     settings = Settings(data_dir=data_dir, partitions=1)
     turns = conversation_turns(sample)
@@ -190,6 +192,8 @@ async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int,
                 "session_metrics": session_metrics(gold, ranked),
                 "by_preset": {preset_name: {"metrics": metrics}, **by_preset},
             })
+            if advance is not None:
+                advance(1)
         stats = {"turns": len(turns), "ingest_s": ingest_s, "turns_per_s": len(turns) / ingest_s,
                  "questions": len(records)}
         return records, stats
@@ -287,10 +291,13 @@ def main() -> None:
         samples = [s for s in samples if s["sample_id"] in wanted]
     records: list[dict[str, Any]] = []
     per_conv: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="altm-locomo-") as tmp:
+    questions = sum(min(len([q for q in s["qa"] if q.get("evidence")]), args.limit_questions or 10**9)
+                    for s in samples)
+    with tempfile.TemporaryDirectory(prefix="altm-locomo-") as tmp, progress("questions", questions) as advance:
         for sample in samples:
             recs, stats = asyncio.run(run_conversation(sample, args.preset, args.top_k, args.limit_questions,
-                                                       Path(tmp), [c for c in candidates if c != args.preset]))
+                                                       Path(tmp), [c for c in candidates if c != args.preset],
+                                                       advance))
             records += recs
             per_conv[sample["sample_id"]] = {**stats, **aggregate(recs)}
             r10 = per_conv[sample["sample_id"]]["recall_any@10"]

@@ -34,6 +34,7 @@ from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
 from altm.recall.retrieval import PRESETS
 from altm.wiring import open_deployment
+from benchmarks._progress import progress
 from benchmarks._record import config_stamp, file_sha256, write_record
 from benchmarks.locomo import aggregate, print_table, score_question
 
@@ -165,9 +166,11 @@ def main() -> None:
     if not args.data.exists():
         sys.exit(f"no LongMemEval data at {args.data} (pass --data PATH)")
     records: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="altm-lme-") as tmp:
-        for name, turns, questions in load(args.data):
+    groups = list(load(args.data))
+    with tempfile.TemporaryDirectory(prefix="altm-lme-") as tmp, progress("question groups", len(groups)) as advance:
+        for name, turns, questions in groups:
             records += asyncio.run(run_group(name, turns, questions, args.preset, Path(tmp)))
+            advance(1)
     agg = aggregate(records)
     by_cat = {
         str(c): aggregate([r for r in records if r["category"] == c])

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,11 +103,12 @@ class Deployment:
         """Publish host events (turns, control) through the deployment's bus, keyed by scope home."""
         await self.app.protocol.publish(events)
 
-    async def settle(self, timeout_s: float = 120.0) -> bool:
-        """Wait until what was published has been processed: the embedded pipeline runs until idle; on Kafka,
-        until every worker has consumed every topic (no lag). False when the timeout passed first."""
+    async def settle(self, timeout_s: float = 120.0, progress: Callable[[str, int], None] | None = None) -> bool:
+        """Wait until what was published has been processed: the embedded pipeline runs until idle (``progress``
+        hears of the records it processes); on Kafka, until every worker has consumed every topic (no lag).
+        False when the timeout passed first."""
         if self.runtime is not None:
-            await asyncio.wait_for(self.runtime.run_until_idle(), timeout_s)
+            await asyncio.wait_for(self.runtime.run_until_idle(progress), timeout_s)
             return True
         if not self.is_kafka:
             return True

@@ -37,8 +37,12 @@ Preview = Annotated[bool, typer.Option("--preview", help="Show what would change
 
 
 async def _applied(deployment: Deployment, request: Request, what: str) -> str:
-    """Wait for the writer to apply a request; fail with its reason when it was refused."""
-    if not await deployment.settle():
+    """Wait for the writer to apply a request (what follows from it, e.g. an erasure's re-derivations, with a
+    progress bar); fail with its reason when it was refused."""
+    with PipelineProgress(what, 1) as progress:
+        progress("published", 1)
+        settled = await deployment.settle(progress=progress)
+    if not settled:
         return f"{what}: queued on {deployment.settings.bus}; the workers have not applied it yet"
     outcome = deployment.app.admin.outcome(request)
     if outcome.status == "rejected":
@@ -81,8 +85,10 @@ def _maintenance(data_dir: Path, broker: str | None, preview: bool, which: str, 
             admin = deployment.app.admin
             if preview:
                 return admin.retention_candidates(now) if which == "retention" else admin.compaction_candidates(now)
-            n = await (admin.retention(now) if which == "retention" else admin.compaction(now))
-            await deployment.settle()
+            with PipelineProgress("requests", None) as progress:
+                n = await (admin.retention(now) if which == "retention" else admin.compaction(now))
+                progress("events", n)  # all published: the total is known
+                await deployment.settle(progress=progress)
             return n
 
     return run(go())
@@ -117,8 +123,10 @@ def sweep(data_dir: DataDir = DEFAULT_DATA_DIR, broker: BrokerOpt = None) -> Non
 
     async def go() -> int:
         async with deployment_for(data_dir, broker) as deployment:
-            n = await deployment.app.admin.sweep(limit=100_000)
-            await deployment.settle()
+            with PipelineProgress("verifications", None) as progress:
+                n = await deployment.app.admin.sweep(limit=100_000)
+                progress("events", n)  # all published: the total is known
+                await deployment.settle(progress=progress)
             return n
 
     console.print(f"verified {run(go())} memories")
