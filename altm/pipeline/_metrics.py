@@ -23,6 +23,10 @@ FRESHNESS_SECONDS = Histogram(
     "altm_freshness_seconds", "From the source turn's publication to a stage finishing a record of it: the writer "
     "storing it (word-searchable, or derived), the embed stage indexing it (vector-searchable)", ["stage", "layer"],
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0))
+WRITER_REFUSALS = Counter(
+    "altm_writer_refusals", "Proposals the writer rejected or deferred, by op, status and the class of the reason: "
+    "unknown_target, foreign_scope, conflict, invalid, missing_evidence, guard (the write guard refused it), "
+    "wrong_route, internal_error, guard_unavailable (deferred)", ["op", "status", "reason"])
 DEAD_LETTERS = Counter(
     "altm_dead_letters", "Records dead-lettered, by stage and reason: undecodable, wrong_key (the record key is not "
     "the event's scope home), processing_error, internal_error (a processor bug), malformed_proposal (writer), "

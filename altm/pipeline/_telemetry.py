@@ -22,6 +22,7 @@ from altm.pipeline._metrics import (
     STAGE_RECORDS,
     TRACER,
     WRITER_PROPOSALS,
+    WRITER_REFUSALS,
     WRITER_TRANSACTIONS,
 )
 from altm.pipeline.writer import WriteOutcome
@@ -91,7 +92,10 @@ def observe_writer(records: Sequence[Record], outcomes: Sequence[WriteOutcome], 
             DEAD_LETTERS.labels(stage="writer", reason="malformed_proposal").inc(len(outcome.dead_letters))
         elif outcome.changes:
             change = outcome.changes[0]
-            WRITER_PROPOSALS.labels(op=change.op.value if change.op else "unknown", status=change.status.value).inc()
+            op = change.op.value if change.op else "unknown"
+            WRITER_PROPOSALS.labels(op=op, status=change.status.value).inc()
+            if outcome.refusal is not None:
+                WRITER_REFUSALS.labels(op=op, status=change.status.value, reason=outcome.refusal).inc()
         elif outcome.skipped:
             WRITER_PROPOSALS.labels(op="any", status="skipped").inc()
 

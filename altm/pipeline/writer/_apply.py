@@ -54,6 +54,7 @@ class WriteOutcome:
     changes: list[ChangeEvent] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     deferred_reason: str | None = None  # set when the proposal must be retried later
+    refusal: str | None = None  # the class of a rejection's or deferral's reason (a bounded metric label)
     erased: EraseProposal | None = None  # an erasure this proposal applied (its data keys are destroyed)
 
 
@@ -161,17 +162,17 @@ class Writer:
             log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
                       record.offset, exc)
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.DEFERRED, reason=str(exc))],
-                                deferred_reason=str(exc))
+                                deferred_reason=str(exc), refusal="guard_unavailable")
         except Erased as exc:  # void: nothing to do, nothing to review
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED, reason=str(exc))])
         except Rejection as exc:
-            return _rejected(tx, event, record, str(exc), ctx.now)
+            return _rejected(tx, event, record, str(exc), ctx.now, exc.code)
         except StoreUnavailable:
             raise  # not the proposal's fault: nothing is committed, the record is applied again later
         except Exception as exc:  # no proposal may stop the partition: refused, loudly, with the reason
             log.exception("the writer could not apply %s[%d]@%d", record.topic, record.partition, record.offset)
             return _rejected(tx, event, record, f"the proposal could not be applied: {type(exc).__name__}: {exc}",
-                             ctx.now)
+                             ctx.now, "internal_error")
         erased = event if isinstance(event, EraseProposal) and applied.status is ChangeStatus.COMMITTED else None
         return WriteOutcome(changes=_changes(event, record, applied), erased=erased)
 
@@ -203,13 +204,13 @@ class Writer:
         return self.keys.destroy_retired(self.settings.retired_key_grace_s)
 
 
-def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str) -> WriteOutcome:
+def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str, code: str) -> WriteOutcome:
     """A refused proposal: a rejections row (for review) and a ``rejected`` change with the reason."""
     tx.add_rejection(
         at=now, proposal_id=p.event_id, memory_id=p.target_id, reason=reason,
         source=(record.topic, record.partition, record.offset), payload=original_text(record.value[:_PAYLOAD_KEEP]),
     )
-    return WriteOutcome(changes=[_change(p, record, ChangeStatus.REJECTED, reason=reason)])
+    return WriteOutcome(changes=[_change(p, record, ChangeStatus.REJECTED, reason=reason)], refusal=code)
 
 
 def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutcome:
@@ -232,18 +233,19 @@ def _check_route(p: ProposalEvent, record: Record, partitions: int) -> None:
     if record.key != home:
         raise Rejection(
             f"scope home {home!r} does not match the record key {record.key!r}: a proposal must be "
-            "keyed by its own scope home"
+            "keyed by its own scope home", code="wrong_route"
         )
     expected = partition_for(home, partitions)
     if expected != record.partition:
         raise Rejection(
             f"scope home {home!r} belongs to partition {expected}, but the proposal arrived on "
-            f"partition {record.partition}"
+            f"partition {record.partition}", code="wrong_route"
         )
     match p:
         case UpsertMemoryProposal(memory=payload) | UpsertNodeProposal(node=payload) | UpsertEdgeProposal(
                 edge=payload) if payload.scope.home != home:
-            raise Rejection(f"payload scope home {payload.scope.home!r} differs from the proposal's {home!r}")
+            raise Rejection(f"payload scope home {payload.scope.home!r} differs from the proposal's {home!r}",
+                            code="wrong_route")
 
 
 def _changes(p: Proposal, record: Record, applied: Applied) -> list[ChangeEvent]:

@@ -13,9 +13,9 @@ from prometheus_client import REGISTRY
 from altm.app.ingest import ingest_file
 from altm.core.settings import Settings
 from altm.models import LLMSettings, ModelTask
-from tests.support.memories import running
+from tests.support.memories import embedded, running, runtime_of
 from tests.support.openai_double import openai_double
-from tests.support.turns import make_turn
+from tests.support.turns import SCOPE, make_turn
 
 
 def _value(name: str, **labels: str) -> float:
@@ -87,3 +87,19 @@ async def test_model_calls_tokens_cost_and_cache_hits_per_task(settings: Setting
     assert _value("altm_model_tokens_total", task=task, direction="prompt") - tokens_before == 50  # the double's usage
     # 50 prompt tokens at $2/1k + 50 completion tokens at $4/1k
     assert abs(_value("altm_model_cost_usd_total", task=task) - cost_before - 0.3) < 1e-9
+
+
+async def test_refused_proposals_are_counted_by_the_class_of_their_reason(settings: Settings) -> None:
+    def refusals(op: str, reason: str) -> float:
+        return REGISTRY.get_sample_value("altm_writer_refusals_total",
+                                         {"op": op, "status": "rejected", "reason": reason}) or 0.0
+
+    before = {op: refusals(op, "unknown_target") for op in ("review", "rollback")}
+    async with embedded(settings.model_copy(update={"embedder": "none"})) as d:
+        rt = runtime_of(d)
+        await rt.publish([make_turn(1, "We decided to never store secrets in the repo.", session="s1")])
+        await d.app.review_decide(SCOPE, "act_" + "0" * 32, "approve")  # no such held action
+        await d.app.rollback(SCOPE, "prop_" + "0" * 32)  # no such decision
+        await rt.run_until_idle()
+    for op in ("review", "rollback"):
+        assert refusals(op, "unknown_target") - before[op] == 1, op

@@ -17,7 +17,13 @@ Row = dict[str, Any]
 
 
 class Rejection(Exception):
-    """Raised inside an op: the proposal is refused with this reason (nothing it did is kept)."""
+    """Raised inside an op: the proposal is refused with this reason (nothing it did is kept). ``code`` is a
+    bounded class of the reason, for metrics: unknown_target, foreign_scope, conflict, invalid, missing_evidence,
+    guard, wrong_route."""
+
+    def __init__(self, message: str, *, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class Erased(Exception):
@@ -57,8 +63,9 @@ def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow
     if row is None and tx.tombstone_of_memory(p.scope, memory_id) is not None:
         raise Erased(f"{what} {memory_id} was erased")
     if row is None:
-        raise Rejection(f"{what} {memory_id} is not in this shard")
+        raise Rejection(f"{what} {memory_id} is not in this shard", code="unknown_target")
     home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
     if home != p.scope.home:
-        raise Rejection(f"{what} {memory_id} belongs to scope home {home!r}, not {p.scope.home!r}")
+        raise Rejection(f"{what} {memory_id} belongs to scope home {home!r}, not {p.scope.home!r}",
+                        code="foreign_scope")
     return row

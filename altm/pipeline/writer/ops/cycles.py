@@ -11,7 +11,8 @@ def record_cycle(tx: ShardTx, p: RecordCycleProposal, ctx: OpContext) -> Applied
     """Store a runtime cycle's state. A cycle only moves forward: prepared → committed or aborted."""
     cycle = p.cycle
     if cycle.scope.home != p.scope.home:
-        raise Rejection(f"cycle {cycle.cycle_id} belongs to {cycle.scope.home!r}, not {p.scope.home!r}")
+        raise Rejection(f"cycle {cycle.cycle_id} belongs to {cycle.scope.home!r}, not {p.scope.home!r}",
+                        code="foreign_scope")
     scope = cycle.scope
     row = {
         "cycle_id": cycle.cycle_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
@@ -27,6 +28,7 @@ def record_cycle(tx: ShardTx, p: RecordCycleProposal, ctx: OpContext) -> Applied
         if old["state"] == row["state"] or row["state"] == "prepared":
             return Applied(ChangeStatus.UNCHANGED)  # a retry, or a prepare replayed after its close
         if old["state"] != "prepared":
-            raise Rejection(f"cycle {cycle.cycle_id} is already {old['state']}; it cannot become {row['state']}")
+            raise Rejection(f"cycle {cycle.cycle_id} is already {old['state']}; it cannot become {row['state']}",
+                            code="conflict")
     tx.put_cycle(row, old, at=ctx.now, proposal_id=p.event_id, actor="protocol")
     return Applied(ChangeStatus.COMMITTED)

@@ -17,7 +17,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "") is not None:
         raise Erased(f"memory {erasure.memory_id} was erased already")
     if erasure.target == "memory" and not seeds:
-        raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}")
+        raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
     doomed = _with_derivatives(tx, seeds)
     successors: dict[str, MemoryRow] = {}
     for mid in sorted(doomed):

@@ -35,7 +35,7 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     if old["superseded_by"] == supersession.new_id:
         return Applied(ChangeStatus.UNCHANGED)
     if old["superseded_by"] is not None:
-        raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}")
+        raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}", code="conflict")
     closed: MemoryRow = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
               "valid_to": newer["valid_from"] or old["valid_to"]}
     tx.update_memory(old, closed, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
@@ -56,7 +56,7 @@ def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     if duplicate["superseded_by"] == pair.canonical_id:
         return Applied(ChangeStatus.UNCHANGED)
     if canonical["content_hash"] != duplicate["content_hash"] or canonical["kind"] != duplicate["kind"]:
-        raise Rejection("only exact duplicates (same kind and content hash) are merged without review")
+        raise Rejection("only exact duplicates (same kind and content hash) are merged without review", code="invalid")
     evidence = sorted(set(orjson.loads(canonical["evidence"])) | set(orjson.loads(duplicate["evidence"])))
     merged: MemoryRow = {**canonical, "evidence": as_json(evidence)}
     if merged != canonical:
@@ -122,12 +122,12 @@ def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     action = tx.held_action(decision.item_id)
     if action is None or (action["tenant_id"], action["workspace_id"], action["user_id"]) != (
             p.scope.tenant_id, p.scope.workspace_id, p.scope.user_id):
-        raise Rejection(f"no held action {decision.item_id} in scope {p.scope.home}")
+        raise Rejection(f"no held action {decision.item_id} in scope {p.scope.home}", code="unknown_target")
     status = "approved" if decision.decision == "approve" else "rejected"
     if action["status"] != "pending":
         if action["status"] == status:
             return Applied(ChangeStatus.UNCHANGED)
-        raise Rejection(f"held action {decision.item_id} was already {action['status']}")
+        raise Rejection(f"held action {decision.item_id} was already {action['status']}", code="conflict")
     if decision.decision == "approve" and action["action"] == "supersede":
         old_id, new_id = orjson.loads(action["target_ids"])
         approved = SupersedeProposal(
@@ -143,7 +143,7 @@ def _review_rejection(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, 
     """A rejected proposal, re-reviewed: approved or dismissed (the proposal itself is not replayed)."""
     row = tx.rejection(int(decision.item_id.removeprefix("rej_")))
     if row is None or not _payload_in_home(row["payload"], p.scope.home):
-        raise Rejection(f"no rejection {decision.item_id} in scope {p.scope.home}")
+        raise Rejection(f"no rejection {decision.item_id} in scope {p.scope.home}", code="unknown_target")
     status = "dismissed" if decision.decision == "reject" else "approved"
     tx.mark_rejection(row, status, at=ctx.now, proposal_id=p.event_id, actor="review")
     return Applied(ChangeStatus.COMMITTED)
@@ -163,12 +163,13 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     undo, scope = p.rollback, p.scope
     steps = tx.decision_steps(undo.decision_id, scope)
     if not steps:
-        raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home}")
+        raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home}", code="unknown_target")
     if any(step == "rolled_back" for _, step in steps):
         return Applied(ChangeStatus.UNCHANGED)
     audits = tx.decision_audit(undo.decision_id)
     if any(a.redacted for a in audits):
-        raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone")
+        raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone",
+                        code="conflict")
     restored: list[MemoryUnit] = []
     removed: list[str] = []
     for a in audits:

@@ -36,7 +36,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
         if mem.layer is Layer.L0:
             raise Rejection(
                 f"L0 is append-only: {mem.memory_id} (source {mem.source_id!r}) is already stored with "
-                "different content"
+                "different content", code="conflict"
             )
         tx.update_memory(old_row, new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
@@ -45,19 +45,20 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
 def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> None:
     """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard."""
     if error := content_over_limit(mem.content, ctx.settings.max_content_bytes):
-        raise Rejection(error)
+        raise Rejection(error, code="invalid")
     if mem.content_hash != content_hash(mem.content):
-        raise Rejection("content_hash does not match the content")
+        raise Rejection("content_hash does not match the content", code="invalid")
     if mem.layer is Layer.L0 and mem.evidence:
-        raise Rejection("an L0 message is raw input and cannot cite evidence")
+        raise Rejection("an L0 message is raw input and cannot cite evidence", code="invalid")
     if mem.layer is not Layer.L0 and not mem.evidence:
-        raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0")
+        raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0", code="invalid")
     for ev in mem.evidence:
         if tx.memory_row(ev) is None:
-            raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)")
+            raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)",
+                            code="missing_evidence")
     verdict = ctx.guard.check(tx, mem)
     if verdict is not None:
-        raise Rejection(f"write guard: {verdict.reason}")
+        raise Rejection(f"write guard: {verdict.reason}", code="guard")
 
 
 def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
