@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +11,10 @@ import orjson
 
 from altm.bus import BusError
 from altm.bus.embedded import default_log_path, log_topics
-from altm.store import DataDirError, freshness_seconds, shard_counts, shard_files, state_rows
+from altm.store import DataDirError, freshness_seconds, shard_counts, shard_files, source_times, state_rows
 
-__all__ = ["DataDirError", "collect_stats", "partitions_of", "state_hash"]
+__all__ = ["DataDirError", "collect_stats", "figures", "freshness", "partitions_of", "percentile", "state_hash",
+           "vector_freshness"]
 
 
 def partitions_of(data_dir: Path, prefix: str) -> tuple[int, dict[str, int]]:
@@ -41,15 +42,24 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def figures(seconds: Sequence[float]) -> dict[str, float | int]:
+    return {"count": len(seconds), "p50_s": round(percentile(seconds, 0.5), 3),
+            "p95_s": round(percentile(seconds, 0.95), 3)}
+
+
 def freshness(data_dir: Path) -> dict[str, dict[str, float | int]]:
     """p50/p95 per layer of the seconds from a turn's publication to the writer storing what comes from it:
-    word-searchable for L0, derived for L1-L4 (vector-searchable: ``altm_freshness_seconds{stage="embed"}``)."""
-    out: dict[str, dict[str, float | int]] = {}
-    for layer, seconds in freshness_seconds(data_dir).items():
-        if seconds:
-            out[layer] = {"count": len(seconds), "p50_s": round(percentile(seconds, 0.5), 3),
-                          "p95_s": round(percentile(seconds, 0.95), 3)}
-    return out
+    word-searchable for L0, derived for L1-L4 (vector-searchable: :func:`vector_freshness`)."""
+    return {layer: figures(seconds) for layer, seconds in freshness_seconds(data_dir).items() if seconds}
+
+
+def vector_freshness(data_dir: Path, indexed_ms: Mapping[str, object]) -> dict[str, float | int] | None:
+    """p50/p95 of the seconds from a turn's publication to its L0 memory's point in the vector index
+    (``indexed_ms`` of the points: memory id → when the embed stage indexed it); None without such points."""
+    published = source_times(data_dir, "L0")
+    seconds = [max(0.0, (int(at) - published[m]) / 1000) for m, at in indexed_ms.items()
+               if m in published and isinstance(at, int | float)]
+    return figures(seconds) if seconds else None
 
 
 def collect_stats(data_dir: Path, prefix: str = "altm.") -> dict[str, Any]:

@@ -3,6 +3,7 @@ process, or a Kafka deployment's retrieval service)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import sys
@@ -10,11 +11,12 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from altm.app import ScopeDenied
+from altm.app import NotFound, ScopeDenied
 from altm.app.stats import collect_stats
 from altm.core import Settings
 from altm.interfaces.http import ApiKey, KeyStore, create_app
 from altm.interfaces.mcp import Profile, build_server
+from altm.store import DataDirError, ShardError
 from altm.wiring import Deployment, configure_tracing, open_deployment, record_deployment, resolve
 
 log = logging.getLogger("altm.serve")
@@ -31,7 +33,10 @@ def _stats_for(settings: Settings) -> Callable[[], Awaitable[dict[str, Any]]] | 
         return None  # a Kafka deployment's data dir has no embedded log to count
 
     async def stats() -> dict[str, Any]:
-        return collect_stats(Path(settings.data_dir), settings.topic_prefix)
+        try:  # it reads every shard: off the event loop that runs the pipeline
+            return await asyncio.to_thread(collect_stats, Path(settings.data_dir), settings.topic_prefix)
+        except (DataDirError, ShardError) as exc:
+            raise NotFound(f"stats are not available yet: {exc}") from None
 
     return stats
 

@@ -20,6 +20,7 @@ from altm.bus import (
     OutgoingRecord,
     Record,
     dead_letter_record,
+    pack_headers,
     source_header,
     source_ms,
     unpack_headers,
@@ -39,7 +40,6 @@ from altm.core import (
     topic_name,
 )
 from altm.pipeline._telemetry import (
-    dead_lettered,
     end_record_spans,
     observe_stage,
     observe_writer,
@@ -66,6 +66,7 @@ class StageResult:
     outgoing: list[OutgoingRecord] = field(default_factory=list)
     deferred: list[tuple[Record, str]] = field(default_factory=list)
     finished: list[tuple[str, int]] = field(default_factory=list)  # (layer, source turn's publish ms) per input
+    dead_reasons: list[str] = field(default_factory=list)  # the class of each dead letter's reason (a metric label)
 
 
 def _layer_of(event: Event) -> str:
@@ -90,19 +91,20 @@ def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources
             for p in proposals]
 
 
-def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | OutgoingRecord:
+def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | tuple[OutgoingRecord, str]:
+    """The record's event, or a dead letter for it with the class of the reason."""
     try:
         event = decode_event(record.value)
     except DecodeError as exc:
-        dead_lettered(processor.name, "undecodable")
-        return dead_letter_record(ctx.settings, record, stage=processor.name, error=str(exc), original=record.value)
+        return (dead_letter_record(ctx.settings, record, stage=processor.name, error=str(exc), original=record.value),
+                "undecodable")
     if record.key != event.key:
         error = (
             f"scope home {event.key!r} does not match the record key {record.key!r}: every topic is keyed "
             "by the scope home tenant/workspace/user"
         )
-        dead_lettered(processor.name, "wrong_key")
-        return dead_letter_record(ctx.settings, record, stage=processor.name, error=error, original=record.value)
+        return (dead_letter_record(ctx.settings, record, stage=processor.name, error=error, original=record.value),
+                "wrong_key")
     return event
 
 
@@ -115,7 +117,7 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         result.deferred.append((record, str(exc)))
         return
     except ProcessingError as exc:
-        dead_lettered(processor.name, "processing_error")
+        result.dead_reasons.append("processing_error")
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=str(exc), original=record.value))
         return
@@ -123,7 +125,7 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         log.exception("processor %s failed on %s[%d]@%d", processor.name, record.topic, record.partition,
                       record.offset)
         error = f"internal error in {processor.name}: {type(exc).__name__}: {exc}"
-        dead_lettered(processor.name, "internal_error")
+        result.dead_reasons.append("internal_error")
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
         return
@@ -140,8 +142,9 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
         if is_shredded(rec):  # erased: its data key is destroyed; skipped without a dead letter
             continue
         ev = _decode(processor, rec, ctx)
-        if isinstance(ev, OutgoingRecord):
-            result.outgoing.append(ev)
+        if isinstance(ev, tuple):
+            result.outgoing.append(ev[0])
+            result.dead_reasons.append(ev[1])
         else:
             decoded.append((rec, ev))
     if not decoded:
@@ -181,11 +184,14 @@ def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
 
 
 def _defer(work: DeferredWork, stage: str, record: Record, reason: str) -> None:
-    work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason)
+    work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason,
+             headers=pack_headers(record.headers), timestamp_ms=record.timestamp_ms)
 
 
 def _record(item: WorkItem) -> Record:
-    return Record(item.topic, item.partition, item.offset, item.key, item.value, timestamp_ms=item.timestamp_ms)
+    """A deferred record as it was read: its headers (source turn's publish time, trace) and timestamp too."""
+    return Record(item.topic, item.partition, item.offset, item.key, item.value, timestamp_ms=item.timestamp_ms,
+                  headers=unpack_headers(item.headers))
 
 
 class StageDriver:
@@ -210,8 +216,8 @@ class StageDriver:
         for rec, reason in result.deferred:
             _defer(self.work, self.name, rec, reason)
         await self.publish(result.outgoing)
-        observe_stage(self.name, records, result.outgoing, len(result.deferred), result.finished,
-                      time.perf_counter() - start)
+        observe_stage(self.name, records, result.outgoing, len(result.deferred), result.finished, result.dead_reasons,
+                      time.perf_counter() - start)  # once published: a batch that is handled again counts once
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
@@ -219,11 +225,14 @@ class StageDriver:
         done = 0
         for item in self.work.due(self.name, partitions):
             rec = _record(item)
+            start = time.perf_counter()
             result = await run_records(self.processor, [rec], self.ctx)
             if result.deferred:
                 _defer(self.work, self.name, rec, result.deferred[0][1])
                 continue
             await self.publish(result.outgoing)
+            observe_stage(self.name, [rec], result.outgoing, 0, result.finished, result.dead_reasons,
+                          time.perf_counter() - start)
             self.work.done(item)
             done += 1
         return done
@@ -305,21 +314,26 @@ class WriterDriver:
             outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
                                                on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
         except BaseException:
-            writer_transactions("failed")
+            writer_transactions("failed")  # this batch's: its partitions before the failing one did commit
             raise
         finally:
             end_record_spans(spans)
-        writer_transactions("committed", len(touched))
+        # a partition whose records were all applied before opens no transaction (a redelivery, a retried batch)
+        writer_transactions("committed", len({r.partition for r, o in zip(records, outcomes, strict=True)
+                                              if not o.skipped}))
+        observe_writer(records, outcomes, time.perf_counter() - start)  # what was committed, published or not
         for partition in touched:
             await self.flush(partition)
-        observe_writer(records, outcomes, time.perf_counter() - start)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
         self.writer.destroy_retired_keys()  # derived-record keys retired by an erasure, after their grace
         done = 0
         for item in self.work.due(self.name, partitions):
+            start = time.perf_counter()
             outcome = self.writer.apply(_record(item), self.writer.partitions, retry=True)
+            writer_transactions("committed")
+            observe_writer([_record(item)], [outcome], time.perf_counter() - start)
             if outcome.deferred_reason is not None:
                 _defer(self.work, self.name, _record(item), outcome.deferred_reason)
                 continue
@@ -333,13 +347,15 @@ class WriterDriver:
         lock = self._locks.setdefault(partition, asyncio.Lock())
         async with lock:
             shard = self.writer.shards.get(partition)
-            outbox_depth(partition, shard.outbox_depth())  # what stays there while the bus is unreachable
+            depth = shard.outbox_depth()
+            outbox_depth(partition, depth)  # what stays there while the bus is unreachable
             while pending := shard.pending_outbox():
                 await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
                                                    headers=unpack_headers(headers))
                                     for _, topic, key, value, headers in pending])
                 shard.mark_published(pending[-1][0])
-            outbox_depth(partition, 0)
+                depth = max(0, depth - len(pending))
+                outbox_depth(partition, depth)
 
     def outbox_topic(self, stored: str) -> str:
         """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind

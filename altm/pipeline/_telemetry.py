@@ -57,7 +57,7 @@ def topic_kind(topic: str) -> str:
 
 
 def observe_stage(stage: str, records: Sequence[Record], outgoing: Sequence[OutgoingRecord], deferred: int,
-                  finished: Sequence[tuple[str, int]], seconds: float) -> None:
+                  finished: Sequence[tuple[str, int]], dead_reasons: Sequence[str], seconds: float) -> None:
     """One batch of a stage: records in by outcome, outputs by topic, time, and freshness per finished input."""
     STAGE_BATCH_SECONDS.labels(stage=stage).observe(seconds)
     now_ms = time.time() * 1000
@@ -75,6 +75,8 @@ def observe_stage(stage: str, records: Sequence[Record], outgoing: Sequence[Outg
     dead = sum(1 for rec in outgoing if topic_kind(rec.topic) == Topic.DLQ.value)
     if dead:
         STAGE_RECORDS.labels(stage=stage, outcome="dead_lettered").inc(dead)
+    for reason in dead_reasons:
+        DEAD_LETTERS.labels(stage=stage, reason=reason).inc()
 
 
 def observe_writer(records: Sequence[Record], outcomes: Sequence[WriteOutcome], seconds: float) -> None:
@@ -113,6 +115,15 @@ def outbox_depth(partition: int, depth: int) -> None:
     OUTBOX_RECORDS.labels(partition=str(partition)).set(depth)
 
 
+_LAG_SERIES: dict[str, set[tuple[str, str]]] = {}
+
+
 def consumer_lag(consumer: str, lags: Mapping[TopicPartition, int]) -> None:
+    """Set ``consumer``'s lag gauges to ``lags``; the series of partitions no longer in it (revoked by a
+    rebalance) are removed, so a sum over workers never counts a partition twice."""
+    now = {(topic_kind(tp.topic), str(tp.partition)) for tp in lags}
+    for topic, partition in _LAG_SERIES.get(consumer, set()) - now:
+        CONSUMER_LAG.remove(consumer, topic, partition)
+    _LAG_SERIES[consumer] = now
     for tp, lag in lags.items():
         CONSUMER_LAG.labels(consumer=consumer, topic=topic_kind(tp.topic), partition=str(tp.partition)).set(lag)

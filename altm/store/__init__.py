@@ -38,6 +38,7 @@ from altm.store._stats import (
     freshness_seconds,
     llm_cache_rows,
     shard_counts,
+    source_times,
     state_rows,
 )
 from altm.store._work import DeferredWork, WorkItem
@@ -85,5 +86,6 @@ __all__ = [
     "shard_counts",
     "shard_files",
     "shard_path",
+    "source_times",
     "state_rows",
 ]

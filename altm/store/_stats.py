@@ -111,6 +111,21 @@ def freshness_seconds(data_dir: Path, per_layer: int = FRESHNESS_SAMPLE) -> dict
     return out
 
 
+def source_times(data_dir: Path, layer: str = "L0", limit: int = FRESHNESS_SAMPLE) -> dict[str, int]:
+    """Memory id → the publish time of its source turn (ms), for the most recently stored memories of ``layer``
+    (per shard) that know it: joined with the vector index's ``indexed_ms``, the delay to vector-searchable."""
+    out: dict[str, int] = {}
+    for partition, path in shard_files(data_dir):
+        shard = Shard(path, partition, read_only=True).open()
+        try:
+            out.update((str(m), int(s)) for m, s in shard._db.execute(
+                "SELECT memory_id, source_ms FROM memories WHERE layer = ? AND source_ms IS NOT NULL "
+                "ORDER BY recorded_at DESC LIMIT ?", (layer, limit)))
+        finally:
+            shard.close()
+    return out
+
+
 def count_layer(data_dir: Path, layer: str = "L0") -> int:
     """Memories of one layer across the shards; shards still being created count as empty (for waiting)."""
     total = 0

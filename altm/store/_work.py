@@ -28,6 +28,7 @@ class WorkItem:
     key: str | None
     value: bytes
     timestamp_ms: int = 0
+    headers: bytes | None = None  # packed (the bus's pack_headers), as the record carried them
 
 
 class DeferredWork:
@@ -42,7 +43,7 @@ class DeferredWork:
                          self.settings.defer_max_backoff_s))
 
     def add(self, stage: str, topic: str, partition: int, offset: int, key: str | None, value: bytes,
-            reason: str) -> None:
+            reason: str, *, headers: bytes | None = None, timestamp_ms: int = 0) -> None:
         work_id = derive_id("work", stage, topic, str(partition), str(offset))
         conn = self.shards.get(partition)._db
         row = conn.execute("SELECT attempts FROM deferred_work WHERE work_id=?", (work_id,)).fetchone()
@@ -51,11 +52,11 @@ class DeferredWork:
                     reason)
         conn.execute(
             "INSERT INTO deferred_work (work_id, processor, topic, partition, offset, key, value, reason, "
-            "attempts, next_attempt_at, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+            "attempts, next_attempt_at, recorded_at, headers, timestamp_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(work_id) DO UPDATE SET reason=excluded.reason, attempts=excluded.attempts, "
             "next_attempt_at=excluded.next_attempt_at",
             (work_id, stage, topic, partition, offset, key, value, reason, attempts,
-             time.time() + self._backoff(attempts), datetime.now(UTC).isoformat()),
+             time.time() + self._backoff(attempts), datetime.now(UTC).isoformat(), headers, timestamp_ms),
         )
 
     def due(self, stage: str, partitions: set[int] | None = None, limit: int = 100) -> list[WorkItem]:
@@ -66,11 +67,12 @@ class DeferredWork:
             if partitions is not None and shard.partition not in partitions:
                 continue
             for r in shard._db.execute(
-                "SELECT work_id, topic, partition, offset, key, value FROM deferred_work "
+                "SELECT work_id, topic, partition, offset, key, value, timestamp_ms, headers FROM deferred_work "
                 "WHERE processor=? AND next_attempt_at<=? ORDER BY partition, offset LIMIT ?",
                 (stage, now, limit),
             ):
-                out.append(WorkItem(str(r[0]), stage, r[1], int(r[2]), int(r[3]), r[4], bytes(r[5])))
+                out.append(WorkItem(str(r[0]), stage, r[1], int(r[2]), int(r[3]), r[4], bytes(r[5]), int(r[6] or 0),
+                                    bytes(r[7]) if r[7] is not None else None))
         return out
 
     def done(self, item: WorkItem) -> None:

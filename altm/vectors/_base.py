@@ -83,6 +83,10 @@ class VectorIndex(ABC):
     def ids(self) -> list[str]:
         """Every memory id with a point, sorted (state hashes cover the index; tests find orphans)."""
 
+    @abstractmethod
+    def payload_field(self, name: str) -> dict[str, Any]:
+        """Memory id → one payload field of its point (None where it has none), for every point."""
+
     def flush(self) -> None:
         """Make every write so far durable (the embed stage calls it before its offsets are committed)."""
         return None

@@ -146,13 +146,18 @@ class EdgeVectorIndex(VectorIndex):
                 for h in hits]
 
     def ids(self) -> list[str]:
-        out: list[str] = []
+        return sorted(self.payload_field("memory_id"))
+
+    def payload_field(self, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         offset = None
         while True:
             points, offset = self.engine.scroll(q.ScrollRequest(limit=1000, offset=offset, with_payload=True))
-            out += [str((p.payload or {})["memory_id"]) for p in points]
+            for p in points:
+                payload = p.payload or {}
+                out[str(payload["memory_id"])] = payload.get(name)
             if offset is None:
-                return sorted(out)
+                return out
 
     def count(self, flt: VectorFilter | None = None) -> int:
         return int(self.engine.count(q.CountRequest(exact=True, filter=edge_filter(flt) if flt else None)))

@@ -74,13 +74,18 @@ class QdrantServerIndex(VectorIndex):
         ])
 
     def ids(self) -> list[str]:
-        out: list[str] = []
+        return sorted(self.payload_field("memory_id"))
+
+    def payload_field(self, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         offset: Any = None
         while True:
             points, offset = self.client.scroll(self.collection, limit=1000, offset=offset, with_payload=True)
-            out += [str((p.payload or {})["memory_id"]) for p in points]
+            for p in points:
+                payload = p.payload or {}
+                out[str(payload["memory_id"])] = payload.get(name)
             if offset is None:
-                return sorted(out)
+                return out
 
     def delete(self, memory_ids: Sequence[str]) -> None:
         if memory_ids:

@@ -12,6 +12,7 @@ Every CLI, HTTP and MCP entry point opens its deployment through :func:`open_dep
 from pathlib import Path
 
 from altm.app.stats import state_hash as _hash
+from altm.app.stats import vector_freshness as stats_vector_freshness
 from altm.core import Settings
 from altm.store import DataDirError
 from altm.vectors import VectorIndexBusy
@@ -34,6 +35,23 @@ from altm.wiring._adapters import (
 from altm.wiring._deployment import Deployment, ReadOnlyError, open_deployment, open_embedded, open_read_only
 from altm.wiring._replay import copy_llm_cache, replay_into
 from altm.wiring._worker import prepare_kafka, run_worker
+
+
+def vector_freshness(data_dir: Path, settings: Settings | None = None) -> dict[str, float | int] | None:
+    """L0 turns' delay to vector-searchable (p50/p95), from the index's ``indexed_ms`` and the shards' source
+    times; None without an embedder or points that know it. Raises :class:`DataDirError` while another process
+    holds the embedded index."""
+    resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
+    try:
+        vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
+    except VectorIndexBusy as exc:
+        raise DataDirError(f"{exc}; vector freshness reads the index: stop that process first") from None
+    if vectors is None:
+        return None
+    try:
+        return stats_vector_freshness(data_dir, vectors.payload_field("indexed_ms"))
+    finally:
+        vectors.close()
 
 
 def state_hash(data_dir: Path, settings: Settings | None = None) -> str:
@@ -75,4 +93,5 @@ __all__ = [
     "resolve",
     "run_worker",
     "state_hash",
+    "vector_freshness",
 ]

@@ -142,7 +142,7 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
         assert _sample(exposition, 'altm_writer_proposals_total{op="upsert_memory",status="committed"}') >= 29
         assert "altm_stage_batch_seconds_bucket" in exposition
         assert _sample(exposition, 'altm_writer_transactions_total{outcome="committed"}') >= 1
-        lag_series = 'altm_consumer_lag_records{consumer="workers",partition="0",topic="proposals"}'
+        lag_series = 'altm_consumer_lag_records{consumer="writer",partition="0",topic="proposals"}'
         async with httpx.AsyncClient() as http:  # the worker refreshes its lag gauges every 5 s
             for _ in range(40):
                 exposition = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text

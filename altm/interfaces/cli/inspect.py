@@ -27,7 +27,7 @@ from altm.interfaces.cli._common import (
     settings_for,
 )
 from altm.store import DataDirError, ShardError
-from altm.wiring import open_bus, open_read_only, plain, resolve, state_hash
+from altm.wiring import open_bus, open_read_only, plain, resolve, state_hash, vector_freshness
 
 log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
 
@@ -38,6 +38,10 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, json: Json = False) -> None:
         data = collect_stats(data_dir, settings_for(data_dir).topic_prefix)
     except (DataDirError, ShardError) as exc:
         fail(str(exc))
+    try:
+        data["freshness_vector_l0"] = vector_freshness(data_dir, settings_for(data_dir))
+    except DataDirError as exc:  # the index is held by a running process: the rest of the stats still stand
+        data["freshness_vector_l0"] = {"unavailable": str(exc)}
     if json:
         emit_json(data)
         return
@@ -57,6 +61,10 @@ def stats(data_dir: DataDir = DEFAULT_DATA_DIR, json: Json = False) -> None:
     for layer, f in data["freshness"].items():
         table.add_row(f"freshness {layer} ({what.get(layer, 'derived')}) p50 / p95",
                       f"{f['p50_s']:.2f} s / {f['p95_s']:.2f} s")
+        vector = data["freshness_vector_l0"]
+        if layer == "L0" and vector and "p50_s" in vector:
+            table.add_row("freshness L0 (vector-searchable) p50 / p95",
+                          f"{vector['p50_s']:.2f} s / {vector['p95_s']:.2f} s")
     table.add_row("dead letters", "on the broker" if data["dlq"] is None else str(data["dlq"]))
     table.add_row("rejected proposals", str(data["rejected"]))
     console.print(table)

@@ -6,6 +6,7 @@ Embedding is batched over a poll batch. The vectors are a derived store: this pr
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +17,11 @@ from altm.pipeline.processors._base import Processor, ProcessorContext, committe
 from altm.vectors import VectorIndex, VectorPoint
 
 
-def vector_payload(mem: MemoryUnit) -> dict[str, Any]:
+def vector_payload(mem: MemoryUnit, indexed_ms: int | None = None) -> dict[str, Any]:
+    """The filterable fields of a memory's point, and when the embed stage indexed it (``indexed_ms``: the
+    moment it became vector-searchable; freshness, not state — the state hash covers the point ids only)."""
     return {
+        "indexed_ms": indexed_ms if indexed_ms is not None else int(time.time() * 1000),
         "tenant_id": mem.scope.tenant_id,
         "workspace_id": mem.scope.workspace_id,
         "user_id": mem.scope.user_id,
@@ -77,7 +81,8 @@ class EmbedProcessor(Processor):
         if latest:
             mems = list(latest.values())
             vectors = await self.embedding.aembed([embedding_text(m) for m in mems])
-            self.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m))
+            now_ms = int(time.time() * 1000)
+            self.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m, now_ms))
                                  for m, v in zip(mems, vectors, strict=True)])
         if removed or latest:
             self.vectors.flush()  # durable before the stage commits its offsets

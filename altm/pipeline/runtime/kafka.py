@@ -22,6 +22,7 @@ shard transaction and skips anything below it, and changes go through the shard'
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ def _record(message: Any, sealer: Sealer | None) -> Record:
     )
     return sealer.open(record) if sealer is not None else record
 
+log = logging.getLogger("altm.worker")
+
 
 class FaustRuntime:
     """Builds the faust app over drivers; ``altm worker`` (wiring) runs it as a process."""
@@ -68,6 +71,8 @@ class FaustRuntime:
         self.stages = [StageDriver(p, ctx, self.work, self._publish) for p in processors]
         keys = sealer.keys if sealer is not None else None
         self.writer = WriterDriver(Writer(shards, settings, keys), self.work, self._publish, identity)
+        self._handled: dict[str, dict[tuple[str, int], int]] = {}  # stage → (topic, partition) → next to handle
+        self._inputs: dict[str, str] = {}  # stage → its input topic
         self.app = self._build_app()
 
     def _build_app(self) -> faust.App:
@@ -130,11 +135,18 @@ class FaustRuntime:
     def _add_agent(self, app: faust.App, topic: Topic, name: str, driver: StageDriver | WriterDriver) -> None:
         batch, within = self.settings.poll_batch, self.settings.worker_batch_within_s
 
+        handled = self._handled.setdefault(driver.name, {})
+        self._inputs[driver.name] = topic_name(topic, self.settings.topic_prefix)
+
         async def agent(stream: Any) -> AsyncIterator[None]:
             # up to ``poll_batch`` events, or what came within ``within`` seconds: one driver call, outputs sent
             # together, one writer transaction per partition; the events are acknowledged once it returns
             async for events in stream.take_events(batch, within=within):
-                await handle_until_done(driver, [_record(e.message, self.sealer) for e in events])
+                records = [_record(e.message, self.sealer) for e in events]
+                await handle_until_done(driver, records)
+                for rec in records:  # what this stage is done with (the lag gauge; faust may have fetched more)
+                    key = (rec.topic, rec.partition)
+                    handled[key] = max(handled.get(key, 0), rec.offset + 1)
                 yield None
 
         app.agent(self._topic(app, topic), name=name)(agent)
@@ -143,28 +155,45 @@ class FaustRuntime:
         name = topic_name(topic, self.settings.topic_prefix)
         return {tp.partition for tp in self.app.consumer.assignment() if tp.topic == name}
 
+    # The timers below run as faust app tasks: an exception escaping one would crash the worker (faust stops the
+    # app), so a broker outage or a rebalance in the middle of one is logged and the next tick tries again.
+
     async def _retry_deferred(self) -> None:
         """Deferred work of the partitions this worker owns (workers may share a data dir)."""
-        for stage in self.stages:
-            await stage.retry_due(self._owned(stage.processor.input_topic))
-        await self.writer.retry_due(self._owned(Topic.PROPOSALS))
+        try:
+            for stage in self.stages:
+                await stage.retry_due(self._owned(stage.processor.input_topic))
+            await self.writer.retry_due(self._owned(Topic.PROPOSALS))
+        except Exception:
+            log.warning("retrying deferred work failed; the next tick tries again", exc_info=True)
 
     async def _flush_owned(self) -> None:
         """Publish changes committed by an earlier run but not yet delivered, for the partitions whose
         proposals this worker owns (workers may share a data dir; each flushes only its own shards)."""
-        await self.writer.flush_all(self._owned(Topic.PROPOSALS))
+        try:
+            await self.writer.flush_all(self._owned(Topic.PROPOSALS))
+        except Exception:
+            log.warning("flushing the outbox failed (is the broker reachable?); the next tick tries again",
+                        exc_info=True)
 
     async def _observe_lag(self) -> None:
-        """The consumer lag gauges of the partitions this worker is assigned (the broker's high watermark minus
-        this worker's position)."""
-        consumer = self.app.consumer
-        assigned = sorted(consumer.assignment())
-        if not assigned:
-            return
-        ends = await consumer.highwaters(*assigned)
-        lags: dict[TopicPartition, int] = {}
-        for tp in assigned:
-            position = await consumer.position(tp)
-            if position is not None and tp in ends:
-                lags[TopicPartition(tp.topic, tp.partition)] = max(0, int(ends[tp]) - int(position))
-        consumer_lag("workers", lags)
+        """The consumer lag gauges per stage and assigned partition: the broker's high watermark minus what the
+        stage has handled (before it handled anything there: minus the consumer's fetch position)."""
+        try:
+            consumer = self.app.consumer
+            assigned = sorted(consumer.assignment())
+            ends = await consumer.highwaters(*assigned) if assigned else {}
+            for stage, topic in self._inputs.items():
+                handled = self._handled.get(stage, {})
+                lags: dict[TopicPartition, int] = {}
+                for tp in (t for t in assigned if t.topic == topic and t in ends):
+                    done = handled.get((tp.topic, tp.partition))
+                    if done is None:
+                        done = await consumer.position(tp)
+                    if done is not None:
+                        lags[TopicPartition(tp.topic, tp.partition)] = max(0, int(ends[tp]) - int(done))
+                for key in [k for k in handled if TopicPartition(*k) not in lags]:
+                    del handled[key]  # revoked: another worker's now
+                consumer_lag(stage, lags)
+        except Exception:  # a rebalance or an unreachable broker mid-way: the next tick measures again
+            log.debug("measuring consumer lag failed", exc_info=True)

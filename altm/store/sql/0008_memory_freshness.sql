@@ -5,3 +5,7 @@
 -- without the header).
 ALTER TABLE memories ADD COLUMN source_ms INTEGER;
 CREATE INDEX memories_freshness ON memories (layer, recorded_at) WHERE source_ms IS NOT NULL;
+-- Deferred work keeps its record's headers and timestamp, so a retried record keeps its source turn's publish
+-- time (freshness would otherwise leave out exactly the records that waited) and its trace context.
+ALTER TABLE deferred_work ADD COLUMN headers BLOB;
+ALTER TABLE deferred_work ADD COLUMN timestamp_ms INTEGER NOT NULL DEFAULT 0;

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -116,3 +117,24 @@ async def test_remote_embeddings_serve_the_event_loop_and_a_blocking_caller_alik
 def test_a_remote_embedding_model_needs_its_dimensions() -> None:
     with pytest.raises(ValueError, match="DIMENSIONS"):
         OpenAIEmbeddings(LLMSettings(base_url="http://127.0.0.1:9/v1", model="emb"))
+
+
+async def test_model_call_outcomes_are_counted_per_task() -> None:
+    """Issue 16: failed, invalid and over-budget calls are counted apart from answered and cached ones."""
+    from prometheus_client import REGISTRY
+
+    def count(outcome: str) -> float:
+        return REGISTRY.get_sample_value("altm_model_calls_total", {"task": "L2", "outcome": outcome}) or 0.0
+
+    before = {o: count(o) for o in ("ok", "failed", "invalid", "over_budget")}
+    script: Iterator[str | int] = iter([500, "this is not JSON", json.dumps({"value": 7})])
+    with openai_double(lambda body: next(script)) as api:
+        chat = _chat(api.base_url, MemoryLLMCache(), max_retries=0, token_budget=200)
+        for question in ("a", "b"):
+            with pytest.raises(Deferred):
+                await chat.structured(ModelTask.L2, SCOPE, [{"role": "user", "content": question}], Answer)
+        assert (await chat.structured(ModelTask.L2, SCOPE, [{"role": "user", "content": "c"}], Answer)).value.value == 7
+        with pytest.raises(Deferred, match="budget"):  # the double reports 100 tokens a call: 200 are spent
+            await chat.structured(ModelTask.L2, SCOPE, [{"role": "user", "content": "d"}], Answer)
+        await chat.aclose()
+    assert {o: count(o) - before[o] for o in before} == {"ok": 1, "failed": 1, "invalid": 1, "over_budget": 1}

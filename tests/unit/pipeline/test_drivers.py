@@ -202,3 +202,66 @@ async def test_an_erasure_drops_a_deferral_made_earlier_in_its_own_batch(setting
         assert rows(s.data_dir, "SELECT content FROM memories") == []
     finally:
         shards.close()
+
+
+def _sample(name: str, labels: dict[str, str]) -> float | None:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels)
+
+
+async def test_the_outbox_gauge_shows_what_waits_while_the_bus_is_down_and_transactions_are_counted_once(
+        settings: Settings) -> None:
+    """Review of the metrics: the outbox depth is visible while publishing fails, a batch handled again after
+    the failure counts its transaction once (the second time every record is below the stored offset), and the
+    proposals are counted when applied, not after publication."""
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    down = {"on": True}
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        if down["on"]:
+            raise ConnectionError("broker unreachable")
+
+    try:
+        driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), publish, "sqlite:test")
+        record = await _proposal_record(settings)
+        partition = str(record.partition)
+        committed = _sample("altm_writer_transactions_total", {"outcome": "committed"}) or 0.0
+        applied = _sample("altm_writer_proposals_total", {"op": "upsert_memory", "status": "committed"}) or 0.0
+        with pytest.raises(ConnectionError):
+            await driver.handle([record])
+        assert _sample("altm_outbox_records", {"partition": partition}) == 1.0  # committed, not yet published
+        assert _sample("altm_writer_proposals_total", {"op": "upsert_memory", "status": "committed"}) == applied + 1
+        down["on"] = False
+        assert await driver.handle([record]) == 1  # the runtime hands the batch over again
+        assert _sample("altm_outbox_records", {"partition": partition}) == 0.0
+        assert _sample("altm_writer_transactions_total", {"outcome": "committed"}) == committed + 1
+    finally:
+        shards.close()
+
+
+async def test_a_deferred_record_keeps_its_headers_for_the_retry(settings: Settings,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review of freshness: deferred work dropped the record's headers, so a retried record (a model failure, a
+    guard that could not decide) lost its source turn's publish time and left freshness without its slow tail."""
+    from altm.bus import source_header
+
+    s = settings.model_copy(update={"defer_backoff_s": 0.0})
+    shards = ShardSet(s.data_dir, s.partitions)
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        return None
+
+    try:
+        driver = WriterDriver(Writer(shards, s), DeferredWork(shards, s), publish, "sqlite:test")
+        plain = await _proposal_record(s)
+        record = Record(plain.topic, plain.partition, plain.offset, plain.key, plain.value,
+                        headers=(source_header(1_700_000_000_123),), timestamp_ms=1_700_000_000_456)
+        _broken_once(monkeypatch)
+        await driver.handle([record])
+        monkeypatch.undo()
+        assert await driver.retry_due() == 1
+        (row,) = rows(s.data_dir, "SELECT source_ms FROM memories")
+        assert row["source_ms"] == 1_700_000_000_123
+    finally:
+        shards.close()

@@ -4,12 +4,15 @@ stages, and each stage observes how old that turn is when it finishes a record o
 
 from __future__ import annotations
 
+import sqlite3
+from datetime import datetime
+
 from prometheus_client import REGISTRY
 
 from altm.app.stats import collect_stats, percentile
 from altm.bus import SOURCE_MS_HEADER, source_ms
 from altm.core.settings import Settings
-from altm.store import HASHED_TABLES
+from altm.wiring import state_hash, vector_freshness
 from tests.support.memories import store_with
 from tests.support.turns import make_turn
 
@@ -54,12 +57,37 @@ async def test_each_memory_keeps_its_turns_publish_time_and_stats_report_p50_p95
     assert any(r["layer"] == "L2" and r["source_ms"] for r in stored)  # derived memories know it too
     stats = collect_stats(settings.data_dir)
     assert stats["freshness"]["L0"]["count"] == len(TURNS)
+    expected = sorted((datetime.fromisoformat(r["recorded_at"]).timestamp() * 1000 - r["source_ms"]) / 1000
+                      for r in l0)
+    assert abs(stats["freshness"]["L0"]["p50_s"] - percentile(expected, 0.5)) < 0.002  # the SQL, checked in Python
+    assert abs(stats["freshness"]["L0"]["p95_s"] - percentile(expected, 0.95)) < 0.002
     for figures in stats["freshness"].values():
         assert 0.0 <= figures["p50_s"] <= figures["p95_s"] < 30.0
-    assert "source_ms" not in HASHED_TABLES["memories"]
+    before = state_hash(settings.data_dir)
+    for shard_file in sorted((settings.data_dir / "shards").glob("shard-*.db")):
+        with sqlite3.connect(shard_file) as db:  # another run's publish times: the same state
+            db.execute("UPDATE memories SET source_ms = source_ms + 12345")
+    assert state_hash(settings.data_dir) == before
 
 
 def test_percentile_is_nearest_rank() -> None:
     assert percentile([5.0, 1.0, 3.0], 0.5) == 3.0
     assert percentile([float(i) for i in range(1, 101)], 0.95) == 95.0
     assert percentile([2.0], 0.95) == 2.0
+
+
+async def test_vector_searchable_freshness_comes_from_the_points_indexed_time(settings: Settings) -> None:
+    """Each point records when the embed stage indexed it (``indexed_ms``); with the turn's publish time in the
+    shard, `altm stats` reports the delay to vector-searchable."""
+    s = settings.model_copy(update={"embedder": "local"})
+    async with store_with(s, TURNS):
+        pass
+    vector = vector_freshness(s.data_dir, s)
+    word = collect_stats(s.data_dir)["freshness"]["L0"]
+    assert vector is not None and vector["count"] == len(TURNS)
+    assert 0.0 <= vector["p50_s"] <= vector["p95_s"] < 30.0
+    assert vector["p95_s"] >= word["p50_s"]  # indexed after the writer stored the turn, never before
+    none = settings.model_copy(update={"embedder": "none", "data_dir": settings.data_dir.parent / "none"})
+    async with store_with(none, TURNS):
+        pass
+    assert vector_freshness(none.data_dir, none) is None  # no embedder, no index: nothing to report

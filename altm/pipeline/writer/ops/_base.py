@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -16,14 +16,18 @@ from altm.store import MemoryRow, ShardTx
 Row = dict[str, Any]
 
 
+RejectionCode = Literal["unknown_target", "foreign_scope", "conflict", "invalid", "missing_evidence", "guard",
+                        "wrong_route"]
+
+
 class Rejection(Exception):
     """Raised inside an op: the proposal is refused with this reason (nothing it did is kept). ``code`` is a
     bounded class of the reason, for metrics: unknown_target, foreign_scope, conflict, invalid, missing_evidence,
     guard, wrong_route."""
 
-    def __init__(self, message: str, *, code: str = "invalid") -> None:
+    def __init__(self, message: str, *, code: RejectionCode) -> None:
         super().__init__(message)
-        self.code = code
+        self.code: str = code
 
 
 class Erased(Exception):
