@@ -3,7 +3,7 @@ benchmark in several styles and phrasings — not LoCoMo — with the L2 atoms, 
 reader would derive, and negatives (chit-chat, questions, quoted text, hypotheticals, negations) that should
 derive nothing. Model-free (no chat model), like the default pipeline.
 
-    python benchmarks/formation.py [--out FILE.json]
+    python benchmarks/formation.py [--set dev|held-out|all] [--out FILE.json]
 
 Scoring: an expected atom is found when an L2 memory of its kind contains its key phrase (case-insensitive); a
 formed atom is correct when it matches an expected atom of its kind; a negative is violated when any L2 memory
@@ -107,6 +107,47 @@ CASES = [
               ("issue", "disk on db-01 filled up"), ("heuristic", "check the wal archive")],
        negatives=["meme"], scenes=["db-01"]),
 ]
+
+
+HELD_OUT = [  # written after the rules were tuned on CASES, and never tuned on: report these figures apart
+    Case("data-standup", "stand-up notes", [
+        ("d1", "user", "Yesterday I finished the schema migration for the events table."),
+        ("d1", "user", "Today I'm pairing with Ana on the ingestion pipeline."),
+        ("d1", "user", "Blocker: the staging cluster keeps evicting pods."),
+        ("d2", "user", "We chose Parquet over Avro for the ingestion pipeline."),
+        ("d2", "user", "The ingestion pipeline backfill completed in 4 hours."),
+        ("d2", "user", "Haha, classic Monday."),
+    ], atoms=[("outcome", "finished the schema migration"), ("issue", "evicting pods"),
+              ("decision", "parquet over avro"), ("outcome", "backfill completed")],
+       negatives=["classic monday"], scenes=["ingestion pipeline"]),
+    Case("personal-assistant", "assistant requests", [
+        ("m1", "user", "I'm allergic to peanuts."),
+        ("m1", "user", "I'd rather have meetings in the morning."),
+        ("m1", "user", "What's the weather like in Oslo?"),
+        ("m2", "user", "Please remind me to renew my passport before June 30."),
+        ("m2", "user", "Suppose I moved to Oslo, would taxes be higher?"),
+    ], atoms=[("fact", "allergic to peanuts"), ("preference", "meetings in the morning"),
+              ("task", "renew my passport")],
+       negatives=["weather", "moved to oslo"], facets=["meetings in the morning"], not_facets=["oslo"]),
+    Case("incident-review", "post-incident review", [
+        ("i1", "user", "The checkout API returned 502s for twenty minutes after the deploy."),
+        ("i1", "user", "Rolling back the deploy fixed it."),
+        ("i2", "user", "Never deploy the checkout API on Friday afternoons because nobody is around to roll back."),
+        ("i2", "user", "Rule of thumb: canary every release to 5% first."),
+        ("i2", "user", "Someone wrote \"just ship it\" in the channel."),
+    ], atoms=[("issue", "returned 502s"), ("outcome", "rolling back the deploy fixed"),
+              ("anti_pattern", "deploy the checkout api on friday"), ("heuristic", "canary every release")],
+       negatives=["just ship it"], scenes=["checkout api"],
+       guarded=["Let's deploy the checkout API on Friday afternoon, it's quick."]),
+    Case("research-notes", "research notebook", [
+        ("n1", "user", "Our benchmark shows the new tokenizer is 18% faster on long documents."),
+        ("n1", "user", "We decided to keep the old tokenizer for the legacy models."),
+        ("n2", "user", "If we had more GPUs we could retrain everything."),
+        ("n2", "user", "TODO: compare the tokenizer on code-heavy corpora."),
+    ], atoms=[("outcome", "18% faster"), ("decision", "keep the old tokenizer"), ("task", "compare the tokenizer")],
+       negatives=["retrain everything"], scenes=["tokenizer"]),
+]
+SETS = {"dev": CASES, "held-out": HELD_OUT, "all": CASES + HELD_OUT}
 
 
 def _turns(case: Case, scope: Scope) -> list[TurnEvent]:
@@ -214,11 +255,14 @@ def _fmt(value: float | None) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", choices=sorted(SETS), default="dev",
+                    help="dev: the cases the rules were tuned on; held-out: cases never tuned on")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    cases = SETS[args.set]
     scored, guard = [], {"restatements": 0, "refused": 0, "admitted": 0}
     with tempfile.TemporaryDirectory(prefix="altm-formation-") as tmp:
-        for case in CASES:
+        for case in cases:
             result = asyncio.run(run_case(case, Path(tmp)))
             scored.append({"case": case.name, "style": case.style, **score(case, result["memories"])})
             guard["restatements"] += len(case.guarded)
@@ -239,7 +283,8 @@ def main() -> None:
     print(f"guard: {guard['refused']} of {guard['restatements']} restated anti-patterns refused, "
           f"{guard['admitted']} admitted as atoms")
     path = write_record("formation", {
-        "config": config_stamp(benchmark="formation", cases=[c.name for c in CASES], model=None, embedder=None),
+        "config": config_stamp(benchmark="formation", set=args.set, cases=[c.name for c in cases], model=None,
+                               embedder=None),
         "aggregate": agg, "cases": scored}, args.out)
     print(f"record: {path}")
 

@@ -27,6 +27,15 @@ _DATE = re.compile(
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?:\s?(?:%|ms|s|gb|mb|kb|k|rows|lines|minutes|hours|days))?\b",
                      re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+_HOST = re.compile(r"(?<![\w-])[a-z]{2,10}-\d{1,4}(?![\w-])")  # db-01, web-3: hosts and nodes named in lower case
+_HEADS = (
+    "service|services|cache|pipeline|database|cluster|api|queue|gateway|server|endpoint|dashboard|repo|"
+    "repository|library|module|job|worker|bucket|index|schema|table|app|runbook|migration|project|team|"
+    "feature|script|exports|report|reports|suite|integration|workflow|backend|frontend|monolith|microservice"
+)
+_NOUN_PHRASE = re.compile(  # "the billing service", "our session cache": a system named by a common noun
+    rf"\b(?:the|our|my|their|your|this|that)\s+((?:[a-z][a-z0-9\-]*\s+){{1,2}}(?:{_HEADS}))\b")
+_NOT_MODIFIERS = frozenset("new old same other whole entire first last next main only big small whole".split())
 _PATH = re.compile(r"(?<![\w@])(?:~?/[\w.\-]+(?:/[\w.\-{}]+)*|[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}|[\w\-]+\.(?:py|md|"
                    r"json|yaml|yml|toml|sql|js|ts|go|rs|java|txt|csv|sh|cfg|ini|lock))\b")
 _URL = re.compile(r"\bhttps?://[^\s)>\]]+")
@@ -77,7 +86,8 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
         r"\b(?:i|we)\s+(?:really\s+)?(?:prefer|like|love|enjoy|hate|dislike|can't stand|want|'d rather|"
         r"would rather|'d like|would like)\b|\bmy\s+(?:favou?rite|preferred)\b|\bi'm\s+(?:a\s+)?fan of\b|"
         r"\b(?:i|we)'d\s+(?:rather|prefer|like)\b|"
-        r"\bplease\s+(?:always|never|don't|do not|use|write|keep)\b|\bi\s+(?:don't|do not)\s+(?:like|want)\b",
+        r"\bplease\s+(?:always|never|don't|do not|use|write|keep)\b|\bi\s+(?:don't|do not)\s+(?:like|want)\b|"
+        r"\bi\s+(?:always|usually|normally|tend to)\s+(?!need|have|forget|get)\w+",
         re.IGNORECASE)),
     (Kind.DECISION, re.compile(
         r"\b(?:we|i|they|the team)\s+(?:have\s+|'ve\s+)?(?:decided|agreed|chose|chosen|settled on|opted)\b|"
@@ -98,7 +108,8 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
     (Kind.ISSUE, re.compile(
         r"\b(?:bug|crash(?:es|ed)?|error|exception|broken|regression|outage|timeouts?|times out|leak|"
         r"doesn't work|does not work|not working|fails?|failing|issue|problem|flaky|stuck|throws?|throwing|"
-        r"5\d\d|(?:is|are|gets?|got) (?:slow|down|unavailable|unresponsive))\b",
+        r"5\d\d|(?:is|are|gets?|got) (?:slow|down|unavailable|unresponsive)|filled up|ran out of|"
+        r"out of (?:disk|memory|space)|alerts? fired|went down|(?:is|are) full|oom(?:-?killed)?)\b",
         re.IGNORECASE)),
     (Kind.TASK, re.compile(
         r"\btodo\b|\bto-do\b|\baction item\b|\bnext step\b|\b(?:we|i|you)\s+(?:still\s+)?(?:need|have|has|"
@@ -114,11 +125,15 @@ _CUES: list[tuple[Kind, re.Pattern[str]]] = [
         r"\b(?:i am|i'm|i work|i live|i lead|i manage|i run|i own|i have|we have|we use|we run|we're on|"
         r"we're\s+\w+ing|we are\s+\w+ing|"
         r"we are on|our\s+\w+(?:\s+\w+)?\s+(?:is|are|runs|uses)|"
-        r"my\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|wants|lives|works|has|had|likes|moved|studies|runs)|"
+        r"my\s+\w+(?:\s+\w+){0,2}\s+(?:is|are|was|were|wants|lives|works|has|had|likes|moved|studies|runs|"
+        r"leaves|departs|arrives|lands|starts|begins|ends)|"
         r"the\s+\w+(?:\s+\w+)?\s+(?:is|are|was|were|has|uses|runs|moved|showed|had))\b",
         re.IGNORECASE)),
 ]
 
+_QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d")
+_LESSON = re.compile(r"^\s*(?:lessons? learned|takeaway|key takeaway|learning|note to self)\s*[:\-]|"
+                     r"\b(?:next time|in (?:the )?future),?\s+(?:we|i)\s+(?:should|will|must)\b", re.IGNORECASE)
 _POSITIVE = re.compile(r"\b(?:worked|succeeded|passed|fixed|resolved|solved|finished|shipped|success|"
                        r"completed|helped|improv\w+|faster)\b", re.IGNORECASE)
 _NEGATIVE = re.compile(r"\b(?:failed|didn't work|did not work|broke|crash\w*|regress\w*|slower|locked|"
@@ -160,7 +175,20 @@ def paths(text: str) -> list[str]:
 
 
 def identifiers(text: str) -> list[str]:
-    return _dedupe(m.group(0) for m in _IDENTIFIER.finditer(text))
+    return _dedupe([*(m.group(0) for m in _IDENTIFIER.finditer(text)), *(m.group(0) for m in _HOST.finditer(text))])
+
+
+def noun_phrases(text: str) -> list[str]:
+    """Systems named by common nouns after a determiner ("the billing service", "our session cache"), lower
+    case: an entity that two sessions can share without a capitalised name."""
+    found = []
+    for m in _NOUN_PHRASE.finditer(text.casefold()):
+        words = m.group(1).split()
+        while words and (words[0] in _NOT_MODIFIERS or words[0] in _STOP):
+            words = words[1:]
+        if len(words) >= 2:
+            found.append(" ".join(words))
+    return _dedupe(found)
 
 
 def _dedupe(items: object) -> list[str]:
@@ -179,6 +207,7 @@ def named_entities(text: str) -> list[str]:
               if m.group(1).casefold() not in _COMMON_CAPS and m.group(1).casefold() not in MONTHS.split("|")]
     found += identifiers(text)
     found += paths(text)
+    found += noun_phrases(text)
     for m in _CAPS_RUN.finditer(text):
         if text[m.end() : m.end() + 1] == "'" and text[m.end() + 1 : m.end() + 2] in ("t", "r", "v", "l", "d"):
             continue  # a contraction such as Don't / We're
@@ -238,8 +267,11 @@ def classify(sentence: str) -> CueMatch | None:
             return CueMatch(Kind.ANTI_PATTERN, sentence, attrs)
     if sentence.rstrip().endswith("?"):
         return None  # a question asks; it states no fact, preference, issue or task of its own
+    spoken = _QUOTED.sub(" ", sentence)  # what someone else said, quoted, is not the speaker's own statement
+    if _LESSON.search(spoken):
+        return CueMatch(Kind.HEURISTIC, sentence, {"occurrences": 1, "successes": 0})
     for kind, rx in _CUES:
-        if rx.search(sentence):
+        if rx.search(spoken):
             attrs = {}
             if kind is Kind.OUTCOME:
                 attrs["success"] = bool(_POSITIVE.search(sentence)) and not _NEGATIVE.search(sentence)
