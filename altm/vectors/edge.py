@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
 import qdrant_edge as q
 
 from altm.vectors._base import (
@@ -73,12 +74,25 @@ class EdgeVectorIndex(VectorIndex):
             self._release()
             raise
 
+    def _stored_datatype(self) -> q.VectorStorageDatatype:
+        """The storage type the index was created with (float32 before float16 became the default)."""
+        try:
+            config = orjson.loads((self.path / "edge_config.json").read_bytes())
+            stored = str(config["vectors"][""].get("datatype", "float32"))
+        except (OSError, orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+            return q.VectorStorageDatatype.Float32
+        return q.VectorStorageDatatype.Float16 if stored == "float16" else q.VectorStorageDatatype.Float32
+
     def _load(self) -> None:
-        vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine)
         if (self.path / "edge_config.json").exists():
             # unspecified settings (the write-ahead log among them) stay as the shard was created
+            vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine, datatype=self._stored_datatype())
             self._engine = q.EdgeShard.load(str(self.path), q.EdgeConfig(vectors=vectors))
         else:
+            # float16 storage: half the memory-mapped pages of float32 (at 150k points the resident set is ~110 MB
+            # smaller); cosine scores of unit vectors move by ~1e-3, below what separates ranks in recall
+            vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine,
+                                         datatype=q.VectorStorageDatatype.Float16)
             # No write-ahead log: Qdrant keeps the whole WAL mapped and its buffers resident (~600 MB at 100k
             # points). The index is derived state: the embed stage flushes it before committing its offsets,
             # so a crash loses nothing that is not re-embedded from the changes topic.

@@ -107,3 +107,25 @@ def test_edge_index_flushed_writes_survive_a_hard_kill(tmp_path: Path) -> None:
         assert [h.memory_id for h in again.search([1.0, 0.0, 0.0], VectorFilter(), 1)] == ["mem_flushed"]
     finally:
         again.close()
+
+
+def test_a_new_edge_index_stores_float16_and_an_older_float32_one_still_opens(tmp_path: Path) -> None:
+    """Issue 14, F13: float16 storage halves the vector pages the embedded index keeps mapped; an index created
+    before (float32) keeps its type: Qdrant refuses to open it with another one."""
+    import qdrant_edge as q
+
+    new = EdgeVectorIndex(tmp_path, "fresh", 4)
+    new.open()
+    new.upsert([VectorPoint("m1", [1.0, 0.0, 0.0, 0.0], {"user_id": "u"})])
+    new.close()
+    assert orjson.loads((tmp_path / "fresh" / "edge_config.json").read_bytes())["vectors"][""]["datatype"] == "float16"
+    old_path = tmp_path / "older"
+    engine = q.EdgeShard.create(str(old_path), q.EdgeConfig(
+        vectors=q.EdgeVectorParams(size=4, distance=q.Distance.Cosine), wal_enabled=False))
+    engine.close()
+    older = EdgeVectorIndex(tmp_path, "older", 4)
+    older.open()
+    older.upsert([VectorPoint("m2", [0.0, 1.0, 0.0, 0.0], {"user_id": "u"})])
+    hits = older.search([0.0, 1.0, 0.0, 0.0], VectorFilter(), 1)
+    older.close()
+    assert [h.memory_id for h in hits] == ["m2"]
