@@ -36,7 +36,7 @@ _HEADS = (
 _NOUN_PHRASE = re.compile(  # "the billing service", "our session cache": a system named by a common noun
     rf"\b(?:the|our|my|their|your|this|that)\s+((?:[a-z][a-z0-9\-]*\s+){{1,2}}(?:{_HEADS}))\b")
 _NOT_MODIFIERS = frozenset("new old same other whole entire first last next main only big small whole".split())
-_PATH = re.compile(r"(?<![\w@])(?:~?/[\w.\-]+(?:/[\w.\-{}]+)*|[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}|[\w\-]+\.(?:py|md|"
+_PATH = re.compile(r"(?<![\w@<])(?:~?/[\w.\-]+(?:/[\w.\-{}]+)*|[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}|[\w\-]+\.(?:py|md|"
                    r"json|yaml|yml|toml|sql|js|ts|go|rs|java|txt|csv|sh|cfg|ini|lock))\b")
 _URL = re.compile(r"\bhttps?://[^\s)>\]]+")
 _VERSIONED = re.compile(r"\b([A-Z][A-Za-z0-9+#.]*[A-Za-z+#])\s+(\d+(?:\.\d+)*)\b")

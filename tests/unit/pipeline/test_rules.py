@@ -106,3 +106,9 @@ def test_systems_named_by_common_nouns_and_lower_case_hosts_are_entities() -> No
     assert "db-01" in rules.named_entities("Always check the WAL archive before deleting anything on db-01.")
     assert rules.noun_phrases("the service is down; our new cache is cold") == []  # no modifier, no name
     assert rules.noun_phrases("The Billing Service and the billing service") == ["billing service"]
+
+
+def test_closing_html_tags_are_not_paths() -> None:
+    """Seen in the memory browser's screenshot of an HTML payload: "</script>" made a "/script" entity."""
+    entities = rules.named_entities('<script>x</script><a href="y">click</a> and see /etc/hosts')
+    assert "/script" not in entities and "/a" not in entities and "/etc/hosts" in entities
