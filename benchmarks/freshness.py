@@ -21,7 +21,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,14 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from altm.app.stats import freshness
 from altm.bus import host_record
-from altm.bus.kafka import KafkaBus, parse_broker_url
-from altm.core import TurnEvent, all_topic_specs
+from altm.core import TurnEvent
 from altm.core.settings import Settings
 from altm.store import count_layer
 from altm.wiring import open_deployment
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns
-from benchmarks.kafka_ingest import PARTITIONS, lag, spread
+from benchmarks.kafka_ingest import PARTITIONS, fresh_topics, lag, spread
 
 TICK_S = 0.1
 
@@ -105,13 +103,8 @@ async def embedded(turns: list[TurnEvent], rate: float, embedder: str, tmp: Path
 
 
 async def kafka(turns: list[TurnEvent], rate: float, broker: str, tmp: Path) -> dict[str, Any]:
-    bootstrap = parse_broker_url(broker)
-    prefix = f"f{uuid.uuid4().hex[:8]}."
-    settings = Settings(topic_prefix=prefix, partitions=PARTITIONS)
-    topics = [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")]
-    bus = KafkaBus(bootstrap)
-    await bus.start()
-    await bus.ensure_topics(all_topic_specs(PARTITIONS, prefix))
+    bench = await fresh_topics(broker, "f")
+    bootstrap, prefix, settings, topics, bus = bench.bootstrap, bench.prefix, bench.settings, bench.topics, bench.bus
     data = tmp / "data"
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_METRICS_PORT": "0"}
     worker = subprocess.Popen(  # noqa: ASYNC220 - the worker process outlives the loop iteration

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +74,30 @@ async def lag(bootstrap: str, group: str, topics: list[str]) -> int:
         await admin.close()
 
 
-async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, Any]:
+@dataclass
+class BenchTopics:
+    """A fresh set of topics under a random prefix on the broker, and a started bus to publish on them."""
+
+    bootstrap: str
+    prefix: str
+    settings: Settings
+    topics: list[str]  # the topics the workers consume (their group's lag is measured over them)
+    bus: KafkaBus
+
+
+async def fresh_topics(broker: str, tag: str) -> BenchTopics:
     bootstrap = parse_broker_url(broker)
-    prefix = f"b{uuid.uuid4().hex[:8]}."
-    settings = Settings(topic_prefix=prefix, partitions=PARTITIONS)
-    topics = [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")]
+    prefix = f"{tag}{uuid.uuid4().hex[:8]}."
     bus = KafkaBus(bootstrap)
     await bus.start()
     await bus.ensure_topics(all_topic_specs(PARTITIONS, prefix))
+    return BenchTopics(bootstrap, prefix, Settings(topic_prefix=prefix, partitions=PARTITIONS),
+                       [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")], bus)
+
+
+async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, Any]:
+    bench = await fresh_topics(broker, "b")
+    bootstrap, prefix, settings, topics, bus = bench.bootstrap, bench.prefix, bench.settings, bench.topics, bench.bus
     with tempfile.TemporaryDirectory(prefix="altm-kafka-bench-") as tmp:
         data = Path(tmp) / "data"
         env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}

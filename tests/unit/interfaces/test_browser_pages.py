@@ -13,9 +13,8 @@ import pytest
 
 from altm.core import Scope
 from altm.core.settings import Settings
-from altm.interfaces.http import KeyStore, create_app
 from altm.store import MemoryQueries
-from tests.support.memories import store_with
+from tests.support.browser import browser_world, login
 from tests.support.turns import SCOPE, make_turn
 
 OTHER = Scope.parse("globex/ops/sam/coder")
@@ -29,27 +28,9 @@ async def browser(settings: Settings, tmp_path: Path) -> AsyncIterator[Client]:
              make_turn(2, "The billing deadline is December 15.", session="s1"),
              make_turn(3, PAYLOAD, session="s2"),
              make_turn(4, "Globex deploys on Fridays.", scope=OTHER, session="g1")]
-    async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (rt, app):
-        keys = KeyStore(tmp_path / "keys.json")
-        made = {"user": keys.create("dana", "acme/platform/dana"),
-                "agent": keys.create("coder", "acme/platform/dana/coder"),
-                "reviewer": keys.create("reviewer", "acme/platform/dana/reviewer"),
-                "globex": keys.create("globex", "globex")}
-        ids = {row["content"]: row["memory_id"] for row in MemoryQueries(rt.shards).listing(None, limit=500)}
-        transport = httpx.ASGITransport(app=create_app(app, keys))
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
-            yield c, made, ids
-
-
-async def _login(c: httpx.AsyncClient, key: str) -> str:
-    """Logs in; the CSRF token of the login (from a page's forms)."""
-    c.cookies.clear()
-    r = await c.post("/ui/login", data={"api_key": key})
-    assert r.status_code == 303 and r.headers["location"] == "/ui/scopes"
-    page = await c.get("/ui/scopes")
-    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert found is not None
-    return found.group(1)
+    async with browser_world(settings, tmp_path, turns) as world:
+        ids = {row["content"]: row["memory_id"] for row in MemoryQueries(world.runtime.shards).listing(None, limit=500)}
+        yield world.client, world.keys, ids
 
 
 def _l0(ids: dict[str, str], content: str) -> str:
@@ -74,7 +55,7 @@ async def test_pages_need_a_login_and_the_cookie_is_httponly_and_strict(browser:
 
 async def test_memory_content_is_escaped_and_no_script_reaches_a_page(browser: Client) -> None:
     c, keys, ids = browser
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     listing = await c.get("/ui/memories", params={"scope": SCOPE.path, "layer": "L0"})
     detail = await c.get(f"/ui/memory/{_l0(ids, PAYLOAD)}", params={"scope": SCOPE.path})
     for page in (listing, detail):
@@ -86,7 +67,7 @@ async def test_memory_content_is_escaped_and_no_script_reaches_a_page(browser: C
 
 async def test_a_memory_page_shows_verdict_lifecycle_evidence_graph_and_audit(browser: Client) -> None:
     c, keys, _ = browser
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     atoms = await c.get("/ui/memories", params={"scope": SCOPE.path, "layer": "L2"})
     atom_id = re.findall(r'href="/ui/memory/(mem_[0-9a-f]+)\?', atoms.text)[0]
     page = (await c.get(f"/ui/memory/{atom_id}", params={"scope": SCOPE.path})).text
@@ -101,7 +82,7 @@ async def test_a_memory_page_shows_verdict_lifecycle_evidence_graph_and_audit(br
 
 async def test_scope_rules_are_the_apis(browser: Client) -> None:
     c, keys, ids = browser
-    await _login(c, keys["globex"])
+    await login(c, keys["globex"])
     foreign = await c.get(f"/ui/memory/{_l0(ids, PAYLOAD)}", params={"scope": SCOPE.path})
     assert foreign.status_code == 403 and "limited to 'globex'" in unescape(foreign.text)
     assert SCOPE.path not in foreign.text
@@ -111,7 +92,7 @@ async def test_scope_rules_are_the_apis(browser: Client) -> None:
     unknown = await c.get("/ui/memory/mem_00000000000000000000000000000000", params={"scope": own})
     assert hidden.status_code == unknown.status_code == 404
     assert hidden.text.replace(_l0(ids, PAYLOAD), "X") == unknown.text.replace("mem_" + "0" * 32, "X")
-    await _login(c, keys["agent"])
+    await login(c, keys["agent"])
     refused = await c.get("/ui/review", params={"scope": SCOPE.path})
     assert refused.status_code == 403 and "needs a user key" in refused.text
     other_agent = await c.get("/ui/memories", params={"scope": "acme/platform/dana/reviewer"})
@@ -122,7 +103,7 @@ async def test_scope_rules_are_the_apis(browser: Client) -> None:
 
 async def test_form_posts_need_the_logins_csrf_token(browser: Client) -> None:
     c, keys, ids = browser
-    csrf = await _login(c, keys["user"])
+    csrf = await login(c, keys["user"])
     target = _l0(ids, PAYLOAD)
     form = {"scope": SCOPE.path, "target": "memory", "memory_id": target, "confirm": "yes"}
     forged = await c.post("/ui/erase", data=form)
@@ -134,13 +115,13 @@ async def test_form_posts_need_the_logins_csrf_token(browser: Client) -> None:
     done = await c.post("/ui/erase", data={**form, "csrf": csrf})
     assert done.status_code == 202 and "queued" in done.text.lower()
     # a session's login cannot post for another: the token of one login is refused in the next
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     assert (await c.post("/ui/erase", data={**form, "csrf": csrf})).status_code == 403
 
 
 async def test_the_erase_confirmation_counts_what_a_session_erasure_removes(browser: Client) -> None:
     c, keys, _ = browser
-    await _login(c, keys["agent"])
+    await login(c, keys["agent"])
     page = await c.get("/ui/erase", params={"scope": SCOPE.path, "target": "session", "session_id": "s1"})
     assert page.status_code == 200
     count = re.search(r'id="erase-count">(\d+)<', page.text)
@@ -151,6 +132,6 @@ async def test_the_erase_confirmation_counts_what_a_session_erasure_removes(brow
 
 async def test_logout_ends_the_login(browser: Client) -> None:
     c, keys, _ = browser
-    csrf = await _login(c, keys["user"])
+    csrf = await login(c, keys["user"])
     assert (await c.post("/ui/logout", data={"csrf": csrf})).status_code == 303
     assert (await c.get("/ui/scopes")).status_code == 303

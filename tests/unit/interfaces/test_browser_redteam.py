@@ -16,9 +16,8 @@ import pytest
 from altm.core import Scope, partition_for
 from altm.core.settings import Settings
 from altm.interfaces.browser import Logins
-from altm.interfaces.http import KeyStore, create_app
 from altm.store import MemoryQueries
-from tests.support.memories import store_with
+from tests.support.browser import browser_world, login
 from tests.support.turns import SCOPE, make_turn
 
 OTHER = Scope.parse("globex/ops/sam/coder")
@@ -34,15 +33,8 @@ async def world(settings: Settings, tmp_path: Path) -> AsyncIterator[dict[str, A
              make_turn(4, "Please review PR 1432: it moves the invoice serializers to pydantic models.",
                        scope=REVIEWER, session="r1"),
              make_turn(5, "Globex deploys on Fridays.", scope=OTHER, session="g1")]
-    async with store_with(settings.model_copy(update={"embedder": "none"}), turns) as (rt, app):
-        keys = KeyStore(tmp_path / "keys.json")
-        made = {"user": keys.create("dana", "acme/platform/dana"),
-                "agent": keys.create("coder", "acme/platform/dana/coder"),
-                "reviewer": keys.create("reviewer", "acme/platform/dana/reviewer"),
-                "globex": keys.create("globex", "globex")}
-        api = create_app(app, keys)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://127.0.0.1") as c:
-            yield {"c": c, "keys": made, "rt": rt, "api": api, "keystore": keys}
+    async with browser_world(settings, tmp_path, turns) as w:
+        yield {"c": w.client, "keys": w.keys, "rt": w.runtime, "api": w.api, "keystore": w.keystore}
 
 
 def _rows(rt: Any) -> list[dict[str, Any]]:
@@ -55,20 +47,11 @@ def _facet(rt: Any) -> dict[str, Any]:
     return facets[0]
 
 
-async def _login(c: httpx.AsyncClient, key: str) -> str:
-    c.cookies.clear()
-    r = await c.post("/ui/login", data={"api_key": key})
-    assert r.status_code == 303
-    found = re.search(r'name="csrf" value="([^"]+)"', (await c.get("/ui/scopes")).text)
-    assert found is not None
-    return found.group(1)
-
-
 # -- F1: an erasure that reaches beyond the agent (an L4 facet derived from its session) needs a user key ---------
 async def test_an_agent_key_cannot_erase_a_user_wide_l4_facet_through_a_session_erasure(world: dict[str, Any]) -> None:
     c, keys, rt = world["c"], world["keys"], world["rt"]
     facet = _facet(rt)
-    csrf = await _login(c, keys["agent"])
+    csrf = await login(c, keys["agent"])
     direct = await c.get("/ui/erase", params={"scope": SCOPE.path, "target": "memory", "memory_id": facet["memory_id"]})
     assert direct.status_code == 403 and "needs a user key" in direct.text
     confirm = await c.get("/ui/erase", params={"scope": SCOPE.path, "target": "session", "session_id": "s2"})
@@ -82,7 +65,7 @@ async def test_an_agent_key_cannot_erase_a_user_wide_l4_facet_through_a_session_
     await rt.run_until_idle()
     assert [r for r in _rows(rt) if r["memory_id"] == facet["memory_id"]]  # the user's facet is still there
     # a user key may, and its confirmation names what goes beyond the agent
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     confirm = await c.get("/ui/erase", params={"scope": SCOPE.path, "target": "session", "session_id": "s2"})
     assert confirm.status_code == 200 and facet["memory_id"] in confirm.text and 'id="erase-shared"' in confirm.text
 
@@ -101,7 +84,7 @@ async def test_a_cross_site_login_post_is_refused(world: dict[str, Any]) -> None
     ok = await c.post("/ui/login", data={"api_key": keys["user"]},
                       headers={"Origin": "http://127.0.0.1", "Sec-Fetch-Site": "same-origin"})
     assert ok.status_code == 303  # this server's own page
-    csrf = await _login(c, keys["user"])
+    csrf = await login(c, keys["user"])
     forged = await c.post("/ui/logout", data={"csrf": csrf}, headers={"Sec-Fetch-Site": "same-site"})
     assert forged.status_code == 403
 
@@ -110,7 +93,7 @@ async def test_a_cross_site_login_post_is_refused(world: dict[str, Any]) -> None
 async def test_one_keys_logins_cannot_evict_other_peoples_logins(world: dict[str, Any]) -> None:
     c, keys, api = world["c"], world["keys"], world["api"]
     api.state.logins = Logins(world["keystore"], capacity=5)  # CAPACITY is 10_000; the same LRU, smaller
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     victim = dict(c.cookies)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=api), base_url="http://127.0.0.1") as attacker:
         for _ in range(6):  # CAPACITY + 1 logins with the attacker's own (globex) key
@@ -143,7 +126,7 @@ async def test_the_audit_history_shows_the_latest_change_of_a_busy_memory(world:
                "new_value) VALUES (?,?,?,?,?,?,?,?)", ("2026-12-01T09:00:00", "p-last", "review", "update",
                "memories", target["memory_id"], '{"trust_status": "unverified"}', '{"trust_status": "contradicted"}'))
     db.commit()
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     page = await c.get(f"/ui/memory/{target['memory_id']}", params={"scope": SCOPE.path})
     assert page.status_code == 200
     # expected: the newest change (who contradicted it) is on the page; today only the oldest 200 rows are shown
@@ -157,7 +140,7 @@ async def test_an_l4_facets_audit_rows_do_not_show_another_agents_ids(world: dic
     full = rt.shards.get(partition_for(SCOPE.home, rt.shards.partitions))._db.execute(
         "SELECT evidence, source_event_id FROM memories WHERE memory_id = ?", (facet["memory_id"],)).fetchone()
     coder_ids = [*re.findall(r"mem_[0-9a-f]{32}", full["evidence"]), full["source_event_id"]]
-    await _login(c, keys["reviewer"])
+    await login(c, keys["reviewer"])
     page = await c.get(f"/ui/memory/{facet['memory_id']}", params={"scope": REVIEWER.path})
     assert page.status_code == 200  # the reviewer may read the user's L4 (recall policy)
     assert "No evidence visible to this scope" in page.text  # the chain hides the coder's atoms ...
@@ -168,7 +151,7 @@ async def test_an_l4_facets_audit_rows_do_not_show_another_agents_ids(world: dic
 # -- F6 (minor): ids with a trailing newline pass checked_id (`$` matches before a final "\n") -----------------
 async def test_an_id_with_a_trailing_newline_is_not_an_id(world: dict[str, Any]) -> None:
     c, keys = world["c"], world["keys"]
-    await _login(c, keys["agent"])
+    await login(c, keys["agent"])
     r = await c.get("/ui/erase", params={"scope": SCOPE.path, "target": "session", "session_id": "s1\n"})
     assert r.status_code == 404  # today: 200, a confirmation page for a session "s1\n" of 0 memories
 
@@ -180,7 +163,7 @@ async def test_review_queue_links_open_memories_of_every_agent(world: dict[str, 
     db = rt.shards.get(partition_for(SCOPE.home, rt.shards.partitions))._db
     db.execute("UPDATE memories SET trust_status = 'uncertain' WHERE memory_id = ?", (item["memory_id"],))
     db.commit()
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     queue = await c.get("/ui/review", params={"scope": SCOPE.path})  # the user's queue, opened from the coder
     link = re.search(r'href="(/ui/memory/' + item["memory_id"] + r'\?[^"]+)"', queue.text)
     assert link is not None
@@ -192,7 +175,7 @@ async def test_review_queue_links_open_memories_of_every_agent(world: dict[str, 
 async def test_held_cross_agent_reads_and_actions(world: dict[str, Any]) -> None:
     c, keys, rt = world["c"], world["keys"], world["rt"]
     coder_l0 = next(r for r in _rows(rt) if r["layer"] == "L0" and r["agent_id"] == "coder")
-    csrf = await _login(c, keys["reviewer"])
+    csrf = await login(c, keys["reviewer"])
     for path, params in [(f"/ui/memory/{coder_l0['memory_id']}", {"scope": REVIEWER.path}),
                          ("/ui/erase", {"scope": REVIEWER.path, "target": "memory",
                                         "memory_id": coder_l0["memory_id"]})]:
@@ -211,7 +194,7 @@ async def test_held_cross_agent_reads_and_actions(world: dict[str, Any]) -> None
 
 async def test_held_reflected_values_are_escaped_and_bad_input_is_not_a_500(world: dict[str, Any]) -> None:
     c, keys = world["c"], world["keys"]
-    await _login(c, keys["user"])
+    await login(c, keys["user"])
     evil = '"><svg/onload=alert(1)>'
     for path, params in [("/ui/memories", {"scope": SCOPE.path, "q": evil}),
                          ("/ui/memories", {"scope": SCOPE.path, "kind": evil}),
