@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     broker: str | None = Field(default=None, description="kafka://HOST:PORT: the same as ALTM_BUS for Kafka")
     worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
     worker_web_host: str = "127.0.0.1"
+    worker_stop_timeout_s: float = Field(
+        default=20.0, gt=0,
+        description="After SIGTERM/SIGINT a worker that has not stopped within this many seconds (its consumer "
+                    "waiting on an unreachable broker) exits anyway: everything it applied is durable (offsets are "
+                    "stored with the data, changes in the outbox), so the next start resumes where it was")
     worker_session_timeout_s: float = Field(
         default=60.0, ge=6.0,
         description="Kafka group session timeout of a worker (a dead worker is detected after this long); "

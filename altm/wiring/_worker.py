@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import start_http_server
 
@@ -63,6 +66,38 @@ def serve_metrics(settings: Settings) -> bool:
     return True
 
 
+def _force_exit(seconds: float) -> None:
+    log.error("the worker did not stop within %.0f s of the stop signal (is the broker unreachable?): exiting "
+              "now; what it applied is durable and the next start resumes from the offsets stored with it", seconds)
+    logging.shutdown()
+    os._exit(1)
+
+
+def _worker_class(base: type[Any]) -> type[Any]:
+    """faust's Worker with a bounded stop: a stop signal starts a timer that ends the process when faust's own
+    shutdown hangs (its consumer thread waits 60 s or more on a broker that is down)."""
+
+    class BoundedStopWorker(base):  # type: ignore[misc]
+        stop_timeout_s: float = 20.0
+        _watchdog: threading.Timer | None = None
+
+        def _arm(self) -> None:
+            if self._watchdog is None:
+                self._watchdog = threading.Timer(self.stop_timeout_s, _force_exit, args=(self.stop_timeout_s,))
+                self._watchdog.daemon = True
+                self._watchdog.start()
+
+        def _on_sigterm(self) -> None:
+            self._arm()
+            super()._on_sigterm()
+
+        def _on_sigint(self) -> None:
+            self._arm()
+            super()._on_sigint()
+
+    return BoundedStopWorker
+
+
 def run_worker(settings: Settings) -> None:
     """Run a faust worker until SIGINT/SIGTERM (processors and the writer for the partitions it owns)."""
     import faust
@@ -87,7 +122,8 @@ def run_worker(settings: Settings) -> None:
     sealer = open_sealer(settings)
     runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity,
                            sealer)
-    worker = faust.Worker(runtime.app, loglevel="WARNING", quiet=True)
+    worker = _worker_class(faust.Worker)(runtime.app, loglevel="WARNING", quiet=True)
+    worker.stop_timeout_s = settings.worker_stop_timeout_s
     try:
         worker.execute_from_commandline()
     finally:
