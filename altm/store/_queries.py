@@ -107,7 +107,7 @@ class GovernanceQueries(_Routed):
         """Every step of one decision of the scope's user (empty when it is unknown or another user's)."""
         return self._rows(scope, (
             "SELECT decision_id, decision, step, reason, inputs, at FROM governance_events WHERE decision_id = ? "
-            "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY at, event_id"),
+            "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY at, rowid"),  # steps of one moment: as recorded
             [decision_id, scope.tenant_id, scope.workspace_id, scope.user_id])
 
 

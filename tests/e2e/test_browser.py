@@ -180,7 +180,8 @@ def test_preview_and_roll_back_a_governance_decision(served: tuple[str, dict[str
     _shot(page, "08-governance")
     rows.first.locator("a", has_text="preview").click()
     page.wait_for_selector("ol.steps")
-    assert "forget" in page.locator("ol.steps").inner_text()
+    steps = page.locator("ol.steps").inner_text()
+    assert "forget" in steps and steps.index("decided") < steps.index("applied")  # in the order they happened
     _shot(page, "09-decision-preview")
     page.fill("#reason", "the capsule is still needed")
     page.check("input[name=confirm]")
