@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,32 +63,38 @@ def state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
+def _read_only_shards(data_dir: Path) -> Iterator[Shard]:
+    """Each shard of ``data_dir``, opened read-only, closed when the caller moves on."""
+    for partition, path in shard_files(data_dir):
+        shard = Shard(path, partition, read_only=True).open()
+        try:
+            yield shard
+        finally:
+            shard.close()
+
+
 def shard_counts(data_dir: Path) -> dict[str, Any]:
     """Counts per layer and kind, graph size, rejections, audit rows and trust, over every shard."""
     layers = {layer.value: 0 for layer in Layer}
     kinds = {kind.value: 0 for kind in Kind}
     totals = {"memories": 0, "nodes": 0, "edges": 0, "rejected": 0, "audit": 0, "derived": 0, "verified": 0}
     trust: dict[str, int] = {}
-    for partition, path in shard_files(data_dir):
-        shard = Shard(path, partition, read_only=True).open()
-        try:
-            c = shard._db
-            for layer, n in c.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
-                layers[layer] = layers.get(layer, 0) + n
-                totals["memories"] += n
-            for kind, n in c.execute("SELECT kind, COUNT(*) FROM memories GROUP BY kind"):
-                kinds[kind] = kinds.get(kind, 0) + n
-            for key, table in (("nodes", "graph_nodes"), ("edges", "graph_edges"), ("rejected", "rejections"),
-                               ("audit", "audit_log")):
-                totals[key] += c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for status, n in c.execute("SELECT trust_status, COUNT(*) FROM memories GROUP BY trust_status"):
-                trust[status] = trust.get(status, 0) + n
-            d, v = c.execute("SELECT COUNT(*), SUM(trust_verified_at IS NOT NULL) FROM memories "
-                             "WHERE layer = 'L2'").fetchone()
-            totals["derived"] += d
-            totals["verified"] += v or 0
-        finally:
-            shard.close()
+    for shard in _read_only_shards(data_dir):
+        c = shard._db
+        for layer, n in c.execute("SELECT layer, COUNT(*) FROM memories GROUP BY layer"):
+            layers[layer] = layers.get(layer, 0) + n
+            totals["memories"] += n
+        for kind, n in c.execute("SELECT kind, COUNT(*) FROM memories GROUP BY kind"):
+            kinds[kind] = kinds.get(kind, 0) + n
+        for key, table in (("nodes", "graph_nodes"), ("edges", "graph_edges"), ("rejected", "rejections"),
+                           ("audit", "audit_log")):
+            totals[key] += c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        for status, n in c.execute("SELECT trust_status, COUNT(*) FROM memories GROUP BY trust_status"):
+            trust[status] = trust.get(status, 0) + n
+        d, v = c.execute("SELECT COUNT(*), SUM(trust_verified_at IS NOT NULL) FROM memories "
+                         "WHERE layer = 'L2'").fetchone()
+        totals["derived"] += d
+        totals["verified"] += v or 0
     return {"layers": layers, "kinds": kinds, "trust": trust, **totals}
 
 
@@ -99,15 +106,11 @@ def freshness_seconds(data_dir: Path, per_layer: int = FRESHNESS_SAMPLE) -> dict
     """Per layer, seconds from a memory's source turn being published to the writer storing it (word-searchable
     for L0, derived for L1-L4), over the most recently stored memories that know their source's publish time."""
     out: dict[str, list[float]] = {layer.value: [] for layer in Layer}
-    for partition, path in shard_files(data_dir):
-        shard = Shard(path, partition, read_only=True).open()
-        try:
-            for layer in out:
-                out[layer] += [max(0.0, float(s)) for (s,) in shard._db.execute(
-                    "SELECT ((julianday(recorded_at) - 2440587.5) * 86400000.0 - source_ms) / 1000.0 FROM memories "
-                    "WHERE layer = ? AND source_ms IS NOT NULL ORDER BY recorded_at DESC LIMIT ?", (layer, per_layer))]
-        finally:
-            shard.close()
+    for shard in _read_only_shards(data_dir):
+        for layer in out:
+            out[layer] += [max(0.0, float(s)) for (s,) in shard._db.execute(
+                "SELECT ((julianday(recorded_at) - 2440587.5) * 86400000.0 - source_ms) / 1000.0 FROM memories "
+                "WHERE layer = ? AND source_ms IS NOT NULL ORDER BY recorded_at DESC LIMIT ?", (layer, per_layer))]
     return out
 
 
@@ -115,14 +118,10 @@ def source_times(data_dir: Path, layer: str = "L0", limit: int = FRESHNESS_SAMPL
     """Memory id → the publish time of its source turn (ms), for the most recently stored memories of ``layer``
     (per shard) that know it: joined with the vector index's ``indexed_ms``, the delay to vector-searchable."""
     out: dict[str, int] = {}
-    for partition, path in shard_files(data_dir):
-        shard = Shard(path, partition, read_only=True).open()
-        try:
-            out.update((str(m), int(s)) for m, s in shard._db.execute(
-                "SELECT memory_id, source_ms FROM memories WHERE layer = ? AND source_ms IS NOT NULL "
-                "ORDER BY recorded_at DESC LIMIT ?", (layer, limit)))
-        finally:
-            shard.close()
+    for shard in _read_only_shards(data_dir):
+        out.update((str(m), int(s)) for m, s in shard._db.execute(
+            "SELECT memory_id, source_ms FROM memories WHERE layer = ? AND source_ms IS NOT NULL "
+            "ORDER BY recorded_at DESC LIMIT ?", (layer, limit)))
     return out
 
 
