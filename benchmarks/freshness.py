@@ -1,7 +1,7 @@
 """Freshness under sustained load, in either runtime: turns are published at a steady rate (not all at once) while
 the pipeline runs, and each memory's delay from its turn's publication to the writer storing it is read back
-from the shards (word-searchable for L0, derived for L1-L4); the embed stage's delay to vector-searchable comes
-from its ``altm_freshness_seconds`` histogram (embedded runtime; bucket bounds).
+from the shards (word-searchable for L0, derived for L1-L4) and, for L0 turns, from the vector points' indexed
+time (vector-searchable; embedded runtime with an embedder), as `altm stats` reports them.
 
     python benchmarks/freshness.py --runtime embedded --rate 20 --seconds 60 [--embedder local|none]
     python benchmarks/freshness.py --runtime kafka --broker kafka://127.0.0.1:19092 --rate 50 --seconds 60
@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import REGISTRY
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from altm.app.stats import freshness
@@ -34,7 +32,7 @@ from altm.bus import host_record
 from altm.core import TurnEvent
 from altm.core.settings import Settings
 from altm.store import count_layer
-from altm.wiring import open_deployment
+from altm.wiring import open_deployment, vector_freshness
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns
 from benchmarks.kafka_ingest import PARTITIONS, fresh_topics, lag, spread
@@ -59,24 +57,6 @@ async def paced(turns: Sequence[TurnEvent], rate: float, publish: Callable[[list
         await asyncio.sleep(TICK_S)
 
 
-def embed_freshness() -> dict[str, float | None]:
-    """p50/p95 (bucket upper bounds) and count of the embed stage's L0 freshness histogram in this process."""
-    buckets: list[tuple[float, float]] = []
-    for metric in REGISTRY.collect():
-        if metric.name == "altm_freshness_seconds":
-            buckets = sorted((float(s.labels["le"]), s.value) for s in metric.samples
-                             if s.name.endswith("_bucket") and s.labels.get("stage") == "embed"
-                             and s.labels.get("layer") == "L0")
-    total = buckets[-1][1] if buckets else 0.0
-    if not total:
-        return {"count": 0, "p50_s_at_most": None, "p95_s_at_most": None}
-
-    def bound(q: float) -> float:
-        return next(le for le, n in buckets if n >= q * total)
-
-    return {"count": int(total), "p50_s_at_most": bound(0.5), "p95_s_at_most": bound(0.95)}
-
-
 async def embedded(turns: list[TurnEvent], rate: float, embedder: str, tmp: Path) -> dict[str, Any]:
     data = tmp / "data"
     deployment = await open_deployment(Settings(data_dir=data, partitions=4, embedder=embedder), pipeline=True)
@@ -98,8 +78,9 @@ async def embedded(turns: list[TurnEvent], rate: float, embedder: str, tmp: Path
         drain_s = time.perf_counter() - start
     finally:
         await deployment.close()
-    vector = embed_freshness() if embedder != "none" else None
-    return {"freshness": freshness(data), "vector_l0": vector, "drain_s": drain_s, "rows": rows}
+    settings = Settings(data_dir=data, partitions=4, embedder=embedder)
+    return {"freshness": freshness(data), "vector_l0": vector_freshness(data, settings), "drain_s": drain_s,
+            "rows": rows}
 
 
 async def kafka(turns: list[TurnEvent], rate: float, broker: str, tmp: Path) -> dict[str, Any]:
@@ -161,9 +142,8 @@ def main() -> None:
         what = "word-searchable" if layer == "L0" else "derived"
         print(f"  {layer} {what}: p50 {f['p50_s']:.2f} s, p95 {f['p95_s']:.2f} s ({f['count']} memories)")
     vec = result["vector_l0"]
-    if vec and vec["count"]:
-        print(f"  L0 vector-searchable: p50 <= {vec['p50_s_at_most']} s, p95 <= {vec['p95_s_at_most']} s "
-              f"(histogram bounds, {vec['count']} records)")
+    if vec:
+        print(f"  L0 vector-searchable: p50 {vec['p50_s']:.2f} s, p95 {vec['p95_s']:.2f} s ({vec['count']} points)")
     lags = [r["lag"] for r in result["rows"]]
     if lags:
         print(f"  lag while publishing: max {max(lags)}, last {lags[-1]} records")

@@ -34,12 +34,13 @@ log_app = typer.Typer(help="Inspect the embedded log.", no_args_is_help=True)
 
 def stats(data_dir: DataDir = DEFAULT_DATA_DIR, json: Json = False) -> None:
     """Counts per layer and kind, graph size, DLQ and rejections."""
+    settings = settings_for(data_dir)
     try:
-        data = collect_stats(data_dir, settings_for(data_dir).topic_prefix)
+        data = collect_stats(data_dir, settings.topic_prefix)
     except (DataDirError, ShardError) as exc:
         fail(str(exc))
     try:
-        data["freshness_vector_l0"] = vector_freshness(data_dir, settings_for(data_dir))
+        data["freshness_vector_l0"] = vector_freshness(data_dir, settings)
     except DataDirError as exc:  # the index is held by a running process: the rest of the stats still stand
         data["freshness_vector_l0"] = {"unavailable": str(exc)}
     if json:
