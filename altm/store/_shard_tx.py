@@ -38,6 +38,7 @@ class Tombstone:
     reason: str
     shingle_hashes: frozenset[str]
     distinctive: bool
+    term_hashes: frozenset[str] = frozenset()
 
 
 def _home(scope: Scope) -> list[str]:
@@ -179,9 +180,11 @@ class ShardTx:
         """The user's tombstones with their keyed shingle hashes (of erased raw messages only, with ``raw_only``;
         a tombstone written before version 6 has no layer and counts as raw)."""
         only = " AND (layer = 'L0' OR layer IS NULL)" if raw_only else ""
-        return [Tombstone(str(r[0]), str(r[1]), frozenset(orjson.loads(r[2] or "[]")), bool(r[3]))
+        return [Tombstone(str(r[0]), str(r[1]), frozenset(orjson.loads(r[2] or "[]")), bool(r[3]),
+                          frozenset(orjson.loads(r[4] or "[]")))
                 for r in self._db.execute(
-                    "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1) FROM tombstones "
+                    "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1), term_hashes "
+                    "FROM tombstones "
                     f"WHERE tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
 
     def legacy_tombstones(self) -> list[tuple[str, str, str]]:
@@ -191,14 +194,15 @@ class ShardTx:
             "WHERE shingle_hashes IS NULL")]
 
     def hash_tombstone(self, tombstone_id: str, *, value_hash: str, shingle_hashes: frozenset[str],
-                       distinctive: bool, at: str) -> None:
+                       term_hashes: frozenset[str], distinctive: bool, at: str) -> None:
         """Replace a tombstone's text and plain hash (written before version 6) by its keyed hashes."""
         self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
                     target_id=tombstone_id, old={"kept": "normalised text"}, new={"kept": "keyed hashes"})
         self._db.execute(
-            "UPDATE tombstones SET value_hash=?, shingle_hashes=?, distinctive=?, normalised_text='' "
+            "UPDATE tombstones SET value_hash=?, shingle_hashes=?, term_hashes=?, distinctive=?, normalised_text='' "
             "WHERE tombstone_id=?",
-            (value_hash, orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive), tombstone_id))
+            (value_hash, orjson.dumps(sorted(shingle_hashes)).decode(), orjson.dumps(sorted(term_hashes)).decode(),
+             int(distinctive), tombstone_id))
 
     def guard_key(self, home: str) -> bytes:
         """The key of the user ``home`` (tenant/workspace/user) for the guard's keyed hashes (created on first
@@ -379,18 +383,19 @@ class ShardTx:
             (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
 
     def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str,
-                  shingle_hashes: frozenset[str], distinctive: bool) -> None:
-        """Remember erased or forgotten content by its id, its hash and its keyed shingle hashes (not its text),
-        so the guard refuses it."""
+                  shingle_hashes: frozenset[str], term_hashes: frozenset[str], distinctive: bool) -> None:
+        """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
+        its text), so the guard refuses it."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
             "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
-            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive, term_hashes) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash, "", reason, at,
-             row["memory_id"], row["layer"], orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive)),
+             row["memory_id"], row["layer"], orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive),
+             orjson.dumps(sorted(term_hashes)).decode()),
         )
 
     def redact_audit(self, table: str, ids: Sequence[str]) -> None:

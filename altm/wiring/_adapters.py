@@ -27,6 +27,7 @@ from altm.models import (
     all_task_settings,
     shared_local_minilm,
 )
+from altm.pipeline.writer import EmbeddingSimilarity
 from altm.store import ShardLLMCache, ShardSet
 from altm.vectors import VectorIndex
 
@@ -178,6 +179,13 @@ def open_embedding(settings: Settings, llm_settings: dict[ModelTask, LLMSettings
     if settings.embedder == "local":
         return shared_local_minilm()
     raise WiringError(f"unknown embedder {settings.embedder!r}; expected 'local' or 'none'")
+
+
+def guard_similarity(settings: Settings) -> EmbeddingSimilarity | None:
+    """The write guard's sense of meaning: the local MiniLM when ``ALTM_EMBEDDER=local`` (the default), else
+    none (the guard then judges on canonical terms alone). Never a remote model: the writer must not wait on
+    the network inside its transaction, and its decisions must replay the same."""
+    return EmbeddingSimilarity(shared_local_minilm()) if settings.embedder == "local" else None
 
 
 def open_models(settings: Settings, shards: ShardSet,

@@ -23,7 +23,16 @@ from altm.pipeline import EmbeddedRuntime, LogBindingError, Processor, Processor
 from altm.recall import Retriever
 from altm.store import DataDirError, MemoryReader, ShardSet, shard_files
 from altm.vectors import VectorIndex, VectorIndexBusy
-from altm.wiring._adapters import Models, WiringError, open_bus, open_models, open_vectors, plain, resolve
+from altm.wiring._adapters import (
+    Models,
+    WiringError,
+    guard_similarity,
+    open_bus,
+    open_models,
+    open_vectors,
+    plain,
+    resolve,
+)
 
 log = logging.getLogger("altm.deployment")
 
@@ -181,7 +190,7 @@ async def open_deployment(
         procs = processors if processors is not None else default_processors(models.chat, models.embedding, vectors)
         ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
         keys = bus.sealer.keys if isinstance(bus, SealedBus) else None
-        runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs, keys)
+        runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs, keys, guard_similarity(settings))
     retriever = Retriever(shards, models.embedding, vectors)
     app = MemoryApp(settings, shards, retriever, _publisher(settings, bus, read_only), models.chat)
     return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only)

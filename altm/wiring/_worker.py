@@ -19,6 +19,7 @@ from altm.store import MemoryReader, ShardSet, shard_files
 from altm.wiring._adapters import (
     WiringError,
     configure_tracing,
+    guard_similarity,
     open_models,
     open_sealer,
     open_vectors,
@@ -121,7 +122,7 @@ def run_worker(settings: Settings) -> None:
     ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
     sealer = open_sealer(settings)
     runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity,
-                           sealer)
+                           sealer, guard_similarity(settings))
     worker = _worker_class(faust.Worker)(runtime.app, loglevel="WARNING", quiet=True)
     worker.stop_timeout_s = settings.worker_stop_timeout_s
     try:

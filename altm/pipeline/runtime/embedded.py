@@ -19,7 +19,7 @@ from altm.core import Event, Settings, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import Writer
+from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 
 log = logging.getLogger("altm.runtime")
@@ -87,10 +87,12 @@ class EmbeddedRuntime:
     SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 
     def __init__(self, settings: Settings, log: Bus, shards: ShardSet, ctx: ProcessorContext,
-                 processors: Sequence[Processor], keys: KeyStore | None = None) -> None:
+                 processors: Sequence[Processor], keys: KeyStore | None = None,
+                 similarity: TextSimilarity | None = None) -> None:
         self.settings = settings
         self.log = log
         self.keys = keys
+        self.similarity = similarity
         self.shards = shards
         self.ctx = ctx
         self.work = DeferredWork(shards, settings)
@@ -118,7 +120,8 @@ class EmbeddedRuntime:
                    s.poll_batch)
             for p in self._processors
         ]
-        writer = WriterDriver(Writer(self.shards, s, self.keys), self.work, self._publish, await self.log.identity())
+        writer = WriterDriver(Writer(self.shards, s, self.keys, self.similarity), self.work, self._publish,
+                              await self.log.identity())
         writer_stage = _Stage(writer, self.log.consumer("altm-writer", [writer.topic]), s.poll_batch)
         for stage in [*stages, writer_stage]:
             await stage.consumer.start()

@@ -36,7 +36,7 @@ from altm.core import Settings, Topic, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import Writer
+from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 
 
@@ -60,7 +60,8 @@ class FaustRuntime:
     """Builds the faust app over drivers; ``altm worker`` (wiring) runs it as a process."""
 
     def __init__(self, settings: Settings, shards: ShardSet, ctx: ProcessorContext,
-                 processors: Sequence[Processor], identity: str, sealer: Sealer | None = None) -> None:
+                 processors: Sequence[Processor], identity: str, sealer: Sealer | None = None,
+                 similarity: TextSimilarity | None = None) -> None:
         if not settings.broker:
             raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
         self.settings = settings
@@ -70,7 +71,7 @@ class FaustRuntime:
         self.work = DeferredWork(shards, settings)
         self.stages = [StageDriver(p, ctx, self.work, self._publish) for p in processors]
         keys = sealer.keys if sealer is not None else None
-        self.writer = WriterDriver(Writer(shards, settings, keys), self.work, self._publish, identity)
+        self.writer = WriterDriver(Writer(shards, settings, keys, similarity), self.work, self._publish, identity)
         self._handled: dict[str, dict[tuple[str, int], int]] = {}  # stage → (topic, partition) → next to handle
         self._inputs: dict[str, str] = {}  # stage → its input topic
         self.app = self._build_app()

@@ -4,9 +4,12 @@
   deferrals) and the change events;
 * :mod:`.ops`: one module per op family (memory, graph, trust, governance, erasure, lifecycle, cycles), each op
   a function of the shard transaction, its proposal and an :class:`~.ops.OpContext`;
-* :mod:`.guard`: the write guard (tombstones, anti-patterns), evaluated for every memory written.
+* :mod:`.guard`: the write guard (tombstones, anti-patterns), evaluated for every memory written; it compares
+  canonical terms (:mod:`._terms`) and, given one, meanings (:mod:`._similarity`).
 """
 
 from altm.pipeline.writer._apply import WRITER_GROUP, WriteOutcome, Writer
+from altm.pipeline.writer._similarity import EmbeddingSimilarity
+from altm.pipeline.writer.guard import TextSimilarity
 
-__all__ = ["WRITER_GROUP", "WriteOutcome", "Writer"]
+__all__ = ["WRITER_GROUP", "EmbeddingSimilarity", "TextSimilarity", "WriteOutcome", "Writer"]

@@ -38,7 +38,7 @@ from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
-from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard, hash_legacy_tombstones
+from altm.pipeline.writer.guard import GuardUnavailable, TextSimilarity, WriteGuard, hash_legacy_tombstones
 from altm.pipeline.writer.ops import Applied, Erased, OpContext, Rejection, apply_op
 from altm.store import ShardSet, ShardTx, StoreUnavailable
 
@@ -60,16 +60,18 @@ class WriteOutcome:
 
 class Writer:
     """Applies proposal records to their shards. With ``keys`` (the log is sealed), an applied erasure of a
-    session, agent or user also destroys its data keys: its records on the log can no longer be read."""
+    session, agent or user also destroys its data keys: its records on the log can no longer be read. With a
+    ``similarity`` (the local embedder's), the write guard judges anti-patterns by meaning as well as terms."""
 
-    def __init__(self, shards: ShardSet, settings: Settings, keys: KeyStore | None = None) -> None:
+    def __init__(self, shards: ShardSet, settings: Settings, keys: KeyStore | None = None,
+                 similarity: TextSimilarity | None = None) -> None:
         self.shards = shards
         self.keys = keys
         self._last_destroy = float("-inf")
         self.settings = settings
         self.partitions = settings.partitions
         self.proposals_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
-        self.guard = WriteGuard(settings.guard_overlap_threshold)
+        self.guard = WriteGuard(settings.guard_overlap_threshold, similarity)
         self.rules = LifecycleRules()
 
     def resume_offset(self, topic: str, partition: int) -> int | None:

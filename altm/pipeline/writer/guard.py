@@ -6,11 +6,18 @@
   A derived memory is refused when it is an exact re-send of a distinctive erased text or re-states a long
   erased raw message: it holds at least the threshold share of that message's shingles (pairs of
   consecutive words).
+  A derived memory that re-states an erased message *in other words* is refused too: the canonical terms of
+  both (stems, synonyms, numbers; see ``_terms``) are compared as keyed hashes. When the erased message named
+  something exact (a number, a code), the derived memory must carry one of those back, with one more term of
+  the message; otherwise it must share three terms and 65 % of the shorter text's terms.
 * Anti-patterns apply to derived memories: a derived memory that re-asserts a stored anti-pattern's
-  ``pattern`` (without negating it) is refused. A raw message is always captured as L0.
+  ``pattern`` (without negating it) is refused. Re-asserting is judged on canonical terms and, when the guard
+  has a text similarity (the local embedder), on meaning: see :func:`reassertion`. A borderline match is not
+  refused but *flagged*: the memory is stored as ``uncertain`` with the anti-pattern as the reason, so it
+  lands in the review queue. A raw message is always captured as L0.
 
-Tombstones hold no text: their shingles are compared as keyed hashes (HMAC-SHA256 with a key per user), so a
-data dir does not reveal what was erased by reading the tombstones.
+Tombstones hold no text: their shingles and terms are compared as keyed hashes (HMAC-SHA256 with a key per
+user), so a data dir does not reveal what was erased by reading the tombstones.
 """
 
 from __future__ import annotations
@@ -19,11 +26,14 @@ import hashlib
 import hmac
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import orjson
 
 from altm.core import Layer, MemoryUnit, normalise_text
+from altm.pipeline.writer._terms import specific, terms
 from altm.store import MemoryRow, ShardTx
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
@@ -31,8 +41,8 @@ _STOP = frozenset("a an the and or to of in on at for with by is are was were be
                   "your its use uses using used".split())
 """Words that say nothing about what a pattern is about ("use pickle for the session cache" is about pickle and
 the session cache: "I prefer pickle for the session cache" re-asserts it)."""
-_NEGATION = re.compile(r"\b(?:don't|do not|dont|never|avoid|stop|instead of|rather than|not|no longer|"
-                       r"shouldn't|should not|mistake|bad idea|anti-pattern)\b")
+_NEGATION = re.compile(r"\b(?:don't|do not|dont|never|avoid(?:s|ed|ing)?|stop(?:s|ped|ping)?|instead of|rather than|"
+                       r"not|no longer|no more|shouldn't|should not|mustn't|must not|mistake|bad idea|anti-pattern)\b")
 MIN_TOKENS = 3
 MIN_SHINGLES = 5
 """An erased text this long (about six words besides stop words) is distinctive, and so is one that names
@@ -46,10 +56,26 @@ class GuardUnavailable(RuntimeError):
     """The guard could not be evaluated; the proposal must be deferred, never accepted."""
 
 
+TextSimilarity = Callable[[str, str], float]
+"""Cosine similarity of two texts' meanings (the local embedder's; see ``_similarity``)."""
+
+REFUSE_COVER = 0.75
+"""A derived memory holding this share of an anti-pattern's terms (and at least two) re-asserts it."""
+REFUSE_SIMILAR = (0.6, 0.65)
+"""... and so does one holding 60 % of them whose meaning is at least 0.65 similar."""
+FLAG_SIMILAR = ((2, 0.55), (1, 0.7))
+"""A borderline match: (terms shared, similarity) pairs from which a memory is flagged for review."""
+SPECIFIC_SHARED = 2
+RESTATED_TERMS = (3, 0.65)
+"""An erased message's terms coming back: with one of its specific terms, this many in all; without, this
+many and this share of the shorter text's terms."""
+
+
 @dataclass(frozen=True)
 class GuardVerdict:
     record_id: str
     reason: str
+    action: Literal["refuse", "flag"] = "refuse"
 
 
 def negates(text: str) -> bool:
@@ -85,6 +111,49 @@ def keyed_shingles(key: bytes, text: str) -> frozenset[str]:
     return frozenset(hmac.new(key, s.encode(), hashlib.sha256).hexdigest()[:24] for s in shingles(text))
 
 
+def keyed_terms(key: bytes, text: str) -> frozenset[str]:
+    """The text's canonical terms as keyed hashes; a specific term's hash is marked ``s:``, the others ``t:``."""
+    return frozenset(f"{'s' if specific(t) else 't'}:{hmac.new(key, t.encode(), hashlib.sha256).hexdigest()[:24]}"
+                     for t in terms(text))
+
+
+def restates_terms(candidate: frozenset[str], erased: frozenset[str]) -> bool:
+    """The candidate carries an erased message's content back in other words (see the module's docstring)."""
+    if not candidate or not erased:
+        return False
+    shared = candidate & erased
+    if any(h.startswith("s:") for h in erased):
+        return len(shared) >= SPECIFIC_SHARED and any(h.startswith("s:") for h in shared)
+    least, share = RESTATED_TERMS
+    return len(shared) >= least and len(shared) / min(len(candidate), len(erased)) >= share
+
+
+def reassertion(candidate: str, pattern: str, similarity: TextSimilarity | None
+                ) -> tuple[Literal["refuse", "flag"], str] | None:
+    """Whether a derived memory re-asserts an anti-pattern: refused on terms alone or on terms and meaning,
+    flagged for review when only close; None when it does not (or speaks against it). A pattern that is
+    about leaving something out ("without a rollback plan") is re-asserted only by a text that leaves it out
+    too. Without a similarity, only the terms decide (and nothing is flagged)."""
+    if negates(candidate) and not negates(pattern):
+        return None
+    mine, theirs = terms(candidate), terms(pattern)
+    if not theirs or ("skip" in theirs and "skip" not in mine):
+        return None
+    shared = len(mine & theirs)
+    cover = shared / len(theirs)
+    if shared >= 2 and cover >= REFUSE_COVER:
+        return "refuse", f"{shared} of its {len(theirs)} terms"
+    if similarity is None or shared == 0:
+        return None
+    similar = similarity(candidate, pattern)
+    least_cover, least_similar = REFUSE_SIMILAR
+    if shared >= 2 and cover >= least_cover and similar >= least_similar:
+        return "refuse", f"{shared} of its {len(theirs)} terms, similarity {similar:.2f}"
+    if any(shared >= n and similar >= s for n, s in FLAG_SIMILAR):
+        return "flag", f"{shared} of its {len(theirs)} terms, similarity {similar:.2f}"
+    return None
+
+
 def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float, *, specific: bool) -> bool:
     """The candidate holds at least ``threshold`` of an erased text's shingles (a derived memory that quotes or
     closely paraphrases it). The erased text must be long, or specific and at least two shingles: a short
@@ -98,7 +167,8 @@ def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str) -> None:
     """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes."""
     key = tx.guard_key(f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}")
     tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(key, row["content"]),
-                 shingle_hashes=keyed_shingles(key, row["content"]), distinctive=distinctive(row["content"]))
+                 shingle_hashes=keyed_shingles(key, row["content"]), term_hashes=keyed_terms(key, row["content"]),
+                 distinctive=distinctive(row["content"]))
 
 
 def hash_legacy_tombstones(tx: ShardTx, *, at: str) -> int:
@@ -107,7 +177,7 @@ def hash_legacy_tombstones(tx: ShardTx, *, at: str) -> int:
     for tombstone_id, home, text in legacy:  # the normalised text hashes as the content it came from
         key = tx.guard_key(home)
         tx.hash_tombstone(tombstone_id, value_hash=value_hash(key, text), shingle_hashes=keyed_shingles(key, text),
-                          distinctive=distinctive(text), at=at)
+                          term_hashes=keyed_terms(key, text), distinctive=distinctive(text), at=at)
     return len(legacy)
 
 
@@ -125,10 +195,14 @@ def matches(candidate: str, reference: str, threshold: float) -> bool:
 
 
 class WriteGuard:
-    def __init__(self, threshold: float = 0.8) -> None:
+    """``similarity`` (the local embedder's) lets the guard judge anti-patterns by meaning too; without it,
+    canonical terms alone decide."""
+
+    def __init__(self, threshold: float = 0.8, similarity: TextSimilarity | None = None) -> None:
         if not 0 < threshold <= 1:
             raise ValueError("the guard's overlap threshold is in (0, 1]")
         self.threshold = threshold
+        self.similarity = similarity
 
     def check(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         try:
@@ -152,22 +226,32 @@ class WriteGuard:
             return None
         # against what the user said, not against erased derived memories: those are mostly template (a
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
-        mine = keyed_shingles(key, mem.content)
+        mine, my_terms = keyed_shingles(key, mem.content), keyed_terms(key, mem.content)
         for tomb in tx.tombstones(mem.scope, raw_only=True):
-            if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive):
+            if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
+                    or restates_terms(my_terms, tomb.term_hashes)):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
     def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern" or negates(mem.content):
             return None
+        flagged: GuardVerdict | None = None
         for mid, attributes in tx.anti_patterns(mem.scope):
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
-            if pattern and matches(mem.content, pattern, self.threshold):
-                why = attrs.get("why_bad") or "no reason recorded"
+            if not pattern:
+                continue
+            why = attrs.get("why_bad") or "no reason recorded"
+            if matches(mem.content, pattern, self.threshold):
                 return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why})")
-        return None
+            found = reassertion(mem.content, pattern, self.similarity)
+            if found is not None and found[0] == "refuse":
+                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why}; {found[1]})")
+            if found is not None and flagged is None:
+                flagged = GuardVerdict(mid, f"may re-assert anti-pattern {mid} ({pattern!r}: {why}; {found[1]})",
+                                       action="flag")
+        return flagged
 
 
 def _erased(tombstone_id: str, reason: str) -> GuardVerdict:

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
 from altm.core.bounds import content_over_limit
+from altm.pipeline.writer.guard import GuardVerdict
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
@@ -19,9 +20,13 @@ _KEPT_ON_UPDATE = (
 
 def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Applied:
     mem = p.memory
-    _validate(tx, mem, ctx)
+    flag = _validate(tx, mem, ctx)
     new_row = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
+    if old_row is not None:
+        new_row = carry_over(new_row, old_row, _KEPT_ON_UPDATE)
+    if flag is not None:
+        _held_for_review(new_row, flag)
     also: list[MemoryUnit] = []
     if old_row is None:
         if mem.layer is Layer.L0:
@@ -30,7 +35,6 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
         if mem.layer is Layer.L0:
             also = _relink_successor(tx, new_row, p, ctx)
     else:
-        new_row = carry_over(new_row, old_row, _KEPT_ON_UPDATE)
         if comparable(old_row) == comparable(new_row):
             return Applied(ChangeStatus.UNCHANGED)
         if mem.layer is Layer.L0:
@@ -42,8 +46,27 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
-def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> None:
-    """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard."""
+GUARD_HOLD = "write guard: "
+"""How the trust reason of a memory the guard flagged begins."""
+
+
+def held_by_guard(row: MemoryRow) -> bool:
+    """The guard flagged the memory and no reviewer has decided yet."""
+    return row["trust_status"] == "uncertain" and str(row["trust_reason"] or "").startswith(GUARD_HOLD)
+
+
+def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
+    """A memory the guard flagged is stored as ``uncertain``, naming what it may re-assert: the review queue
+    shows it, and recall weighs it down, until a reviewer decides. A verdict already given stands."""
+    if row["trust_status"] in ("verified", "contradicted"):
+        return
+    row["trust_status"], row["trust_method"], row["trust_confidence"] = "uncertain", "confidence", 0.5
+    row["trust_reason"], row["trust_contradicting_id"] = f"{GUARD_HOLD}{flag.reason}", flag.record_id
+
+
+def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | None:
+    """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard; what the
+    guard flagged (not refused) is returned."""
     if error := content_over_limit(mem.content, ctx.settings.max_content_bytes):
         raise Rejection(error, code="invalid")
     if mem.content_hash != content_hash(mem.content):
@@ -57,8 +80,9 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> None:
             raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)",
                             code="missing_evidence")
     verdict = ctx.guard.check(tx, mem)
-    if verdict is not None:
+    if verdict is not None and verdict.action == "refuse":
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
+    return verdict
 
 
 def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:

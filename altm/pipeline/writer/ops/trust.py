@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from altm.core import ChangeStatus, SetTrustProposal
 from altm.pipeline.writer.ops._base import Applied, OpContext, target_row
+from altm.pipeline.writer.ops.memory import held_by_guard
 from altm.store import MemoryRow, ShardTx, comparable, row_to_memory
 
 
 def set_trust(tx: ShardTx, p: SetTrustProposal, ctx: OpContext) -> Applied:
+    """A processor's verdict; a memory the write guard held for review keeps its hold (only a reviewer lifts
+    it) unless the verdict is a contradiction, which keeps it in the review queue too."""
     verdict = p.verdict
     old = target_row(tx, p, verdict.memory_id, "verdict target")
     trust = verdict.trust
+    if held_by_guard(old) and trust.status.value != "contradicted":
+        return Applied(ChangeStatus.UNCHANGED)
     new: MemoryRow = {
         **old, "trust_status": trust.status.value, "trust_method": trust.method.value if trust.method else None,
         "trust_confidence": trust.confidence, "trust_reason": trust.reason,
