@@ -31,7 +31,9 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,15 +42,33 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from altm.app import MemoryApp
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
+from altm.models import LLMSettings, ModelTask
 from altm.recall.retrieval import PRESETS
-from altm.wiring import open_deployment
+from altm.wiring import Deployment, open_deployment
 from benchmarks._progress import progress
 from benchmarks._record import config_stamp, file_sha256, percentile, write_record
 
 KS = (1, 5, 10)
 _DIA = re.compile(r"D\d+:\d+")
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json"
+
+
+def load_samples(path: Path, conversations: str | None = None) -> list[dict[str, Any]]:
+    """The LoCoMo samples of a data file; only those named when ``conversations`` (comma-separated ids) is
+    given. Exits with a one-line message when the file or a named conversation is not there."""
+    if not path.exists():
+        sys.exit(f"no LoCoMo data at {path} (pass --data PATH)")
+    samples: list[dict[str, Any]] = orjson.loads(path.read_bytes())
+    if conversations:
+        wanted = {c for c in conversations.split(",") if c}
+        missing = sorted(wanted - {s["sample_id"] for s in samples})
+        if missing:
+            sys.exit(f"no conversation {', '.join(missing)} in {path}")
+        samples = [s for s in samples if s["sample_id"] in wanted]
+    return samples
 
 
 def parse_session_date(text: str) -> datetime:
@@ -147,24 +167,56 @@ def recompute(record: dict[str, Any]) -> dict[str, Any]:
     return aggregate(per)
 
 
-async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int, limit: int | None,
-                           work: Path, others: Sequence[str] = (), advance: Callable[[int], None] | None = None,
-                           ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+@dataclass
+class IngestedConversation:
+    """One LoCoMo conversation ingested through the full pipeline into a store of its own."""
+
+    deployment: Deployment
+    turns: list[TurnEvent]
+    ingest_s: float
+
+    @property
+    def app(self) -> MemoryApp:
+        return self.deployment.app
+
+    @property
+    def scope(self) -> Scope:
+        return self.turns[0].scope
+
+    def stats(self) -> dict[str, Any]:
+        return {"turns": len(self.turns), "ingest_s": self.ingest_s,
+                "turns_per_s": len(self.turns) / self.ingest_s if self.ingest_s else 0.0}
+
+
+@asynccontextmanager
+async def ingested_conversation(sample: dict[str, Any], work: Path,
+                                llm_settings: dict[ModelTask, LLMSettings] | None = None,
+                                ) -> AsyncIterator[IngestedConversation]:
+    """Every turn published and processed until the pipeline is idle, in an isolated store under ``work``
+    (removed afterwards). ``llm_settings``: the pipeline's models per task; None reads ``ALTM_<TASK>_LLM_*``."""
     data_dir = work / sample["sample_id"]
-    settings = Settings(data_dir=data_dir, partitions=1)
     turns = conversation_turns(sample)
-    known = {t.turn_id for t in turns}
-    deployment = await open_deployment(settings, pipeline=True)
-    await deployment.start()
-    runtime = deployment.runtime
-    assert runtime is not None
+    deployment = await open_deployment(Settings(data_dir=data_dir, partitions=1), pipeline=True,
+                                       llm_settings=llm_settings)
     try:
+        await deployment.start()
+        runtime = deployment.runtime
+        assert runtime is not None
         t0 = time.perf_counter()
         await runtime.publish(turns)
         await runtime.run_until_idle()
-        ingest_s = time.perf_counter() - t0
-        app = deployment.app
-        scope = turns[0].scope
+        yield IngestedConversation(deployment, turns, time.perf_counter() - t0)
+    finally:
+        await deployment.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int, limit: int | None,
+                           work: Path, others: Sequence[str] = (), advance: Callable[[int], None] | None = None,
+                           ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async with ingested_conversation(sample, work) as conversation:
+        known = {t.turn_id for t in conversation.turns}
+        app, scope = conversation.app, conversation.scope
         records = []
         qa = [q for q in sample["qa"] if q.get("evidence")]
         for i, q in enumerate(qa[:limit] if limit else qa):
@@ -194,12 +246,8 @@ async def run_conversation(sample: dict[str, Any], preset_name: str, top_k: int,
             })
             if advance is not None:
                 advance(1)
-        stats = {"turns": len(turns), "ingest_s": ingest_s, "turns_per_s": len(turns) / ingest_s,
-                 "questions": len(records)}
+        stats = {**conversation.stats(), "questions": len(records)}
         return records, stats
-    finally:
-        await deployment.close()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def print_table(agg: dict[str, Any], by_cat: dict[str, dict[str, Any]]) -> None:
@@ -267,8 +315,7 @@ def print_protocol(protocol: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
-                    / "locomo-dev" / "locomo-dev.json")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--preset", default="conversation", choices=sorted(PRESETS))
     ap.add_argument("--top-k", type=int, default=10)
@@ -283,12 +330,7 @@ def main() -> None:
         sys.exit(f"unknown preset(s) {unknown}; choose among {sorted(PRESETS)}")
     if candidates and args.preset not in candidates:
         candidates.append(args.preset)
-    if not args.data.exists():
-        sys.exit(f"no LoCoMo data at {args.data} (pass --data PATH)")
-    samples = orjson.loads(args.data.read_bytes())
-    if args.conversations:
-        wanted = set(args.conversations.split(","))
-        samples = [s for s in samples if s["sample_id"] in wanted]
+    samples = load_samples(args.data, args.conversations)
     records: list[dict[str, Any]] = []
     per_conv: dict[str, Any] = {}
     questions = sum(min(len([q for q in s["qa"] if q.get("evidence")]), args.limit_questions or 10**9)
