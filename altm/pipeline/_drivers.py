@@ -55,6 +55,9 @@ log = logging.getLogger("altm.pipeline")
 
 Publish = Callable[[Sequence[OutgoingRecord]], Awaitable[None]]
 """Publish records in order and return once the bus has them all (the drivers never await one by one)."""
+Fetch = Callable[[int, int, int], Awaitable[list[Record]]]
+"""``fetch(partition, start, end)``: proposal records ``start`` ≤ offset < ``end`` of one partition, read from
+the log (opened when it is sealed): at most a chunk of them, none when the log no longer holds them."""
 
 
 class LogBindingError(RuntimeError):
@@ -280,18 +283,27 @@ def check_log_binding(shard: Shard, identity: str, topic: str, end_offset: int |
 
 class WriterDriver:
     """The writer over proposal records from either runtime: apply, defer what the guard could not decide,
-    publish the outbox. Flushes of one partition never overlap (the writer and a timer may both flush)."""
+    publish the outbox. Flushes of one partition never overlap (the writer and a timer may both flush).
+
+    With ``fetch`` (the Kafka runtime), the proposals log is the shard's changelog: a partition whose shard
+    has not applied every proposal before the ones it is handed (a worker took over a partition it never
+    owned, or owned long ago, with a data dir of its own) first applies the missing ones, read from the log,
+    in order. No model is called: proposals carry what the models said."""
 
     name = "writer"
 
-    def __init__(self, writer: Writer, work: DeferredWork, publish: Publish, identity: str) -> None:
+    def __init__(self, writer: Writer, work: DeferredWork, publish: Publish, identity: str,
+                 fetch: Fetch | None = None) -> None:
         self.writer = writer
         self.work = work
         self.publish = publish
         self.identity = identity
+        self.fetch = fetch
         self.topic = writer.proposals_topic
         self._locks: dict[int, asyncio.Lock] = {}
+        self._restoring: dict[int, asyncio.Lock] = {}
         self._bound: set[int] = set()
+        self.restored: dict[int, int] = {}  # partition → proposals applied from the log to fill a gap
 
     def bind(self, partition: int, end_offset: int | None) -> int | None:
         """Check the shard of ``partition`` belongs to this log; returns where its writer resumes."""
@@ -302,11 +314,55 @@ class WriterDriver:
         return self.writer.resume_offset(self.topic, partition)
 
     async def handle(self, records: Sequence[Record]) -> int:
-        """Apply a batch; the resulting changes are published when this returns."""
+        """Apply a batch (after what the shard misses before it, see the class); the resulting changes are
+        published when this returns."""
         touched = sorted({rec.partition for rec in records})
         for partition in touched:
             if partition not in self._bound:
                 self.bind(partition, None)
+        if self.fetch is None:
+            return await self._apply(records, touched)
+        for partition in touched:
+            await self._restoring.setdefault(partition, asyncio.Lock()).acquire()
+        try:
+            for partition in touched:
+                await self._fill(partition, min(r.offset for r in records if r.partition == partition))
+            return await self._apply(records, touched)
+        finally:
+            for partition in touched:
+                self._restoring[partition].release()
+
+    async def catch_up(self, partition: int, end: int) -> int:
+        """Apply what the shard of ``partition`` misses before ``end`` (a partition this worker was given and
+        has had no proposal for yet); returns how many proposals that was."""
+        if self.fetch is None:
+            return 0
+        if partition not in self._bound:
+            self.bind(partition, None)
+        async with self._restoring.setdefault(partition, asyncio.Lock()):
+            return await self._fill(partition, end)
+
+    async def _fill(self, partition: int, end: int) -> int:
+        """Apply the proposals of ``partition`` from the shard's next offset up to ``end``, in chunks."""
+        assert self.fetch is not None
+        applied = 0
+        while (start := self.writer.resume_offset(self.topic, partition) or 0) < end:
+            chunk = await self.fetch(partition, start, end)
+            if not chunk:
+                log.error("the shard of %s[%d] misses offsets %d..%d and the log no longer holds them: the "
+                          "memories they made are not in this worker's data dir", self.topic, partition, start,
+                          end - 1)
+                break
+            if applied == 0:
+                log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
+            await self._apply(chunk, [partition])
+            applied += len(chunk)
+        if applied:
+            self.restored[partition] = self.restored.get(partition, 0) + applied
+            log.info("restored %s[%d]: %d proposals applied from the log", self.topic, partition, applied)
+        return applied
+
+    async def _apply(self, records: Sequence[Record], touched: Sequence[int]) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal

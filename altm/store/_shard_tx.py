@@ -160,6 +160,11 @@ class ShardTx:
             f"SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND {where}",
             [*_home(scope), *args])]
 
+    def applied(self, proposal_id: str) -> bool:
+        """A mutation of this shard was made by the proposal ``proposal_id`` (the audit log names it)."""
+        return self._db.execute("SELECT 1 FROM audit_log WHERE proposal_id=? LIMIT 1",
+                                (proposal_id,)).fetchone() is not None
+
     def tombstone_of_value(self, scope: Scope, value_hash: str) -> tuple[str, str, bool] | None:
         """(tombstone id, reason, distinctive) of erased content of the user with exactly this value hash (a
         distinctive one first)."""

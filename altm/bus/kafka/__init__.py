@@ -1,3 +1,3 @@
-from altm.bus.kafka._bus import KafkaBus, KafkaConsumer, parse_broker_url
+from altm.bus.kafka._bus import KafkaBus, KafkaConsumer, PartitionReader, parse_broker_url, read_range
 
-__all__ = ["KafkaBus", "KafkaConsumer", "parse_broker_url"]
+__all__ = ["KafkaBus", "KafkaConsumer", "PartitionReader", "parse_broker_url", "read_range"]

@@ -186,6 +186,62 @@ class KafkaBus(Bus):
         return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
 
 
+async def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, *,
+                     limit: int = 2000) -> list[Record]:
+    """Records ``start`` ≤ offset < ``end`` of one partition, at most ``limit`` of them (fewer when the range is
+    shorter, or empty when the broker no longer holds it), read without a consumer group."""
+    if end <= start:
+        return []
+    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=limit)
+    await reader.start()
+    try:
+        tp = KafkaTP(topic, partition)
+        reader.assign([tp])
+        first = (await reader.beginning_offsets([tp]))[tp]
+        last = (await reader.end_offsets([tp]))[tp]
+        stop = min(end, last, max(start, first) + limit)
+        if max(start, first) >= stop:
+            return []
+        reader.seek(tp, max(start, first))
+        return await _read_until(reader, {tp: stop})
+    finally:
+        await reader.stop()
+
+
+class PartitionReader:
+    """Partitions of one topic, read from given offsets without a consumer group (a read replica follows the
+    whole log; where it is stays in its own store). ``start`` and ``stop`` are explicit."""
+
+    def __init__(self, bootstrap: str, topic: str, *, max_records: int = 500) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.max_records = max_records
+        self._reader: AIOKafkaConsumer | None = None
+
+    async def start(self, starts: Mapping[int, int]) -> None:
+        """Read the partitions ``starts`` names, each from its offset there (a topic not made yet is read once
+        it exists)."""
+        reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                  max_poll_records=self.max_records)
+        await reader.start()
+        self._reader = reader
+        tps = [KafkaTP(self.topic, p) for p in sorted(starts)]
+        reader.assign(tps)
+        for tp in tps:
+            reader.seek(tp, starts[tp.partition])
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            await reader.stop()
+
+    async def poll(self, timeout_s: float = 0.5) -> list[Record]:
+        if self._reader is None:
+            raise BusError("the partition reader is not started")
+        batch = await self._reader.getmany(timeout_ms=int(timeout_s * 1000), max_records=self.max_records)
+        return [_record(m) for msgs in batch.values() for m in msgs]
+
+
 def _record(msg: Any) -> Record:
     return Record(msg.topic, msg.partition, msg.offset, msg.key.decode("utf-8") if msg.key is not None else None,
                   msg.value if msg.value is not None else b"",

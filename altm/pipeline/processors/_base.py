@@ -131,9 +131,11 @@ def norm(text: str) -> str:
 
 
 def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event) -> UpsertMemoryProposal:
-    """A proposal with a deterministic id, timestamped with its cause (never the wall clock)."""
+    """A proposal with a deterministic id, timestamped with its cause (never the wall clock). The id covers the
+    whole memory (evidence and attributes too): the writer applies a proposal once (a re-delivered one is the
+    same decision), so two upserts of one memory that differ in anything must not share an id."""
     return UpsertMemoryProposal(
-        event_id=derive_id("prop", processor, memory.memory_id, memory.content_hash),
+        event_id=derive_id("prop", processor, memory.memory_id, memory.content_hash, sha256_hex(encode(memory))),
         scope=memory.scope,
         timestamp=cause.timestamp,
         processor=processor,

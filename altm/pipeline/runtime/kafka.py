@@ -30,7 +30,7 @@ from typing import Any
 import faust
 
 from altm.bus import OutgoingRecord, Record, TopicPartition
-from altm.bus.kafka import parse_broker_url
+from altm.bus.kafka import parse_broker_url, read_range
 from altm.bus.sealing import Sealer
 from altm.core import Settings, Topic, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
@@ -71,9 +71,11 @@ class FaustRuntime:
         self.work = DeferredWork(shards, settings)
         self.stages = [StageDriver(p, ctx, self.work, self._publish) for p in processors]
         keys = sealer.keys if sealer is not None else None
-        self.writer = WriterDriver(Writer(shards, settings, keys, similarity), self.work, self._publish, identity)
+        self.writer = WriterDriver(Writer(shards, settings, keys, similarity), self.work, self._publish, identity,
+                                   self._fetch_proposals)
         self._handled: dict[str, dict[tuple[str, int], int]] = {}  # stage → (topic, partition) → next to handle
         self._inputs: dict[str, str] = {}  # stage → its input topic
+        self._ready: set[int] = set()  # proposal partitions restored since they were assigned (``_restored``)
         self.app = self._build_app()
 
     def _build_app(self) -> faust.App:
@@ -104,6 +106,8 @@ class FaustRuntime:
             self._add_agent(app, stage.processor.input_topic, f"altm-{stage.name}", stage)
         self._add_agent(app, Topic.PROPOSALS, "altm-writer", self.writer)
         app.timer(1.0)(self._flush_owned)
+        app.timer(2.0)(self._restore_owned)
+        app.on_partitions_revoked.connect(self._revoked)
         app.timer(5.0)(self._retry_deferred)
         app.timer(5.0)(self._observe_lag)
         return app
@@ -144,6 +148,9 @@ class FaustRuntime:
             # together, one writer transaction per partition; the events are acknowledged once it returns
             async for events in stream.take_events(batch, within=within):
                 records = [_record(e.message, self.sealer) for e in events]
+                if driver is not self.writer:  # a stage reads the shard: not before the writer restored it
+                    for partition in sorted({r.partition for r in records}):
+                        await self._restored(partition)
                 await handle_until_done(driver, records)
                 for rec in records:  # what this stage is done with (the lag gauge; faust may have fetched more)
                     key = (rec.topic, rec.partition)
@@ -151,6 +158,42 @@ class FaustRuntime:
                 yield None
 
         app.agent(self._topic(app, topic), name=name)(agent)
+
+    async def _fetch_proposals(self, partition: int, start: int, end: int) -> list[Record]:
+        """Proposals of one partition read from the broker (the shard's changelog: see ``WriterDriver``)."""
+        records = await read_range(parse_broker_url(self.settings.broker or ""), self.writer.topic, partition,
+                                   start, end, limit=max(self.settings.poll_batch, 500))
+        return [self.sealer.open(r) for r in records] if self.sealer is not None else records
+
+    async def _restored(self, partition: int) -> None:
+        """Once per assignment of ``partition``: its shard has applied every proposal the log held when this
+        worker got it (a worker with a data dir of its own may be given a partition another worker filled).
+        Stages wait for it, so what they derive reads the whole shard, as on the worker that had it before."""
+        if partition in self._ready:
+            return
+        tp = next((tp for tp in self.app.consumer.assignment()
+                   if tp.topic == self.writer.topic and tp.partition == partition), None)
+        if tp is not None:
+            end = (await self.app.consumer.highwaters(tp)).get(tp)
+            if end is not None and end > 0:
+                await self.writer.catch_up(partition, int(end))
+                await self.writer.flush(partition)
+        self._ready.add(partition)
+
+    async def _restore_owned(self) -> None:
+        """Restore the shards of the proposal partitions this worker owns before any record of theirs arrives:
+        recall then finds those users' memories before any new turn of theirs comes."""
+        try:
+            for partition in sorted(self._owned(Topic.PROPOSALS) - self._ready):
+                await self._restored(partition)
+        except Exception:
+            log.warning("restoring owned partitions from the log failed; the next tick tries again", exc_info=True)
+
+    def _revoked(self, sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        """faust's ``on_partitions_revoked(revoked)``: a partition that leaves this worker is restored again if
+        it comes back (another worker may have written to it meanwhile)."""
+        revoked = args[0] if args else kwargs.get("revoked", ())
+        self._ready -= {tp.partition for tp in revoked if tp.topic == self.writer.topic}
 
     def _owned(self, topic: Topic) -> set[int]:
         name = topic_name(topic, self.settings.topic_prefix)

@@ -156,6 +156,9 @@ class Writer:
         if not isinstance(event, Proposal):
             return _malformed(tx, record, f"the proposals topic carries proposals, got a {event.event_type} event",
                               ctx.now)
+        if _applied_before(tx, event):
+            return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED,
+                                                 reason=f"proposal {event.event_id} was applied before")])
         try:
             _check_route(event, record, partitions)
             with tx.savepoint():  # an op refused or failing half-way leaves nothing behind
@@ -227,6 +230,15 @@ def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutco
         source_partition=record.partition, source_offset=record.offset, timestamp=datetime.now(UTC),
     )
     return WriteOutcome(dead_letters=[dead])
+
+
+def _applied_before(tx: ShardTx, p: Proposal) -> bool:
+    """The proposal was delivered again: the same decision, already taken and maybe built on since (an
+    upsert applied again would undo later merges). An upsert whose memory is gone (erased, forgotten) is not
+    skipped: the guard judges it again, and refuses erased content loudly."""
+    if isinstance(p, UpsertMemoryProposal) and tx.memory_row(p.memory.memory_id) is None:
+        return False
+    return tx.applied(p.event_id)
 
 
 def _check_route(p: ProposalEvent, record: Record, partitions: int) -> None:

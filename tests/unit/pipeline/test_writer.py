@@ -193,7 +193,10 @@ def test_proposal_ids_are_derived_from_op_and_payload_as_before() -> None:
                     supersession=Supersession(old_id="mem_x", new_id="mem_y", reason="r"))
     assert made.event_id == "prop_cb69ef4eb1138cde06382ef49642f148"  # the id the bag-of-fields proposal had
     assert decode_event(SUPERSEDE_0_1) == made  # a 0.1 record of it reads back as the same proposal
-    assert _derived(()).event_id == "prop_7c5681120ef90360325f04f4c2105f05"
+    # an upsert's id covers the whole memory since 2026-12-01 (it was processor, memory id and content hash):
+    # the writer applies a proposal once, so upserts that differ in evidence or attributes need their own ids
+    assert _derived(()).event_id == "prop_6da3a0937dd50aa945028ca55408ffdb"
+    assert _derived(("mem_a",)).event_id != _derived(("mem_a", "mem_b")).event_id
 
 
 async def test_derived_memory_needs_stored_evidence(writer: Writer) -> None:
@@ -201,6 +204,24 @@ async def test_derived_memory_needs_stored_evidence(writer: Writer) -> None:
     assert c1.status is ChangeStatus.REJECTED and "needs evidence" in (c1.reason or "")
     (c2,) = writer.apply(_record(_derived(("mem_missing",)), 1), N).changes
     assert c2.status is ChangeStatus.REJECTED and "not in this shard" in (c2.reason or "")
+
+
+async def test_a_proposal_delivered_again_is_not_applied_again(writer: Writer) -> None:
+    """A stage that re-derives (after a crash, or after a worker restored a partition from the log and
+    re-published its changes) sends the same proposal again. Applied again, it undid what later proposals did:
+    an atom's evidence, merged since, was reset to its first occurrence's (issue 13, seen restoring a shard)."""
+    first, second = await _proposal(1), await _proposal(2)
+    writer.apply(_record(first, 0), N)
+    writer.apply(_record(second, 1), N)
+    once = _derived((first.memory.memory_id,))
+    merged = _derived((first.memory.memory_id, second.memory.memory_id))  # a later decision about the atom
+    writer.apply(_record(once, 2), N)
+    writer.apply(_record(merged, 3), N)
+    (change,) = writer.apply(_record(once, 4), N).changes
+    assert change.status is ChangeStatus.UNCHANGED and "applied before" in (change.reason or "")
+    row = writer.shards.get(_record(once, 4).partition).memory_row("mem_derived")
+    assert row is not None
+    assert orjson.loads(row["evidence"]) == sorted([first.memory.memory_id, second.memory.memory_id])
 
 
 async def test_update_of_derived_memory_audits_old_value(writer: Writer) -> None:

@@ -1,0 +1,124 @@
+"""Partition-local state (issue 13): a worker with a data dir of its own that takes over partitions another
+worker filled restores their shards from the proposals log (the writer's changelog) before it applies anything
+new, with no model call, and ends at the embedded runtime's state. Before, it applied only the proposals after
+the group's committed offset: half the users' memories were missing, and proposals citing the missing ones
+were rejected ("edge end … is neither a memory nor a graph node in this shard")."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+
+from altm.bus import host_record
+from altm.bus.kafka import KafkaBus
+from altm.core import Scope, TurnEvent, all_topic_specs
+from altm.core.settings import Settings
+from altm.wiring import state_hash
+from tests.integration.test_kafka import _shard_l0_count
+from tests.integration.test_kafka_workers import SENTENCES
+from tests.support.memories import running
+from tests.support.rows import rows
+from tests.support.turns import make_turn
+from tests.support.workers import start_worker, stop, wait_until_idle
+
+pytestmark = pytest.mark.kafka
+
+
+def _turns(sessions: range) -> list[TurnEvent]:
+    out = []
+    for u in range(8):
+        scope = Scope(tenant_id="t", workspace_id="w", user_id=f"user{u}", agent_id="a")
+        for s in sessions:
+            for i, text in enumerate(SENTENCES):
+                out.append(make_turn(s * 10 + i, f"{text} (user {u}, session {s})", scope=scope, session=f"s{s}"))
+    return out
+
+
+async def _publish(bootstrap: str, prefix: str, turns: list[TurnEvent], *, create: bool = False) -> None:
+    bus = KafkaBus(bootstrap)
+    await bus.start()
+    try:
+        if create:
+            await bus.ensure_topics(all_topic_specs(4, prefix))
+        await bus.publish_many([host_record(Settings(topic_prefix=prefix), t) for t in turns])
+    finally:
+        await bus.stop()
+
+
+async def _until_l0(data_dir: Path, expected: int, timeout_s: float = 120.0) -> None:
+    for _ in range(int(timeout_s * 4)):
+        if _shard_l0_count(data_dir) >= expected:
+            return
+        await asyncio.sleep(0.25)
+
+
+async def test_a_worker_with_its_own_data_dir_restores_the_partitions_it_takes_over(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    prefix = f"r{uuid.uuid4().hex[:10]}."
+    first, second = _turns(range(0, 4)), _turns(range(4, 6))
+    # the key store is the deployment's secret, not partition state (it is never on the log): both workers use it
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
+           "ALTM_KEYSTORE": f"sqlite:///{tmp_path / 'keys.db'}"}
+    await _publish(kafka_bootstrap, prefix, first, create=True)
+    dir_a, dir_b = tmp_path / "worker-a", tmp_path / "worker-b"
+    a = start_worker(kafka_bootstrap, dir_a, env)
+    try:
+        await _until_l0(dir_a, len(first))
+        await wait_until_idle(kafka_bootstrap, prefix, a, data_dir=dir_a)
+    finally:
+        stop(a)
+    b = start_worker(kafka_bootstrap, dir_b, env)
+    try:
+        # no new turn yet (A committed them all): only a restore from the proposals log fills B's shards
+        await _until_l0(dir_b, len(first))
+        assert _shard_l0_count(dir_b) == len(first)
+        await _publish(kafka_bootstrap, prefix, second)
+        await _until_l0(dir_b, len(first) + len(second))
+        await wait_until_idle(kafka_bootstrap, prefix, b, data_dir=dir_b)
+    finally:
+        stop(b)
+    assert not rows(dir_b, "SELECT reason FROM rejections")  # nothing cites a memory the shard lacks
+    embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
+    async with running(embedded) as rt:
+        await rt.publish(first)
+        await rt.run_until_idle()
+        await rt.publish(second)
+        await rt.run_until_idle()
+    assert state_hash(dir_b) == state_hash(embedded.data_dir)
+
+
+async def test_sigkills_with_separate_data_dirs_lose_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
+    """Two workers, each with its own data dir; one is killed with SIGKILL at random points mid-stream and
+    restarted, five times; partitions move back and forth, each restored from the log where it lands. At the
+    end the other worker takes every partition: its data dir alone holds the embedded runtime's state."""
+    prefix = f"s{uuid.uuid4().hex[:10]}."
+    turns = _turns(range(0, 16))
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
+           "ALTM_KEYSTORE": f"sqlite:///{tmp_path / 'keys.db'}"}
+    await _publish(kafka_bootstrap, prefix, turns, create=True)
+    dir_a, dir_b = tmp_path / "worker-a", tmp_path / "worker-b"
+    rng = random.Random(13)
+    a, b = start_worker(kafka_bootstrap, dir_a, env), start_worker(kafka_bootstrap, dir_b, env)
+    try:
+        for _ in range(5):
+            await asyncio.sleep(rng.uniform(2.0, 6.0))
+            a.send_signal(signal.SIGKILL)
+            a.wait(10)
+            a = start_worker(kafka_bootstrap, dir_a, env)
+        stop(a)  # B takes every partition and restores what it lacks
+        await _until_l0(dir_b, len(turns), timeout_s=240)
+        await wait_until_idle(kafka_bootstrap, prefix, b, data_dir=dir_b)
+        assert _shard_l0_count(dir_b) == len(turns)
+    finally:
+        stop(a, b)
+    embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
+    async with running(embedded) as rt:
+        await rt.publish(turns)
+        await rt.run_until_idle()
+    assert state_hash(dir_b) == state_hash(embedded.data_dir)
