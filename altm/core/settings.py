@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     qdrant_url: str | None = Field(default=None, description="Legacy: the Qdrant server for vector_backend=qdrant")
     qdrant_api_key: str | None = None
     broker: str | None = Field(default=None, description="kafka://HOST:PORT: the same as ALTM_BUS for Kafka")
+    read_replica: bool = Field(
+        default=False,
+        description="Kafka retrieval service (altm serve --broker): follow the proposals log into this data dir "
+                    "(shards and vectors of its own) instead of reading the workers' shards. Workers may then "
+                    "keep their data dirs apart, and recall serves every user wherever their partition is")
     worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
     worker_web_host: str = "127.0.0.1"
     worker_stop_timeout_s: float = Field(

@@ -12,7 +12,7 @@ from altm.pipeline._drivers import (
 )
 from altm.pipeline._telemetry import dead_lettered
 from altm.pipeline.processors import Processor, ProcessorContext, default_processors
-from altm.pipeline.runtime import EmbeddedRuntime
+from altm.pipeline.runtime import EmbeddedRuntime, ReplicaRuntime
 from altm.pipeline.writer import WRITER_GROUP, Writer
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Processor",
     "ProcessorContext",
     "Publish",
+    "ReplicaRuntime",
     "StageDriver",
     "Writer",
     "WriterDriver",

@@ -16,10 +16,18 @@ from types import TracebackType
 from altm.app import MemoryApp, Publisher
 from altm.bus import Bus, host_record
 from altm.bus.embedded import EmbeddedLog
+from altm.bus.kafka import KafkaBus, PartitionReader, parse_broker_url
 from altm.bus.sealing import SealedBus
 from altm.core import Event, Settings, Topic, topic_name
 from altm.models import LLMSettings, ModelTask
-from altm.pipeline import EmbeddedRuntime, LogBindingError, Processor, ProcessorContext, default_processors
+from altm.pipeline import (
+    EmbeddedRuntime,
+    LogBindingError,
+    Processor,
+    ProcessorContext,
+    ReplicaRuntime,
+    default_processors,
+)
 from altm.recall import Retriever
 from altm.store import DataDirError, MemoryReader, ShardSet, shard_files
 from altm.vectors import VectorIndex, VectorIndexBusy
@@ -54,6 +62,7 @@ class Deployment:
     app: MemoryApp
     runtime: EmbeddedRuntime | None = None
     read_only: bool = False
+    replica: ReplicaRuntime | None = None  # a Kafka retrieval service that follows the log into its own data dir
     _maintenance: asyncio.Task[None] | None = field(default=None, repr=False)
     _started: bool = field(default=False, repr=False)
 
@@ -69,6 +78,12 @@ class Deployment:
         if not self.read_only:
             await self.bus.start()
         self._started = True
+        if self.replica is not None:
+            try:
+                await self.replica.start(await self.bus.identity())
+            except BaseException:
+                await self.close()
+                raise
         if self.runtime is not None:
             await self.runtime.start(background=background)
             if background:
@@ -92,6 +107,8 @@ class Deployment:
             self._maintenance = None
         if self.runtime is not None:
             await self.runtime.stop()
+        if self.replica is not None:
+            await self.replica.stop()
         if self.vectors is not None:
             self.vectors.close()
         await self.models.aclose()
@@ -121,8 +138,6 @@ class Deployment:
             return True
         if not self.is_kafka:
             return True
-        from altm.bus.kafka import KafkaBus
-
         bus = plain(self.bus)
         assert isinstance(bus, KafkaBus)
         deadline = time.monotonic() + timeout_s
@@ -170,11 +185,13 @@ async def open_deployment(
         _refuse_orphaned_shards(settings)
     bus = open_bus(settings, read_only=read_only)
     # without the pipeline this process only reads the store: a Kafka client (admin commands, the retrieval
-    # service) opens the workers' shards read-only and leaves their vector index to them
-    shards = ShardSet(settings.data_dir, settings.partitions, read_only=read_only or kafka)
+    # service) opens the workers' shards read-only and leaves their vector index to them; a read replica
+    # (ALTM_READ_REPLICA) writes shards and vectors of its own, following the log
+    follows = kafka and settings.read_replica and not read_only
+    shards = ShardSet(settings.data_dir, settings.partitions, read_only=(read_only or kafka) and not follows)
     models = open_models(settings, shards, llm_settings)
     try:
-        vectors = open_vectors(settings, models.embedding, read_only=not pipeline)
+        vectors = open_vectors(settings, models.embedding, read_only=not (pipeline or follows))
     except VectorIndexBusy as exc:
         if pipeline:
             await models.aclose()
@@ -191,9 +208,17 @@ async def open_deployment(
         ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
         keys = bus.sealer.keys if isinstance(bus, SealedBus) else None
         runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs, keys, guard_similarity(settings))
+    replica = None
+    if follows:
+        sealer = bus.sealer if isinstance(bus, SealedBus) else None
+        reader = PartitionReader(parse_broker_url(settings.bus or ""),
+                                 topic_name(Topic.PROPOSALS, settings.topic_prefix), max_records=settings.poll_batch)
+        replica = ReplicaRuntime(settings, shards, reader, sealer=sealer, embedding=models.embedding,
+                                 vectors=vectors, similarity=guard_similarity(settings))
     retriever = Retriever(shards, models.embedding, vectors)
     app = MemoryApp(settings, shards, retriever, _publisher(settings, bus, read_only), models.chat)
-    return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only)
+    return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only,
+                      replica=replica)
 
 
 def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:

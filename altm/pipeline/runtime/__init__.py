@@ -1,6 +1,8 @@
-"""Runtimes: the embedded runtime (default) and the faust app for Kafka (``altm.pipeline.runtime.kafka``)."""
+"""Runtimes: the embedded runtime (default), the faust app for Kafka (``altm.pipeline.runtime.kafka``) and a
+Kafka deployment's read replica (``altm.pipeline.runtime.replica``)."""
 
 from altm.pipeline.processors import default_processors
 from altm.pipeline.runtime.embedded import EmbeddedRuntime
+from altm.pipeline.runtime.replica import ReplicaRuntime
 
-__all__ = ["EmbeddedRuntime", "default_processors"]
+__all__ = ["EmbeddedRuntime", "ReplicaRuntime", "default_processors"]

@@ -1,0 +1,106 @@
+"""A read replica of a Kafka deployment, for the retrieval service (``altm serve --broker`` with
+``ALTM_READ_REPLICA=true``): it follows the proposals log (every partition) into shards of its own with the
+writer's own code, and embeds what it applies into a vector index of its own. It publishes nothing and calls
+no chat model: the proposals carry what the models said. Wherever the workers' partitions are, the replica has
+every user's memories, as fresh as its lag on the proposals topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from altm.bus import OutgoingRecord, Record
+from altm.bus.sealing import Sealer
+from altm.core import ChangeEvent, DecodeError, Settings, Topic, decode_event, topic_name
+from altm.models import EmbeddingModel
+from altm.pipeline._drivers import WriterDriver, handle_until_done
+from altm.pipeline.processors import EmbedProcessor, ProcessorContext
+from altm.pipeline.writer import TextSimilarity, Writer
+from altm.store import DeferredWork, ShardSet
+from altm.vectors import VectorIndex
+
+log = logging.getLogger("altm.replica")
+
+
+class LogReader(Protocol):
+    """Every partition of the proposals topic from given offsets, without a consumer group (wiring gives the
+    Kafka adapter's ``PartitionReader``)."""
+
+    async def start(self, starts: Mapping[int, int]) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def poll(self, timeout_s: float = 0.5) -> list[Record]: ...
+
+
+class ReplicaRuntime:
+    """Follows the proposals log into ``shards`` (see the module's docstring). ``start`` and ``stop`` are
+    explicit; ``lag_offsets`` says how far behind it is."""
+
+    def __init__(self, settings: Settings, shards: ShardSet, reader: LogReader, *, sealer: Sealer | None = None,
+                 embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None,
+                 similarity: TextSimilarity | None = None) -> None:
+        self.settings = settings
+        self.shards = shards
+        self.sealer = sealer
+        # no key store: destroying data keys after an erasure is the owning worker's job, not a replica's
+        self.writer = Writer(shards, settings, None, similarity)
+        self.embed = EmbedProcessor(embedding, vectors)
+        self.ctx = ProcessorContext(settings=settings)
+        self.reader = reader
+        self.driver: WriterDriver | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.applied = 0
+
+    async def start(self, identity: str) -> None:
+        """Follow the log ``identity`` names (the shards refuse another log's offsets) from where the shards
+        stopped."""
+        if self._task is not None:
+            return
+        driver = WriterDriver(self.writer, DeferredWork(self.shards, self.settings), self._embed, identity)
+        starts = {p: driver.bind(p, None) or 0 for p in range(self.settings.partitions)}
+        await self.reader.start(starts)
+        self.driver = driver
+        self._task = asyncio.create_task(self._follow(driver), name="altm-replica")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.reader.stop()
+
+    async def _follow(self, driver: WriterDriver) -> None:
+        while True:
+            try:
+                records = await self.reader.poll()
+            except Exception:
+                log.warning("reading the proposals log failed; trying again", exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            if self.sealer is not None:
+                records = [self.sealer.open(r) for r in records]
+            if records:
+                await handle_until_done(driver, records)
+                self.applied += len(records)
+
+    async def _embed(self, records: Sequence[OutgoingRecord]) -> None:
+        """What the writer would publish: the changes go to the replica's own embedder, nowhere else."""
+        changes = topic_name(Topic.CHANGES, self.settings.topic_prefix)
+        events = []
+        for rec in records:
+            if rec.topic != changes:
+                continue
+            try:
+                event = decode_event(rec.value)
+            except DecodeError:
+                continue
+            if isinstance(event, ChangeEvent):
+                events.append(event)
+        if events:
+            await self.embed.process_batch(events, self.ctx)
