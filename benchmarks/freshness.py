@@ -31,8 +31,8 @@ from altm.app.stats import freshness
 from altm.bus import host_record
 from altm.core import TurnEvent
 from altm.core.settings import Settings
-from altm.store import count_layer
-from altm.wiring import open_deployment, vector_freshness
+from altm.store import count_layer, shard_counts
+from altm.wiring import Deployment, open_deployment, vector_freshness
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns
 from benchmarks.kafka_ingest import PARTITIONS, fresh_topics, lag, spread
@@ -83,11 +83,32 @@ async def embedded(turns: list[TurnEvent], rate: float, embedder: str, tmp: Path
             "rows": rows}
 
 
-async def kafka(turns: list[TurnEvent], rate: float, broker: str, tmp: Path) -> dict[str, Any]:
+async def _replica(broker: str, prefix: str, data: Path, keystore: str) -> Deployment:
+    """The retrieval service's read replica (ALTM_READ_REPLICA), in this process."""
+    deployment = await open_deployment(Settings(data_dir=data, broker=broker, topic_prefix=prefix,
+                                                partitions=PARTITIONS, embedder="none", read_replica=True,
+                                                keystore=keystore))
+    await deployment.start()
+    return deployment
+
+
+async def _replicated(replica: Path, worker: Path, deadline_s: float = 600.0) -> None:
+    """Until the replica holds every memory the worker has."""
+    start = time.perf_counter()
+    while shard_counts(replica).get("memories", 0) < shard_counts(worker).get("memories", 0):
+        await asyncio.sleep(0.5)
+        if time.perf_counter() - start > deadline_s:
+            raise SystemExit("the read replica did not catch up within 600 s")
+
+
+async def kafka(turns: list[TurnEvent], rate: float, broker: str, tmp: Path, *, replica: bool = False
+                ) -> dict[str, Any]:
     bench = await fresh_topics(broker, "f")
     bootstrap, prefix, settings, topics, bus = bench.bootstrap, bench.prefix, bench.settings, bench.topics, bench.bus
     data = tmp / "data"
-    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_METRICS_PORT": "0"}
+    keystore = f"sqlite:///{tmp / 'keys.db'}"
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_METRICS_PORT": "0",
+           "ALTM_KEYSTORE": keystore}
     worker = subprocess.Popen(  # noqa: ASYNC220 - the worker process outlives the loop iteration
         [sys.executable, "-m", "altm", "worker", "--broker", broker, "--data-dir", str(data), "--partitions",
          str(PARTITIONS)], env=env, stdout=subprocess.DEVNULL, stderr=(tmp / "worker.log").open("wb"))
@@ -100,8 +121,11 @@ async def kafka(turns: list[TurnEvent], rate: float, broker: str, tmp: Path) -> 
         rows.append({"t_s": round(now, 1), "published": sent, "l0": count_layer(data),
                      "lag": await lag(bootstrap, f"{prefix}workers", topics)})
 
+    follower = None
     try:
         await asyncio.sleep(8)  # the worker joins its group before the clock starts
+        if replica:
+            follower = await _replica(broker, prefix, tmp / "replica", keystore)
         await paced(turns, rate, publish, sample)
         start = time.perf_counter()
         while count_layer(data) < len(turns) or await lag(bootstrap, f"{prefix}workers", topics):
@@ -111,14 +135,20 @@ async def kafka(turns: list[TurnEvent], rate: float, broker: str, tmp: Path) -> 
                 raise SystemExit(f"the worker did not catch up within 600 s of the last publish; its log:\n{tail}")
         drain_s = time.perf_counter() - start
         fresh = freshness(data)
+        if follower is not None:
+            await _replicated(tmp / "replica", data)
+            replica_fresh = freshness(tmp / "replica")
     finally:
+        if follower is not None:
+            await follower.close()
         worker.send_signal(signal.SIGTERM)
         try:
             worker.wait(60)
         except subprocess.TimeoutExpired:
             worker.kill()
         await bus.stop()
-    return {"freshness": fresh, "vector_l0": None, "drain_s": drain_s, "rows": rows}
+    return {"freshness": fresh, "vector_l0": None, "drain_s": drain_s, "rows": rows,
+            "replica_freshness": replica_fresh if replica else None}
 
 
 def main() -> None:
@@ -128,6 +158,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="how long to publish")
     ap.add_argument("--embedder", choices=("local", "none"), default="local", help="embedded runtime only")
     ap.add_argument("--broker", default="kafka://127.0.0.1:19092")
+    ap.add_argument("--replica", action="store_true",
+                    help="kafka: also run the retrieval service's read replica and report its freshness (turn "
+                         "published -> recallable there)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     turns = spread(load_turns(DEFAULT_DATA, int(args.rate * args.seconds)))
@@ -135,12 +168,14 @@ def main() -> None:
         if args.runtime == "embedded":
             result = asyncio.run(embedded(turns, args.rate, args.embedder, Path(tmp)))
         else:
-            result = asyncio.run(kafka(turns, args.rate, args.broker, Path(tmp)))
+            result = asyncio.run(kafka(turns, args.rate, args.broker, Path(tmp), replica=args.replica))
     print(f"{args.runtime}: {len(turns)} turns at {args.rate:g}/s for {args.seconds:g} s; caught up "
           f"{result['drain_s']:.1f} s after the last publish")
     for layer, f in result["freshness"].items():
         what = "word-searchable" if layer == "L0" else "derived"
         print(f"  {layer} {what}: p50 {f['p50_s']:.2f} s, p95 {f['p95_s']:.2f} s ({f['count']} memories)")
+    for layer, f in (result.get("replica_freshness") or {}).items():
+        print(f"  read replica {layer}: p50 {f['p50_s']:.2f} s, p95 {f['p95_s']:.2f} s ({f['count']} memories)")
     vec = result["vector_l0"]
     if vec:
         print(f"  L0 vector-searchable: p50 {vec['p50_s']:.2f} s, p95 {vec['p95_s']:.2f} s ({vec['count']} points)")
@@ -151,7 +186,8 @@ def main() -> None:
         "config": config_stamp(benchmark="freshness", runtime=args.runtime, rate=args.rate, seconds=args.seconds,
                                turns=len(turns), embedder=args.embedder if args.runtime == "embedded" else "none",
                                partitions=4 if args.runtime == "embedded" else PARTITIONS),
-        "aggregate": {"freshness": result["freshness"], "vector_l0": vec, "drain_s": result["drain_s"]},
+        "aggregate": {"freshness": result["freshness"], "vector_l0": vec, "drain_s": result["drain_s"],
+                      "replica_freshness": result.get("replica_freshness")},
         "rows": result["rows"],
     }, args.out)
     print(f"record: {path}")

@@ -109,9 +109,6 @@ def run_worker(settings: Settings) -> None:
     settings = resolve(settings)
     if not (settings.bus or "").startswith("kafka://"):
         raise WiringError("a worker needs a Kafka bus (--broker kafka://HOST:PORT or ALTM_BUS=kafka://…)")
-    if settings.embedder != "none" and (settings.vectors or "").startswith("edge:"):
-        log.warning("the embedded vector index belongs to one process: with several workers set "
-                    "ALTM_VECTORS=http://QDRANT:6333 (one collection per embedding model)")
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     identity = asyncio.run(prepare_kafka(settings))
     serve_metrics(settings)

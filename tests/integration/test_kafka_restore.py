@@ -19,9 +19,11 @@ from altm.bus import host_record
 from altm.bus.kafka import KafkaBus
 from altm.core import Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
-from altm.wiring import state_hash
+from altm.wiring import open_deployment, state_hash
 from tests.integration.test_kafka import _shard_l0_count
+from tests.integration.test_kafka_service import _segment_bytes
 from tests.integration.test_kafka_workers import SENTENCES
+from tests.negative.test_erasure_bytes import SECRET, occurrences
 from tests.support.memories import running
 from tests.support.rows import rows
 from tests.support.turns import make_turn
@@ -122,3 +124,45 @@ async def test_sigkills_with_separate_data_dirs_lose_nothing(kafka_bootstrap: st
         await rt.publish(turns)
         await rt.run_until_idle()
     assert state_hash(dir_b) == state_hash(embedded.data_dir)
+
+
+async def test_an_erasure_holds_through_a_restore_and_in_the_read_replica(
+        kafka_bootstrap: str, kafka_segments: Path, tmp_path: Path) -> None:
+    """Erased in a Kafka deployment: gone from the owning shard, from the read replica, from a shard another
+    worker restores from the log afterwards (the erased session's proposals no longer open: their key is
+    destroyed), and never in clear on the broker's disk."""
+    prefix = f"e{uuid.uuid4().hex[:10]}."
+    scope = Scope(tenant_id="t", workspace_id="w", user_id="user0", agent_id="a")
+    secret = [make_turn(90 + i, text, scope=scope, session="s-secret") for i, text in enumerate(
+        [f"My vault code is {SECRET.decode()}, keep it.", f"I prefer that {SECRET.decode()} is rotated monthly."])]
+    turns = _turns(range(0, 2)) + secret
+    keystore = f"sqlite:///{tmp_path / 'keys.db'}"
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
+           "ALTM_KEYSTORE": keystore}
+    await _publish(kafka_bootstrap, prefix, [], create=True)
+    dir_a, dir_b, dir_r = tmp_path / "worker-a", tmp_path / "worker-b", tmp_path / "replica"
+    replica = await open_deployment(Settings(
+        data_dir=dir_r, broker=f"kafka://{kafka_bootstrap}", topic_prefix=prefix, partitions=4, embedder="none",
+        read_replica=True, keystore=keystore))
+    await replica.start()
+    a = b = None
+    try:
+        await replica.publish(turns)  # sealed, as the host SDK and the retrieval service publish
+        a = start_worker(kafka_bootstrap, dir_a, env)
+        await _until_l0(dir_a, len(turns))
+        await wait_until_idle(kafka_bootstrap, prefix, a, data_dir=dir_a)
+        assert occurrences(dir_a)  # stored before the erasure (the probe sees plain bytes)
+        await replica.app.erase(scope, "session", session_id="s-secret")
+        await wait_until_idle(kafka_bootstrap, prefix, a, data_dir=dir_a)
+        stop(a)
+        b = start_worker(kafka_bootstrap, dir_b, env)
+        await _until_l0(dir_b, len(turns) - len(secret))
+        await wait_until_idle(kafka_bootstrap, prefix, b, data_dir=dir_b)
+        await asyncio.sleep(2.0)  # the replica follows the same log
+    finally:
+        stop(a, b)
+        await replica.close()
+    assert _shard_l0_count(dir_b) == len(turns) - len(secret)
+    for where in (dir_a, dir_b, dir_r):
+        assert occurrences(where) == {}, where
+    assert _segment_bytes(kafka_segments, prefix).count(SECRET) == 0

@@ -39,8 +39,29 @@ def test_the_environment_names_adapters_by_url(compose: dict[str, object]) -> No
     assert isinstance(services, dict)
     env = services["worker"]["environment"]
     settings = resolve(Settings(data_dir=Path("/data"), **{k.removeprefix("ALTM_").lower(): v for k, v in env.items()}))
-    assert settings.bus == "kafka://kafka:9092" and settings.vectors == "http://qdrant:6333"
-    assert settings.partitions == 8
+    assert settings.bus == "kafka://kafka:9092" and settings.vectors == "edge:////data/vectors"
+    assert settings.partitions == 8 and settings.keystore == "sqlite:////keys/keys.db"
+
+
+def test_no_data_volume_is_shared_and_the_log_is_kept(compose: dict[str, object]) -> None:
+    """Issue 13: each worker keeps its partitions in a volume of its own (an anonymous one per container), the
+    retrieval service its read replica in another; only the key store is shared; the broker's log dir is its
+    volume (the image's default is /tmp)."""
+    services = compose["services"]
+    assert isinstance(services, dict)
+    worker, retrieval, kafka = services["worker"], services["retrieval"], services["kafka"]
+    assert "/data" in worker["volumes"]  # no name: a new volume for every worker container
+    named = {v.split(":")[0]: v.split(":")[1] for s in (worker, retrieval) for v in s["volumes"] if ":" in v}
+    assert named == {"altm-keys": "/keys", "altm-retrieval": "/data"}
+    assert retrieval["environment"]["ALTM_READ_REPLICA"] == "true"
+    assert resolve(Settings(data_dir=Path("/data"), read_replica=retrieval["environment"]["ALTM_READ_REPLICA"]
+                            )).read_replica is True
+    log_dir = kafka["environment"]["KAFKA_LOG_DIRS"]
+    assert any(v.endswith(":" + log_dir) for v in kafka["volumes"])
+    for service in services.values():
+        for port in service.get("ports", []):
+            published = int(str(port).split(":")[1])
+            assert not 32768 <= published <= 60999, port  # outside Linux's ephemeral range
 
 
 def test_published_ports_bind_to_loopback(compose: dict[str, object]) -> None:

@@ -62,6 +62,10 @@ class KeyStore(ABC):
         """The key ``kid``, or None once it has been destroyed (its records are shredded)."""
 
     @abstractmethod
+    def retired(self, kid: str) -> bool:
+        """The key ``kid`` was retired by an erasure (it still opens records until it is destroyed)."""
+
+    @abstractmethod
     def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
         """Destroy the keys of a user, or of one agent, or of one session of an agent; returns how many."""
 
@@ -186,6 +190,11 @@ class SqliteKeyStore(KeyStore):
         raise KeyStoreError(
             f"data key {kid} is not in the key store {self.path}: the record was sealed with another key store "
             "(set ALTM_KEYSTORE, or ALTM_DATA_DIR, to the deployment's own)")
+
+    def retired(self, kid: str) -> bool:
+        with self._lock:
+            row = self._db.execute("SELECT retired_ms FROM data_keys WHERE kid=?", (kid,)).fetchone()
+        return row is not None and row[0] is not None
 
     def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
         if self.read_only:

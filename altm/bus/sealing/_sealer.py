@@ -125,18 +125,20 @@ class Sealer:
         kid_bytes = kid.encode("ascii")
         return MAGIC + kid_bytes + nonce + AESGCM(data_key).encrypt(nonce, value, _aad(kid_bytes, key))
 
-    def open_value(self, value: bytes, key: str | None) -> bytes | None:
-        """The plain value; None when its key is destroyed. Raises :class:`SealError` when it does not open."""
+    def open_value(self, value: bytes, key: str | None, *, retired: bool = True) -> bytes | None:
+        """The plain value; None when its key is destroyed (or retired, with ``retired=False``). Raises
+        :class:`SealError` when it does not open."""
         if not is_sealed(value):
             return value
         start = len(MAGIC)
         kid_bytes = value[start:start + _KID]
         nonce = value[start + _KID:start + _KID + _NONCE]
         try:
-            data_key = self.keys.get(kid_bytes.decode("ascii"))
+            kid = kid_bytes.decode("ascii")
         except UnicodeDecodeError:
             raise SealError("a sealed record with a malformed key id") from None
-        if data_key is None:
+        data_key = self.keys.get(kid)
+        if data_key is None or (not retired and self.keys.retired(kid)):
             return None
         try:
             return AESGCM(data_key).decrypt(nonce, value[start + _KID + _NONCE:], _aad(kid_bytes, key))
@@ -148,11 +150,16 @@ class Sealer:
         sealed = self.seal_value(record.value, record.key)
         return record if sealed is record.value else replace(record, value=sealed)
 
-    def open(self, record: Record) -> Record:
+    def open(self, record: Record, *, retired: bool = True) -> Record:
         """The record with its plain value; a shredded one with an empty value and :data:`SHREDDED_HEADER`;
-        one that does not open stays sealed (the stage dead-letters it, without its content)."""
+        one that does not open stays sealed (the stage dead-letters it, without its content).
+
+        ``retired=False`` treats a key an erasure retired as destroyed already: for a reader that is not the
+        owning worker's live writer (a shard restored from the log, a read replica), which may meet a record
+        sealed before the erasure only after it (a scene or facet that quotes erased content, whose evidence
+        it never had)."""
         try:
-            plain = self.open_value(record.value, record.key)
+            plain = self.open_value(record.value, record.key, retired=retired)
         except SealError as exc:
             log.warning("%s[%d]@%d: %s", record.topic, record.partition, record.offset, exc)
             return record

@@ -54,6 +54,8 @@ def _record(message: Any, sealer: Sealer | None) -> Record:
     return sealer.open(record) if sealer is not None else record
 
 log = logging.getLogger("altm.worker")
+RESTORE_CHUNK = 5000
+"""Proposals read from the broker and applied in one transaction while a shard is restored."""
 
 
 class FaustRuntime:
@@ -162,8 +164,8 @@ class FaustRuntime:
     async def _fetch_proposals(self, partition: int, start: int, end: int) -> list[Record]:
         """Proposals of one partition read from the broker (the shard's changelog: see ``WriterDriver``)."""
         records = await read_range(parse_broker_url(self.settings.broker or ""), self.writer.topic, partition,
-                                   start, end, limit=max(self.settings.poll_batch, 500))
-        return [self.sealer.open(r) for r in records] if self.sealer is not None else records
+                                   start, end, limit=RESTORE_CHUNK)
+        return [self.sealer.open(r, retired=False) for r in records] if self.sealer is not None else records
 
     async def _restored(self, partition: int) -> None:
         """Once per assignment of ``partition``: its shard has applied every proposal the log held when this

@@ -3,6 +3,10 @@
 writer's own code, and embeds what it applies into a vector index of its own. It publishes nothing and calls
 no chat model: the proposals carry what the models said. Wherever the workers' partitions are, the replica has
 every user's memories, as fresh as its lag on the proposals topic.
+
+It opens records sealed with a key an erasure retired as shredded (the owning worker opens them for a grace
+period, to apply what was in flight): a replica may meet a scene or facet sealed before the erasure only after
+it, without the evidence it quotes, and must not keep it, not even in a rejection.
 """
 
 from __future__ import annotations
@@ -84,7 +88,7 @@ class ReplicaRuntime:
                 await asyncio.sleep(1.0)
                 continue
             if self.sealer is not None:
-                records = [self.sealer.open(r) for r in records]
+                records = [self.sealer.open(r, retired=False) for r in records]
             if records:
                 await handle_until_done(driver, records)
                 self.applied += len(records)
