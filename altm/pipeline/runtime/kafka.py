@@ -168,15 +168,19 @@ class FaustRuntime:
         return [self.sealer.open(r, retired=False) for r in records] if self.sealer is not None else records
 
     async def _restored(self, partition: int) -> None:
-        """Once per assignment of ``partition``: its shard has applied every proposal the log held when this
-        worker got it (a worker with a data dir of its own may be given a partition another worker filled).
-        Stages wait for it, so what they derive reads the whole shard, as on the worker that had it before."""
+        """Once per assignment of ``partition``: its shard has applied every proposal the group had consumed
+        when this worker got it (a worker with a data dir of its own may be given a partition another worker
+        filled): up to the writer's fetch position, which starts at the group's committed offset (not the
+        log's end: what is still in flight the writer applies as usual). Stages wait for it, so what they
+        derive reads the whole shard, as on the worker that had it before."""
         if partition in self._ready:
             return
         tp = next((tp for tp in self.app.consumer.assignment()
                    if tp.topic == self.writer.topic and tp.partition == partition), None)
         if tp is not None:
-            end = (await self.app.consumer.highwaters(tp)).get(tp)
+            end = await self.app.consumer.position(tp)
+            if end is None:
+                end = (await self.app.consumer.highwaters(tp)).get(tp)
             if end is not None and end > 0:
                 await self.writer.catch_up(partition, int(end))
                 await self.writer.flush(partition)
