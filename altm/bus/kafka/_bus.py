@@ -221,8 +221,9 @@ class PartitionReader:
     async def start(self, starts: Mapping[int, int]) -> None:
         """Read the partitions ``starts`` names, each from its offset there (a topic not made yet is read once
         it exists)."""
+        # an offset the log no longer holds restarts from the oldest it holds, never from its end
         reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                  max_poll_records=self.max_records)
+                                  max_poll_records=self.max_records, auto_offset_reset="earliest")
         await reader.start()
         self._reader = reader
         tps = [KafkaTP(self.topic, p) for p in sorted(starts)]

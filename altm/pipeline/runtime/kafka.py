@@ -22,6 +22,7 @@ shard transaction and skips anything below it, and changes go through the shard'
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -78,6 +79,7 @@ class FaustRuntime:
         self._handled: dict[str, dict[tuple[str, int], int]] = {}  # stage → (topic, partition) → next to handle
         self._inputs: dict[str, str] = {}  # stage → its input topic
         self._ready: set[int] = set()  # proposal partitions restored since they were assigned (``_restored``)
+        self._epochs: dict[int, int] = {}  # proposal partition → how many times it was revoked
         self.app = self._build_app()
 
     def _build_app(self) -> faust.App:
@@ -151,8 +153,7 @@ class FaustRuntime:
             async for events in stream.take_events(batch, within=within):
                 records = [_record(e.message, self.sealer) for e in events]
                 if driver is not self.writer:  # a stage reads the shard: not before the writer restored it
-                    for partition in sorted({r.partition for r in records}):
-                        await self._restored(partition)
+                    await self._restored_all(sorted({r.partition for r in records}))
                 await handle_until_done(driver, records)
                 for rec in records:  # what this stage is done with (the lag gauge; faust may have fetched more)
                     key = (rec.topic, rec.partition)
@@ -175,16 +176,39 @@ class FaustRuntime:
         derive reads the whole shard, as on the worker that had it before."""
         if partition in self._ready:
             return
-        tp = next((tp for tp in self.app.consumer.assignment()
-                   if tp.topic == self.writer.topic and tp.partition == partition), None)
-        if tp is not None:
-            end = await self.app.consumer.position(tp)
-            if end is None:
-                end = (await self.app.consumer.highwaters(tp)).get(tp)
-            if end is not None and end > 0:
-                await self.writer.catch_up(partition, int(end))
-                await self.writer.flush(partition)
-        self._ready.add(partition)
+        epoch = self._epochs.get(partition, 0)
+        tp = self._assigned(partition)
+        if tp is None:  # not (or no longer) this worker's: nothing to restore, nothing to mark
+            return
+        end = await self.app.consumer.position(tp)
+        if end is None:
+            end = (await self.app.consumer.highwaters(tp)).get(tp)
+        if end is not None and end > 0:
+            await self.writer.catch_up(partition, int(end))
+            await self.writer.flush(partition)
+        # revoked meanwhile (and maybe given back after another worker wrote to it): restored again next time
+        if self._epochs.get(partition, 0) == epoch and self._assigned(partition) is not None:
+            self._ready.add(partition)
+
+    def _assigned(self, partition: int) -> Any:
+        """The proposals partition ``partition`` as faust's consumer has it assigned, or None."""
+        return next((tp for tp in self.app.consumer.assignment()
+                     if tp.topic == self.writer.topic and tp.partition == partition), None)
+
+    async def _restored_all(self, partitions: Sequence[int]) -> None:
+        """``_restored`` for each partition, again after a growing pause while it fails (the broker away, a
+        rebalance under way): a stage never derives from a shard that may miss what another worker applied."""
+        delay = 0.5
+        while True:
+            try:
+                for partition in partitions:
+                    await self._restored(partition)
+                return
+            except Exception:
+                log.warning("restoring partitions %s failed; retrying in %.1fs", list(partitions), delay,
+                            exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(30.0, delay * 2)
 
     async def _restore_owned(self) -> None:
         """Restore the shards of the proposal partitions this worker owns before any record of theirs arrives:
@@ -199,7 +223,10 @@ class FaustRuntime:
         """faust's ``on_partitions_revoked(revoked)``: a partition that leaves this worker is restored again if
         it comes back (another worker may have written to it meanwhile)."""
         revoked = args[0] if args else kwargs.get("revoked", ())
-        self._ready -= {tp.partition for tp in revoked if tp.topic == self.writer.topic}
+        for tp in revoked:
+            if tp.topic == self.writer.topic:
+                self._ready.discard(tp.partition)
+                self._epochs[tp.partition] = self._epochs.get(tp.partition, 0) + 1
 
     def _owned(self, topic: Topic) -> set[int]:
         name = topic_name(topic, self.settings.topic_prefix)

@@ -12,8 +12,8 @@ it, without the evidence it quotes, and must not keep it, not even in a rejectio
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -43,7 +43,11 @@ class LogReader(Protocol):
 
 class ReplicaRuntime:
     """Follows the proposals log into ``shards`` (see the module's docstring). ``start`` and ``stop`` are
-    explicit; ``lag_offsets`` says how far behind it is."""
+    explicit; ``applied`` counts the records it has applied. Nothing stops it but ``stop``: a failure to read,
+    open or apply is logged and tried again, the records in hand kept (a replica that stopped moving while
+    the service kept answering would serve stale memories without a word)."""
+
+    RETRY_DEFERRED_S = 5.0
 
     def __init__(self, settings: Settings, shards: ShardSet, reader: LogReader, *, sealer: Sealer | None = None,
                  embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None,
@@ -73,13 +77,18 @@ class ReplicaRuntime:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+            task, self._task = self._task, None
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("the replica's follow task had failed")
         await self.reader.stop()
 
     async def _follow(self, driver: WriterDriver) -> None:
+        retry_at = time.monotonic() + self.RETRY_DEFERRED_S
         while True:
             try:
                 records = await self.reader.poll()
@@ -87,11 +96,31 @@ class ReplicaRuntime:
                 log.warning("reading the proposals log failed; trying again", exc_info=True)
                 await asyncio.sleep(1.0)
                 continue
-            if self.sealer is not None:
-                records = [self.sealer.open(r, retired=False) for r in records]
             if records:
-                await handle_until_done(driver, records)
+                await self._apply(driver, records)
+            if time.monotonic() >= retry_at:  # what the guard could not decide, as the owner retries it
+                await self._retry_deferred(driver)
+                retry_at = time.monotonic() + self.RETRY_DEFERRED_S
+
+    async def _apply(self, driver: WriterDriver, records: list[Record]) -> None:
+        """Open and apply records read from the log, until it works (they are not read again)."""
+        delay = 0.5
+        while True:
+            try:
+                opened = [self.sealer.open(r, retired=False) for r in records] if self.sealer else records
+                await handle_until_done(driver, opened)
                 self.applied += len(records)
+                return
+            except Exception:
+                log.exception("the replica could not open %d record(s); retrying in %.1fs", len(records), delay)
+                await asyncio.sleep(delay)
+                delay = min(30.0, delay * 2)
+
+    async def _retry_deferred(self, driver: WriterDriver) -> None:
+        try:
+            await driver.retry_due()
+        except Exception:
+            log.warning("retrying the replica's deferred proposals failed; trying again later", exc_info=True)
 
     async def _embed(self, records: Sequence[OutgoingRecord]) -> None:
         """What the writer would publish: the changes go to the replica's own embedder, nowhere else."""

@@ -233,10 +233,13 @@ def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutco
 
 
 def _applied_before(tx: ShardTx, p: Proposal) -> bool:
-    """The proposal was delivered again: the same decision, already taken and maybe built on since (an
-    upsert applied again would undo later merges). An upsert whose memory is gone (erased, forgotten) is not
-    skipped: the guard judges it again, and refuses erased content loudly."""
-    if isinstance(p, UpsertMemoryProposal) and tx.memory_row(p.memory.memory_id) is None:
+    """A memory upsert delivered again (a stage re-derived it): the same payload, already applied and maybe
+    built on since (applied again, it would undo later merges of the memory's evidence). Only upserts: the
+    ids of other proposals come from their op and payload alone, so a later decision may rightly repeat an
+    earlier one's (a second erasure of a user, a reviewer's reject after an approve, an entity mentioned
+    again after its node was scrubbed). An upsert whose memory is gone (erased, forgotten) is judged again:
+    the guard refuses erased content loudly."""
+    if not isinstance(p, UpsertMemoryProposal) or tx.memory_row(p.memory.memory_id) is None:
         return False
     return tx.applied(p.event_id)
 

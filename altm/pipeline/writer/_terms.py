@@ -100,6 +100,10 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(t for t in (_term(w) for w in words) if t is not None)
 
 
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
 def specific(term: str) -> bool:
-    """A term that names something exact: it holds a digit."""
-    return any(c.isdigit() for c in term)
+    """A term that names something exact: three characters or more with a digit, and not a year ("2026" and
+    "5" are in too many texts to tell an erased value from a date or a count)."""
+    return len(term) >= 3 and any(c.isdigit() for c in term) and not _YEAR.match(term)

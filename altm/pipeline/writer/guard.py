@@ -60,7 +60,8 @@ TextSimilarity = Callable[[str, str], float]
 """Cosine similarity of two texts' meanings (the local embedder's; see ``_similarity``)."""
 
 REFUSE_COVER = 0.75
-"""A derived memory holding this share of an anti-pattern's terms (and at least two) re-asserts it."""
+TERMS_ALONE = 3
+"""A derived memory holding this share of an anti-pattern's terms (and at least three) re-asserts it."""
 REFUSE_SIMILAR = (0.6, 0.65)
 """... and so does one holding 60 % of them whose meaning is at least 0.65 similar."""
 FLAG_SIMILAR = ((2, 0.55), (1, 0.7))
@@ -76,6 +77,16 @@ class GuardVerdict:
     record_id: str
     reason: str
     action: Literal["refuse", "flag"] = "refuse"
+
+
+_CLAUSE = re.compile(r"[;,:.!?]|\b(?:but|while|whereas|which|although|though)\b", re.IGNORECASE)
+
+
+def negated_about(text: str, pattern: str) -> bool:
+    """The text speaks against the pattern: a clause of it that names one of the pattern's terms is negated
+    ("…pickled now, which is not slower than JSON" does not speak against pickling)."""
+    theirs = terms(pattern)
+    return any(negates(clause) for clause in _CLAUSE.split(text) if clause and terms(clause) & theirs)
 
 
 def negates(text: str) -> bool:
@@ -134,20 +145,20 @@ def reassertion(candidate: str, pattern: str, similarity: TextSimilarity | None
     flagged for review when only close; None when it does not (or speaks against it). A pattern that is
     about leaving something out ("without a rollback plan") is re-asserted only by a text that leaves it out
     too. Without a similarity, only the terms decide (and nothing is flagged)."""
-    if negates(candidate) and not negates(pattern):
+    if negated_about(candidate, pattern) and not negates(pattern):
         return None
     mine, theirs = terms(candidate), terms(pattern)
     if not theirs or ("skip" in theirs and "skip" not in mine):
         return None
     shared = len(mine & theirs)
     cover = shared / len(theirs)
-    if shared >= 2 and cover >= REFUSE_COVER:
+    if shared >= TERMS_ALONE and cover >= REFUSE_COVER:  # a two-term pattern is too easily met by chance
         return "refuse", f"{shared} of its {len(theirs)} terms"
     if similarity is None or shared == 0:
         return None
     similar = similarity(candidate, pattern)
     least_cover, least_similar = REFUSE_SIMILAR
-    if shared >= 2 and cover >= least_cover and similar >= least_similar:
+    if shared >= 2 and cover >= least_cover and similar >= least_similar:  # terms and meaning
         return "refuse", f"{shared} of its {len(theirs)} terms, similarity {similar:.2f}"
     if any(shared >= n and similar >= s for n, s in FLAG_SIMILAR):
         return "flag", f"{shared} of its {len(theirs)} terms, similarity {similar:.2f}"
@@ -234,13 +245,13 @@ class WriteGuard:
         return None
 
     def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
-        if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern" or negates(mem.content):
+        if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
             return None
         flagged: GuardVerdict | None = None
         for mid, attributes in tx.anti_patterns(mem.scope):
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
-            if not pattern:
+            if not pattern or (negated_about(mem.content, pattern) and not negates(pattern)):
                 continue
             why = attrs.get("why_bad") or "no reason recorded"
             if matches(mem.content, pattern, self.threshold):
