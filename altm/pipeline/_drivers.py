@@ -353,6 +353,10 @@ class WriterDriver:
                           "memories they made are not in this worker's data dir", self.topic, partition, start,
                           end - 1)
                 break
+            if chunk[0].offset > start:  # the broker no longer holds them (retention): say so, loudly
+                log.error("the shard of %s[%d] misses offsets %d..%d and the log no longer holds them: the "
+                          "memories they made are not in this worker's data dir", self.topic, partition, start,
+                          chunk[0].offset - 1)
             if applied == 0:
                 log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
             await self._apply(chunk, [partition])

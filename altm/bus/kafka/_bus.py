@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -249,14 +250,22 @@ def _record(msg: Any) -> Record:
                   tuple((k, bytes(v)) for k, v in (msg.headers or ())), msg.timestamp)
 
 
+READ_STALL_S = 30.0
+"""How long a read up to an end offset waits without a new record before it returns what it has (an offset
+just before the end that holds no record, such as a transaction marker, never comes)."""
+
+
 async def _read_until(reader: AIOKafkaConsumer, ends: dict[KafkaTP, int]) -> list[Record]:
     """Everything the assigned consumer reads before each partition's end offset."""
     out: list[Record] = []
     remaining = set(ends)
-    while remaining:
+    stalled_since = time.monotonic()
+    while remaining and time.monotonic() - stalled_since < READ_STALL_S:
         batch = await reader.getmany(*remaining, timeout_ms=1000)
         for tp, msgs in batch.items():
             out += [_record(m) for m in msgs if m.offset < ends[tp]]
+            if msgs:
+                stalled_since = time.monotonic()
             if msgs and msgs[-1].offset + 1 >= ends[tp]:
                 remaining.discard(tp)
     return out
