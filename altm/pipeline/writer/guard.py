@@ -141,12 +141,11 @@ def restates_terms(candidate: frozenset[str], erased: frozenset[str]) -> bool:
 
 def reassertion(candidate: str, pattern: str, similarity: TextSimilarity | None
                 ) -> tuple[Literal["refuse", "flag"], str] | None:
-    """Whether a derived memory re-asserts an anti-pattern: refused on terms alone or on terms and meaning,
-    flagged for review when only close; None when it does not (or speaks against it). A pattern that is
-    about leaving something out ("without a rollback plan") is re-asserted only by a text that leaves it out
-    too. Without a similarity, only the terms decide (and nothing is flagged)."""
-    if negated_about(candidate, pattern) and not negates(pattern):
-        return None
+    """Whether a derived memory that does not speak against an anti-pattern (the caller checks that, see
+    :func:`negated_about`) re-asserts it: refused on terms alone or on terms and meaning, flagged for review
+    when only close; None when it does not. A pattern that is about leaving something out ("without a
+    rollback plan") is re-asserted only by a text that leaves it out too. Without a similarity, only the terms
+    decide (and nothing is flagged)."""
     mine, theirs = terms(candidate), terms(pattern)
     if not theirs or ("skip" in theirs and "skip" not in mine):
         return None
