@@ -68,6 +68,12 @@ class Settings(BaseSettings):
         description="Kafka retrieval service (altm serve --broker): follow the proposals log into this data dir "
                     "(shards and vectors of its own) instead of reading the workers' shards. Workers may then "
                     "keep their data dirs apart, and recall serves every user wherever their partition is")
+    worker_drop_unowned_after_s: float | None = Field(
+        default=None, gt=0,
+        description="Kafka worker with a data dir of its own: delete the shard (and its vector points) of a "
+                    "partition it has not owned for this long, so an erasure applied by the new owner leaves no "
+                    "stale copy here (the partition is restored from the log if it comes back). Never with a "
+                    "data dir shared by workers: the other worker owns that shard")
     worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
     worker_web_host: str = "127.0.0.1"
     worker_stop_timeout_s: float = Field(

@@ -136,6 +136,10 @@ class Shard:
         outlive an erasure of its content). Outbox bookkeeping, not memory state: not audited."""
         self._db.execute("DELETE FROM outbox WHERE seq<=?", (up_to_seq,))
 
+    def memory_ids(self) -> list[str]:
+        """Every memory id of the shard (what its vector points are named by)."""
+        return [str(r[0]) for r in self._db.execute("SELECT memory_id FROM memories")]
+
     def purge(self) -> None:
         """After an erasure: merge the word indexes (no segment keeps the erased terms) and fold the write-ahead
         log into the file and truncate it (no old page image keeps them either)."""

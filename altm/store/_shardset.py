@@ -45,6 +45,22 @@ class ShardSet:
             if p in self._open or shard_path(self.data_dir, p).exists():
                 yield self.get(p)
 
+    def drop(self, partition: int) -> list[str]:
+        """Delete the shard of ``partition`` from disk (its file, write-ahead log and shared memory); returns
+        the ids of the memories it held, for their vector points to go too."""
+        if self.read_only:
+            raise ValueError("a read-only shard set cannot drop a shard")
+        path = shard_path(self.data_dir, partition)
+        if not path.exists():
+            return []
+        shard = self.get(partition)
+        ids = shard.memory_ids()
+        shard.close()
+        del self._open[partition]
+        for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+        return ids
+
     def close(self) -> None:
         for shard in self._open.values():
             shard.close()

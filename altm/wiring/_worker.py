@@ -119,7 +119,7 @@ def run_worker(settings: Settings) -> None:
     ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
     sealer = open_sealer(settings)
     runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity,
-                           sealer, guard_similarity(settings))
+                           sealer, guard_similarity(settings), vectors)
     worker = _worker_class(faust.Worker)(runtime.app, loglevel="WARNING", quiet=True)
     worker.stop_timeout_s = settings.worker_stop_timeout_s
     try:

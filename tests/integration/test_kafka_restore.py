@@ -19,6 +19,7 @@ from altm.bus import host_record
 from altm.bus.kafka import KafkaBus
 from altm.core import Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
+from altm.store import shard_files
 from altm.wiring import open_deployment, state_hash
 from tests.integration.test_kafka import _shard_l0_count
 from tests.integration.test_kafka_service import _segment_bytes
@@ -166,3 +167,44 @@ async def test_an_erasure_holds_through_a_restore_and_in_the_read_replica(
     for where in (dir_a, dir_b, dir_r):
         assert occurrences(where) == {}, where
     assert _segment_bytes(kafka_segments, prefix).count(SECRET) == 0
+
+
+async def test_a_worker_drops_the_partitions_it_gave_away_so_no_stale_copy_misses_an_erasure(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """With ALTM_WORKER_DROP_UNOWNED_AFTER_S, a worker deletes the shard of a partition another worker took
+    over: no data dir keeps a copy that an erasure applied by the new owner would not reach."""
+    prefix = f"d{uuid.uuid4().hex[:10]}."
+    scope = Scope(tenant_id="t", workspace_id="w", user_id="user0", agent_id="a")
+    secret = [make_turn(90, f"My vault code is {SECRET.decode()}, keep it.", scope=scope, session="s-secret")]
+    turns = _turns(range(0, 2)) + secret
+    keystore = f"sqlite:///{tmp_path / 'keys.db'}"
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
+           "ALTM_KEYSTORE": keystore, "ALTM_WORKER_DROP_UNOWNED_AFTER_S": "2"}
+    await _publish(kafka_bootstrap, prefix, [], create=True)
+    dir_a, dir_b = tmp_path / "worker-a", tmp_path / "worker-b"
+    service = await open_deployment(Settings(data_dir=tmp_path / "service", broker=f"kafka://{kafka_bootstrap}",
+                                             topic_prefix=prefix, partitions=4, embedder="none", keystore=keystore,
+                                             read_replica=True))
+    await service.start()
+    a = b = None
+    try:
+        await service.publish(turns)
+        a = start_worker(kafka_bootstrap, dir_a, env)
+        await _until_l0(dir_a, len(turns))
+        await wait_until_idle(kafka_bootstrap, prefix, a, data_dir=dir_a)
+        b = start_worker(kafka_bootstrap, dir_b, env)  # takes some partitions; A drops its copies of them
+        for _ in range(240):
+            held_a, held_b = ({p for p, _ in shard_files(d)} for d in (dir_a, dir_b))
+            if held_a and held_b and not held_a & held_b and held_a | held_b == {0, 1, 2, 3}:
+                break
+            await asyncio.sleep(0.5)
+        assert held_a and held_b and not held_a & held_b, (held_a, held_b)
+        await service.app.erase(scope, "user")
+        await wait_until_idle(kafka_bootstrap, prefix, a, b, data_dir=dir_a)
+        await wait_until_idle(kafka_bootstrap, prefix, a, b, data_dir=dir_b)
+    finally:
+        stop(a, b)
+        await service.close()
+    for where in (dir_a, dir_b):
+        assert occurrences(where) == {}, where
+    assert _shard_l0_count(dir_a) + _shard_l0_count(dir_b) == len(turns) - 2 * len(SENTENCES) - len(secret)

@@ -54,6 +54,7 @@ def test_no_data_volume_is_shared_and_the_log_is_kept(compose: dict[str, object]
     named = {v.split(":")[0]: v.split(":")[1] for s in (worker, retrieval) for v in s["volumes"] if ":" in v}
     assert named == {"altm-keys": "/keys", "altm-retrieval": "/data"}
     assert retrieval["environment"]["ALTM_READ_REPLICA"] == "true"
+    assert float(worker["environment"]["ALTM_WORKER_DROP_UNOWNED_AFTER_S"]) > 0  # no stale copy outlives it
     assert resolve(Settings(data_dir=Path("/data"), read_replica=retrieval["environment"]["ALTM_READ_REPLICA"]
                             )).read_replica is True
     log_dir = kafka["environment"]["KAFKA_LOG_DIRS"]

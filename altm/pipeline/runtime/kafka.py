@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,8 @@ from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import TextSimilarity, Writer
-from altm.store import DeferredWork, ShardSet
+from altm.store import DeferredWork, ShardSet, shard_files
+from altm.vectors import VectorIndex
 
 
 def _record(message: Any, sealer: Sealer | None) -> Record:
@@ -64,7 +66,7 @@ class FaustRuntime:
 
     def __init__(self, settings: Settings, shards: ShardSet, ctx: ProcessorContext,
                  processors: Sequence[Processor], identity: str, sealer: Sealer | None = None,
-                 similarity: TextSimilarity | None = None) -> None:
+                 similarity: TextSimilarity | None = None, vectors: VectorIndex | None = None) -> None:
         if not settings.broker:
             raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
         self.settings = settings
@@ -80,6 +82,8 @@ class FaustRuntime:
         self._inputs: dict[str, str] = {}  # stage → its input topic
         self._ready: set[int] = set()  # proposal partitions restored since they were assigned (``_restored``)
         self._epochs: dict[int, int] = {}  # proposal partition → how many times it was revoked
+        self.vectors = vectors  # this worker's own index: a dropped partition's points go with its shard
+        self._unowned_since: dict[int, float] = {}  # partition with a shard here → since when not owned
         self.app = self._build_app()
 
     def _build_app(self) -> faust.App:
@@ -112,6 +116,8 @@ class FaustRuntime:
         app.timer(1.0)(self._flush_owned)
         app.timer(2.0)(self._restore_owned)
         app.on_partitions_revoked.connect(self._revoked)
+        if s.worker_drop_unowned_after_s is not None:
+            app.timer(min(10.0, s.worker_drop_unowned_after_s))(self._drop_unowned)
         app.timer(5.0)(self._retry_deferred)
         app.timer(5.0)(self._observe_lag)
         return app
@@ -227,6 +233,37 @@ class FaustRuntime:
             if tp.topic == self.writer.topic:
                 self._ready.discard(tp.partition)
                 self._epochs[tp.partition] = self._epochs.get(tp.partition, 0) + 1
+                self._unowned_since.setdefault(tp.partition, time.monotonic())
+
+    async def _drop_unowned(self) -> None:
+        """Delete the shards (and their vector points) of partitions this worker has not owned for
+        ``worker_drop_unowned_after_s``: with a data dir of its own, a copy it keeps of a partition another
+        worker now owns would miss that worker's erasures."""
+        try:
+            after = self.settings.worker_drop_unowned_after_s
+            if after is None:
+                return
+            owned = self._owned(Topic.PROPOSALS)
+            now = time.monotonic()
+            for partition in owned:
+                self._unowned_since.pop(partition, None)
+            for partition, _ in shard_files(Path(self.settings.data_dir)):
+                if partition in owned or partition >= self.partitions:
+                    continue
+                since = self._unowned_since.setdefault(partition, now)
+                if now - since >= after:
+                    self._drop(partition)
+        except Exception:
+            log.warning("dropping unowned shards failed; the next tick tries again", exc_info=True)
+
+    def _drop(self, partition: int) -> None:
+        ids = self.shards.drop(partition)
+        if self.vectors is not None and ids:
+            self.vectors.delete(ids)
+            self.vectors.flush()
+        self._unowned_since.pop(partition, None)
+        self._ready.discard(partition)
+        log.info("dropped the shard of partition %d (%d memories): another worker owns it", partition, len(ids))
 
     def _owned(self, topic: Topic) -> set[int]:
         name = topic_name(topic, self.settings.topic_prefix)
