@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from altm.bus import (
     Headers,
@@ -52,6 +53,7 @@ from altm.pipeline.writer import WRITER_GROUP, Writer
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
+T = TypeVar("T")
 
 Publish = Callable[[Sequence[OutgoingRecord]], Awaitable[None]]
 """Publish records in order and return once the bus has them all (the drivers never await one by one)."""
@@ -241,21 +243,27 @@ class StageDriver:
         return done
 
 
-async def handle_until_done(driver: StageDriver | WriterDriver, records: Sequence[Record], *,
-                            first_delay_s: float = 0.5, max_delay_s: float = 30.0) -> int:
-    """``driver.handle(records)``, again after a growing pause while it raises: for a runtime (the faust
-    agents) that would otherwise acknowledge a batch whose outputs were never published. Processor errors
-    never reach here (the driver dead-letters or defers them); what does is the bus or a store failing, and
-    waiting it out stalls this partition instead of losing its records."""
+async def until_done(call: Callable[[], Awaitable[T]], what: str, *, first_delay_s: float = 0.5,
+                     max_delay_s: float = 30.0) -> T:
+    """``call()``, again after a growing pause while it raises (each failure logged with ``what``)."""
     delay = first_delay_s
     while True:
         try:
-            return await driver.handle(records)
+            return await call()
         except Exception:
-            log.exception("%s failed on a batch of %d record(s); retrying in %.1fs", driver.name, len(records),
-                          delay)
+            log.exception("%s failed; retrying in %.1fs", what, delay)
         await asyncio.sleep(delay)
         delay = min(max_delay_s, delay * 2)
+
+
+async def handle_until_done(driver: StageDriver | WriterDriver, records: Sequence[Record], *,
+                            first_delay_s: float = 0.5, max_delay_s: float = 30.0) -> int:
+    """``driver.handle(records)`` until it returns: for a runtime (the faust agents) that would otherwise
+    acknowledge a batch whose outputs were never published. Processor errors never reach here (the driver
+    dead-letters or defers them); what does is the bus or a store failing, and waiting it out stalls this
+    partition instead of losing its records."""
+    return await until_done(lambda: driver.handle(records), f"{driver.name} on a batch of {len(records)} "
+                            "record(s)", first_delay_s=first_delay_s, max_delay_s=max_delay_s)
 
 
 def check_log_binding(shard: Shard, identity: str, topic: str, end_offset: int | None) -> None:
@@ -348,15 +356,13 @@ class WriterDriver:
         applied = 0
         while (start := self.writer.resume_offset(self.topic, partition) or 0) < end:
             chunk = await self.fetch(partition, start, end)
+            lost_until = chunk[0].offset if chunk else end
+            if lost_until > start:  # the broker no longer holds them (retention): say so, loudly
+                log.error("the shard of %s[%d] misses offsets %d..%d and the log no longer holds them: the "
+                          "memories they made are not in this worker's data dir", self.topic, partition, start,
+                          lost_until - 1)
             if not chunk:
-                log.error("the shard of %s[%d] misses offsets %d..%d and the log no longer holds them: the "
-                          "memories they made are not in this worker's data dir", self.topic, partition, start,
-                          end - 1)
                 break
-            if chunk[0].offset > start:  # the broker no longer holds them (retention): say so, loudly
-                log.error("the shard of %s[%d] misses offsets %d..%d and the log no longer holds them: the "
-                          "memories they made are not in this worker's data dir", self.topic, partition, start,
-                          chunk[0].offset - 1)
             if applied == 0:
                 log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
             await self._apply(chunk, [partition])

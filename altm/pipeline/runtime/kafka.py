@@ -22,7 +22,6 @@ shard transaction and skips anything below it, and changes go through the shard'
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -35,7 +34,7 @@ from altm.bus import OutgoingRecord, Record, TopicPartition
 from altm.bus.kafka import parse_broker_url, read_range
 from altm.bus.sealing import Sealer
 from altm.core import Settings, Topic, partition_for, topic_name
-from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
+from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done, until_done
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import TextSimilarity, Writer
@@ -202,19 +201,13 @@ class FaustRuntime:
                      if tp.topic == self.writer.topic and tp.partition == partition), None)
 
     async def _restored_all(self, partitions: Sequence[int]) -> None:
-        """``_restored`` for each partition, again after a growing pause while it fails (the broker away, a
-        rebalance under way): a stage never derives from a shard that may miss what another worker applied."""
-        delay = 0.5
-        while True:
-            try:
-                for partition in partitions:
-                    await self._restored(partition)
-                return
-            except Exception:
-                log.warning("restoring partitions %s failed; retrying in %.1fs", list(partitions), delay,
-                            exc_info=True)
-                await asyncio.sleep(delay)
-                delay = min(30.0, delay * 2)
+        """``_restored`` for each partition until it works (the broker away, a rebalance under way): a stage
+        never derives from a shard that may miss what another worker applied."""
+        async def restore() -> None:
+            for partition in partitions:
+                await self._restored(partition)
+
+        await until_done(restore, f"restoring partitions {list(partitions)}")
 
     async def _restore_owned(self) -> None:
         """Restore the shards of the proposal partitions this worker owns before any record of theirs arrives:

@@ -21,7 +21,7 @@ from altm.bus import OutgoingRecord, Record
 from altm.bus.sealing import Sealer
 from altm.core import ChangeEvent, DecodeError, Settings, Topic, decode_event, topic_name
 from altm.models import EmbeddingModel
-from altm.pipeline._drivers import WriterDriver, handle_until_done
+from altm.pipeline._drivers import WriterDriver, until_done
 from altm.pipeline.processors import EmbedProcessor, ProcessorContext
 from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
@@ -104,17 +104,12 @@ class ReplicaRuntime:
 
     async def _apply(self, driver: WriterDriver, records: list[Record]) -> None:
         """Open and apply records read from the log, until it works (they are not read again)."""
-        delay = 0.5
-        while True:
-            try:
-                opened = [self.sealer.open(r, retired=False) for r in records] if self.sealer else records
-                await handle_until_done(driver, opened)
-                self.applied += len(records)
-                return
-            except Exception:
-                log.exception("the replica could not open %d record(s); retrying in %.1fs", len(records), delay)
-                await asyncio.sleep(delay)
-                delay = min(30.0, delay * 2)
+        async def apply() -> None:
+            opened = [self.sealer.open(r, retired=False) for r in records] if self.sealer else records
+            await driver.handle(opened)
+
+        await until_done(apply, f"the replica on {len(records)} record(s)")
+        self.applied += len(records)
 
     async def _retry_deferred(self, driver: WriterDriver) -> None:
         try:
