@@ -7,11 +7,15 @@ from altm.bus._base import (
     Headers,
     OutgoingRecord,
     Record,
+    RecordFilter,
     RecordMetadata,
     TopicPartition,
 )
 from altm.bus._records import (
+    CHANGE_HEADER,
     SOURCE_MS_HEADER,
+    change_header,
+    change_marker,
     dead_letter_record,
     host_record,
     pack_headers,
@@ -23,6 +27,7 @@ from altm.bus._records import (
 )
 
 __all__ = [
+    "CHANGE_HEADER",
     "SOURCE_MS_HEADER",
     "Bus",
     "BusError",
@@ -30,8 +35,11 @@ __all__ = [
     "Headers",
     "OutgoingRecord",
     "Record",
+    "RecordFilter",
     "RecordMetadata",
     "TopicPartition",
+    "change_header",
+    "change_marker",
     "dead_letter_record",
     "host_record",
     "pack_headers",

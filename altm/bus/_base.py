@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from altm.core import TopicSpec
@@ -115,7 +115,9 @@ class Bus(ABC):
         return meta
 
     @abstractmethod
-    def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer: ...
+    def consumer(self, group_id: str, topics: Sequence[str], *, opens: RecordFilter | None = None) -> Consumer:
+        """A consumer of ``topics`` in ``group_id``. ``opens``: the records a sealing bus opens for it (the
+        others it delivers sealed, for a reader that skips them on their headers); other buses ignore it."""
 
     @abstractmethod
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
@@ -134,3 +136,7 @@ class Bus(ABC):
     async def identity(self) -> str:
         """A stable id of this log. Offsets stored against another log mean nothing here, so a shard
         records the identity its offsets belong to and refuses records of any other."""
+
+
+RecordFilter = Callable[[Record], bool]
+"""Decides on a record's key and headers alone (its value may be sealed)."""

@@ -9,7 +9,7 @@ from opentelemetry import propagate
 from opentelemetry.context import Context
 
 from altm.bus._base import Headers, OutgoingRecord, Record
-from altm.core import DeadLetter, Event, Settings, Topic, encode, topic_name
+from altm.core import ChangeEvent, ChangeMarker, DeadLetter, Event, Settings, Topic, encode, topic_name
 
 TRACE_HEADERS = ("traceparent", "tracestate")
 """W3C trace context headers: one turn's path through the stages is one trace."""
@@ -56,6 +56,23 @@ def source_ms(record: Record) -> int:
 
 def source_header(ms: int) -> tuple[str, bytes]:
     return (SOURCE_MS_HEADER, str(ms).encode())
+
+
+CHANGE_HEADER = "altm-change"
+"""Header of a change record: its :class:`~altm.core.ChangeMarker` (status, op, layer, removes), in the clear
+beside a sealed value, so a stage skips changes it has no use for without opening or decoding them."""
+
+
+def change_header(change: ChangeEvent) -> tuple[str, bytes]:
+    return (CHANGE_HEADER, ChangeMarker.of(change).encode())
+
+
+def change_marker(record: Record) -> ChangeMarker | None:
+    """The marker a change record carries; None for any other record, or one written before markers were."""
+    for name, value in record.headers:
+        if name == CHANGE_HEADER:
+            return ChangeMarker.parse(value)
+    return None
 
 
 def pack_headers(headers: Headers) -> bytes | None:

@@ -14,6 +14,7 @@ from altm.core.envelope import SCHEMA_VERSION
 from altm.core.errors import Deferred, ProcessingError
 from altm.core.events import (
     ChangeEvent,
+    ChangeMarker,
     ChangeStatus,
     ControlAction,
     ControlEvent,
@@ -74,6 +75,7 @@ from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
 __all__ = [
     "SCHEMA_VERSION",
     "ChangeEvent",
+    "ChangeMarker",
     "ChangeStatus",
     "ControlAction",
     "ControlEvent",

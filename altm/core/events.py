@@ -8,8 +8,10 @@ model per op, are in :mod:`altm.core.proposals`.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -133,6 +135,42 @@ class ChangeEvent(Envelope):
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class ChangeMarker:
+    """What a change is, in a few bytes the writer puts in a header beside the (maybe sealed) value: status,
+    op, layer of the memory it carries, and whether it removed memories. A stage that has no use for a change
+    with this marker skips it without opening or decoding it (``Processor.accepts``)."""
+
+    status: ChangeStatus
+    op: ProposalOp | None = None
+    layer: Layer | None = None
+    removes: bool = False
+
+    @classmethod
+    def of(cls, change: ChangeEvent) -> ChangeMarker:
+        return cls(change.status, change.op, change.layer, bool(change.removed_ids))
+
+    def encode(self) -> bytes:
+        return "|".join((self.status.value, self.op.value if self.op else "", self.layer.value if self.layer else "",
+                         "removes" if self.removes else "")).encode("ascii")
+
+    @classmethod
+    def parse(cls, raw: bytes) -> ChangeMarker | None:
+        """The marker, or None for bytes that are not one (the reader then decodes the change itself)."""
+        return _parse_marker(raw)
+
+
+@lru_cache(maxsize=256)
+def _parse_marker(raw: bytes) -> ChangeMarker | None:
+    """A few dozen markers exist (status × op × layer): each is parsed once."""
+    try:
+        status, op, layer, removes = raw.decode("ascii").split("|")
+        return ChangeMarker(ChangeStatus(status), ProposalOp(op) if op else None, Layer(layer) if layer else None,
+                            removes == "removes")
+    except ValueError:  # also UnicodeDecodeError and an unknown status, op or layer
+        return None
 
 
 def original_text(data: bytes) -> str:

@@ -20,6 +20,7 @@ from altm.bus import (
     Headers,
     OutgoingRecord,
     Record,
+    change_marker,
     dead_letter_record,
     pack_headers,
     source_header,
@@ -36,6 +37,7 @@ from altm.core import (
     Settings,
     Topic,
     TurnEvent,
+    UpsertMemoryProposal,
     decode_event,
     encode,
     topic_name,
@@ -69,6 +71,8 @@ class LogBindingError(RuntimeError):
 @dataclass
 class StageResult:
     outgoing: list[OutgoingRecord] = field(default_factory=list)
+    proposed: set[str] = field(default_factory=set)  # ids of the proposals among ``outgoing``
+    repeats: int = 0  # proposals left out: proposed earlier in the batch, or an upsert the writer applied before
     deferred: list[tuple[Record, str]] = field(default_factory=list)
     finished: list[tuple[str, int]] = field(default_factory=list)  # (layer, source turn's publish ms) per input
     dead_reasons: list[str] = field(default_factory=list)  # the class of each dead letter's reason (a metric label)
@@ -94,6 +98,23 @@ def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources
                            headers=(source_header(sources.get(p.cause_event_id or "", default_ms)),
                                     *traces.get(p.cause_event_id or "", ())))
             for p in proposals]
+
+
+def _new(proposals: Sequence[Proposal], ctx: ProcessorContext, result: StageResult) -> list[Proposal]:
+    """``proposals`` less those that would change nothing: one proposed earlier in this batch (an id is derived
+    from the decision, so the same id is the same decision), and a memory upsert the writer applied before to a
+    memory it still stores (it applies an upsert once: delivered again, it answers ``unchanged``). A scene
+    recomputed from the same atoms, or a node every mention of an entity proposes, is not sent again."""
+    out = []
+    for p in proposals:
+        if p.event_id in result.proposed or (
+                isinstance(p, UpsertMemoryProposal) and ctx.reader is not None
+                and ctx.reader.upsert_applied(p.scope, p.memory.memory_id, p.event_id)):
+            result.repeats += 1
+            continue
+        result.proposed.add(p.event_id)
+        out.append(p)
+    return out
 
 
 def _decode(processor: Processor, record: Record, ctx: ProcessorContext) -> Event | tuple[OutgoingRecord, str]:
@@ -134,17 +155,24 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
         return
-    result.outgoing.extend(_proposal_records(proposals, settings, {}, source_ms(record),
+    result.outgoing.extend(_proposal_records(_new(proposals, ctx, result), settings, {}, source_ms(record),
                                              {event.event_id: trace_of}))
     result.finished.append((_layer_of(event), source_ms(record)))
 
 
+def wanted(processor: Processor, record: Record) -> bool:
+    """Whether ``processor`` has a use for ``record``, told by its change marker alone (no marker: yes). A
+    record it has none for is skipped without being opened or decoded (most changes matter to one stage)."""
+    marker = change_marker(record)
+    return marker is None or processor.accepts(marker)
+
+
 async def run_records(processor: Processor, records: Sequence[Record], ctx: ProcessorContext) -> StageResult:
-    """Decode, check keys, process (batched when the processor supports it)."""
+    """Decode, check keys, process (batched when the processor supports it); skip what it has no use for."""
     result = StageResult()
     decoded: list[tuple[Record, Event]] = []
     for rec in records:
-        if is_shredded(rec):  # erased: its data key is destroyed; skipped without a dead letter
+        if is_shredded(rec) or not wanted(processor, rec):  # erased (its data key is destroyed), or of no use
             continue
         ev = _decode(processor, rec, ctx)
         if isinstance(ev, tuple):
@@ -174,7 +202,7 @@ async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]]
     if batched is not None:
         sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
         latest = max(sources.values())
-        result.outgoing.extend(_proposal_records(batched, ctx.settings, sources, latest, traces))
+        result.outgoing.extend(_proposal_records(_new(batched, ctx, result), ctx.settings, sources, latest, traces))
         result.finished.extend((_layer_of(ev), source_ms(rec)) for rec, ev in decoded)
         return
     for rec, ev in decoded:
@@ -211,6 +239,11 @@ class StageDriver:
     @property
     def name(self) -> str:
         return self.processor.name
+
+    def wants(self, record: Record) -> bool:
+        """Whether to open ``record`` for this stage: one it turns down reaches ``handle`` sealed and is skipped
+        there on its marker (a runtime that opens records itself asks first; see :func:`wanted`)."""
+        return wanted(self.processor, record)
 
     async def handle(self, records: Sequence[Record]) -> int:
         """Process a batch; its outputs are published when this returns (commit the inputs after it)."""
@@ -320,6 +353,10 @@ class WriterDriver:
         self.writer.upgrade(partition)
         self._bound.add(partition)
         return self.writer.resume_offset(self.topic, partition)
+
+    def wants(self, record: Record) -> bool:
+        """The writer opens every proposal."""
+        return True
 
     async def handle(self, records: Sequence[Record]) -> int:
         """Apply a batch (after what the shard misses before it, see the class); the resulting changes are

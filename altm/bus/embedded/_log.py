@@ -23,6 +23,7 @@ from altm.bus._base import (
     Consumer,
     OutgoingRecord,
     Record,
+    RecordFilter,
     RecordMetadata,
     TopicPartition,
 )
@@ -237,7 +238,7 @@ class EmbeddedLog(Bus):
             await asyncio.wait_for(self._new_data.wait(), timeout_s)
 
     # -- groups ----------------------------------------------------------------------------------------
-    def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer:
+    def consumer(self, group_id: str, topics: Sequence[str], *, opens: RecordFilter | None = None) -> Consumer:
         return EmbeddedConsumer(self, group_id, topics)
 
     def committed_offset(self, group_id: str, tp: TopicPartition) -> int | None:

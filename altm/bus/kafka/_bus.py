@@ -19,6 +19,7 @@ from altm.bus._base import (
     Consumer,
     OutgoingRecord,
     Record,
+    RecordFilter,
     RecordMetadata,
     TopicPartition,
 )
@@ -139,7 +140,7 @@ class KafkaBus(Bus):
             metas.append(RecordMetadata(md.topic, md.partition, md.offset))
         return metas
 
-    def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer:
+    def consumer(self, group_id: str, topics: Sequence[str], *, opens: RecordFilter | None = None) -> Consumer:
         return KafkaConsumer(self.bootstrap, group_id, topics, client_id=self.client_id)
 
     async def group_lag(self, group_id: str, topics: Sequence[str]) -> int:

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from altm.bus._base import Bus, Consumer, OutgoingRecord, Record, RecordMetadata, TopicPartition
+from altm.bus._base import Bus, Consumer, OutgoingRecord, Record, RecordFilter, RecordMetadata, TopicPartition
 from altm.bus.sealing._sealer import Sealer, is_shredded
 from altm.core.topics import TopicSpec
 
 
 class SealedConsumer(Consumer):
-    def __init__(self, inner: Consumer, sealer: Sealer) -> None:
+    def __init__(self, inner: Consumer, sealer: Sealer, opens: RecordFilter | None = None) -> None:
         self.inner = inner
         self.sealer = sealer
+        self.opens = opens
 
     async def start(self) -> None:
         await self.inner.start()
@@ -25,8 +26,10 @@ class SealedConsumer(Consumer):
         return self.inner.assignment()
 
     async def poll(self, max_records: int = 500, timeout_s: float = 0.0) -> list[Record]:
-        """Opened records; a shredded one comes as an empty record the stages skip (its offset still counts)."""
-        return [self.sealer.open(r) for r in await self.inner.poll(max_records, timeout_s)]
+        """Opened records (those ``opens`` accepts; the others as they are); a shredded one comes as an empty
+        record the stages skip (its offset still counts)."""
+        return [self.sealer.open(r) if self.opens is None or self.opens(r) else r
+                for r in await self.inner.poll(max_records, timeout_s)]
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         await self.inner.commit(offsets)
@@ -66,8 +69,8 @@ class SealedBus(Bus):
     async def publish_many(self, records: Sequence[OutgoingRecord]) -> list[RecordMetadata]:
         return await self.inner.publish_many([self.sealer.seal(r) for r in records])
 
-    def consumer(self, group_id: str, topics: Sequence[str]) -> Consumer:
-        return SealedConsumer(self.inner.consumer(group_id, topics), self.sealer)
+    def consumer(self, group_id: str, topics: Sequence[str], *, opens: RecordFilter | None = None) -> Consumer:
+        return SealedConsumer(self.inner.consumer(group_id, topics), self.sealer, opens)
 
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return await self.inner.end_offsets(tps)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from altm.core import (
     ChangeEvent,
+    ChangeMarker,
     ChangeStatus,
     Event,
     Kind,
@@ -68,6 +69,17 @@ class Processor(ABC):
     ) -> Sequence[Proposal] | None:
         """Optional batched form (e.g. embedding). ``None`` means: call :meth:`process` per event."""
         return None
+
+    def accepts(self, marker: ChangeMarker) -> bool:
+        """Whether a change with this marker can matter to this processor. A change it turns down is skipped
+        unopened and undecoded, so this must answer True for every change ``process`` would act on."""
+        return True
+
+
+def committed_upsert(marker: ChangeMarker, layers: frozenset[Layer] | None = None) -> bool:
+    """The marker's change is a committed ``upsert_memory`` of one of ``layers`` (see :func:`committed_memory`)."""
+    return (marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.UPSERT_MEMORY
+            and (layers is None or marker.layer in layers))
 
 
 def committed_memory(event: Event, layers: frozenset[Layer] | None = None) -> MemoryUnit | None:

@@ -10,10 +10,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from altm.core import ChangeEvent, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp
+from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp
 from altm.core.topics import Topic
 from altm.models import EmbeddingModel
-from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory
+from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, committed_upsert
 from altm.vectors import VectorIndex, VectorPoint
 
 
@@ -58,6 +58,11 @@ class EmbedProcessor(Processor):
     def __init__(self, embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None) -> None:
         self.embedding = embedding
         self.vectors = vectors
+
+    def accepts(self, marker: ChangeMarker) -> bool:
+        """Committed memories (and those a rollback put back), and committed changes that removed memories."""
+        return marker.status is ChangeStatus.COMMITTED and (
+            committed_upsert(marker) or marker.op is ProposalOp.ROLLBACK or marker.removes)
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         await self.process_batch([event], ctx)

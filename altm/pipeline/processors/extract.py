@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from altm.core import Event, Kind, Layer, MemoryUnit, Method, Proposal
+from altm.core import ChangeMarker, Event, Kind, Layer, MemoryUnit, Method, Proposal
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
@@ -16,6 +16,7 @@ from altm.pipeline.processors._base import (
     Processor,
     ProcessorContext,
     committed_memory,
+    committed_upsert,
     derived_memory,
     norm,
     upsert_proposal,
@@ -24,6 +25,7 @@ from altm.pipeline.processors._base import (
 ATOM_KINDS = (Kind.FACT, Kind.PREFERENCE, Kind.DECISION, Kind.ISSUE, Kind.TASK, Kind.OUTCOME, Kind.HEURISTIC,
               Kind.ANTI_PATTERN)
 _EXTRACT_ROLES = frozenset({"user", "tool"})
+_FROM = frozenset({Layer.L0})
 
 
 class ExtractedAtom(BaseModel):
@@ -77,8 +79,11 @@ class ExtractProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.L2) else None
         self._atoms = self._model_atoms if self._chat is not None else self._rule_atoms
 
+    def accepts(self, marker: ChangeMarker) -> bool:
+        return committed_upsert(marker, _FROM)
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        mem = committed_memory(event, frozenset({Layer.L0}))
+        mem = committed_memory(event, _FROM)
         if mem is None or mem.role not in _EXTRACT_ROLES:
             return []
         unique = {a.memory_id: a for a in await self._atoms(mem)}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from altm.core import Event, Kind, Layer, MemoryUnit, Method, Proposal
+from altm.core import ChangeMarker, Event, Kind, Layer, MemoryUnit, Method, Proposal
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
@@ -15,6 +15,7 @@ from altm.pipeline.processors._base import (
     Processor,
     ProcessorContext,
     committed_memory,
+    committed_upsert,
     derived_memory,
     upsert_proposal,
 )
@@ -25,6 +26,8 @@ _CONSTRAINT = re.compile(
     re.IGNORECASE,
 )
 _SECTION_LIMIT = 8
+
+_FROM = frozenset({Layer.L0})
 
 
 class CapsuleSummary(BaseModel):
@@ -92,12 +95,15 @@ class FoldProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None
 
+    def accepts(self, marker: ChangeMarker) -> bool:
+        return committed_upsert(marker, _FROM)
+
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,
         so folding once after the batch's last message gives the same result as folding after each."""
         last: dict[tuple[str, str], tuple[Event, MemoryUnit]] = {}
         for event in events:
-            mem = committed_memory(event, frozenset({Layer.L0}))
+            mem = committed_memory(event, _FROM)
             if mem is not None and mem.session_id is not None:
                 last[(mem.scope.path, mem.session_id)] = (event, mem)
         out: list[Proposal] = []
@@ -106,7 +112,7 @@ class FoldProcessor(Processor):
         return out
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        mem = committed_memory(event, frozenset({Layer.L0}))
+        mem = committed_memory(event, _FROM)
         if mem is None or mem.session_id is None:
             return []
         return await self._fold(event, mem, ctx)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from altm.core import (
     ChangeEvent,
+    ChangeMarker,
     ChangeStatus,
     EdgeType,
     Event,
@@ -36,6 +37,7 @@ from altm.pipeline.processors._base import (
     Processor,
     ProcessorContext,
     committed_memory,
+    committed_upsert,
     derived_memory,
     norm,
     proposal,
@@ -44,6 +46,7 @@ from altm.pipeline.processors._base import (
 )
 from altm.store import MemoryReader
 
+_ATOMS = frozenset({Layer.L2})
 SCENE_MIN_SESSIONS = 2
 SCENE_MAX_ITEMS = 12
 SUPERSEDE_MIN_CONFIDENCE = 0.7
@@ -71,9 +74,14 @@ class GovernProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
 
+    def accepts(self, marker: ChangeMarker) -> bool:
+        """Committed L2 atoms (merges, facets) and committed edges (scenes)."""
+        return committed_upsert(marker, _ATOMS) or (
+            marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.UPSERT_EDGE)
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         reader = ctx.require_reader()
-        mem = committed_memory(event, frozenset({Layer.L2}))
+        mem = committed_memory(event, _ATOMS)
         if mem is not None:
             merges = self._merge_duplicates(event, reader, mem)
             if any(p.merge.duplicate_id == mem.memory_id for p in merges):
@@ -164,9 +172,13 @@ class GovernProcessor(Processor):
                 "held for review")
 
     def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[Proposal]:
+        """The scene of the node an atom's new MENTIONS edge points to (a scene is made of the atoms that
+        mention its node: an edge from a message changes none)."""
         assert event.memory_id is not None
         edge = reader.edge(event.scope, event.memory_id)
         if edge is None or edge["edge_type"] != EdgeType.MENTIONS.value:
+            return []
+        if reader.layer_of(event.scope, edge["src_id"]) is not Layer.L2:
             return []
         node = reader.node(event.scope, edge["dst_id"])
         if node is None or node["node_type"] not in ("Entity", "Time"):

@@ -8,6 +8,7 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from altm.core import (
+    ChangeMarker,
     EdgeType,
     Event,
     GraphEdge,
@@ -25,11 +26,20 @@ from altm.core import (
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
-from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, norm, proposal
+from altm.pipeline.processors._base import (
+    Processor,
+    ProcessorContext,
+    committed_memory,
+    committed_upsert,
+    norm,
+    proposal,
+)
 
 _KIND_NODE = {Kind.TASK: NodeType.TASK, Kind.ISSUE: NodeType.EVENT, Kind.OUTCOME: NodeType.EVENT,
               Kind.PREFERENCE: NodeType.INTENT, Kind.DECISION: NodeType.INTENT}
 _MAX_COOCCUR = 6
+
+_FROM = frozenset({Layer.L0, Layer.L2})
 
 
 class ExtractedEntity(BaseModel):
@@ -63,6 +73,9 @@ class LinkProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.GRAPH) else None
 
+    def accepts(self, marker: ChangeMarker) -> bool:
+        return committed_upsert(marker, _FROM)
+
     async def _model_entities(self, mem: MemoryUnit) -> tuple[list[tuple[NodeType, str]], list[ExtractedRelation],
                                                                Method]:
         assert self._chat is not None
@@ -81,7 +94,7 @@ class LinkProcessor(Processor):
         return named, [], Method.HEURISTIC
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        mem = committed_memory(event, frozenset({Layer.L0, Layer.L2}))
+        mem = committed_memory(event, _FROM)
         if mem is None or ctx.require_reader().get(mem.scope, mem.memory_id) is None:
             return []  # nothing to link, or the memory was erased since this change (a replayed change)
         if self._chat is not None and mem.layer is Layer.L2:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from altm.core import (
+    ChangeMarker,
     Event,
     Kind,
     Layer,
@@ -25,7 +26,16 @@ from altm.core import (
 )
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
-from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, proposal, said_by_user
+from altm.pipeline.processors._base import (
+    Processor,
+    ProcessorContext,
+    committed_memory,
+    committed_upsert,
+    proposal,
+    said_by_user,
+)
+
+_FROM = frozenset({Layer.L2})
 
 
 class NLIJudgement(BaseModel):
@@ -124,8 +134,11 @@ class VerifyProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
 
+    def accepts(self, marker: ChangeMarker) -> bool:
+        return committed_upsert(marker, _FROM)
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        mem = committed_memory(event, frozenset({Layer.L2}))
+        mem = committed_memory(event, _FROM)
         if mem is None:
             return []
         subject = mem.attributes.get("subject")

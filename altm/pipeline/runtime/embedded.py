@@ -12,11 +12,12 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from altm.bus import Bus, Consumer, OutgoingRecord, Record, TopicPartition, host_record
 from altm.bus.sealing import KeyStore
 from altm.core import Event, Settings, all_topic_specs, topic_name
-from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets
+from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets, wanted
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.writer import TextSimilarity, Writer
@@ -116,7 +117,8 @@ class EmbeddedRuntime:
         await self.log.ensure_topics(all_topic_specs(s.partitions, s.topic_prefix, s.dlq_retention_ms))
         stages = [
             _Stage(StageDriver(p, self.ctx, self.work, self._publish),
-                   self.log.consumer(f"altm-{p.name}", [topic_name(p.input_topic, s.topic_prefix)]),
+                   self.log.consumer(f"altm-{p.name}", [topic_name(p.input_topic, s.topic_prefix)],
+                                     opens=partial(wanted, p)),
                    s.poll_batch)
             for p in self._processors
         ]

@@ -42,7 +42,8 @@ from altm.store import DeferredWork, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
 
-def _record(message: Any, sealer: Sealer | None) -> Record:
+def _record(message: Any, sealer: Sealer | None, driver: StageDriver | WriterDriver) -> Record:
+    """faust's message as a record, opened when it is sealed and ``driver`` wants it (see ``StageDriver.wants``)."""
     key = message.key
     record = Record(
         topic=message.topic,
@@ -53,7 +54,7 @@ def _record(message: Any, sealer: Sealer | None) -> Record:
         headers=tuple((k, bytes(v)) for k, v in (message.headers or ())),
         timestamp_ms=int((message.timestamp or 0) * 1000),
     )
-    return sealer.open(record) if sealer is not None else record
+    return sealer.open(record) if sealer is not None and driver.wants(record) else record
 
 log = logging.getLogger("altm.worker")
 RESTORE_CHUNK = 5000
@@ -156,7 +157,7 @@ class FaustRuntime:
             # up to ``poll_batch`` events, or what came within ``within`` seconds: one driver call, outputs sent
             # together, one writer transaction per partition; the events are acknowledged once it returns
             async for events in stream.take_events(batch, within=within):
-                records = [_record(e.message, self.sealer) for e in events]
+                records = [_record(e.message, self.sealer, driver) for e in events]
                 if driver is not self.writer:  # a stage reads the shard: not before the writer restored it
                     await self._restored_all(sorted({r.partition for r in records}))
                 await handle_until_done(driver, records)

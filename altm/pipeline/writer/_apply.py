@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from altm.bus import Headers, Record, pack_headers, source_header, source_ms
+from altm.bus import Headers, Record, change_header, pack_headers, source_header, source_ms
 from altm.bus.sealing import DERIVED, KeyStore, is_shredded
 from altm.core import (
     ChangeEvent,
@@ -141,11 +141,12 @@ class Writer:
             self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
-        headers = pack_headers((source_header(source_ms(record)), *extra))  # the changes carry their turn's time on
+        source = source_header(source_ms(record))  # the changes carry their turn's time on
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
-            tx.enqueue(Topic.CHANGES.value, change.key, encode(change), headers)
+            tx.enqueue(Topic.CHANGES.value, change.key, encode(change),
+                       pack_headers((source, change_header(change), *extra)))
         for dead in outcome.dead_letters:
-            tx.enqueue(Topic.DLQ.value, record.key, encode(dead), headers)
+            tx.enqueue(Topic.DLQ.value, record.key, encode(dead), pack_headers((source, *extra)))
         return outcome
 
     def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:
