@@ -95,7 +95,15 @@ async def fresh_topics(broker: str, tag: str) -> BenchTopics:
                        [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")], bus)
 
 
-async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, Any]:
+def _worker_command(profile: Path | None, i: int) -> list[str]:
+    """``python -m altm worker``; under cProfile (stats written when it stops) with ``--profile DIR``."""
+    if profile is None:
+        return [sys.executable, "-m", "altm"]
+    profile.mkdir(parents=True, exist_ok=True)
+    return [sys.executable, "-m", "cProfile", "-o", str(profile / f"worker-{i}.prof"), "-m", "altm"]
+
+
+async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path | None = None) -> dict[str, Any]:
     bench = await fresh_topics(broker, "b")
     bootstrap, prefix, settings, topics, bus = bench.bootstrap, bench.prefix, bench.settings, bench.topics, bench.bus
     with tempfile.TemporaryDirectory(prefix="altm-kafka-bench-") as tmp:
@@ -104,9 +112,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int) -> dict[str, An
         procs = [
             subprocess.Popen(  # noqa: ASYNC220 - worker processes that outlive the loop iteration
                 [
-                    sys.executable,
-                    "-m",
-                    "altm",
+                    *_worker_command(profile, i),
                     "worker",
                     "--broker",
                     broker,
@@ -172,11 +178,12 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=600)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--profile", type=Path, help="run the workers under cProfile; stats in DIR/worker-N.prof")
     args = ap.parse_args()
     turns = spread(load_turns(DEFAULT_DATA, args.turns))
     results = []
     for n in [int(w) for w in args.workers.split(",")]:
-        r = asyncio.run(run(args.broker, turns, n))
+        r = asyncio.run(run(args.broker, turns, n, args.profile / f"{n}-workers" if args.profile else None))
         results.append(r)
         lag_line = " ".join(
             f"{s['t_s']:.0f}s:{s['lag']}" for s in r["lag_samples"][:: max(1, len(r["lag_samples"]) // 12)]

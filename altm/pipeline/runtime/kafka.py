@@ -22,6 +22,7 @@ shard transaction and skips anything below it, and changes go through the shard'
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -41,9 +42,24 @@ from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
+Driver = StageDriver | WriterDriver
+SEARCHABLE_PATH = frozenset({"capture", "embed"})
+"""Stages with an agent of their own: what makes a turn searchable never waits behind derivation."""
 
-def _record(message: Any, sealer: Sealer | None, driver: StageDriver | WriterDriver) -> Record:
-    """faust's message as a record, opened when it is sealed and ``driver`` wants it (see ``StageDriver.wants``)."""
+
+def agent_groups(stages: Sequence[StageDriver]) -> list[list[StageDriver]]:
+    """The stages each agent runs: capture and embed alone, the others one agent per input topic (fold,
+    extract, link, verify and govern share one stream of changes: faust delivers each change once, not five
+    times, and each stage takes what it wants of the batch)."""
+    groups: dict[str, list[StageDriver]] = {}
+    for stage in stages:
+        key = stage.name if stage.name in SEARCHABLE_PATH else f"topic:{stage.processor.input_topic.value}"
+        groups.setdefault(key, []).append(stage)
+    return list(groups.values())
+
+
+def _record(message: Any, sealer: Sealer | None, drivers: Sequence[Driver]) -> Record:
+    """faust's message as a record, opened when it is sealed and one of ``drivers`` wants it (``wants``)."""
     key = message.key
     record = Record(
         topic=message.topic,
@@ -54,7 +70,7 @@ def _record(message: Any, sealer: Sealer | None, driver: StageDriver | WriterDri
         headers=tuple((k, bytes(v)) for k, v in (message.headers or ())),
         timestamp_ms=int((message.timestamp or 0) * 1000),
     )
-    return sealer.open(record) if sealer is not None and driver.wants(record) else record
+    return sealer.open(record) if sealer is not None and any(d.wants(record) for d in drivers) else record
 
 log = logging.getLogger("altm.worker")
 RESTORE_CHUNK = 5000
@@ -110,9 +126,9 @@ class FaustRuntime:
             broker_commit_interval=1.0,
             producer_acks=-1,
         )
-        for stage in self.stages:
-            self._add_agent(app, stage.processor.input_topic, f"altm-{stage.name}", stage)
-        self._add_agent(app, Topic.PROPOSALS, "altm-writer", self.writer)
+        for group in agent_groups(self.stages):
+            self._add_agent(app, group[0].processor.input_topic, "altm-" + "-".join(s.name for s in group), group)
+        self._add_agent(app, Topic.PROPOSALS, "altm-writer", [self.writer])
         app.timer(1.0)(self._flush_owned)
         app.timer(2.0)(self._restore_owned)
         app.on_partitions_revoked.connect(self._revoked)
@@ -147,23 +163,25 @@ class FaustRuntime:
         for fut in pending:
             await fut
 
-    def _add_agent(self, app: faust.App, topic: Topic, name: str, driver: StageDriver | WriterDriver) -> None:
+    def _add_agent(self, app: faust.App, topic: Topic, name: str, drivers: Sequence[Driver]) -> None:
         batch, within = self.settings.poll_batch, self.settings.worker_batch_within_s
-
-        handled = self._handled.setdefault(driver.name, {})
-        self._inputs[driver.name] = topic_name(topic, self.settings.topic_prefix)
+        for driver in drivers:
+            self._inputs[driver.name] = topic_name(topic, self.settings.topic_prefix)
+        handled = [self._handled.setdefault(driver.name, {}) for driver in drivers]
 
         async def agent(stream: Any) -> AsyncIterator[None]:
-            # up to ``poll_batch`` events, or what came within ``within`` seconds: one driver call, outputs sent
-            # together, one writer transaction per partition; the events are acknowledged once it returns
+            # up to ``poll_batch`` events, or what came within ``within`` seconds: one call of each driver (the
+            # stages of a group side by side), outputs sent together, one writer transaction per partition; the
+            # events are acknowledged once every driver has returned
             async for events in stream.take_events(batch, within=within):
-                records = [_record(e.message, self.sealer, driver) for e in events]
-                if driver is not self.writer:  # a stage reads the shard: not before the writer restored it
+                records = [_record(e.message, self.sealer, drivers) for e in events]
+                if self.writer not in drivers:  # a stage reads the shard: not before the writer restored it
                     await self._restored_all(sorted({r.partition for r in records}))
-                await handle_until_done(driver, records)
-                for rec in records:  # what this stage is done with (the lag gauge; faust may have fetched more)
-                    key = (rec.topic, rec.partition)
-                    handled[key] = max(handled.get(key, 0), rec.offset + 1)
+                await asyncio.gather(*(handle_until_done(driver, records) for driver in drivers))
+                for done in handled:  # what the stages are done with (the lag gauge; faust may have fetched more)
+                    for rec in records:
+                        key = (rec.topic, rec.partition)
+                        done[key] = max(done.get(key, 0), rec.offset + 1)
                 yield None
 
         app.agent(self._topic(app, topic), name=name)(agent)
