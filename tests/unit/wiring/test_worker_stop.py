@@ -46,3 +46,23 @@ def test_the_stop_timeout_is_a_setting() -> None:
 
     assert Settings().worker_stop_timeout_s == 20.0
     assert Settings(worker_stop_timeout_s=5).worker_stop_timeout_s == 5.0
+
+
+def test_the_worker_leaves_library_debug_logging_off() -> None:
+    """faust's startup spinner set the root logger to DEBUG for good, so aiokafka built (and dropped) a log record
+    for every record a worker sent: 60k records for 2,000 turns, 2 % of its time in a profile."""
+    import logging
+
+    import faust
+
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        app = faust.App("altm-test-logging", broker="kafka://127.0.0.1:1", web_enabled=False)
+        worker = _worker._worker_class(faust.Worker)(app, loglevel="WARNING", quiet=True)
+        worker._setup_logging()
+        assert not logging.getLogger("aiokafka.producer.producer").isEnabledFor(logging.DEBUG)
+        assert logging.getLogger("altm.worker").isEnabledFor(logging.WARNING)
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
