@@ -38,6 +38,7 @@ from altm.core import (
     Topic,
     TurnEvent,
     UpsertMemoryProposal,
+    UpsertNodeProposal,
     decode_event,
     encode,
     topic_name,
@@ -71,8 +72,12 @@ class LogBindingError(RuntimeError):
 @dataclass
 class StageResult:
     outgoing: list[OutgoingRecord] = field(default_factory=list)
-    proposed: set[str] = field(default_factory=set)  # ids of the proposals among ``outgoing``
+    proposed: set[str] = field(default_factory=set)  # ids of the memory and node upserts among ``outgoing``
     repeats: int = 0  # proposals left out: proposed earlier in the batch, or an upsert the writer applied before
+    unwanted: int = 0  # input records skipped on their change marker
+
+    def skipped(self) -> dict[str, int]:
+        return {"changes": self.unwanted, "upserts": self.repeats}
     deferred: list[tuple[Record, str]] = field(default_factory=list)
     finished: list[tuple[str, int]] = field(default_factory=list)  # (layer, source turn's publish ms) per input
     dead_reasons: list[str] = field(default_factory=list)  # the class of each dead letter's reason (a metric label)
@@ -101,18 +106,25 @@ def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources
 
 
 def _new(proposals: Sequence[Proposal], ctx: ProcessorContext, result: StageResult) -> list[Proposal]:
-    """``proposals`` less those that would change nothing: one proposed earlier in this batch (an id is derived
-    from the decision, so the same id is the same decision), and a memory upsert the writer applied before to a
-    memory it still stores (it applies an upsert once: delivered again, it answers ``unchanged``). A scene
-    recomputed from the same atoms, or a node every mention of an entity proposes, is not sent again."""
-    out = []
+    """``proposals`` less upserts that would change nothing: a memory or node upsert proposed earlier in this
+    batch (its id is derived from the whole payload, and the writer answers a repeat ``unchanged``: a memory
+    upsert is applied once, a node is a join of what was proposed), and a memory upsert the writer applied
+    before to a memory it still stores. A scene recomputed from the same atoms, or the node each mention of an
+    entity proposes, is not sent again. Other decisions are always sent: a reviewer's approve, reject, approve
+    of one item are three decisions, the third with the first one's id.
+
+    Known race, accepted: with a node left out because an earlier event of the batch proposed it, an erasure
+    applied between the two (which scrubs the node if nothing else links to it) makes the later event's edge
+    to it a rejection (``missing_evidence``, recorded) instead of re-creating the node."""
+    out: list[Proposal] = []
     for p in proposals:
-        if p.event_id in result.proposed or (
-                isinstance(p, UpsertMemoryProposal) and ctx.reader is not None
-                and ctx.reader.upsert_applied(p.scope, p.memory.memory_id, p.event_id)):
-            result.repeats += 1
-            continue
-        result.proposed.add(p.event_id)
+        if isinstance(p, UpsertMemoryProposal | UpsertNodeProposal):
+            applied = (isinstance(p, UpsertMemoryProposal) and ctx.reader is not None
+                       and ctx.reader.upsert_applied(p.scope, p.memory.memory_id, p.event_id))
+            if applied or p.event_id in result.proposed:
+                result.repeats += 1
+                continue
+            result.proposed.add(p.event_id)
         out.append(p)
     return out
 
@@ -172,7 +184,10 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
     result = StageResult()
     decoded: list[tuple[Record, Event]] = []
     for rec in records:
-        if is_shredded(rec) or not wanted(processor, rec):  # erased (its data key is destroyed), or of no use
+        if is_shredded(rec):  # erased: its data key is destroyed; skipped without a dead letter
+            continue
+        if not wanted(processor, rec):
+            result.unwanted += 1
             continue
         ev = _decode(processor, rec, ctx)
         if isinstance(ev, tuple):
@@ -253,9 +268,9 @@ class StageDriver:
         result = await run_records(self.processor, records, self.ctx)
         for rec, reason in result.deferred:
             _defer(self.work, self.name, rec, reason)
-        await self.publish(result.outgoing)
+        await self.publish(result.outgoing)  # then observed: a batch that is handled again counts once
         observe_stage(self.name, records, result.outgoing, len(result.deferred), result.finished, result.dead_reasons,
-                      time.perf_counter() - start)  # once published: a batch that is handled again counts once
+                      time.perf_counter() - start, skipped=result.skipped())
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
@@ -270,7 +285,7 @@ class StageDriver:
                 continue
             await self.publish(result.outgoing)
             observe_stage(self.name, [rec], result.outgoing, 0, result.finished, result.dead_reasons,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, skipped=result.skipped())
             self.work.done(item)
             done += 1
         return done

@@ -14,6 +14,10 @@ STAGE_RECORDS = Counter(
     "shredded)", ["stage", "outcome"])
 STAGE_OUTPUTS = Counter("altm_stage_outputs", "Records a stage published (proposals, changes, dead letters)",
                         ["stage", "topic"])
+STAGE_SKIPPED = Counter(
+    "altm_stage_skipped", "Work a stage left out because it would change nothing, by what: changes (records it has "
+    "no use for, skipped on their marker unopened), upserts (proposals not sent: repeated in the batch, or applied "
+    "by the writer before)", ["stage", "what"])
 STAGE_BATCH_SECONDS = Histogram(
     "altm_stage_batch_seconds", "Time to handle one batch of input records, outputs published", ["stage"],
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0))

@@ -20,6 +20,7 @@ from altm.pipeline._metrics import (
     STAGE_BATCH_SECONDS,
     STAGE_OUTPUTS,
     STAGE_RECORDS,
+    STAGE_SKIPPED,
     TRACER,
     WRITER_PROPOSALS,
     WRITER_REFUSALS,
@@ -57,9 +58,14 @@ def topic_kind(topic: str) -> str:
 
 
 def observe_stage(stage: str, records: Sequence[Record], outgoing: Sequence[OutgoingRecord], deferred: int,
-                  finished: Sequence[tuple[str, int]], dead_reasons: Sequence[str], seconds: float) -> None:
-    """One batch of a stage: records in by outcome, outputs by topic, time, and freshness per finished input."""
+                  finished: Sequence[tuple[str, int]], dead_reasons: Sequence[str], seconds: float, *,
+                  skipped: Mapping[str, int] | None = None) -> None:
+    """One batch of a stage: records in by outcome, outputs by topic, work skipped, time, and freshness per
+    finished input."""
     STAGE_BATCH_SECONDS.labels(stage=stage).observe(seconds)
+    for what, n in (skipped or {}).items():
+        if n:
+            STAGE_SKIPPED.labels(stage=stage, what=what).inc(n)
     now_ms = time.time() * 1000
     for layer, published_ms in finished:
         if published_ms > 0:

@@ -38,13 +38,6 @@ class MemoryReader:
                            [memory_id, *_home_args(scope)])
         return rows[0] if rows else None
 
-    def layer_of(self, scope: Scope, memory_id: str) -> Layer | None:
-        """The layer of a stored memory of the user, or None."""
-        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        row = shard._db.execute(f"SELECT layer FROM memories WHERE memory_id=? AND {_HOME}",
-                                [memory_id, *_home_args(scope)]).fetchone()
-        return None if row is None else Layer(row[0])
-
     def upsert_applied(self, scope: Scope, memory_id: str, proposal_id: str) -> bool:
         """The memory is stored and the upsert ``proposal_id`` was applied to it (the audit log names it): the
         writer applies a memory upsert once, so delivered again this proposal would change nothing."""

@@ -172,13 +172,12 @@ class GovernProcessor(Processor):
                 "held for review")
 
     def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[Proposal]:
-        """The scene of the node an atom's new MENTIONS edge points to (a scene is made of the atoms that
-        mention its node: an edge from a message changes none)."""
+        """The scene of the node a new MENTIONS edge points to, from the atoms that mention it now. A message's
+        edge recomputes it too: after an erasure or a forget, that is what rebuilds a scene from the atoms
+        left (a scene recomputed unchanged is not sent: see the stage driver)."""
         assert event.memory_id is not None
         edge = reader.edge(event.scope, event.memory_id)
         if edge is None or edge["edge_type"] != EdgeType.MENTIONS.value:
-            return []
-        if reader.layer_of(event.scope, edge["src_id"]) is not Layer.L2:
             return []
         node = reader.node(event.scope, edge["dst_id"])
         if node is None or node["node_type"] not in ("Entity", "Time"):

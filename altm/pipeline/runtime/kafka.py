@@ -43,19 +43,29 @@ from altm.store import DeferredWork, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
 Driver = StageDriver | WriterDriver
-SEARCHABLE_PATH = frozenset({"capture", "embed"})
-"""Stages with an agent of their own: what makes a turn searchable never waits behind derivation."""
-
-
 def agent_groups(stages: Sequence[StageDriver]) -> list[list[StageDriver]]:
-    """The stages each agent runs: capture and embed alone, the others one agent per input topic (fold,
-    extract, link, verify and govern share one stream of changes: faust delivers each change once, not five
-    times, and each stage takes what it wants of the batch)."""
-    groups: dict[str, list[StageDriver]] = {}
-    for stage in stages:
-        key = stage.name if stage.name in SEARCHABLE_PATH else f"topic:{stage.processor.input_topic.value}"
-        groups.setdefault(key, []).append(stage)
-    return list(groups.values())
+    """The stages each agent runs: the deriving stages of the changes topic (fold, extract, link, verify,
+    govern) together, so faust delivers each change once instead of five times and each stage takes what it
+    wants of the batch; every other stage alone: embed (what makes a turn vector-searchable never waits behind
+    derivation), capture, and the control stages (an erasure never waits behind a sweep)."""
+    derive = [s for s in stages if s.processor.input_topic is Topic.CHANGES and s.name != "embed"]
+    return [*([derive] if derive else []), *([s] for s in stages if s not in derive)]
+
+
+async def handle_together(drivers: Sequence[Driver], records: Sequence[Record]) -> None:
+    """Each driver's ``handle_until_done`` on the same batch, side by side. When one ends with what is not
+    retried (a cancellation), the others are cancelled and awaited before it propagates: a batch is never
+    acknowledged while a stage of the group is still on it."""
+    if len(drivers) == 1:
+        await handle_until_done(drivers[0], records)
+        return
+    tasks = [asyncio.ensure_future(handle_until_done(driver, records)) for driver in drivers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _record(message: Any, sealer: Sealer | None, drivers: Sequence[Driver]) -> Record:
@@ -177,7 +187,7 @@ class FaustRuntime:
                 records = [_record(e.message, self.sealer, drivers) for e in events]
                 if self.writer not in drivers:  # a stage reads the shard: not before the writer restored it
                     await self._restored_all(sorted({r.partition for r in records}))
-                await asyncio.gather(*(handle_until_done(driver, records) for driver in drivers))
+                await handle_together(drivers, records)
                 for done in handled:  # what the stages are done with (the lag gauge; faust may have fetched more)
                     for rec in records:
                         key = (rec.topic, rec.partition)
