@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,6 +96,13 @@ async def fresh_topics(broker: str, tag: str) -> BenchTopics:
                        [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")], bus)
 
 
+def _keep_logs(tmp: Path, logs: Path, workers: int) -> None:
+    """The workers' logs, kept in ``logs`` (the data dir is not)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    for i in range(workers):
+        shutil.copy(tmp / f"worker-{i}.log", logs / f"{workers}-workers-{i}.log")
+
+
 def _worker_command(profile: Path | None, i: int) -> list[str]:
     """``python -m altm worker``; under cProfile (stats written when it stops) with ``--profile DIR``."""
     if profile is None:
@@ -103,7 +111,8 @@ def _worker_command(profile: Path | None, i: int) -> list[str]:
     return [sys.executable, "-m", "cProfile", "-o", str(profile / f"worker-{i}.prof"), "-m", "altm"]
 
 
-async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path | None = None) -> dict[str, Any]:
+async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path | None = None,
+              logs: Path | None = None) -> dict[str, Any]:
     bench = await fresh_topics(broker, "b")
     bootstrap, prefix, settings, topics, bus = bench.bootstrap, bench.prefix, bench.settings, bench.topics, bench.bus
     with tempfile.TemporaryDirectory(prefix="altm-kafka-bench-") as tmp:
@@ -146,10 +155,11 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                     derived = now
                     break
             fresh = freshness(data) if searchable is not None else {}
-            if searchable is None:  # say why rather than print a figure that is not there
+            if searchable is None or derived is None:  # say why rather than print a figure that is not there
                 for i in range(workers):
                     tail = (Path(tmp) / f"worker-{i}.log").read_text(errors="replace")[-3000:]
-                    print(f"worker {i} never made every turn searchable; its log ends:\n{tail}", file=sys.stderr)
+                    print(f"worker {i} never made every turn searchable or derived; its log ends:\n{tail}",
+                          file=sys.stderr)
         finally:
             for p in procs:
                 p.send_signal(signal.SIGTERM)
@@ -159,6 +169,8 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                 except subprocess.TimeoutExpired:
                     p.kill()
             await bus.stop()
+            if logs is not None:
+                _keep_logs(Path(tmp), logs, workers)
     return {
         "workers": workers,
         "turns": len(turns),
@@ -179,11 +191,13 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--profile", type=Path, help="run the workers under cProfile; stats in DIR/worker-N.prof")
+    ap.add_argument("--logs", type=Path, help="keep the workers' logs in DIR")
     args = ap.parse_args()
     turns = spread(load_turns(DEFAULT_DATA, args.turns))
     results = []
     for n in [int(w) for w in args.workers.split(",")]:
-        r = asyncio.run(run(args.broker, turns, n, args.profile / f"{n}-workers" if args.profile else None))
+        r = asyncio.run(run(args.broker, turns, n, args.profile / f"{n}-workers" if args.profile else None,
+                            args.logs))
         results.append(r)
         lag_line = " ".join(
             f"{s['t_s']:.0f}s:{s['lag']}" for s in r["lag_samples"][:: max(1, len(r["lag_samples"]) // 12)]
