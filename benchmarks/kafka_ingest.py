@@ -156,6 +156,9 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                     break
             fresh = freshness(data) if searchable is not None else {}
             if searchable is None or derived is None:  # say why rather than print a figure that is not there
+                for p in procs:  # mode's worker writes every thread's and task's stack to its log on SIGUSR1
+                    p.send_signal(signal.SIGUSR1)
+                await asyncio.sleep(3)
                 for i in range(workers):
                     tail = (Path(tmp) / f"worker-{i}.log").read_text(errors="replace")[-3000:]
                     print(f"worker {i} never made every turn searchable or derived; its log ends:\n{tail}",
