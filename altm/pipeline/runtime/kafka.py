@@ -85,6 +85,8 @@ def _record(message: Any, sealer: Sealer | None, drivers: Sequence[Driver]) -> R
 log = logging.getLogger("altm.worker")
 RESTORE_CHUNK = 5000
 """Proposals read from the broker and applied in one transaction while a shard is restored."""
+POSITION_WAIT_S = 10.0
+"""How long a restore waits for the writer's fetch position before it restores up to the log's end instead."""
 
 
 class FaustRuntime:
@@ -214,7 +216,7 @@ class FaustRuntime:
         tp = self._assigned(partition)
         if tp is None:  # not (or no longer) this worker's: nothing to restore, nothing to mark
             return
-        end = await self.app.consumer.position(tp)
+        end = await self._fetch_position(tp)
         if end is None:
             end = (await self.app.consumer.highwaters(tp)).get(tp)
         if end is not None and end > 0:
@@ -223,6 +225,18 @@ class FaustRuntime:
         # revoked meanwhile (and maybe given back after another worker wrote to it): restored again next time
         if self._epochs.get(partition, 0) == epoch and self._assigned(partition) is not None:
             self._ready.add(partition)
+
+    async def _fetch_position(self, tp: Any) -> int | None:
+        """The writer's fetch position in ``tp``, or None when the consumer has none within ``POSITION_WAIT_S``
+        (faust's ``position`` waits until there is one, and the stages wait on the restore): then the restore
+        goes up to the log's end, and what the writer's stream delivers again is skipped by its offset."""
+        try:
+            position = await asyncio.wait_for(self.app.consumer.position(tp), POSITION_WAIT_S)
+        except TimeoutError:
+            log.warning("no fetch position for %s[%d] within %.0f s: restoring it up to the log's end", tp.topic,
+                        tp.partition, POSITION_WAIT_S)
+            return None
+        return None if position is None else int(position)
 
     def _assigned(self, partition: int) -> Any:
         """The proposals partition ``partition`` as faust's consumer has it assigned, or None."""

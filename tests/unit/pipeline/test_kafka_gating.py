@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from faust.types import TP
 
@@ -58,3 +59,37 @@ async def test_a_partition_revoked_while_it_restores_is_restored_again_when_it_c
     await runtime._restored(0)
     shards.close()
     assert len(calls) == 2, f"partition 0 came back and was not restored again (ready: {runtime._ready})"
+
+
+async def test_a_fetch_position_that_never_comes_does_not_stall_the_partition(tmp_path: Path,
+                                                                             monkeypatch: Any) -> None:
+    """faust's ``consumer.position`` loops until the partition has a valid fetch position; a stage waiting on
+    the restore would wait with it (a partition stopped storing turns in one benchmark run; this is one way it
+    can). After ``POSITION_WAIT_S`` the restore goes up to the log's end instead (what the writer's stream then
+    delivers again is skipped by its offset)."""
+    monkeypatch.setattr("altm.pipeline.runtime.kafka.POSITION_WAIT_S", 0.2)
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none")
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    runtime = FaustRuntime(settings, shards, ProcessorContext(settings=settings), [], "log-id")
+    tp = TP(topic_name(Topic.PROPOSALS, settings.topic_prefix), 0)
+
+    class _NoPosition(_Consumer):
+        async def position(self, tp: TP) -> int:
+            await asyncio.Event().wait()  # never
+            return 0
+
+    runtime.app._consumer = _NoPosition({tp})  # type: ignore[assignment]
+    calls: list[tuple[int, int]] = []
+
+    async def catch_up(partition: int, end: int) -> int:
+        calls.append((partition, end))
+        return 0
+
+    async def flush(partition: int) -> None:
+        return None
+
+    runtime.writer.catch_up = catch_up  # type: ignore[method-assign]
+    runtime.writer.flush = flush  # type: ignore[method-assign]
+    await asyncio.wait_for(runtime._restored(0), 5)
+    shards.close()
+    assert calls == [(0, 10)] and 0 in runtime._ready  # restored up to the high watermark
