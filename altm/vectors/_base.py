@@ -84,6 +84,10 @@ class VectorIndex(ABC):
         """Every memory id with a point, sorted (state hashes cover the index; tests find orphans)."""
 
     @abstractmethod
+    def points(self, memory_ids: Sequence[str]) -> dict[str, VectorPoint]:
+        """The stored points (vector and payload) of those of ``memory_ids`` that have one."""
+
+    @abstractmethod
     def payload_field(self, name: str) -> dict[str, Any]:
         """Memory id → one payload field of its point (None where it has none), for every point."""
 

@@ -19,7 +19,7 @@ from altm.bus.embedded import EmbeddedLog
 from altm.bus.kafka import KafkaBus, PartitionReader, parse_broker_url
 from altm.bus.sealing import SealedBus
 from altm.core import Event, Settings, Topic, topic_name
-from altm.models import LLMSettings, ModelTask
+from altm.models import EmbeddingModel, LLMSettings, ModelTask
 from altm.pipeline import (
     EmbeddedRuntime,
     LogBindingError,
@@ -63,6 +63,7 @@ class Deployment:
     runtime: EmbeddedRuntime | None = None
     read_only: bool = False
     replica: ReplicaRuntime | None = None  # a Kafka retrieval service that follows the log into its own data dir
+    source_vectors: VectorIndex | None = None  # a replay's source index, read for vectors (closed with this)
     _maintenance: asyncio.Task[None] | None = field(default=None, repr=False)
     _started: bool = field(default=False, repr=False)
 
@@ -109,8 +110,9 @@ class Deployment:
             await self.runtime.stop()
         if self.replica is not None:
             await self.replica.stop()
-        if self.vectors is not None:
-            self.vectors.close()
+        for index in (self.vectors, self.source_vectors):
+            if index is not None:
+                index.close()
         await self.models.aclose()
         self.shards.close()
         if self._started and not self.read_only:
@@ -171,10 +173,13 @@ def _refuse_orphaned_shards(settings: Settings) -> None:
 async def open_deployment(
     settings: Settings, *, pipeline: bool = False, read_only: bool = False,
     processors: Sequence[Processor] | None = None, llm_settings: dict[ModelTask, LLMSettings] | None = None,
+    vectors_from: Path | None = None,
 ) -> Deployment:
     """Build a deployment (not started). ``pipeline`` runs the embedded pipeline in this process (the
     embedded bus only: Kafka pipelines run in ``altm worker`` processes); ``read_only`` opens the shards
-    and the log read-only and refuses every publish."""
+    and the log read-only and refuses every publish. ``vectors_from``: a data dir (a replay's source) whose
+    embedded vector index, opened read-only, gives the vectors of memories with the same id and content, so
+    they are not computed again."""
     settings = resolve(settings)
     kafka = (settings.bus or "").startswith("kafka://")
     if pipeline and kafka:
@@ -202,9 +207,13 @@ async def open_deployment(
         await models.aclose()
         raise
     runtime = None
+    source_vectors = None
     if pipeline:
         assert isinstance(plain(bus), EmbeddedLog)
-        procs = processors if processors is not None else default_processors(models.chat, models.embedding, vectors)
+        if vectors_from is not None and processors is None:
+            source_vectors = _source_vectors(settings, vectors_from, models.embedding)
+        procs = processors if processors is not None else default_processors(models.chat, models.embedding, vectors,
+                                                                             source_vectors)
         ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
         keys = bus.sealer.keys if isinstance(bus, SealedBus) else None
         runtime = EmbeddedRuntime(settings, bus, shards, ctx, procs, keys, guard_similarity(settings))
@@ -218,7 +227,18 @@ async def open_deployment(
     retriever = Retriever(shards, models.embedding, vectors)
     app = MemoryApp(settings, shards, retriever, _publisher(settings, bus, read_only), models.chat)
     return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only,
-                      replica=replica)
+                      replica=replica, source_vectors=source_vectors)
+
+
+def _source_vectors(settings: Settings, source: Path, embedding: EmbeddingModel | None) -> VectorIndex | None:
+    """``source``'s embedded vector index of this embedding model, read-only; None when it has none (or
+    another process holds it: then everything is embedded as usual)."""
+    try:
+        return open_vectors(resolve(settings.model_copy(update={"data_dir": source, "vectors": None})), embedding,
+                            read_only=True)
+    except VectorIndexBusy as exc:
+        log.warning("the source's vectors are not reused (everything is embedded again): %s", exc)
+        return None
 
 
 def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:
@@ -233,13 +253,14 @@ def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:
 @asynccontextmanager
 async def open_embedded(
     settings: Settings, *, background: bool = False, processors: Sequence[Processor] | None = None,
-    llm_settings: dict[ModelTask, LLMSettings] | None = None,
+    llm_settings: dict[ModelTask, LLMSettings] | None = None, vectors_from: Path | None = None,
 ) -> AsyncIterator[Deployment]:
     """The embedded deployment with its pipeline in this process, started and closed around the block.
 
     ``background``: process events as they arrive; otherwise call ``deployment.runtime.run_until_idle()``
     (or ``deployment.settle()``) to process what was published."""
-    deployment = await open_deployment(settings, pipeline=True, processors=processors, llm_settings=llm_settings)
+    deployment = await open_deployment(settings, pipeline=True, processors=processors, llm_settings=llm_settings,
+                                       vectors_from=vectors_from)
     try:
         await deployment.start(background=background)
         yield deployment

@@ -53,7 +53,8 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
                       progress: Progress | None = None) -> ReplaySummary:
     """Re-derive ``source``'s deployment (its embedded log, or ``broker``'s Kafka topics) into ``target``.
 
-    Model answers come from ``cache_from`` (default: the source data dir), so a replay costs no model calls."""
+    Model answers come from ``cache_from`` (default: the source data dir), and vectors from the source data
+    dir's index (a memory with the same id and content), so a replay costs no model calls."""
     _require_empty(target)
     start = time.perf_counter()
     base = settings or Settings()
@@ -67,7 +68,7 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
         await bus.stop()
     rebuilt = base.model_copy(update={"data_dir": target, "partitions": partitions, "bus": None, "broker": None,
                                       "vectors": None, "keystore": None})  # the target seals with its own keys
-    async with open_embedded(rebuilt) as deployment:
+    async with open_embedded(rebuilt, vectors_from=source) as deployment:
         assert deployment.runtime is not None
         cache = cache_from if cache_from is not None else (source if (source / "shards").exists() else None)
         if cache is not None:

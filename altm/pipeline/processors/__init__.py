@@ -24,13 +24,16 @@ from altm.vectors import VectorIndex
 
 
 def default_processors(chat: ChatModel | None = None, embedding: EmbeddingModel | None = None,
-                       vectors: VectorIndex | None = None) -> list[Processor]:
+                       vectors: VectorIndex | None = None, reuse_vectors: VectorIndex | None = None
+                       ) -> list[Processor]:
     """Every processor, in the order the embedded runtime steps them. Each one that can use a model takes
-    its model method when ``chat`` serves its task, and its deterministic method otherwise."""
+    its model method when ``chat`` serves its task, and its deterministic method otherwise. ``reuse_vectors``:
+    an index (a replay's source) whose vectors embed takes for memories of the same id and content."""
     verify = VerifyProcessor(chat)
     return [
         CaptureProcessor(), ControlProcessor(), FoldProcessor(chat), ExtractProcessor(chat), LinkProcessor(chat),
-        verify, GovernProcessor(chat), LifecycleProcessor(), SweepProcessor(verify), EmbedProcessor(embedding, vectors),
+        verify, GovernProcessor(chat), LifecycleProcessor(), SweepProcessor(verify),
+        EmbedProcessor(embedding, vectors, reuse_vectors),
     ]
 
 

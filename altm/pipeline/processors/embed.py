@@ -55,9 +55,12 @@ class EmbedProcessor(Processor):
     name = "embed"
     input_topic = Topic.CHANGES
 
-    def __init__(self, embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None) -> None:
+    def __init__(self, embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None,
+                 reuse: VectorIndex | None = None) -> None:
         self.embedding = embedding
         self.vectors = vectors
+        self.reuse = reuse  # a replay's source index: a memory with the same id and content takes its vector
+        self.reused = 0  # vectors taken from ``reuse`` instead of computed
 
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed memories (and those a rollback put back), and committed changes that removed memories."""
@@ -85,10 +88,22 @@ class EmbedProcessor(Processor):
             self.vectors.delete(removed)
         if latest:
             mems = list(latest.values())
-            vectors = await self.embedding.aembed([embedding_text(m) for m in mems])
+            vectors = await self._vectors(mems, self.embedding)
             now_ms = int(time.time() * 1000)
             self.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m, now_ms))
                                  for m, v in zip(mems, vectors, strict=True)])
         if removed or latest:
             self.vectors.flush()  # durable before the stage commits its offsets
         return []
+
+    async def _vectors(self, mems: Sequence[MemoryUnit], embedding: EmbeddingModel) -> list[Sequence[float]]:
+        """One vector per memory: from ``reuse`` where it holds the memory with the same content (same model:
+        the same collection), computed for the rest."""
+        known = self.reuse.points([m.memory_id for m in mems]) if self.reuse is not None else {}
+        same = {m.memory_id: known[m.memory_id].vector for m in mems if m.memory_id in known
+                and known[m.memory_id].payload.get("content_hash") == m.content_hash}
+        todo = [m for m in mems if m.memory_id not in same]
+        computed = dict(zip((m.memory_id for m in todo),
+                            await embedding.aembed([embedding_text(m) for m in todo]) if todo else [], strict=True))
+        self.reused += len(same)
+        return [same[m.memory_id] if m.memory_id in same else computed[m.memory_id] for m in mems]
