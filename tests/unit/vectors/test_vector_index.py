@@ -129,3 +129,15 @@ def test_a_new_edge_index_stores_float16_and_an_older_float32_one_still_opens(tm
     hits = older.search([0.0, 1.0, 0.0, 0.0], VectorFilter(), 1)
     older.close()
     assert [h.memory_id for h in hits] == ["m2"]
+
+
+def test_points_gives_back_the_stored_vector_and_payload_of_those_that_exist(index: VectorIndex) -> None:
+    index.upsert([VectorPoint("mem_a", [0.6, 0.8, 0.0], _payload("acme", "coder")),
+                  VectorPoint("mem_b", [0.0, 0.0, 1.0], _payload("acme", "reviewer"))])
+    found = index.points(["mem_a", "mem_missing"])
+    assert set(found) == {"mem_a"}
+    assert found["mem_a"].payload["agent_id"] == "coder" and found["mem_a"].memory_id == "mem_a"
+    assert [round(x, 2) for x in found["mem_a"].vector] == [0.6, 0.8, 0.0]  # stored normalised (and float16)
+    index.upsert([found["mem_a"]])  # stored again as it came back: the same point
+    assert [round(x, 2) for x in index.points(["mem_a"])["mem_a"].vector] == [0.6, 0.8, 0.0]
+    assert index.points([]) == {}
