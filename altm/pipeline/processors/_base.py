@@ -70,6 +70,12 @@ class Processor(ABC):
         """Optional batched form (e.g. embedding). ``None`` means: call :meth:`process` per event."""
         return None
 
+    @property
+    def idle(self) -> bool:
+        """Built without what it would work with (embed without an embedder or an index): every record it
+        gets is skipped, so a runtime may leave it without a consumer."""
+        return False
+
     def accepts(self, marker: ChangeMarker) -> bool:
         """Whether a change with this marker can matter to this processor. A change it turns down is skipped
         unopened and undecoded, so this must answer True for every change ``process`` would act on."""

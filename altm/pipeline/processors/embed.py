@@ -62,6 +62,10 @@ class EmbedProcessor(Processor):
         self.reuse = reuse  # a replay's source index: a memory with the same id and content takes its vector
         self.reused = 0  # vectors taken from ``reuse`` instead of computed
 
+    @property
+    def idle(self) -> bool:
+        return self.embedding is None or self.vectors is None
+
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed memories (and those a rollback put back), and committed changes that removed memories."""
         return marker.status is ChangeStatus.COMMITTED and (

@@ -47,7 +47,9 @@ def agent_groups(stages: Sequence[StageDriver]) -> list[list[StageDriver]]:
     """The stages each agent runs: the deriving stages of the changes topic (fold, extract, link, verify,
     govern) together, so faust delivers each change once instead of five times and each stage takes what it
     wants of the batch; every other stage alone: embed (what makes a turn vector-searchable never waits behind
-    derivation), capture, and the control stages (an erasure never waits behind a sweep)."""
+    derivation), capture, and the control stages (an erasure never waits behind a sweep). An idle stage (embed
+    without an embedder) gets no agent: faust would deliver it every change for nothing."""
+    stages = [s for s in stages if not s.processor.idle]
     derive = [s for s in stages if s.processor.input_topic is Topic.CHANGES and s.name != "embed"]
     return [*([derive] if derive else []), *([s] for s in stages if s not in derive)]
 

@@ -21,16 +21,21 @@ from altm.store import DeferredWork, ShardSet
 
 
 def test_the_deriving_stages_of_the_changes_topic_share_an_agent(settings: Settings) -> None:
+    """... and embed has one of its own, or none when it has no embedder (it would skip every change)."""
     shards = ShardSet(settings.data_dir, settings.partitions)
 
     async def publish(records: Sequence[Any]) -> None:
         return None
 
-    stages = [StageDriver(p, ProcessorContext(settings=settings), DeferredWork(shards, settings), publish)
-              for p in default_processors()]
-    groups = [[s.name for s in group] for group in agent_groups(stages)]
-    assert groups[0] == ["fold", "extract", "link", "verify", "govern"]
-    assert sorted(groups[1:]) == [["capture"], ["control"], ["embed"], ["lifecycle"], ["sweep"]]
+    def groups(embedder: bool) -> list[list[str]]:
+        processors = default_processors(*((None, object(), object()) if embedder else ()))
+        stages = [StageDriver(p, ProcessorContext(settings=settings), DeferredWork(shards, settings), publish)
+                  for p in processors]
+        return [[s.name for s in group] for group in agent_groups(stages)]
+
+    assert groups(True)[0] == ["fold", "extract", "link", "verify", "govern"]
+    assert sorted(groups(True)[1:]) == [["capture"], ["control"], ["embed"], ["lifecycle"], ["sweep"]]
+    assert sorted(groups(False)[1:]) == [["capture"], ["control"], ["lifecycle"], ["sweep"]]
     shards.close()
 
 
