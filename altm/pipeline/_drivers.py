@@ -75,12 +75,13 @@ class StageResult:
     proposed: set[str] = field(default_factory=set)  # ids of the memory and node upserts among ``outgoing``
     repeats: int = 0  # proposals left out: proposed earlier in the batch, or an upsert the writer applied before
     unwanted: int = 0  # input records skipped on their change marker
-
-    def skipped(self) -> dict[str, int]:
-        return {"changes": self.unwanted, "upserts": self.repeats}
     deferred: list[tuple[Record, str]] = field(default_factory=list)
     finished: list[tuple[str, int]] = field(default_factory=list)  # (layer, source turn's publish ms) per input
     dead_reasons: list[str] = field(default_factory=list)  # the class of each dead letter's reason (a metric label)
+
+    def skipped(self) -> dict[str, int]:
+        """Work left out, by what (the ``altm_stage_skipped_total`` labels)."""
+        return {"changes": self.unwanted, "upserts": self.repeats}
 
 
 def _layer_of(event: Event) -> str:

@@ -43,6 +43,8 @@ from altm.store import DeferredWork, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
 Driver = StageDriver | WriterDriver
+
+
 def agent_groups(stages: Sequence[StageDriver]) -> list[list[StageDriver]]:
     """The stages each agent runs: the deriving stages of the changes topic (fold, extract, link, verify,
     govern) together, so faust delivers each change once instead of five times and each stage takes what it
@@ -83,6 +85,7 @@ def _record(message: Any, sealer: Sealer | None, drivers: Sequence[Driver]) -> R
         timestamp_ms=int((message.timestamp or 0) * 1000),
     )
     return sealer.open(record) if sealer is not None and any(d.wants(record) for d in drivers) else record
+
 
 log = logging.getLogger("altm.worker")
 RESTORE_CHUNK = 5000
