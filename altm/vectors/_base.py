@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 SCOPE_FIELDS = ("tenant_id", "workspace_id", "user_id", "agent_id", "session_id")
 KEYWORD_FIELDS = (*SCOPE_FIELDS, "layer", "kind", "trust_status")
@@ -26,6 +26,17 @@ class VectorPoint:
     memory_id: str
     vector: Sequence[float]
     payload: dict[str, Any]
+
+
+def stored_points(records: Iterable[Any]) -> dict[str, VectorPoint]:
+    """Qdrant's records (embedded or client: a ``payload`` holding ``memory_id``, one unnamed dense ``vector``)
+    as points by memory id."""
+    out: dict[str, VectorPoint] = {}
+    for r in records:
+        payload = dict(r.payload or {})
+        vector = cast("list[float]", r.vector if isinstance(r.vector, list) else [])
+        out[str(payload["memory_id"])] = VectorPoint(str(payload["memory_id"]), list(vector), payload)
+    return out
 
 
 @dataclass(frozen=True)

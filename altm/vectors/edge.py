@@ -5,7 +5,7 @@ from __future__ import annotations
 import fcntl
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import orjson
 import qdrant_edge as q
@@ -19,6 +19,7 @@ from altm.vectors._base import (
     VectorIndexError,
     VectorPoint,
     point_uuid,
+    stored_points,
 )
 
 
@@ -165,13 +166,7 @@ class EdgeVectorIndex(VectorIndex):
     def points(self, memory_ids: Sequence[str]) -> dict[str, VectorPoint]:
         if not memory_ids:
             return {}
-        records = self.engine.retrieve([point_uuid(m) for m in memory_ids], True, True)
-        out: dict[str, VectorPoint] = {}
-        for r in records:
-            payload = dict(r.payload or {})
-            vector = cast("list[float]", r.vector if isinstance(r.vector, list) else [])  # one unnamed dense vector
-            out[str(payload["memory_id"])] = VectorPoint(str(payload["memory_id"]), list(vector), payload)
-        return out
+        return stored_points(self.engine.retrieve([point_uuid(m) for m in memory_ids], True, True))
 
     def payload_field(self, name: str) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 
@@ -15,6 +15,7 @@ from altm.vectors._base import (
     VectorIndexError,
     VectorPoint,
     point_uuid,
+    stored_points,
 )
 
 
@@ -79,14 +80,8 @@ class QdrantServerIndex(VectorIndex):
     def points(self, memory_ids: Sequence[str]) -> dict[str, VectorPoint]:
         if not memory_ids:
             return {}
-        records = self.client.retrieve(self.collection, [point_uuid(m) for m in memory_ids], with_payload=True,
-                                       with_vectors=True)
-        out: dict[str, VectorPoint] = {}
-        for r in records:
-            payload = dict(r.payload or {})
-            vector = cast("list[float]", r.vector if isinstance(r.vector, list) else [])  # one unnamed dense vector
-            out[str(payload["memory_id"])] = VectorPoint(str(payload["memory_id"]), list(vector), payload)
-        return out
+        return stored_points(self.client.retrieve(self.collection, [point_uuid(m) for m in memory_ids],
+                                                  with_payload=True, with_vectors=True))
 
     def payload_field(self, name: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
