@@ -105,6 +105,10 @@ class ShardTx:
         row = self._db.execute("SELECT * FROM memories WHERE memory_id=?", (memory_id,)).fetchone()
         return None if row is None else memory_row(row)
 
+    def has_memory(self, memory_id: str) -> bool:
+        """The memory is stored (without reading its row: evidence and edge ends are checked by the thousand)."""
+        return self._db.execute("SELECT 1 FROM memories WHERE memory_id=?", (memory_id,)).fetchone() is not None
+
     def _row(self, table: str, key_column: str, key: str) -> Row | None:
         r = self._db.execute(f"SELECT * FROM {table} WHERE {key_column}=?", (key,)).fetchone()
         return None if r is None else dict(r)

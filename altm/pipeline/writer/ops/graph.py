@@ -47,11 +47,11 @@ def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
 def upsert_edge(tx: ShardTx, p: UpsertEdgeProposal, ctx: OpContext) -> Applied:
     edge = p.edge
     for end in (edge.src_id, edge.dst_id):
-        if tx.memory_row(end) is None and tx.node(end) is None:
+        if not tx.has_memory(end) and tx.node(end) is None:
             raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard",
                             code="missing_evidence")
     for ev in edge.evidence:
-        if tx.memory_row(ev) is None:
+        if not tx.has_memory(ev):
             raise Rejection(f"edge evidence {ev} is not in this shard", code="missing_evidence")
     old = tx.edge(edge.edge_id)
     evidence = sorted(set(edge.evidence) | set(orjson.loads(old["evidence"]) if old else ()))

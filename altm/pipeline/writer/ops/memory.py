@@ -76,7 +76,7 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | No
     if mem.layer is not Layer.L0 and not mem.evidence:
         raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0", code="invalid")
     for ev in mem.evidence:
-        if tx.memory_row(ev) is None:
+        if not tx.has_memory(ev):
             raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)",
                             code="missing_evidence")
     verdict = ctx.guard.check(tx, mem)
