@@ -10,6 +10,7 @@ from typing import Any
 from altm.core import Layer, MemoryUnit, Scope
 from altm.core.partitioner import partition_for
 from altm.store._rows import MEMORY_COLUMNS, row_to_memory
+from altm.store._shard_tx import upsert_applied
 from altm.store._shardset import ShardSet
 
 _COLS = ", ".join(MEMORY_COLUMNS)
@@ -42,10 +43,7 @@ class MemoryReader:
         """The memory is stored and the upsert ``proposal_id`` was applied to it (the audit log names it): the
         writer applies a memory upsert once, so delivered again this proposal would change nothing."""
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        return shard._db.execute(
-            f"SELECT 1 FROM memories WHERE memory_id=? AND {_HOME} "
-            "AND EXISTS (SELECT 1 FROM audit_log WHERE proposal_id=?)",
-            [memory_id, *_home_args(scope), proposal_id]).fetchone() is not None
+        return upsert_applied(shard._db, memory_id, proposal_id, _home_args(scope))
 
     def session_messages(self, scope: Scope, session_id: str) -> list[MemoryUnit]:
         """The L0 messages of one session of one agent, in conversation order."""

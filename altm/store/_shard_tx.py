@@ -66,6 +66,16 @@ class SignalTally:
     last_use_seq: int | None  # seq of the latest cited_by_agent or helpful signal
 
 
+def upsert_applied(db: sqlite3.Connection, memory_id: str, proposal_id: str, home: Sequence[str] = ()) -> bool:
+    """The memory is stored (by the user ``home`` names: tenant, workspace, user, when given) and the upsert
+    ``proposal_id`` was applied (the audit log names it): the writer applies a memory upsert once, so delivered
+    again it changes nothing. The writer and the stages (which then do not send it) ask the same question."""
+    where = " AND tenant_id=? AND workspace_id=? AND user_id=?" if home else ""
+    return db.execute(f"SELECT 1 FROM memories WHERE memory_id=?{where} "
+                      "AND EXISTS (SELECT 1 FROM audit_log WHERE proposal_id=?)",
+                      [memory_id, *home, proposal_id]).fetchone() is not None
+
+
 class ShardTx:
     """One shard's write transaction: every mutation of memory state, audited, and the reads made inside it."""
 
@@ -164,10 +174,9 @@ class ShardTx:
             f"SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND {where}",
             [*_home(scope), *args])]
 
-    def applied(self, proposal_id: str) -> bool:
-        """A mutation of this shard was made by the proposal ``proposal_id`` (the audit log names it)."""
-        return self._db.execute("SELECT 1 FROM audit_log WHERE proposal_id=? LIMIT 1",
-                                (proposal_id,)).fetchone() is not None
+    def upsert_applied(self, memory_id: str, proposal_id: str) -> bool:
+        """See :func:`upsert_applied` (the writer's apply-once rule)."""
+        return upsert_applied(self._db, memory_id, proposal_id)
 
     def tombstone_of_value(self, scope: Scope, value_hash: str) -> tuple[str, str, bool] | None:
         """(tombstone id, reason, distinctive) of erased content of the user with exactly this value hash (a

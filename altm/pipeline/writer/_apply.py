@@ -240,9 +240,7 @@ def _applied_before(tx: ShardTx, p: Proposal) -> bool:
     earlier one's (a second erasure of a user, a reviewer's reject after an approve, an entity mentioned
     again after its node was scrubbed). An upsert whose memory is gone (erased, forgotten) is judged again:
     the guard refuses erased content loudly."""
-    if not isinstance(p, UpsertMemoryProposal) or not tx.has_memory(p.memory.memory_id):
-        return False
-    return tx.applied(p.event_id)
+    return isinstance(p, UpsertMemoryProposal) and tx.upsert_applied(p.memory.memory_id, p.event_id)
 
 
 def _check_route(p: ProposalEvent, record: Record, partitions: int) -> None:
