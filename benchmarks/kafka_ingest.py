@@ -1,4 +1,4 @@
-"""Kafka ingest: turns/s end to end (publish → searchable) with 1 and 2 faust workers, and consumer lag over
+"""Kafka ingest: turns/s end to end (publish → searchable) with 1 and 2 workers, and consumer lag over
 time. Needs a broker: ``scripts/kafka.sh start`` (127.0.0.1:19092).
 
     python benchmarks/kafka_ingest.py [--broker kafka://127.0.0.1:19092] [--turns 600] [--workers 1,2]

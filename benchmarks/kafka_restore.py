@@ -6,7 +6,7 @@ and restores the shards from the proposals log (issue 13). Needs a broker: ``scr
 Worker A derives ``--turns`` turns (16 users, 4 partitions, no embedder) and stops. Worker B starts on an empty
 data dir (the key store is shared: it is the deployment's secret, never on the log) and gets every partition.
 Reported: B's start until its shards hold every memory A had and every proposal is applied (the restore,
-faust's group join included), the proposals applied per second while restoring, and B's time to the first
+the group join included), the proposals applied per second while restoring, and B's time to the first
 restored row (the join). The record has a sample per quarter second.
 """
 

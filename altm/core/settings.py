@@ -20,8 +20,9 @@ class Settings(BaseSettings):
     poll_batch: int = Field(default=512, ge=1, description="Records per poll in a stage")
     derive_every_steps: int = Field(
         default=8, ge=1,
-        description="Embedded runtime: turns are made searchable first (capture, writer, embed run every step); "
-                    "the deriving stages run when those are idle, and at least every this many steps")
+        description="Turns are made searchable first (capture, writer, embed): the deriving stages run when those "
+                    "are idle, and at least every this many steps (embedded runtime) or capture and writer batches "
+                    "(Kafka worker)")
     defer_backoff_s: float = Field(default=30.0, ge=0, description="First retry delay of deferred work")
     defer_max_backoff_s: float = Field(default=3600.0, ge=0)
     guard_overlap_threshold: float = Field(
@@ -74,8 +75,6 @@ class Settings(BaseSettings):
                     "partition it has not owned for this long, so an erasure applied by the new owner leaves no "
                     "stale copy here (the partition is restored from the log if it comes back). Never with a "
                     "data dir shared by workers: the other worker owns that shard")
-    worker_web_enabled: bool = Field(default=False, description="Faust web server (off by default)")
-    worker_web_host: str = "127.0.0.1"
     worker_stop_timeout_s: float = Field(
         default=20.0, gt=0,
         description="After SIGTERM/SIGINT a worker that has not stopped within this many seconds (its consumer "
@@ -85,12 +84,13 @@ class Settings(BaseSettings):
         default=60.0, ge=6.0,
         description="Kafka group session timeout of a worker (a dead worker is detected after this long); "
         "heartbeats every tenth of it")
-    worker_web_port: int = 6066
     worker_metrics_port: int = Field(
         default=9464, ge=0, le=65535,
         description="Kafka worker: Prometheus /metrics on this port (0: off); another worker already on it on "
                     "the same host: this one runs without, with a warning")
     worker_metrics_host: str = "127.0.0.1"
-    worker_batch_within_s: float = Field(
-        default=0.05, gt=0, le=5,
-        description="Kafka worker: how long an agent waits to fill a batch (up to ALTM_POLL_BATCH events)")
+    worker_revoke_wait_s: float = Field(
+        default=15.0, gt=0,
+        description="Kafka worker: at a rebalance (or a stop), how long a batch in flight of a partition it gives up "
+                    "may take to finish; after that it is cancelled, counts as not handled, and the next owner "
+                    "handles it again (effects are idempotent)")

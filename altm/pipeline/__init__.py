@@ -1,5 +1,5 @@
 """The pipeline: pure processors, the writer (the one door for writes), the runtime-neutral stage and
-writer drivers, and the two runtimes that feed them (embedded; faust over Kafka in
+writer drivers, and the two runtimes that feed them (embedded; Kafka workers in
 :mod:`altm.pipeline.runtime.kafka`)."""
 
 from altm.pipeline._drivers import (

@@ -4,7 +4,7 @@ Each input record ends in exactly one of: outputs published, a dead letter (cann
 deferred work item (retry later: model failure, invalid output, a guard that could not decide). Nothing is
 dropped silently. A runtime feeds batches to ``handle`` and commits the input offsets after it returns
 (the outputs are published by then: at-least-once delivery, idempotent effects), and calls ``retry_due``
-now and then. The embedded runtime and the faust agents are thin loops around these two classes.
+now and then. The embedded runtime and the Kafka worker's lanes are thin loops around these two classes.
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ async def until_done(call: Callable[[], Awaitable[T]], what: str, *, first_delay
 
 async def handle_until_done(driver: StageDriver | WriterDriver, records: Sequence[Record], *,
                             first_delay_s: float = 0.5, max_delay_s: float = 30.0) -> int:
-    """``driver.handle(records)`` until it returns: for a runtime (the faust agents) that would otherwise
+    """``driver.handle(records)`` until it returns: for a runtime (the Kafka worker's lanes) that would otherwise
     acknowledge a batch whose outputs were never published. Processor errors never reach here (the driver
     dead-letters or defers them); what does is the bus or a store failing, and waiting it out stalls this
     partition instead of losing its records."""

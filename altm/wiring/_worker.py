@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
+import signal
 import threading
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import start_http_server
 
@@ -15,6 +16,7 @@ from altm.bus import TopicPartition
 from altm.bus.kafka import KafkaBus
 from altm.core import Settings, Topic, all_topic_specs, topic_name
 from altm.pipeline import ProcessorContext, check_log_binding, default_processors
+from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.store import MemoryReader, ShardSet, shard_files
 from altm.wiring._adapters import (
     WiringError,
@@ -74,44 +76,40 @@ def _force_exit(seconds: float) -> None:
     os._exit(1)
 
 
-def _worker_class(base: type[Any]) -> type[Any]:
-    """faust's Worker with a bounded stop: a stop signal starts a timer that ends the process when faust's own
-    shutdown hangs (its consumer thread waits 60 s or more on a broker that is down). Without faust's startup
-    spinner: it sets the root logger to DEBUG for good (to spin on every record), so every library's debug
-    record was built and dropped (aiokafka logs one per record sent: 2 % of a worker's time)."""
+def _dump_tasks() -> None:
+    """SIGUSR1: every asyncio task's stack in the log (the threads' stacks go to stderr, by faulthandler)."""
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=8)
+        where = " <- ".join(f"{f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno}" for f in frames)
+        log.warning("task %s: %s", task.get_name(), where or "(not started)")
 
-    class BoundedStopWorker(base):  # type: ignore[misc]
-        stop_timeout_s: float = 20.0
-        _watchdog: threading.Timer | None = None
 
-        def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
-            self.spinner = None
-            super().on_setup_root_logger(logger, level)
-
-        def _arm(self) -> None:
-            if self._watchdog is None:
-                self._watchdog = threading.Timer(self.stop_timeout_s, _force_exit, args=(self.stop_timeout_s,))
-                self._watchdog.daemon = True
-                self._watchdog.start()
-
-        def _on_sigterm(self) -> None:
-            self._arm()
-            super()._on_sigterm()
-
-        def _on_sigint(self) -> None:
-            self._arm()
-            super()._on_sigint()
-
-    return BoundedStopWorker
+async def run_until_signalled(runtime: KafkaRuntime, stop_timeout_s: float) -> None:
+    """Start ``runtime``, run it until SIGTERM or SIGINT, then stop it; a stop that hangs (a broker that is down)
+    ends the process after ``stop_timeout_s``."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    loop.add_signal_handler(signal.SIGUSR1, _dump_tasks)
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
+    await runtime.start()
+    log.info("worker started: group %sworkers", runtime.settings.topic_prefix)
+    await stopping.wait()
+    watchdog = threading.Timer(stop_timeout_s, _force_exit, args=(stop_timeout_s,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        await runtime.stop()
+    finally:
+        watchdog.cancel()
+    log.info("worker stopped")
 
 
 def run_worker(settings: Settings) -> None:
-    """Run a faust worker until SIGINT/SIGTERM (processors and the writer for the partitions it owns)."""
-    import faust
-
-    from altm.pipeline.runtime.kafka import FaustRuntime
-
+    """Run a worker until SIGINT/SIGTERM (processors and the writer for the partitions it owns)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
     settings = resolve(settings)
     if not (settings.bus or "").startswith("kafka://"):
         raise WiringError("a worker needs a Kafka bus (--broker kafka://HOST:PORT or ALTM_BUS=kafka://…)")
@@ -124,12 +122,10 @@ def run_worker(settings: Settings) -> None:
     vectors = open_vectors(settings, models.embedding)
     ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
     sealer = open_sealer(settings)
-    runtime = FaustRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors), identity,
-                           sealer, guard_similarity(settings), vectors)
-    worker = _worker_class(faust.Worker)(runtime.app, loglevel="WARNING", quiet=True)
-    worker.stop_timeout_s = settings.worker_stop_timeout_s
     try:
-        worker.execute_from_commandline()
+        runtime = KafkaRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors),
+                               identity, sealer, guard_similarity(settings), vectors)
+        asyncio.run(run_until_signalled(runtime, settings.worker_stop_timeout_s))
     finally:
         if vectors is not None:
             vectors.close()

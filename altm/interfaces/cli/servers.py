@@ -65,7 +65,7 @@ def worker(
     data_dir: DataDir = DEFAULT_DATA_DIR,
     partitions: Annotated[int | None, typer.Option(help="Partition count of every topic")] = None,
 ) -> None:
-    """Run a faust worker over Kafka (processors and the writer for the partitions it owns)."""
+    """Run a worker over Kafka (processors and the writer for the partitions it owns)."""
     try:
         run_worker(settings_for(data_dir, broker=broker, partitions=partitions))
     except KNOWN_ERRORS as exc:  # e.g. shards of another log: one line for the operator, no traceback

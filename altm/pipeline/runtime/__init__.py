@@ -1,4 +1,4 @@
-"""Runtimes: the embedded runtime (default), the faust app for Kafka (``altm.pipeline.runtime.kafka``) and a
+"""Runtimes: the embedded runtime (default), the Kafka worker runtime (``altm.pipeline.runtime.kafka``) and a
 Kafka deployment's read replica (``altm.pipeline.runtime.replica``)."""
 
 from altm.pipeline.processors import default_processors

@@ -3,8 +3,8 @@ dropped a proposal the guard deferred, because it re-implemented the writer stag
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from types import SimpleNamespace
+import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -14,7 +14,7 @@ from altm.core import Scope, Settings, encode, partition_for
 from altm.pipeline import ProcessorContext, WriterDriver
 from altm.pipeline._drivers import handle_until_done
 from altm.pipeline.processors import CaptureProcessor
-from altm.pipeline.runtime.kafka import FaustRuntime
+from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
 from altm.pipeline.writer.guard import WriteGuard
 from altm.store import DeferredWork, MemoryReader, ShardSet
@@ -59,33 +59,32 @@ async def test_the_writer_driver_keeps_what_the_guard_could_not_decide_and_retri
         shards.close()
 
 
-async def test_the_kafka_writer_agent_defers_through_the_same_driver(settings: Settings,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_kafka_writer_lane_defers_through_the_same_driver(settings: Settings,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     s = settings.model_copy(update={"broker": "kafka://127.0.0.1:1", "embedder": "none"})
     shards = ShardSet(s.data_dir, s.partitions)
     try:
-        runtime = FaustRuntime(s, shards, ProcessorContext(settings=s, reader=MemoryReader(shards)),
+        runtime = KafkaRuntime(s, shards, ProcessorContext(settings=s, reader=MemoryReader(shards)),
                                [CaptureProcessor()], "kafka:test")
         sent: list[OutgoingRecord] = []
 
         async def publish(records: Sequence[OutgoingRecord]) -> None:
             sent.extend(records)
 
-        runtime.writer.publish = publish  # no broker here: collect what the agent publishes
+        runtime.writer.publish = publish  # no broker here: collect what the lane publishes
         record = await _proposal_record(s)
-        message = SimpleNamespace(topic=record.topic, partition=record.partition, offset=0, key=record.key.encode()
-                                  if record.key else None, value=record.value, headers=(), timestamp=0)
-
-        class Stream:
-            async def take_events(self, max_: int, within: float) -> AsyncIterator[list[Any]]:
-                assert max_ == s.poll_batch and within == s.worker_batch_within_s  # the agent takes batches
-                yield [SimpleNamespace(message=message)]
-
+        (lane,) = [lane for lane in runtime.lanes if lane.drivers == [runtime.writer]]
         _broken_once(monkeypatch)
-        async for _ in runtime.app.agents["altm-writer"].fun(Stream()):
-            pass
+        lane.start()
+        lane.put(record.partition, [record])
+        for _ in range(500):
+            if lane.done:
+                break
+            await asyncio.sleep(0.01)
+        await lane.stop(1.0)
+        assert lane.done == {record.partition: 1}
         assert b'"deferred"' in sent[0].value
-        assert runtime.work.count() == 1  # kept for retry (main dropped it here)
+        assert runtime.work.count() == 1  # kept for retry (an early faust agent dropped it here)
     finally:
         shards.close()
 

@@ -1,0 +1,198 @@
+"""A lane: drivers that take the same records of one input topic, one batch at a time, in offset order per
+partition; what it has handled (``done``) is what the worker may commit for it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+
+from altm.bus import Record
+from altm.core import Topic
+from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
+
+Driver = StageDriver | WriterDriver
+Opener = Callable[[Record, Sequence[Driver]], Record]
+"""The record as the drivers get it: opened when it is sealed and one of them wants it (see ``Driver.wants``)."""
+
+log = logging.getLogger("altm.worker")
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 30.0
+
+
+def lanes_of(stages: Sequence[StageDriver]) -> list[list[StageDriver]]:
+    """The stages each lane runs: the deriving stages of the changes topic (fold, extract, link, verify,
+    govern) together, so each change is fetched, queued and decoded once for all five and each stage takes
+    what it wants of the batch; every other stage alone: embed (what makes a turn vector-searchable never waits
+    behind derivation), capture, and the control stages (an erasure never waits behind a sweep). An idle stage
+    (embed without an embedder) gets no lane: it would be handed every change for nothing."""
+    stages = [s for s in stages if not s.processor.idle]
+    derive = [s for s in stages if s.processor.input_topic is Topic.CHANGES and s.name != "embed"]
+    return [*([derive] if derive else []), *([s] for s in stages if s not in derive)]
+
+
+async def handle_together(drivers: Sequence[Driver], records: Sequence[Record]) -> None:
+    """Each driver's ``handle_until_done`` on the same batch, side by side. When one ends with what is not
+    retried (a cancellation), the others are cancelled and awaited before it propagates: a batch is never
+    counted as handled while a driver of the lane is still on it."""
+    if len(drivers) == 1:
+        await handle_until_done(drivers[0], records)
+        return
+    tasks = [asyncio.ensure_future(handle_until_done(driver, records)) for driver in drivers]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Lane:
+    """Records of one topic queued per partition by the worker's fetch loop, handled by the lane's drivers in
+    batches of up to ``batch`` records. ``ready(partition)`` says whether a partition may be handled yet (a stage
+    reads the shard: not before the writer restored it); ``wake()`` says that may have changed.
+
+    ``done[p]`` is the offset after the last record of partition p the lane has handled; it only moves once a
+    batch's every driver has returned (its outputs published). ``settle`` and ``forget`` are the lane's part of a
+    rebalance: no batch of a revoked partition is in flight or starts, and nothing it queued is kept."""
+
+    def __init__(self, topic: str, drivers: Sequence[Driver], *, batch: int, opener: Opener,
+                 ready: Callable[[int], bool], hold: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.topic = topic
+        self.drivers = list(drivers)
+        self.name = "+".join(d.name for d in self.drivers)
+        self.batch = batch
+        self._open = opener
+        self._ready = ready
+        self._hold = hold  # awaited before each batch: a lane that yields to others (see the runtime)
+        self.batches = 0  # batches handled
+        self.progressed = asyncio.Event()  # set after each batch handled
+        self._queues: dict[int, deque[Record]] = {}
+        self.done: dict[int, int] = {}
+        self._closing: set[int] = set()
+        self._wake = asyncio.Event()
+        self._current: asyncio.Future[None] | None = None
+        self._current_parts: frozenset[int] = frozenset()
+        self._task: asyncio.Task[None] | None = None
+        self._turn = 0  # which partition a batch starts with (no partition waits behind a busy one)
+
+    # the fetch loop's side
+
+    def put(self, partition: int, records: Sequence[Record]) -> None:
+        if partition in self._closing:
+            return
+        self._queues.setdefault(partition, deque()).extend(records)
+        self._wake.set()
+
+    def queued(self, partition: int) -> int:
+        queue = self._queues.get(partition)
+        return len(queue) if queue else 0
+
+    def backlog(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # lifecycle
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"altm-lane-{self.name}")
+
+    async def stop(self, timeout_s: float) -> None:
+        """Let the batch in flight finish (cancelled after ``timeout_s``), then end the lane's task."""
+        self._closing.update(self._queues)
+        await self._finish_current(lambda parts: True, timeout_s)
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.wait([self._task])
+            self._task = None
+
+    # a rebalance
+
+    async def settle(self, partitions: Iterable[int], timeout_s: float) -> None:
+        """Start no batch of ``partitions`` and wait for the one in flight that has records of them (cancelled
+        after ``timeout_s``: not done, so not committed; the new owner handles it again)."""
+        revoked = set(partitions)
+        self._closing |= revoked
+        await self._finish_current(lambda parts: bool(parts & revoked), timeout_s)
+
+    def forget(self, partitions: Iterable[int]) -> None:
+        """Drop what ``partitions`` queued and what was handled of them (their next owner starts from what was
+        committed); the partitions may be given back later."""
+        for partition in partitions:
+            self._queues.pop(partition, None)
+            self.done.pop(partition, None)
+            self._closing.discard(partition)
+
+    async def _finish_current(self, touches: Callable[[frozenset[int]], bool], timeout_s: float) -> None:
+        current = self._current
+        if current is None or current.done() or not touches(self._current_parts):
+            return
+        finished, _ = await asyncio.wait([current], timeout=timeout_s)
+        if not finished:
+            log.warning("lane %s: a batch of partitions %s did not finish within %.0f s of a rebalance or stop; "
+                        "cancelled, it is handled again from the committed offsets", self.name,
+                        sorted(self._current_parts), timeout_s)
+            current.cancel()
+            await asyncio.wait([current])
+
+    # the lane's task
+
+    def _take(self) -> list[Record]:
+        parts = sorted(p for p, q in self._queues.items() if q and p not in self._closing and self._ready(p))
+        if not parts:
+            return []
+        self._turn = (self._turn + 1) % len(parts)
+        out: list[Record] = []
+        for partition in parts[self._turn:] + parts[:self._turn]:
+            queue = self._queues[partition]
+            while queue and len(out) < self.batch:
+                out.append(queue.popleft())
+        return out
+
+    async def _run(self) -> None:
+        delay = FIRST_RETRY_S
+        while True:
+            if self._hold is not None and self.backlog():
+                await self._hold()
+            records = self._take()
+            if not records:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._current_parts = frozenset(r.partition for r in records)
+            self._current = asyncio.ensure_future(self._handle(records))
+            try:
+                await self._current
+                delay = FIRST_RETRY_S
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the lane is stopping
+                # the batch alone was cancelled (a rebalance waited too long for it): not done
+            except Exception:  # not a driver's (they retry): opening a record (a key store that is not this
+                # log's). The batch goes back to the front of its queues; the partitions wait, loudly
+                log.exception("lane %s failed on a batch of %d record(s); retrying in %.1f s", self.name,
+                              len(records), delay)
+                self._requeue(records)
+                await asyncio.sleep(delay)
+                delay = min(MAX_RETRY_S, delay * 2)
+            finally:
+                self._current = None
+                self._current_parts = frozenset()
+
+    def _requeue(self, records: Sequence[Record]) -> None:
+        for rec in reversed(records):
+            if rec.partition not in self._closing:
+                self._queues.setdefault(rec.partition, deque()).appendleft(rec)
+
+    async def _handle(self, records: Sequence[Record]) -> None:
+        await handle_together(self.drivers, [self._open(r, self.drivers) for r in records])
+        for rec in records:  # handled, outputs published: the worker may commit past these (a settling
+            # rebalance waits for exactly this)
+            self.done[rec.partition] = max(self.done.get(rec.partition, 0), rec.offset + 1)
+        self.batches += 1
+        self.progressed.set()

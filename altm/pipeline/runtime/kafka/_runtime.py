@@ -1,0 +1,401 @@
+"""The Kafka runtime: the same processors and the writer, over Apache Kafka, in ``altm worker`` processes.
+
+A worker is one member of the consumer group ``<prefix>workers`` over the four input topics. The range
+assignor gives it the same partition numbers of every topic, so everything about one user (the turns, the
+proposals its writer applies, the changes its stages derive from) is on one worker, beside that partition's
+shard. One fetch loop reads batches and queues them on *lanes* (:mod:`._lane`): the writer, capture, embed, the
+deriving stages of the changes topic together, and each control stage; lanes run side by side and feed the
+runtime-neutral drivers (:mod:`altm.pipeline._drivers`), whose outputs are sent without awaiting each one and
+awaited together before the batch counts as handled. A partition whose lanes queue more than a few batches is
+paused until they catch up.
+
+Offsets: a partition's committed offset is the least of what its lanes have handled, committed every second,
+at a rebalance and at a stop. At a rebalance a worker starts no new batch of the partitions it gives up, waits
+for the batches in flight (``ALTM_WORKER_REVOKE_WAIT_S``, then cancels them: not handled, not committed), commits
+what was handled and drops what it had queued: the next owner reads on from exactly there. Nothing is
+acknowledged before its outputs are published, so delivery is at-least-once and effects are idempotent: the
+writer stores its proposals offset in the shard transaction and skips anything below it, and changes go
+through the shard's outbox.
+
+The proposals log is each shard's changelog (see ``WriterDriver``): a partition this worker is given is first
+restored up to the group's committed offset, and its stages wait for that (they read the shard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from altm.bus import BusError, OutgoingRecord, Record, TopicPartition
+from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
+from altm.bus.sealing import Sealer
+from altm.core import Settings, Topic, partition_for, topic_name
+from altm.pipeline._drivers import StageDriver, WriterDriver
+from altm.pipeline._telemetry import consumer_lag
+from altm.pipeline.processors import Processor, ProcessorContext
+from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
+from altm.pipeline.writer import TextSimilarity, Writer
+from altm.store import DeferredWork, ShardSet, shard_files
+from altm.vectors import VectorIndex
+
+log = logging.getLogger("altm.worker")
+RESTORE_CHUNK = 5000
+"""Proposals read from the broker and applied in one transaction while a shard is restored."""
+QUEUED_BATCHES = 4
+SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
+"""The lanes that make a turn searchable; the deriving lane of the changes topic yields to capture and the writer
+(see ``_searchable_first``)."""
+"""A partition is paused once a lane has this many batches (``ALTM_POLL_BATCH`` records each) of it queued."""
+
+
+class KafkaRuntime:
+    """Builds a worker's lanes over drivers; ``altm worker`` (wiring) starts and stops it."""
+
+    def __init__(self, settings: Settings, shards: ShardSet, ctx: ProcessorContext,
+                 processors: Sequence[Processor], identity: str, sealer: Sealer | None = None,
+                 similarity: TextSimilarity | None = None, vectors: VectorIndex | None = None) -> None:
+        if not settings.broker:
+            raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
+        self.settings = settings
+        self.bootstrap = parse_broker_url(settings.broker)
+        self.sealer = sealer
+        self.partitions = settings.partitions
+        self.shards = shards
+        self.work = DeferredWork(shards, settings)
+        self.stages = [StageDriver(p, ctx, self.work, self._publish) for p in processors]
+        keys = sealer.keys if sealer is not None else None
+        self.writer = WriterDriver(Writer(shards, settings, keys, similarity), self.work, self._publish, identity,
+                                   self._fetch_proposals)
+        self.vectors = vectors  # this worker's own index: a dropped partition's points go with its shard
+        prefix = settings.topic_prefix
+        self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
+                           ready=lambda partition: True)]
+        for group in lanes_of(self.stages):
+            deriving = len(group) > 1 or group[0].name not in SEARCHABLE_PATH
+            self.lanes.append(Lane(topic_name(group[0].processor.input_topic, prefix), group,
+                                   batch=settings.poll_batch, opener=self._open, ready=self._is_ready,
+                                   hold=self._searchable_first if deriving and group[0].processor.input_topic
+                                   is Topic.CHANGES else None))
+        self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH - {"embed"}]
+        self._by_topic: dict[str, list[Lane]] = {}
+        for lane in self.lanes:
+            self._by_topic.setdefault(lane.topic, []).append(lane)
+        self.bus = KafkaBus(self.bootstrap, client_id="altm-worker")
+        self._member: GroupMember | None = None  # made in ``start`` (aiokafka needs the running loop)
+        self._ready: set[int] = set()  # proposal partitions restored since they were assigned (``_restored``)
+        self._epochs: dict[int, int] = {}  # proposal partition → how many times it was revoked
+        self._unowned_since: dict[int, float] = {}  # partition with a shard here → since when not owned
+        self._next: dict[TopicPartition, int] = {}  # the offset after the last record queued, per partition
+        self._committed: dict[TopicPartition, int] = {}  # what this worker last committed
+        self._paused: set[TopicPartition] = set()
+        self._restore_now = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # lifecycle
+
+    @property
+    def member(self) -> GroupMember:
+        if self._member is None:
+            raise BusError("the Kafka runtime is not started")
+        return self._member
+
+    @property
+    def group_id(self) -> str:
+        return f"{self.settings.topic_prefix}workers"
+
+    async def start(self) -> None:
+        """Join the group and start the lanes, the fetch loop and the timers."""
+        self._member = GroupMember(
+            self.bootstrap, self.group_id, sorted(self._by_topic), self, client_id="altm-worker",
+            session_timeout_s=self.settings.worker_session_timeout_s, max_records=self.settings.poll_batch * 4)
+        await self.bus.start()
+        try:
+            await self.member.start()
+        except BaseException:
+            await self.bus.stop()
+            raise
+        for lane in self.lanes:
+            lane.start()
+        s = self.settings
+        self._tasks = [asyncio.create_task(self._fetch_loop(), name="altm-fetch"),
+                       self._every(1.0, self._commit, "committing offsets"),
+                       self._every(1.0, self._flush_owned, "flushing the outbox (is the broker reachable?)"),
+                       self._every(2.0, self._restore_owned, "restoring owned partitions from the log",
+                                   self._restore_now),
+                       self._every(5.0, self._retry_deferred, "retrying deferred work"),
+                       self._every(5.0, self._observe_lag, "measuring consumer lag")]
+        if s.worker_drop_unowned_after_s is not None:
+            self._tasks.append(self._every(min(10.0, s.worker_drop_unowned_after_s), self._drop_unowned,
+                                           "dropping unowned shards"))
+
+    async def stop(self) -> None:
+        """Finish the batches in flight, commit what was handled, publish the outboxes and leave the group."""
+        fetch, timers = self._tasks[:1], self._tasks[1:]
+        for task in fetch:
+            task.cancel()
+        await asyncio.gather(*fetch, return_exceptions=True)
+        await asyncio.gather(*(lane.stop(self.settings.worker_revoke_wait_s) for lane in self.lanes))
+        for task in timers:
+            task.cancel()
+        await asyncio.gather(*timers, return_exceptions=True)
+        self._tasks = []
+        for last in (self._commit, self._flush_owned):
+            try:
+                await last()
+            except (BusError, OSError):
+                log.warning("at stop: %s failed (the next owner resumes from what was committed)", last.__name__,
+                            exc_info=True)
+        await self.member.stop()
+        await self.bus.stop()
+
+    def _every(self, seconds: float, call: Callable[[], Awaitable[None]], what: str,
+               now: asyncio.Event | None = None) -> asyncio.Task[None]:
+        """``call()`` every ``seconds`` (or at once when ``now`` is set), as a task of this runtime: a failure is
+        logged and the next tick tries again (a broker outage or a rebalance mid-way)."""
+        async def loop() -> None:
+            while True:
+                if now is None:
+                    await asyncio.sleep(seconds)
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(now.wait(), seconds)
+                    now.clear()
+                try:
+                    await call()
+                except Exception:
+                    log.warning("%s failed; the next tick tries again", what, exc_info=True)
+
+        return asyncio.create_task(loop(), name=f"altm-{call.__name__.strip('_')}")
+
+    # the group's side (GroupMember calls these inside a rebalance)
+
+    async def revoked(self, tps: frozenset[TopicPartition]) -> None:
+        """No lane starts a batch of these; those in flight finish (or are cancelled); what was handled is
+        committed and what was queued is dropped."""
+        parts: dict[str, set[int]] = {}
+        for tp in tps:
+            parts.setdefault(tp.topic, set()).add(tp.partition)
+        wait_s = self.settings.worker_revoke_wait_s
+        await asyncio.gather(*(lane.settle(parts.get(lane.topic, ()), wait_s) for lane in self.lanes))
+        try:
+            await self._commit(tps)
+        except BusError:  # the next owner handles those records again: effects are idempotent
+            log.warning("committing the offsets of revoked partitions failed", exc_info=True)
+        for lane in self.lanes:
+            lane.forget(parts.get(lane.topic, ()))
+        for tp in tps:
+            self._next.pop(tp, None)
+            self._committed.pop(tp, None)
+            self._paused.discard(tp)
+        for partition in parts.get(self.writer.topic, ()):  # restored again if it comes back (another worker
+            self._ready.discard(partition)                  # may have written to it meanwhile)
+            self._epochs[partition] = self._epochs.get(partition, 0) + 1
+            self._unowned_since.setdefault(partition, time.monotonic())
+        log.info("gave up %d partition(s)", len(tps))
+
+    async def assigned(self, tps: frozenset[TopicPartition]) -> None:
+        """Restore the new partitions' shards (in a task: never inside the rebalance)."""
+        by_topic: dict[str, set[int]] = {}
+        for tp in tps:
+            by_topic.setdefault(tp.topic, set()).add(tp.partition)
+        if len({frozenset(p) for p in by_topic.values()}) > 1:
+            log.error("the group's assignment is not co-partitioned (%s): a stage may read a shard another worker "
+                      "writes; is an older worker (faust) still in the group?", sorted(tps))
+        self._restore_now.set()
+        log.info("given %d partition(s): %s", len(tps), sorted(by_topic.get(self.writer.topic, ())))
+
+    # fetching, queueing, committing
+
+    async def _fetch_loop(self) -> None:
+        while True:
+            try:
+                batches = await self.member.fetch(0.02 if self._paused else 0.2)
+            except Exception:
+                log.warning("fetching from the broker failed; trying again in 1 s", exc_info=True)
+                await asyncio.sleep(1.0)
+                continue
+            for tp, records in batches.items():
+                self._queue(tp, records)
+            self._pace()
+
+    def _queue(self, tp: TopicPartition, records: Sequence[Record]) -> None:
+        after = self._next.get(tp)
+        fresh = [r for r in records if after is None or r.offset >= after]  # never a record twice
+        if not fresh:
+            return
+        self._next[tp] = fresh[-1].offset + 1
+        for lane in self._by_topic.get(tp.topic, ()):
+            lane.put(tp.partition, fresh)
+
+    def _pace(self) -> None:
+        """Pause a partition a lane has several batches of queued; resume it at half of that."""
+        high = QUEUED_BATCHES * self.settings.poll_batch
+        pause, resume = [], []
+        for tp in self.member.assignment():
+            queued = max((lane.queued(tp.partition) for lane in self._by_topic.get(tp.topic, ())), default=0)
+            if tp in self._paused and queued <= high // 2:
+                resume.append(tp)
+            elif tp not in self._paused and queued >= high:
+                pause.append(tp)
+        if pause:
+            self.member.pause(pause)
+            self._paused.update(pause)
+        if resume:
+            self.member.resume(resume)
+            self._paused.difference_update(resume)
+
+    def committable(self, tps: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
+        """Per partition, the least of what its lanes have handled, where that moved since the last commit."""
+        out: dict[TopicPartition, int] = {}
+        for tp in tps:
+            done = [lane.done.get(tp.partition) for lane in self._by_topic.get(tp.topic, ())]
+            if not done or any(d is None for d in done):
+                continue
+            offset = min(d for d in done if d is not None)
+            if offset > self._committed.get(tp, -1):
+                out[tp] = offset
+        return out
+
+    async def _commit(self, tps: frozenset[TopicPartition] | None = None) -> None:
+        offsets = self.committable(self.member.assignment() if tps is None else tps)
+        if offsets:
+            await self.member.commit(offsets)
+            self._committed.update(offsets)
+
+    async def _publish(self, records: Sequence[OutgoingRecord]) -> None:
+        """Seal and send every record, then wait for all acknowledgements (pipelined, in order per partition)."""
+        out = []
+        for rec in records:
+            if self.sealer is not None:
+                rec = self.sealer.seal(rec)
+            if rec.partition is None:
+                part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
+                rec = OutgoingRecord(rec.topic, rec.value, rec.key, rec.headers, part)
+            out.append(rec)
+        await self.bus.publish_many(out)
+
+    def _open(self, record: Record, drivers: Sequence[Driver]) -> Record:
+        """The record opened when it is sealed and one of ``drivers`` wants it (``wants``)."""
+        if self.sealer is None or not any(d.wants(record) for d in drivers):
+            return record
+        return self.sealer.open(record)
+
+    # restoring and dropping shards
+
+    async def _searchable_first(self) -> None:
+        """Turns are made searchable first, as in the embedded runtime: the deriving lane starts a batch when
+        capture and the writer have nothing queued, or once they have handled ``ALTM_DERIVE_EVERY_STEPS``
+        batches since it waited (derivation is never starved by a steady stream of turns)."""
+        start = sum(lane.batches for lane in self._searchable)
+        every = self.settings.derive_every_steps
+        while (any(lane.backlog() for lane in self._searchable)
+               and sum(lane.batches for lane in self._searchable) - start < every):
+            waits = [asyncio.ensure_future(lane.progressed.wait()) for lane in self._searchable]
+            try:
+                await asyncio.wait(waits, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+            for lane in self._searchable:
+                lane.progressed.clear()
+
+    def _is_ready(self, partition: int) -> bool:
+        return partition in self._ready
+
+    async def _fetch_proposals(self, partition: int, start: int, end: int) -> list[Record]:
+        """Proposals of one partition read from the broker (the shard's changelog: see ``WriterDriver``)."""
+        records = await read_range(self.bootstrap, self.writer.topic, partition, start, end, limit=RESTORE_CHUNK)
+        return [self.sealer.open(r, retired=False) for r in records] if self.sealer is not None else records
+
+    async def _restored(self, partition: int) -> None:
+        """Once per assignment of ``partition``: its shard has applied every proposal the group had committed
+        when this worker got it (a worker with a data dir of its own may be given a partition another worker
+        filled); what comes after, the writer's lane applies as usual. Stages wait for it, so what they derive
+        reads the whole shard, as on the worker that had it before."""
+        if partition in self._ready:
+            return
+        epoch = self._epochs.get(partition, 0)
+        tp = TopicPartition(self.writer.topic, partition)
+        if tp not in self.member.assignment():
+            return
+        end = await self.member.committed(tp)
+        if end:
+            await self.writer.catch_up(partition, end)
+            await self.writer.flush(partition)
+        # revoked meanwhile (and maybe given back after another worker wrote to it): restored again next time
+        if self._epochs.get(partition, 0) == epoch and tp in self.member.assignment():
+            self._ready.add(partition)
+            for lane in self.lanes:
+                lane.wake()
+
+    async def _restore_owned(self) -> None:
+        """Restore the shards of the proposal partitions this worker owns, before their stages run: recall then
+        finds those users' memories before any new turn of theirs comes."""
+        for partition in sorted(self._owned(Topic.PROPOSALS) - self._ready):
+            await self._restored(partition)
+
+    async def _drop_unowned(self) -> None:
+        """Delete the shards (and their vector points) of partitions this worker has not owned for
+        ``worker_drop_unowned_after_s``: with a data dir of its own, a copy it keeps of a partition another
+        worker now owns would miss that worker's erasures."""
+        after = self.settings.worker_drop_unowned_after_s
+        if after is None:
+            return
+        owned = self._owned(Topic.PROPOSALS)
+        now = time.monotonic()
+        for partition in owned:
+            self._unowned_since.pop(partition, None)
+        for partition, _ in shard_files(Path(self.settings.data_dir)):
+            if partition in owned or partition >= self.partitions:
+                continue
+            since = self._unowned_since.setdefault(partition, now)
+            if now - since >= after:
+                self._drop(partition)
+
+    def _drop(self, partition: int) -> None:
+        ids = self.shards.drop(partition)
+        if self.vectors is not None and ids:
+            self.vectors.delete(ids)
+            self.vectors.flush()
+        self._unowned_since.pop(partition, None)
+        self._ready.discard(partition)
+        log.info("dropped the shard of partition %d (%d memories): another worker owns it", partition, len(ids))
+
+    def _owned(self, topic: Topic) -> set[int]:
+        name = topic_name(topic, self.settings.topic_prefix)
+        return {tp.partition for tp in self.member.assignment() if tp.topic == name}
+
+    # timers
+
+    async def _retry_deferred(self) -> None:
+        """Deferred work of the partitions this worker owns (workers may share a data dir)."""
+        for stage in self.stages:
+            await stage.retry_due(self._owned(stage.processor.input_topic))
+        await self.writer.retry_due(self._owned(Topic.PROPOSALS))
+
+    async def _flush_owned(self) -> None:
+        """Publish changes committed but not yet delivered (by an earlier run, or while the broker was away),
+        for the partitions whose proposals this worker owns (workers may share a data dir)."""
+        await self.writer.flush_all(self._owned(Topic.PROPOSALS))
+
+    async def _observe_lag(self) -> None:
+        """The consumer lag gauges per stage and assigned partition: the broker's high watermark minus what the
+        lane has handled (before it handled anything there: minus the group's committed offset)."""
+        assigned = sorted(self.member.assignment())
+        ends = await self.member.end_offsets(assigned) if assigned else {}
+        for lane in self.lanes:
+            lags: dict[TopicPartition, int] = {}
+            for tp in (t for t in assigned if t.topic == lane.topic and t in ends):
+                done = lane.done.get(tp.partition)
+                if done is None:
+                    done = self._committed.get(tp)
+                if done is None:
+                    done = await self.member.committed(tp) or 0
+                    self._committed.setdefault(tp, done)
+                lags[tp] = max(0, ends[tp] - done)
+            for driver in lane.drivers:
+                consumer_lag(driver.name, lags)
