@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from altm.bus import Record, TopicPartition
+from altm.bus import BusError, Record, TopicPartition
 from altm.core import Settings, Topic, topic_name
 from altm.pipeline import ProcessorContext
 from altm.pipeline._drivers import StageDriver
@@ -240,6 +240,7 @@ async def test_a_revocation_commits_what_was_handled_and_keeps_nothing_queued(ru
     tp = TopicPartition(changes, 0)
     member = _Member({tp})
     runtime._member = member
+    await runtime.assigned(frozenset({tp}))
     lane = runtime._by_topic[changes][0]
     lane.done[0] = 12
     lane.put(0, _records(0, range(12, 20), topic=changes))  # queued, never started (the lane is not running)
@@ -266,6 +267,7 @@ async def test_a_partition_revoked_while_it_restores_is_restored_again_when_it_c
 
     runtime.writer.catch_up = catch_up
     runtime.writer.flush = flush
+    await runtime.assigned(frozenset({tp}))
     restoring = asyncio.create_task(runtime._restored(0))
     await asyncio.sleep(0)
     member.assigned = set()
@@ -274,5 +276,160 @@ async def test_a_partition_revoked_while_it_restores_is_restored_again_when_it_c
     await restoring
     assert 0 not in runtime._ready
     member.assigned = {tp}  # ... and gives it back later, after another worker wrote to it
+    await runtime.assigned(frozenset({tp}))
     await runtime._restored(0)
     assert calls == [(0, 10), (0, 10)] and 0 in runtime._ready  # restored up to the group's committed offset
+
+
+# -- from a review of the lane runtime (each failed before its fix) ----------------------------------------
+#
+# Defects a review of the aiokafka lane runtime found (issue 13), each a test that failed before its fix:
+# a batch a driver cancelled by itself was dropped and later records committed past it; a partition restored
+# while the group joined stayed ready when it came back; the deriving lane waited on turns of a partition not
+# restored yet; one record that could not be opened stopped the lane on every partition; one partition's failing
+# restore kept the others waiting. Stand-ins, no broker.
+
+
+@pytest.fixture
+def full_runtime(tmp_path: Path) -> Any:
+    """Every default stage (capture too), no broker."""
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none")
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    rt = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(), "log-id")
+    yield rt
+    shards.close()
+
+
+class _CancelsOnce(_Driver):
+    """A driver whose first batch ends in a CancelledError of its own (the case the lane's comment and
+    test_a_driver_that_gives_up_takes_its_lane_with_it name: a producer future cancelled under it)."""
+
+    def __init__(self) -> None:
+        super().__init__("d")
+        self.calls = 0
+
+    async def handle(self, records: Sequence[Record]) -> int:
+        self.calls += 1
+        if self.calls == 1:
+            raise asyncio.CancelledError
+        return await super().handle(records)
+
+
+async def test_a_batch_a_driver_cancels_by_itself_is_never_skipped() -> None:
+    """Loss: the lane swallows the CancelledError (not a rebalance, not a stop), drops the batch without
+    requeueing it, and goes on with the next records: done[p] then moves past records never handled, and the
+    runtime commits it."""
+    driver = _CancelsOnce()
+    lane = _lane(driver, batch=3)
+    lane.start()
+    lane.put(0, _records(0, range(0, 3)))
+    await _until(lambda: driver.calls >= 1)
+    lane.put(0, _records(0, range(3, 6)))
+    await _until(lambda: lane.done.get(0) == 6)
+    try:
+        assert [o for _, o in driver.handled] == [0, 1, 2, 3, 4, 5], "done[0] == 6 but offsets 0..2 never handled"
+    finally:
+        await lane.stop(1.0)
+
+
+async def test_a_partition_restored_during_the_join_is_restored_again_when_it_comes_back(runtime: Any) -> None:
+    """aiokafka keeps the previous assignment (consumer.assignment()) from on_partitions_revoked until the new
+    one is in (Subscription._assign). The 2 s restore timer ticking in that window restores a revoked partition
+    and marks it ready (the epoch it read is the post-revoke one). If the join gives the partition to another
+    worker, the next rebalance's revoked() does not name it (not in this worker's previous assignment), so
+    _ready keeps it: when it comes back after the other worker wrote to it, stages read the stale shard."""
+    tp = TopicPartition(topic_name(Topic.PROPOSALS, runtime.settings.topic_prefix), 0)
+    member = _Member({tp})
+    runtime._member = member
+    calls: list[tuple[int, int]] = []
+
+    async def catch_up(partition: int, end: int) -> int:
+        calls.append((partition, end))
+        return 0
+
+    async def flush(partition: int) -> None:
+        return None
+
+    runtime.writer.catch_up = catch_up
+    runtime.writer.flush = flush
+    await runtime.assigned(frozenset({tp}))
+    runtime._ready.add(0)
+    await runtime.revoked(frozenset({tp}))  # rebalance 1: revoked; aiokafka still reports the old assignment
+    await runtime._restore_owned()  # the restore timer ticks while the group joins
+    assert calls == [] and 0 not in runtime._ready  # not this worker's while the group joins
+    member.assigned = set()  # the join gives partition 0 to another worker
+    await runtime.assigned(frozenset())
+    await runtime.revoked(frozenset())  # rebalance 2: this worker owned nothing
+    member.assigned = {tp}  # partition 0 comes back, after the other worker wrote to it
+    await runtime.assigned(frozenset({tp}))
+    await runtime._restore_owned()
+    assert calls == [(0, 10)] and 0 in runtime._ready, "partition 0 came back marked ready, never restored"
+
+
+async def test_the_deriving_lane_is_not_held_by_turns_of_a_partition_that_is_not_restored(full_runtime: Any) -> None:
+    """Stall: _searchable_first waits while capture has *any* backlog, including turns of a partition whose
+    shard is still restoring (capture cannot take them). With capture and the writer otherwise idle, no batch of
+    theirs ever counts toward ALTM_DERIVE_EVERY_STEPS: derivation of every ready partition waits for that
+    restore (forever, when it keeps failing)."""
+    rt = full_runtime
+    capture = next(lane for lane in rt.lanes if lane.name == "capture")
+    derive = next(lane for lane in rt.lanes if lane._hold is not None)
+    driver = _Driver("d")
+    derive.drivers = [driver]
+    rt._ready.add(0)  # partition 0 restored; partition 1 is not (yet)
+    capture.put(1, _records(1, range(0, 3), topic=capture.topic))
+    derive.put(0, _records(0, range(0, 3), topic=derive.topic))
+    capture.start()
+    derive.start()
+    try:
+        await _until(lambda: derive.done.get(0) == 3, timeout_s=4.0)
+    finally:
+        await derive.stop(1.0)
+        await capture.stop(1.0)
+
+
+async def test_a_record_that_cannot_be_opened_does_not_stall_the_other_partitions(monkeypatch: Any) -> None:
+    """Stall: the failing record goes back to the front of its partition, but every later batch takes it again
+    together with the other partitions' records (_take fills a batch across partitions), so the whole batch
+    fails each time: one record sealed with another key store stops the lane on every partition."""
+    monkeypatch.setattr("altm.pipeline.runtime.kafka._lane.FIRST_RETRY_S", 0.01)
+    monkeypatch.setattr("altm.pipeline.runtime.kafka._lane.MAX_RETRY_S", 0.02)
+
+    def opener(rec: Record, drivers: Any) -> Record:
+        if rec.partition == 0:
+            raise RuntimeError("data key is not in the key store")
+        return rec
+
+    driver = _Driver("d")
+    lane = _lane(driver, batch=10, opener=opener)
+    lane.start()
+    lane.put(0, _records(0, range(0, 1)))
+    lane.put(1, _records(1, range(0, 3)))
+    try:
+        await _until(lambda: lane.done.get(1) == 3, timeout_s=2.0)
+    finally:
+        await lane.stop(1.0)
+
+
+async def test_one_partition_whose_restore_fails_does_not_keep_the_others_from_being_restored(runtime: Any) -> None:
+    """Stall: _restore_owned restores partitions in order and the first failure ends the tick; the next tick
+    starts again from the same partition. While partition 0's restore fails (its leader unreachable), partition
+    1, whose restore would succeed, is never marked ready: its stages never run."""
+    proposals = topic_name(Topic.PROPOSALS, runtime.settings.topic_prefix)
+    owned = {TopicPartition(proposals, 0), TopicPartition(proposals, 1)}
+    runtime._member = _Member(owned)
+    await runtime.assigned(frozenset(owned))
+
+    async def catch_up(partition: int, end: int) -> int:
+        if partition == 0:
+            raise BusError("reading the log failed: leader not available")
+        return 0
+
+    async def flush(partition: int) -> None:
+        return None
+
+    runtime.writer.catch_up = catch_up
+    runtime.writer.flush = flush
+    for _ in range(3):  # three ticks of the restore timer
+        await runtime._restore_owned()
+    assert 1 in runtime._ready
