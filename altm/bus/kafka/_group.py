@@ -68,8 +68,11 @@ class GroupMember:
     async def start(self) -> None:
         try:
             await self._consumer.start()
-        except KafkaError as exc:
-            raise BusError(f"cannot join the consumer group: {exc}") from exc
+        except BaseException as exc:
+            await self._consumer.stop()  # its client and tasks, started before the failure
+            if isinstance(exc, KafkaError):
+                raise BusError(f"cannot join the consumer group: {exc}") from exc
+            raise
 
     async def stop(self) -> None:
         """Leave the group (its partitions go to the other members at once)."""

@@ -4,7 +4,9 @@ partition; what it has handled (``done``) is what the worker may commit for it."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
@@ -74,6 +76,8 @@ class Lane:
         self._wake = asyncio.Event()
         self._current: asyncio.Future[None] | None = None
         self._current_parts: frozenset[int] = frozenset()
+        self._abandoned = False  # the batch in flight was cancelled by a rebalance or a stop (not by a driver)
+        self._parked: dict[int, tuple[float, float]] = {}  # partition → (retry at, next delay): cannot open
         self._task: asyncio.Task[None] | None = None
         self._turn = 0  # which partition a batch starts with (no partition waits behind a busy one)
 
@@ -91,6 +95,10 @@ class Lane:
 
     def backlog(self) -> int:
         return sum(len(q) for q in self._queues.values())
+
+    def takeable(self) -> int:
+        """Records the lane could take now: of partitions that are ready, not parked and not being given up."""
+        return sum(len(q) for p, q in self._queues.items() if self._takes(p, time.monotonic()))
 
     def wake(self) -> None:
         self._wake.set()
@@ -125,6 +133,7 @@ class Lane:
         for partition in partitions:
             self._queues.pop(partition, None)
             self.done.pop(partition, None)
+            self._parked.pop(partition, None)
             self._closing.discard(partition)
 
     async def _finish_current(self, touches: Callable[[frozenset[int]], bool], timeout_s: float) -> None:
@@ -136,13 +145,19 @@ class Lane:
             log.warning("lane %s: a batch of partitions %s did not finish within %.0f s of a rebalance or stop; "
                         "cancelled, it is handled again from the committed offsets", self.name,
                         sorted(self._current_parts), timeout_s)
+            self._abandoned = True
             current.cancel()
             await asyncio.wait([current])
 
     # the lane's task
 
+    def _takes(self, partition: int, now: float) -> bool:
+        parked = self._parked.get(partition)
+        return partition not in self._closing and (parked is None or parked[0] <= now) and self._ready(partition)
+
     def _take(self) -> list[Record]:
-        parts = sorted(p for p, q in self._queues.items() if q and p not in self._closing and self._ready(p))
+        now = time.monotonic()
+        parts = sorted(p for p, q in self._queues.items() if q and self._takes(p, now))
         if not parts:
             return []
         self._turn = (self._turn + 1) % len(parts)
@@ -153,17 +168,50 @@ class Lane:
                 out.append(queue.popleft())
         return out
 
+    def _opened(self, records: Sequence[Record]) -> tuple[list[Record], list[Record]]:
+        """The records as the drivers get them. A partition with a record that cannot be opened (sealed with a
+        key store that is not this log's) goes back to its queue and is parked, doubling its pause each time:
+        it stops there, loudly, and the other partitions go on. Returns the records kept (as read) and opened."""
+        by_partition: dict[int, list[Record]] = {}
+        for rec in records:
+            by_partition.setdefault(rec.partition, []).append(rec)
+        kept: list[Record] = []
+        out: list[Record] = []
+        for partition, recs in by_partition.items():
+            try:
+                out += [self._open(r, self.drivers) for r in recs]
+                kept += recs
+            except Exception:
+                delay = self._parked.get(partition, (0.0, FIRST_RETRY_S))[1]
+                log.exception("lane %s cannot open a record of partition %d; it waits %.1f s and tries again",
+                              self.name, partition, delay)
+                self._requeue(recs)
+                self._parked[partition] = (time.monotonic() + delay, min(MAX_RETRY_S, delay * 2))
+            else:
+                self._parked.pop(partition, None)
+        return kept, out
+
+    async def _idle(self) -> None:
+        """Until something is put or woken, or the first parked partition may be tried again."""
+        self._wake.clear()
+        retry = min((at for at, _ in self._parked.values()), default=None)
+        if retry is None:
+            await self._wake.wait()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), max(0.0, retry - time.monotonic()))
+
     async def _run(self) -> None:
         delay = FIRST_RETRY_S
         while True:
-            if self._hold is not None and self.backlog():
+            if self._hold is not None and self.takeable():
                 await self._hold()
-            records = self._take()
+            taken, records = self._opened(self._take())
             if not records:
-                self._wake.clear()
-                await self._wake.wait()
+                await self._idle()
                 continue
             self._current_parts = frozenset(r.partition for r in records)
+            self._abandoned = False
             self._current = asyncio.ensure_future(self._handle(records))
             try:
                 await self._current
@@ -172,17 +220,22 @@ class Lane:
                 task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     raise  # the lane is stopping
-                # the batch alone was cancelled (a rebalance waited too long for it): not done
-            except Exception:  # not a driver's (they retry): opening a record (a key store that is not this
-                # log's). The batch goes back to the front of its queues; the partitions wait, loudly
-                log.exception("lane %s failed on a batch of %d record(s); retrying in %.1f s", self.name,
-                              len(records), delay)
-                self._requeue(records)
-                await asyncio.sleep(delay)
+                if not self._abandoned:  # a driver's own cancellation (a producer future cancelled under it):
+                    await self._failed(taken, delay)  # the batch is not done: again, from its first record
+                    delay = min(MAX_RETRY_S, delay * 2)
+                # else: a rebalance waited too long for it: not done, its partitions are being given up
+            except Exception:  # not a driver's (they retry what fails): the batch goes back to the front
+                await self._failed(taken, delay)
                 delay = min(MAX_RETRY_S, delay * 2)
             finally:
                 self._current = None
                 self._current_parts = frozenset()
+
+    async def _failed(self, records: Sequence[Record], delay: float) -> None:
+        log.error("lane %s failed on a batch of %d record(s); it is handled again in %.1f s", self.name,
+                  len(records), delay, exc_info=True)
+        self._requeue(records)
+        await asyncio.sleep(delay)
 
     def _requeue(self, records: Sequence[Record]) -> None:
         for rec in reversed(records):
@@ -190,7 +243,7 @@ class Lane:
                 self._queues.setdefault(rec.partition, deque()).appendleft(rec)
 
     async def _handle(self, records: Sequence[Record]) -> None:
-        await handle_together(self.drivers, [self._open(r, self.drivers) for r in records])
+        await handle_together(self.drivers, records)
         for rec in records:  # handled, outputs published: the worker may commit past these (a settling
             # rebalance waits for exactly this)
             self.done[rec.partition] = max(self.done.get(rec.partition, 0), rec.offset + 1)

@@ -47,8 +47,8 @@ RESTORE_CHUNK = 5000
 """Proposals read from the broker and applied in one transaction while a shard is restored."""
 QUEUED_BATCHES = 4
 SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
-"""The lanes that make a turn searchable; the deriving lane of the changes topic yields to capture and the writer
-(see ``_searchable_first``)."""
+"""The lanes that make a turn searchable; the deriving lane of the changes topic yields to them (see
+``_searchable_first``)."""
 """A partition is paused once a lane has this many batches (``ALTM_POLL_BATCH`` records each) of it queued."""
 
 
@@ -80,7 +80,7 @@ class KafkaRuntime:
                                    batch=settings.poll_batch, opener=self._open, ready=self._is_ready,
                                    hold=self._searchable_first if deriving and group[0].processor.input_topic
                                    is Topic.CHANGES else None))
-        self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH - {"embed"}]
+        self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH]
         self._by_topic: dict[str, list[Lane]] = {}
         for lane in self.lanes:
             self._by_topic.setdefault(lane.topic, []).append(lane)
@@ -92,6 +92,11 @@ class KafkaRuntime:
         self._next: dict[TopicPartition, int] = {}  # the offset after the last record queued, per partition
         self._committed: dict[TopicPartition, int] = {}  # what this worker last committed
         self._paused: set[TopicPartition] = set()
+        # what this worker owns: set when the group assigns it, cleared when it is revoked (aiokafka still
+        # reports the previous assignment while the group joins, so ``member.assignment()`` would not do)
+        self._owned_tps: frozenset[TopicPartition] = frozenset()
+        self._commit_lock = asyncio.Lock()  # a commit never straddles a rebalance (it would carry the new
+        # generation for a partition another worker now owns, and could move its offset back)
         self._restore_now = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -179,12 +184,14 @@ class KafkaRuntime:
         parts: dict[str, set[int]] = {}
         for tp in tps:
             parts.setdefault(tp.topic, set()).add(tp.partition)
+        self._owned_tps = self._owned_tps - tps
         wait_s = self.settings.worker_revoke_wait_s
         await asyncio.gather(*(lane.settle(parts.get(lane.topic, ()), wait_s) for lane in self.lanes))
-        try:
-            await self._commit(tps)
-        except BusError:  # the next owner handles those records again: effects are idempotent
-            log.warning("committing the offsets of revoked partitions failed", exc_info=True)
+        async with self._commit_lock:
+            try:
+                await self._commit_unlocked(tps)
+            except BusError:  # the next owner handles those records again: effects are idempotent
+                log.warning("committing the offsets of revoked partitions failed", exc_info=True)
         for lane in self.lanes:
             lane.forget(parts.get(lane.topic, ()))
         for tp in tps:
@@ -202,6 +209,7 @@ class KafkaRuntime:
         by_topic: dict[str, set[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, set()).add(tp.partition)
+        self._owned_tps = self._owned_tps | tps
         if len({frozenset(p) for p in by_topic.values()}) > 1:
             log.error("the group's assignment is not co-partitioned (%s): a stage may read a shard another worker "
                       "writes; is an older worker (faust) still in the group?", sorted(tps))
@@ -235,7 +243,7 @@ class KafkaRuntime:
         """Pause a partition a lane has several batches of queued; resume it at half of that."""
         high = QUEUED_BATCHES * self.settings.poll_batch
         pause, resume = [], []
-        for tp in self.member.assignment():
+        for tp in self._owned_tps:
             queued = max((lane.queued(tp.partition) for lane in self._by_topic.get(tp.topic, ())), default=0)
             if tp in self._paused and queued <= high // 2:
                 resume.append(tp)
@@ -260,8 +268,12 @@ class KafkaRuntime:
                 out[tp] = offset
         return out
 
-    async def _commit(self, tps: frozenset[TopicPartition] | None = None) -> None:
-        offsets = self.committable(self.member.assignment() if tps is None else tps)
+    async def _commit(self) -> None:
+        async with self._commit_lock:
+            await self._commit_unlocked(self._owned_tps)
+
+    async def _commit_unlocked(self, tps: frozenset[TopicPartition]) -> None:
+        offsets = self.committable(tps)
         if offsets:
             await self.member.commit(offsets)
             self._committed.update(offsets)
@@ -288,11 +300,11 @@ class KafkaRuntime:
 
     async def _searchable_first(self) -> None:
         """Turns are made searchable first, as in the embedded runtime: the deriving lane starts a batch when
-        capture and the writer have nothing queued, or once they have handled ``ALTM_DERIVE_EVERY_STEPS``
+        capture, the writer and embed have nothing queued, or once they have handled ``ALTM_DERIVE_EVERY_STEPS``
         batches since it waited (derivation is never starved by a steady stream of turns)."""
         start = sum(lane.batches for lane in self._searchable)
         every = self.settings.derive_every_steps
-        while (any(lane.backlog() for lane in self._searchable)
+        while (any(lane.takeable() for lane in self._searchable)
                and sum(lane.batches for lane in self._searchable) - start < every):
             waits = [asyncio.ensure_future(lane.progressed.wait()) for lane in self._searchable]
             try:
@@ -320,14 +332,14 @@ class KafkaRuntime:
             return
         epoch = self._epochs.get(partition, 0)
         tp = TopicPartition(self.writer.topic, partition)
-        if tp not in self.member.assignment():
+        if tp not in self._owned_tps:
             return
         end = await self.member.committed(tp)
         if end:
             await self.writer.catch_up(partition, end)
             await self.writer.flush(partition)
         # revoked meanwhile (and maybe given back after another worker wrote to it): restored again next time
-        if self._epochs.get(partition, 0) == epoch and tp in self.member.assignment():
+        if self._epochs.get(partition, 0) == epoch and tp in self._owned_tps:
             self._ready.add(partition)
             for lane in self.lanes:
                 lane.wake()
@@ -336,7 +348,11 @@ class KafkaRuntime:
         """Restore the shards of the proposal partitions this worker owns, before their stages run: recall then
         finds those users' memories before any new turn of theirs comes."""
         for partition in sorted(self._owned(Topic.PROPOSALS) - self._ready):
-            await self._restored(partition)
+            try:  # each on its own: one that cannot be read now never keeps the others waiting
+                await self._restored(partition)
+            except Exception:
+                log.warning("restoring partition %d from the log failed; the next tick tries again", partition,
+                            exc_info=True)
 
     async def _drop_unowned(self) -> None:
         """Delete the shards (and their vector points) of partitions this worker has not owned for
@@ -367,7 +383,7 @@ class KafkaRuntime:
 
     def _owned(self, topic: Topic) -> set[int]:
         name = topic_name(topic, self.settings.topic_prefix)
-        return {tp.partition for tp in self.member.assignment() if tp.topic == name}
+        return {tp.partition for tp in self._owned_tps if tp.topic == name}
 
     # timers
 
@@ -385,7 +401,7 @@ class KafkaRuntime:
     async def _observe_lag(self) -> None:
         """The consumer lag gauges per stage and assigned partition: the broker's high watermark minus what the
         lane has handled (before it handled anything there: minus the group's committed offset)."""
-        assigned = sorted(self.member.assignment())
+        assigned = sorted(self._owned_tps)
         ends = await self.member.end_offsets(assigned) if assigned else {}
         for lane in self.lanes:
             lags: dict[TopicPartition, int] = {}
