@@ -35,7 +35,8 @@ from altm.bus import host_record
 from altm.bus.kafka import KafkaBus, parse_broker_url
 from altm.core import Role, Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
-from altm.store import count_layer
+from altm.store import count_layer, source_times
+from altm.wiring import open_embedding, open_vectors, resolve
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns
 
@@ -111,13 +112,42 @@ def _worker_command(profile: Path | None, i: int) -> list[str]:
     return [sys.executable, "-m", "cProfile", "-o", str(profile / f"worker-{i}.prof"), "-m", "altm"]
 
 
+def _l0_count(dirs: list[Path]) -> int:
+    """L0 rows over the workers' data dirs (one shared dir, or one each with the embedder)."""
+    return sum(count_layer(d, "L0") for d in dirs if (d / "shards").is_dir())
+
+
+def _vector_searchable(dirs: list[Path], start_epoch_ms: float, turns: int) -> dict[str, Any] | None:
+    """With the embedder: when the last L0 turn became vector-searchable (the points' ``indexed_ms``), read from
+    each worker's index once the workers have stopped; None when not every turn has a point."""
+    latest, points = 0.0, 0
+    for d in dirs:
+        l0 = source_times(d, "L0") if (d / "shards").is_dir() else {}
+        vectors = open_vectors(resolve(Settings(data_dir=d)), open_embedding(resolve(Settings(data_dir=d))),
+                               read_only=True)
+        if vectors is None:
+            continue
+        try:
+            indexed = {m: at for m, at in vectors.payload_field("indexed_ms").items() if m in l0}
+        finally:
+            vectors.close()
+        points += len(indexed)
+        latest = max([latest, *(float(at) for at in indexed.values() if isinstance(at, int | float))])
+    if points < turns:
+        return {"l0_points": points}
+    seconds = (latest - start_epoch_ms) / 1000
+    return {"l0_points": points, "vector_searchable_s": seconds, "turns_per_s_vector_searchable": turns / seconds}
+
+
 async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path | None = None,
-              logs: Path | None = None) -> dict[str, Any]:
+              logs: Path | None = None, embedder: str = "none") -> dict[str, Any]:
     bench = await fresh_topics(broker, "b")
     bootstrap, prefix, settings, topics, bus = bench.bootstrap, bench.prefix, bench.settings, bench.topics, bench.bus
     with tempfile.TemporaryDirectory(prefix="altm-kafka-bench-") as tmp:
-        data = Path(tmp) / "data"
-        env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none"}
+        # one embedded vector index per process: with the embedder, each worker has a data dir of its own
+        dirs = [Path(tmp) / (f"data-{i}" if embedder != "none" else "data") for i in range(workers)]
+        env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": embedder, "ALTM_WORKER_METRICS_PORT": "0",
+               "ALTM_KEYSTORE": f"sqlite:///{Path(tmp) / 'keys.db'}"}
         procs = [
             subprocess.Popen(  # noqa: ASYNC220 - worker processes that outlive the loop iteration
                 [
@@ -126,7 +156,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                     "--broker",
                     broker,
                     "--data-dir",
-                    str(data),
+                    str(dirs[i]),
                     "--partitions",
                     str(PARTITIONS),
                 ],
@@ -137,8 +167,8 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
             for i in range(workers)
         ]
         try:
-            await asyncio.sleep(8)  # let the workers join the group before the clock starts
-            start = time.perf_counter()
+            await asyncio.sleep(8 if embedder == "none" else 20)  # the workers join before the clock starts
+            start, start_epoch_ms = time.perf_counter(), time.time() * 1000
             await bus.publish_many([host_record(settings, t) for t in turns])
             published = time.perf_counter() - start
             samples: list[dict[str, float]] = []
@@ -146,7 +176,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
             while time.perf_counter() - start < 600:
                 await asyncio.sleep(0.25)
                 now = time.perf_counter() - start
-                n = count_layer(data)
+                n = _l0_count(dirs)
                 current_lag = await lag(bootstrap, f"{prefix}workers", topics)
                 samples.append({"t_s": round(now, 1), "l0": n, "lag": current_lag})
                 if searchable is None and n >= len(turns):
@@ -154,7 +184,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                 if searchable is not None and current_lag == 0:
                     derived = now
                     break
-            fresh = freshness(data) if searchable is not None else {}
+            fresh = freshness(dirs[0]) if searchable is not None else {}
             if searchable is None or derived is None:  # say why rather than print a figure that is not there
                 for p in procs:  # mode's worker writes every thread's and task's stack to its log on SIGUSR1
                     p.send_signal(signal.SIGUSR1)
@@ -174,6 +204,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
             await bus.stop()
             if logs is not None:
                 _keep_logs(Path(tmp), logs, workers)
+        vector = _vector_searchable(dirs, start_epoch_ms, len(turns)) if embedder != "none" else None
     return {
         "workers": workers,
         "turns": len(turns),
@@ -183,6 +214,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
         "turns_per_s_searchable": len(turns) / searchable if searchable else None,
         "turns_per_s_derived": len(turns) / derived if derived else None,
         "freshness": fresh,
+        "vector": vector,
         "lag_samples": samples,
     }
 
@@ -195,12 +227,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--profile", type=Path, help="run the workers under cProfile; stats in DIR/worker-N.prof")
     ap.add_argument("--logs", type=Path, help="keep the workers' logs in DIR")
+    ap.add_argument("--embedder", default="none", choices=("none", "local"),
+                    help="local: the workers embed (each with a data dir of its own) and the time to vector-"
+                         "searchable is reported")
     args = ap.parse_args()
     turns = spread(load_turns(DEFAULT_DATA, args.turns))
     results = []
     for n in [int(w) for w in args.workers.split(",")]:
         r = asyncio.run(run(args.broker, turns, n, args.profile / f"{n}-workers" if args.profile else None,
-                            args.logs))
+                            args.logs, args.embedder))
         results.append(r)
         lag_line = " ".join(
             f"{s['t_s']:.0f}s:{s['lag']}" for s in r["lag_samples"][:: max(1, len(r["lag_samples"]) // 12)]
@@ -215,18 +250,23 @@ def main() -> None:
             f"({r['turns_per_s_derived']:.1f} turns/s); lag over time {lag_line}",
             flush=True,
         )
+        if r["vector"] is not None:
+            v = r["vector"]
+            print(f"  vector-searchable: {v['turns_per_s_vector_searchable']:.1f} turns/s" if
+                  "vector_searchable_s" in v else f"  vector-searchable: only {v['l0_points']} L0 points")
         for layer, f in r["freshness"].items():
             print(f"  freshness {layer}: p50 {f['p50_s']:.2f} s, p95 {f['p95_s']:.2f} s (publish -> stored)")
     path = write_record(
         "kafka_ingest",
         {
             "config": config_stamp(
-                benchmark="kafka_ingest", turns=args.turns, partitions=PARTITIONS, embedder=None
+                benchmark="kafka_ingest", turns=args.turns, partitions=PARTITIONS, embedder=args.embedder
             ),
             "aggregate": {
                 str(r["workers"]): {
                     k: r[k]
-                    for k in ("searchable_s", "derived_s", "turns_per_s_searchable", "turns_per_s_derived", "freshness")
+                    for k in ("searchable_s", "derived_s", "turns_per_s_searchable", "turns_per_s_derived", "freshness",
+                              "vector")
                 }
                 for r in results
             },
