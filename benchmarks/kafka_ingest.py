@@ -2,10 +2,13 @@
 time. Needs a broker: ``scripts/kafka.sh start`` (127.0.0.1:19092).
 
     python benchmarks/kafka_ingest.py [--broker kafka://127.0.0.1:19092] [--turns 600] [--workers 1,2]
+                                      [--embedder none|local] [--profile DIR] [--logs DIR]
 
 "Searchable" is when every turn is an L0 row in its shard (FTS-indexed in the same transaction); "derived"
-is when the whole pipeline is quiet (no lag on any topic). Workers run without the embedder here
-(``ALTM_EMBEDDER=none``): the embedder's own cost is measured by ``benchmarks/ingest.py``.
+is when the whole pipeline is quiet (no lag on any topic). Workers run without the embedder by default
+(``ALTM_EMBEDDER=none``); with ``--embedder local`` each worker has a data dir of its own (one embedded
+vector index per process) and the time until the last turn is vector-searchable is read from the indexes
+after the run (compare with ``benchmarks/embed.py``, the embedder's raw rate).
 """
 
 from __future__ import annotations
@@ -61,14 +64,14 @@ def spread(turns: list[TurnEvent], users: int = 16) -> list[TurnEvent]:
     return out
 
 
-async def lag(bootstrap: str, group: str, topics: list[str]) -> int:
+async def lag(bootstrap: str, group: str, topics: list[str], partitions: int = PARTITIONS) -> int:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await admin.start()
     await probe.start()
     try:
         committed = await admin.list_consumer_group_offsets(group)
-        tps = [KafkaTP(t, p) for t in topics for p in range(PARTITIONS)]
+        tps = [KafkaTP(t, p) for t in topics for p in range(partitions)]
         ends = await probe.end_offsets(tps)
         return sum(max(0, ends[tp] - (committed[tp].offset if tp in committed else 0)) for tp in tps)
     finally:
@@ -87,13 +90,13 @@ class BenchTopics:
     bus: KafkaBus
 
 
-async def fresh_topics(broker: str, tag: str) -> BenchTopics:
+async def fresh_topics(broker: str, tag: str, partitions: int = PARTITIONS) -> BenchTopics:
     bootstrap = parse_broker_url(broker)
     prefix = f"{tag}{uuid.uuid4().hex[:8]}."
     bus = KafkaBus(bootstrap)
     await bus.start()
-    await bus.ensure_topics(all_topic_specs(PARTITIONS, prefix))
-    return BenchTopics(bootstrap, prefix, Settings(topic_prefix=prefix, partitions=PARTITIONS),
+    await bus.ensure_topics(all_topic_specs(partitions, prefix))
+    return BenchTopics(bootstrap, prefix, Settings(topic_prefix=prefix, partitions=partitions),
                        [f"{prefix}{t}" for t in ("turns", "proposals", "changes", "control")], bus)
 
 

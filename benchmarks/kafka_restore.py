@@ -3,7 +3,7 @@ and restores the shards from the proposals log (issue 13). Needs a broker: ``scr
 
     python benchmarks/kafka_restore.py [--broker kafka://127.0.0.1:19092] [--turns 4000] [--out FILE.json]
 
-Worker A derives ``--turns`` turns (16 users, 4 partitions, no embedder) and stops. Worker B starts on an empty
+Worker A derives ``--turns`` turns (16 users, ``--partitions`` 4, no embedder) and stops. Worker B starts on an empty
 data dir (the key store is shared: it is the deployment's secret, never on the log) and gets every partition.
 Reported: B's start until its shards hold every memory A had and every proposal is applied (the restore,
 the group join included), the proposals applied per second while restoring, and B's time to the first
@@ -33,10 +33,10 @@ from benchmarks.ingest import DEFAULT_DATA, load_turns
 from benchmarks.kafka_ingest import PARTITIONS, BenchTopics, fresh_topics, lag, spread
 
 
-def _worker(broker: str, data: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _worker(broker: str, data: Path, env: dict[str, str], log: Path, partitions: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "altm", "worker", "--broker", broker, "--data-dir", str(data), "--partitions",
-         str(PARTITIONS)], env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+         str(partitions)], env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -67,22 +67,23 @@ def shard_totals(data: Path, proposals_topic: str) -> tuple[int, int]:
 async def _fill(broker: str, bench: BenchTopics, turns: list[TurnEvent], data: Path, env: dict[str, str],
                 log: Path) -> None:
     """Worker A derives every turn, then stops."""
-    a = _worker(broker, data, env, log)
+    partitions = bench.settings.partitions
+    a = _worker(broker, data, env, log, partitions)
     try:
         await bench.bus.publish_many([host_record(bench.settings, t) for t in turns])
         deadline = time.monotonic() + 1800
         while time.monotonic() < deadline:
             await asyncio.sleep(1.0)
             if count_layer(data) >= len(turns) and await lag(bench.bootstrap, f"{bench.prefix}workers",
-                                                            bench.topics) == 0:
+                                                            bench.topics, partitions) == 0:
                 return
         raise SystemExit(f"worker A did not derive {len(turns)} turns in 30 min; see {log}")
     finally:
         _stop(a)
 
 
-async def run(broker: str, turns: list[TurnEvent]) -> dict[str, Any]:
-    bench = await fresh_topics(broker, "rs")
+async def run(broker: str, turns: list[TurnEvent], partitions: int = PARTITIONS) -> dict[str, Any]:
+    bench = await fresh_topics(broker, "rs", partitions)
     proposals = f"{bench.prefix}proposals"
     try:
         with tempfile.TemporaryDirectory(prefix="altm-restore-bench-") as tmp:
@@ -93,7 +94,7 @@ async def run(broker: str, turns: list[TurnEvent]) -> dict[str, Any]:
             want_memories, want_applied = shard_totals(base / "a", proposals)
             samples: list[dict[str, float]] = []
             start = time.perf_counter()
-            b = _worker(broker, base / "b", env, base / "b.log")
+            b = _worker(broker, base / "b", env, base / "b.log", partitions)
             first = done = None
             try:
                 while time.perf_counter() - start < 1800:
@@ -123,15 +124,17 @@ def main() -> None:
     ap.add_argument("--broker", default="kafka://127.0.0.1:19092")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--turns", type=int, default=4000)
+    ap.add_argument("--partitions", type=int, default=PARTITIONS,
+                    help="1 puts every memory in one shard (the restore time of a shard of a given size)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     turns = spread(load_turns(args.data, args.turns))
-    result = asyncio.run(run(args.broker, turns))
+    result = asyncio.run(run(args.broker, turns, args.partitions))
     print(f"{result['memories']} memories from {result['turns']} turns ({result['proposals']} proposals): "
           f"restored {result['restored_s']} s after worker B started (first restored row at {result['join_s']} s), "
           f"{result['proposals_per_s']} proposals/s while restoring")
     path = write_record("kafka_restore", {
-        "config": config_stamp(benchmark="kafka_restore", turns=args.turns, partitions=PARTITIONS, embedder=None,
+        "config": config_stamp(benchmark="kafka_restore", turns=args.turns, partitions=args.partitions, embedder=None,
                                broker=args.broker),
         "aggregate": {k: v for k, v in result.items() if k != "samples"}, "samples": result["samples"],
     }, args.out)
