@@ -90,3 +90,37 @@ def test_a_shard_of_an_older_version_is_not_read_without_migrating(tmp_path: Pat
     writable.close()
     reader = Shard(path, 0, read_only=True).open()
     reader.close()
+
+
+def test_both_word_indexes_follow_their_columns_and_only_those(tmp_path: Path) -> None:
+    """Version 11: a change of a message's context (relinked when the message before it arrives late)
+    re-indexes the word index, not the trigram index, which holds the content alone; a change of the content
+    re-indexes both. The data-version counter of a table moves only when the table is written."""
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    migrate(conn)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(memories)") if r[3] and r[4] is None and r[1] != "rowid"]
+    row = {c: "x" for c in cols} | {"memory_id": "m1", "layer": "L0", "content": "the billing migration starts",
+                                    "context": None, "recorded_at": "2026-01-01T00:00:00+00:00"}
+    conn.execute(f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+
+    def segments(table: str) -> int:
+        return int(conn.execute(f"SELECT COUNT(*) FROM {table}_data").fetchone()[0])
+
+    def words(query: str) -> list[str]:
+        return [r[0] for r in conn.execute(
+            "SELECT m.memory_id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ?", (query,))]
+
+    def trigrams(query: str) -> list[str]:
+        return [r[0] for r in conn.execute(
+            "SELECT m.memory_id FROM memories_fts_tri JOIN memories m ON m.rowid = memories_fts_tri.rowid "
+            "WHERE memories_fts_tri MATCH ?", (query,))]
+
+    tri_before = segments("memories_fts_tri")
+    conn.execute("UPDATE memories SET context=? WHERE memory_id='m1'", ("we talked about invoices",))
+    assert segments("memories_fts_tri") == tri_before  # the trigram index was not rewritten
+    assert words("invoices") == ["m1"] and words("billing") == ["m1"]
+    assert trigrams('"migration"') == ["m1"]
+    conn.execute("UPDATE memories SET content=? WHERE memory_id='m1'", ("the payroll rollout starts",))
+    assert trigrams('"payroll"') == ["m1"] and trigrams('"migration"') == []
+    assert words("payroll") == ["m1"] and words("billing") == []
