@@ -1,10 +1,12 @@
-"""The host SDK's durable outbox across a real broker outage (its own Apache Kafka broker, loopback)."""
+"""Across a real broker outage (its own Apache Kafka broker, loopback): the host SDK's durable outbox, and a worker."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +15,15 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from altm.bus import host_record
 from altm.bus.kafka import KafkaBus
 from altm.core import Scope, all_topic_specs, decode_event
 from altm.core.settings import Settings
 from altm.interfaces.sdk import HostProducer
+from altm.store import count_layer
 from tests.support.processes import free_port
 from tests.support.turns import make_turn
+from tests.support.workers import start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "kafka.sh"
@@ -101,3 +106,61 @@ async def test_events_published_during_an_outage_arrive_once_and_in_order(
     for key, turns in per_key.items():
         expected = [e.turn_id for e in events if e.key == key]
         assert turns == expected, key  # in order per key
+
+
+async def test_a_worker_rides_out_a_broker_outage_and_stops_while_the_broker_is_down(
+    broker: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    """Issue 13, robust edges: a worker whose broker goes away keeps running and resumes when it returns (every
+    turn of before and after stored, nothing left to consume); SIGTERM while the broker is down ends it within
+    its stop timeout. (With the faust runtime, a worker sat idle for 240 s after the broker came back in one
+    reported run, and ignored SIGTERM while the broker was down.)"""
+    bootstrap, env = broker
+    prefix = "o."
+    data = tmp_path / "worker"
+    scope = Scope(tenant_id="t", workspace_id="w", user_id="u0", agent_id="a")
+    worker_env = {**env, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_METRICS_PORT": "0",
+                  "ALTM_WORKER_STOP_TIMEOUT_S": "8", "ALTM_KEYSTORE": f"sqlite:///{tmp_path / 'keys.db'}"}
+    bus = KafkaBus(bootstrap)
+    await bus.start()
+    await bus.ensure_topics(all_topic_specs(4, prefix))
+    await bus.stop()
+    worker = start_worker(bootstrap, data, worker_env)
+    try:
+        await _publish(bootstrap, prefix, [make_turn(i, f"before the outage {i}", scope=scope) for i in range(20)])
+        await _until_l0(data, 20, worker)
+        await _script("stop", env)  # the outage
+        await asyncio.sleep(6.0)
+        assert worker.poll() is None  # still running
+        await _script("resume", env)
+        await _publish(bootstrap, prefix, [make_turn(100 + i, f"after the outage {i}", scope=scope)
+                                           for i in range(20)])
+        await _until_l0(data, 40, worker)
+        await wait_until_idle(bootstrap, prefix, worker, data_dir=data)
+        await _script("stop", env)  # down again: a stop signal now must not hang
+        started = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(30)
+        assert time.monotonic() - started <= 8 + 5
+    finally:
+        stop(worker)
+    assert count_layer(data, "L0") == 40
+
+
+async def _publish(bootstrap: str, prefix: str, turns: list[Any]) -> None:
+    bus = KafkaBus(bootstrap)
+    await bus.start()
+    try:
+        await bus.publish_many([host_record(Settings(topic_prefix=prefix), t) for t in turns])
+    finally:
+        await bus.stop()
+
+
+async def _until_l0(data: Path, expected: int, worker: Any, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert worker.poll() is None, "the worker exited"
+        if (data / "shards").is_dir() and count_layer(data, "L0") >= expected:
+            return
+        await asyncio.sleep(0.25)
+    raise AssertionError(f"fewer than {expected} turns stored within {timeout_s} s")
