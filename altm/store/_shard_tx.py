@@ -12,7 +12,6 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -259,18 +258,13 @@ class ShardTx:
         row = self._db.execute("SELECT key FROM guard_keys WHERE home=?", (home,)).fetchone()
         return None if row is None else bytes(row[0])
 
-    def anti_patterns(self, scope: Scope, stated_before: datetime | None = None) -> list[tuple[str, str]]:
+    def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
         """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded; one stated by a
-        tool only once a review approved it (verified). With ``stated_before``, only those valid from an
-        earlier time (or of no known time): what the guard holds against a memory is what was known at the
-        memory's own time, so its decision does not depend on which of the two arrived first."""
-        before = None if stated_before is None else stated_before.isoformat()
+        tool only once a review approved it (verified)."""
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
             "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
             "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? "
-            "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified') "
-            "AND (? IS NULL OR valid_from IS NULL OR valid_from < ?)",
-            [*_home(scope), scope.agent_id, before, before])]
+            "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified')", [*_home(scope), scope.agent_id])]
 
     def signal_seen(self, signal: LifecycleSignal) -> bool:
         return self._db.execute(

@@ -247,7 +247,7 @@ class WriteGuard:
         if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
             return None
         flagged: GuardVerdict | None = None
-        for mid, attributes in tx.anti_patterns(mem.scope, stated_before=mem.valid_from):
+        for mid, attributes in tx.anti_patterns(mem.scope):
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
             if not pattern or (negated_about(mem.content, pattern) and not negates(pattern)):
