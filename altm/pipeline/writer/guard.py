@@ -244,7 +244,13 @@ class WriteGuard:
         return None
 
     def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+        """Refused (or held) when it re-asserts a stored anti-pattern. Not judged: raw messages, anti-patterns
+        themselves, and a failed outcome: "I tried X and it locked the table" is the evidence why X is an
+        anti-pattern, not a recommendation of X (refusing it lost exactly that, and only when the anti-pattern
+        happened to be stored first: the state depended on arrival order)."""
         if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
+            return None
+        if mem.kind.value == "outcome" and mem.attributes.get("success") is False:
             return None
         flagged: GuardVerdict | None = None
         for mid, attributes in tx.anti_patterns(mem.scope):
