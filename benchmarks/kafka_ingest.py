@@ -18,6 +18,7 @@ import asyncio
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ from altm.bus import host_record
 from altm.bus.kafka import KafkaBus, parse_broker_url
 from altm.core import Role, Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
-from altm.store import count_layer, source_times
+from altm.store import source_times
 from altm.wiring import open_embedding, open_vectors, resolve
 from benchmarks._record import config_stamp, write_record
 from benchmarks.ingest import DEFAULT_DATA, load_turns
@@ -116,29 +117,42 @@ def _worker_command(profile: Path | None, i: int) -> list[str]:
 
 
 def _l0_count(dirs: list[Path]) -> int:
-    """L0 rows over the workers' data dirs (one shared dir, or one each with the embedder)."""
-    return sum(count_layer(d, "L0") for d in dirs if (d / "shards").is_dir())
+    """Distinct L0 memories over the workers' data dirs: one dir shared by every worker (each row counted
+    once), or one each with the embedder (a partition restored in a second dir after a rebalance counted
+    once)."""
+    ids: set[str] = set()
+    for d in dict.fromkeys(dirs):
+        for path in sorted((d / "shards").glob("shard-*.db")):
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                ids.update(r[0] for r in conn.execute("SELECT memory_id FROM memories WHERE layer='L0'"))
+            except sqlite3.OperationalError:  # a shard still being made
+                pass
+            finally:
+                conn.close()
+    return len(ids)
 
 
 def _vector_searchable(dirs: list[Path], start_epoch_ms: float, turns: int) -> dict[str, Any] | None:
     """With the embedder: when the last L0 turn became vector-searchable (the points' ``indexed_ms``), read from
     each worker's index once the workers have stopped; None when not every turn has a point."""
-    latest, points = 0.0, 0
-    for d in dirs:
+    first: dict[str, float] = {}  # L0 memory → when it first became vector-searchable, over every worker's index
+    for d in dict.fromkeys(dirs):
         l0 = source_times(d, "L0") if (d / "shards").is_dir() else {}
         vectors = open_vectors(resolve(Settings(data_dir=d)), open_embedding(resolve(Settings(data_dir=d))),
                                read_only=True)
         if vectors is None:
             continue
         try:
-            indexed = {m: at for m, at in vectors.payload_field("indexed_ms").items() if m in l0}
+            for m, at in vectors.payload_field("indexed_ms").items():
+                if m in l0 and isinstance(at, int | float):
+                    first[m] = min(first.get(m, float(at)), float(at))
         finally:
             vectors.close()
-        points += len(indexed)
-        latest = max([latest, *(float(at) for at in indexed.values() if isinstance(at, int | float))])
+    points = len(first)
     if points < turns:
         return {"l0_points": points}
-    seconds = (latest - start_epoch_ms) / 1000
+    seconds = (max(first.values()) - start_epoch_ms) / 1000
     return {"l0_points": points, "vector_searchable_s": seconds, "turns_per_s_vector_searchable": turns / seconds}
 
 
