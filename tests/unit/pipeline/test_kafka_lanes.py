@@ -9,7 +9,7 @@ handled and keeps nothing queued; a partition's commit is the least of what its 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,9 @@ from altm.pipeline._drivers import StageDriver
 from altm.pipeline.processors import default_processors
 from altm.pipeline.runtime.kafka import KafkaRuntime, Lane, lanes_of
 from altm.store import DeferredWork, ShardSet
-
-
-def _records(partition: int, offsets: range, topic: str = "altm.changes") -> list[Record]:
-    return [Record(topic, partition, o, "t/w/u", b"v") for o in offsets]
+from tests.support.lanes import Member as _Member
+from tests.support.lanes import records as _records
+from tests.support.lanes import until as _until
 
 
 class _Driver:
@@ -58,14 +57,6 @@ class _Driver:
 def _lane(*drivers: Any, batch: int = 10, ready: Any = None, opener: Any = None) -> Lane:
     return Lane("altm.changes", drivers, batch=batch, opener=opener or (lambda rec, ds: rec),
                 ready=ready or (lambda partition: True))
-
-
-async def _until(condition: Any, timeout_s: float = 5.0) -> None:
-    for _ in range(int(timeout_s * 100)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
 
 
 def test_the_deriving_stages_of_the_changes_topic_share_a_lane(settings: Settings) -> None:
@@ -186,28 +177,22 @@ async def test_a_batch_that_cannot_be_opened_is_retried_and_nothing_after_it_is_
     await lane.stop(1.0)
 
 
-class _Member:
-    """The group member's surface the runtime uses."""
+def _restores(runtime: Any, gate: asyncio.Event | None = None) -> list[tuple[int, int]]:
+    """The writer's restore replaced by one that records (partition, end) and waits for ``gate``."""
+    calls: list[tuple[int, int]] = []
 
-    def __init__(self, assigned: set[TopicPartition], committed: int = 10) -> None:
-        self.assigned = assigned
-        self.commits: list[dict[TopicPartition, int]] = []
-        self._committed = committed
+    async def catch_up(partition: int, end: int) -> int:
+        calls.append((partition, end))
+        if gate is not None:
+            await gate.wait()
+        return 0
 
-    def assignment(self) -> frozenset[TopicPartition]:
-        return frozenset(self.assigned)
-
-    async def committed(self, tp: TopicPartition) -> int | None:
-        return self._committed
-
-    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self.commits.append({tp: o for tp, o in offsets.items() if tp in self.assigned})
-
-    def pause(self, tps: Sequence[TopicPartition]) -> None:
+    async def flush(partition: int) -> None:
         return None
 
-    def resume(self, tps: Sequence[TopicPartition]) -> None:
-        return None
+    runtime.writer.catch_up = catch_up
+    runtime.writer.flush = flush
+    return calls
 
 
 @pytest.fixture
@@ -255,18 +240,8 @@ async def test_a_partition_revoked_while_it_restores_is_restored_again_when_it_c
     tp = TopicPartition(topic_name(Topic.PROPOSALS, runtime.settings.topic_prefix), 0)
     member = _Member({tp})
     runtime._member = member
-    gate, calls = asyncio.Event(), []
-
-    async def catch_up(partition: int, end: int) -> int:
-        calls.append((partition, end))
-        await gate.wait()  # reading the log takes a while
-        return 0
-
-    async def flush(partition: int) -> None:
-        return None
-
-    runtime.writer.catch_up = catch_up
-    runtime.writer.flush = flush
+    gate = asyncio.Event()
+    calls = _restores(runtime, gate)  # reading the log takes a while
     await runtime.assigned(frozenset({tp}))
     restoring = asyncio.create_task(runtime._restored(0))
     await asyncio.sleep(0)
@@ -341,17 +316,7 @@ async def test_a_partition_restored_during_the_join_is_restored_again_when_it_co
     tp = TopicPartition(topic_name(Topic.PROPOSALS, runtime.settings.topic_prefix), 0)
     member = _Member({tp})
     runtime._member = member
-    calls: list[tuple[int, int]] = []
-
-    async def catch_up(partition: int, end: int) -> int:
-        calls.append((partition, end))
-        return 0
-
-    async def flush(partition: int) -> None:
-        return None
-
-    runtime.writer.catch_up = catch_up
-    runtime.writer.flush = flush
+    calls = _restores(runtime)
     await runtime.assigned(frozenset({tp}))
     runtime._ready.add(0)
     await runtime.revoked(frozenset({tp}))  # rebalance 1: revoked; aiokafka still reports the old assignment
