@@ -10,6 +10,7 @@ now and then. The embedded runtime and the Kafka worker's lanes are thin loops a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -383,15 +384,12 @@ class WriterDriver:
                 self.bind(partition, None)
         if self.fetch is None:
             return await self._apply(records, touched)
-        for partition in touched:
-            await self._restoring.setdefault(partition, asyncio.Lock()).acquire()
-        try:
+        async with contextlib.AsyncExitStack() as held:  # a batch cancelled while it waits for one partition's
+            for partition in touched:                       # restore releases the locks it took, and only those
+                await held.enter_async_context(self._restoring.setdefault(partition, asyncio.Lock()))
             for partition in touched:
                 await self._fill(partition, min(r.offset for r in records if r.partition == partition))
             return await self._apply(records, touched)
-        finally:
-            for partition in touched:
-                self._restoring[partition].release()
 
     async def catch_up(self, partition: int, end: int) -> int:
         """Apply what the shard of ``partition`` misses before ``end`` (a partition this worker was given and

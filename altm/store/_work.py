@@ -75,6 +75,19 @@ class DeferredWork:
                                     bytes(r[7]) if r[7] is not None else None))
         return out
 
+    def pending(self, partitions: set[int]) -> list[WorkItem]:
+        """Every item of ``partitions``, of every stage, due or not (a partition handed to another worker)."""
+        out: list[WorkItem] = []
+        for shard in self.shards.existing():
+            if shard.partition not in partitions:
+                continue
+            for r in shard._db.execute(
+                "SELECT work_id, processor, topic, partition, offset, key, value, timestamp_ms, headers "
+                "FROM deferred_work ORDER BY partition, offset"):
+                out.append(WorkItem(str(r[0]), str(r[1]), r[2], int(r[3]), int(r[4]), r[5], bytes(r[6]),
+                                    int(r[7] or 0), bytes(r[8]) if r[8] is not None else None))
+        return out
+
     def done(self, item: WorkItem) -> None:
         self.shards.get(item.partition)._db.execute("DELETE FROM deferred_work WHERE work_id=?", (item.work_id,))
 

@@ -272,21 +272,19 @@ async def _read_until(reader: AIOKafkaConsumer, ends: dict[KafkaTP, int]) -> lis
     return out
 
 
+GROUP_OPTIONS: dict[str, Any] = {"enable_auto_commit": False, "auto_offset_reset": "earliest",
+                                 "isolation_level": "read_committed"}
+"""Every consumer-group member of ALTM: explicit commits only, a new group reads from the start, and what a
+transactional producer aborted is never read."""
+
+
 class KafkaConsumer(Consumer):
     def __init__(
         self, bootstrap: str, group_id: str, topics: Sequence[str], *, client_id: str = "altm",
         **options: Any,
     ) -> None:
-        self._consumer = AIOKafkaConsumer(
-            *topics,
-            bootstrap_servers=bootstrap,
-            group_id=group_id,
-            client_id=client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level="read_committed",
-            **options,
-        )
+        self._consumer = AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, group_id=group_id,
+                                          client_id=client_id, **GROUP_OPTIONS, **options)
 
     async def start(self) -> None:
         await self._consumer.start()

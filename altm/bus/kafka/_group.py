@@ -12,7 +12,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.errors import KafkaError
 
 from altm.bus._base import BusError, Record, TopicPartition
-from altm.bus.kafka._bus import _record
+from altm.bus.kafka._bus import GROUP_OPTIONS, _record
 
 
 class Rebalance(Protocol):
@@ -51,9 +51,7 @@ class GroupMember:
             bootstrap_servers=bootstrap,
             group_id=group_id,
             client_id=client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            isolation_level="read_committed",
+            **GROUP_OPTIONS,
             partition_assignment_strategy=(RangePartitionAssignor,),
             session_timeout_ms=int(session_timeout_s * 1000),
             heartbeat_interval_ms=int(session_timeout_s * 100),

@@ -194,7 +194,7 @@ class Lane:
     async def _idle(self) -> None:
         """Until something is put or woken, or the first parked partition may be tried again."""
         self._wake.clear()
-        retry = min((at for at, _ in self._parked.values()), default=None)
+        retry = min((at for p, (at, _) in self._parked.items() if p not in self._closing), default=None)
         if retry is None:
             await self._wake.wait()
             return
@@ -223,7 +223,8 @@ class Lane:
                 if not self._abandoned:  # a driver's own cancellation (a producer future cancelled under it):
                     await self._failed(taken, delay)  # the batch is not done: again, from its first record
                     delay = min(MAX_RETRY_S, delay * 2)
-                # else: a rebalance waited too long for it: not done, its partitions are being given up
+                else:  # a rebalance waited too long for it: not done; what it held of partitions that are kept
+                    self._requeue(taken)  # goes back (the others are being given up: their next owner reads them)
             except Exception:  # not a driver's (they retry what fails): the batch goes back to the front
                 await self._failed(taken, delay)
                 delay = min(MAX_RETRY_S, delay * 2)

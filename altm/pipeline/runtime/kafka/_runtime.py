@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from altm.bus import BusError, OutgoingRecord, Record, TopicPartition
+from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
 from altm.core import Settings, Topic, partition_for, topic_name
@@ -99,6 +99,8 @@ class KafkaRuntime:
         # generation for a partition another worker now owns, and could move its offset back)
         self._restore_now = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._given_up: set[int] = set()  # partitions revoked at the last rebalance (given back or not)
+        self._handovers: set[asyncio.Task[bool]] = set()
 
     # lifecycle
 
@@ -146,16 +148,22 @@ class KafkaRuntime:
         await asyncio.gather(*(lane.stop(self.settings.worker_revoke_wait_s) for lane in self.lanes))
         for task in timers:
             task.cancel()
-        await asyncio.gather(*timers, return_exceptions=True)
+        for handover in self._handovers:
+            handover.cancel()
+        await asyncio.gather(*timers, *self._handovers, return_exceptions=True)
         self._tasks = []
-        for last in (self._commit, self._flush_owned):
+        try:
+            for last in (self._commit, self._flush_owned):
+                try:
+                    await last()
+                except Exception:  # the broker away, a leader missing: the next owner resumes from what was
+                    log.warning("at stop: %s failed (the next owner resumes from what was committed)",  # committed
+                                last.__name__, exc_info=True)
+        finally:  # leave the group whatever happened: its partitions go to the others at once
             try:
-                await last()
-            except (BusError, OSError):
-                log.warning("at stop: %s failed (the next owner resumes from what was committed)", last.__name__,
-                            exc_info=True)
-        await self.member.stop()
-        await self.bus.stop()
+                await self.member.stop()
+            finally:
+                await self.bus.stop()
 
     def _every(self, seconds: float, call: Callable[[], Awaitable[None]], what: str,
                now: asyncio.Event | None = None) -> asyncio.Task[None]:
@@ -202,6 +210,7 @@ class KafkaRuntime:
             self._ready.discard(partition)                  # may have written to it meanwhile)
             self._epochs[partition] = self._epochs.get(partition, 0) + 1
             self._unowned_since.setdefault(partition, time.monotonic())
+            self._given_up.add(partition)
         log.info("gave up %d partition(s)", len(tps))
 
     async def assigned(self, tps: frozenset[TopicPartition]) -> None:
@@ -214,7 +223,12 @@ class KafkaRuntime:
             log.error("the group's assignment is not co-partitioned (%s): a stage may read a shard another worker "
                       "writes; is an older worker (faust) still in the group?", sorted(tps))
         self._restore_now.set()
-        log.info("given %d partition(s): %s", len(tps), sorted(by_topic.get(self.writer.topic, ())))
+        kept = by_topic.get(self.writer.topic, set())
+        lost, self._given_up = self._given_up - kept, set()
+        if lost:  # in a task: never inside the rebalance
+            self._handovers.add(task := asyncio.create_task(self._hand_over(lost), name="altm-hand-over"))
+            task.add_done_callback(self._handovers.discard)
+        log.info("given %d partition(s): %s", len(tps), sorted(kept))
 
     # fetching, queueing, committing
 
@@ -226,9 +240,12 @@ class KafkaRuntime:
                 log.warning("fetching from the broker failed; trying again in 1 s", exc_info=True)
                 await asyncio.sleep(1.0)
                 continue
-            for tp, records in batches.items():
-                self._queue(tp, records)
-            self._pace()
+            try:
+                for tp, records in batches.items():
+                    self._queue(tp, records)
+                self._pace()
+            except Exception:  # never the end of the loop: what was not queued is fetched again after a rebalance
+                log.exception("queueing fetched records failed")
 
     def _queue(self, tp: TopicPartition, records: Sequence[Record]) -> None:
         after = self._next.get(tp)
@@ -369,8 +386,27 @@ class KafkaRuntime:
             if partition in owned or partition >= self.partitions:
                 continue
             since = self._unowned_since.setdefault(partition, now)
-            if now - since >= after:
+            if now - since >= after and await self._hand_over({partition}):
                 self._drop(partition)
+
+    async def _hand_over(self, partitions: set[int]) -> bool:
+        """Deferred work of partitions another worker now owns, published again to its input topic (the new
+        owner handles it there: effects are idempotent) and then removed here: with a data dir of its own, the
+        new owner never had it. Returns whether nothing is left (a failure keeps it here, for the next try)."""
+        try:
+            items = self.work.pending(partitions)
+            if items:
+                await self._publish([OutgoingRecord(i.topic, i.value, i.key, unpack_headers(i.headers))
+                                     for i in items])
+                for item in items:
+                    self.work.done(item)
+                log.info("handed %d deferred record(s) of partition(s) %s over to their new owner", len(items),
+                         sorted(partitions))
+        except Exception:
+            log.warning("handing deferred work of partitions %s over failed; it stays here for now",
+                        sorted(partitions), exc_info=True)
+            return False
+        return True
 
     def _drop(self, partition: int) -> None:
         ids = self.shards.drop(partition)
