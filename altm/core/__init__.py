@@ -35,7 +35,7 @@ from altm.core.governance import (
     Supersession,
     TrustVerdict,
 )
-from altm.core.graph import EdgeType, GraphEdge, GraphNode, NodeType
+from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
 from altm.core.ids import content_hash, derive_id, normalise_text, sha256_hex
 from altm.core.memory import (
     Kind,
@@ -54,6 +54,7 @@ from altm.core.proposals import (
     EraseProposal,
     ForgetProposal,
     HoldActionProposal,
+    LinkMemoryProposal,
     MergeProposal,
     Proposal,
     ProposalEvent,
@@ -98,6 +99,8 @@ __all__ = [
     "Lifecycle",
     "LifecycleSignal",
     "LifecycleState",
+    "LinkMemoryProposal",
+    "MemoryLinks",
     "MemoryUnit",
     "Merge",
     "MergeProposal",

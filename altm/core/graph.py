@@ -55,3 +55,15 @@ class GraphEdge(BaseModel):
     evidence: tuple[str, ...] = Field(min_length=1)
     method: Method
     label: str | None = None
+
+
+class MemoryLinks(BaseModel):
+    """What one memory adds to the graph: the nodes it mentions and the edges between it and them (and among
+    them), applied by the writer as one proposal (one transaction step, one change) instead of one per row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_id: str = Field(min_length=1, max_length=64)
+    scope: Scope
+    nodes: tuple[GraphNode, ...] = Field(default=(), max_length=512)
+    edges: tuple[GraphEdge, ...] = Field(default=(), max_length=1024)

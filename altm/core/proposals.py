@@ -27,7 +27,7 @@ from altm.core.governance import (
     Supersession,
     TrustVerdict,
 )
-from altm.core.graph import GraphEdge, GraphNode
+from altm.core.graph import GraphEdge, GraphNode, MemoryLinks
 from altm.core.memory import MemoryUnit
 
 
@@ -35,6 +35,7 @@ class ProposalOp(StrEnum):
     UPSERT_MEMORY = "upsert_memory"
     UPSERT_NODE = "upsert_node"
     UPSERT_EDGE = "upsert_edge"
+    LINK_MEMORY = "link_memory"
     SET_TRUST = "set_trust"
     SUPERSEDE = "supersede"
     MERGE = "merge"
@@ -51,6 +52,7 @@ PAYLOAD_SLOTS: dict[ProposalOp, str] = {
     ProposalOp.UPSERT_MEMORY: "memory",
     ProposalOp.UPSERT_NODE: "node",
     ProposalOp.UPSERT_EDGE: "edge",
+    ProposalOp.LINK_MEMORY: "links",
     ProposalOp.SET_TRUST: "verdict",
     ProposalOp.SUPERSEDE: "supersession",
     ProposalOp.MERGE: "merge",
@@ -124,6 +126,18 @@ class UpsertEdgeProposal(Proposal):
     @property
     def target_id(self) -> str:
         return self.edge.edge_id
+
+
+class LinkMemoryProposal(Proposal):
+    """One memory's nodes and edges together (what ``link`` proposes; the upsert_node and upsert_edge records
+    an older ``link`` wrote on the log are still applied)."""
+
+    op: Literal[ProposalOp.LINK_MEMORY] = ProposalOp.LINK_MEMORY
+    links: MemoryLinks
+
+    @property
+    def target_id(self) -> str:
+        return self.links.memory_id
 
 
 class SetTrustProposal(Proposal):
@@ -217,9 +231,9 @@ class RecordCycleProposal(Proposal):
 
 
 ProposalEvent = Annotated[
-    UpsertMemoryProposal | UpsertNodeProposal | UpsertEdgeProposal | SetTrustProposal | SupersedeProposal
-    | MergeProposal | HoldActionProposal | EraseProposal | ReviewProposal | SignalProposal | ForgetProposal
-    | RollbackProposal | RecordCycleProposal,
+    UpsertMemoryProposal | UpsertNodeProposal | UpsertEdgeProposal | LinkMemoryProposal | SetTrustProposal
+    | SupersedeProposal | MergeProposal | HoldActionProposal | EraseProposal | ReviewProposal | SignalProposal
+    | ForgetProposal | RollbackProposal | RecordCycleProposal,
     Field(discriminator="op"),
 ]
 """Every proposal, discriminated by ``op`` (inside :data:`altm.core.Event`, which is discriminated by

@@ -33,6 +33,7 @@ from altm.core import (
     DecodeError,
     Deferred,
     Event,
+    LinkMemoryProposal,
     ProcessingError,
     Proposal,
     Settings,
@@ -108,7 +109,7 @@ def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources
 
 
 def _new(proposals: Sequence[Proposal], ctx: ProcessorContext, result: StageResult) -> list[Proposal]:
-    """``proposals`` less upserts that would change nothing: a memory or node upsert proposed earlier in this
+    """``proposals`` less upserts that would change nothing: a memory, node or link upsert proposed earlier in this
     batch (its id is derived from the whole payload, and the writer answers a repeat ``unchanged``: a memory
     upsert is applied once, a node is a join of what was proposed), and a memory upsert the writer applied
     before to a memory it still stores. A scene recomputed from the same atoms, or the node each mention of an
@@ -120,7 +121,7 @@ def _new(proposals: Sequence[Proposal], ctx: ProcessorContext, result: StageResu
     to it a rejection (``missing_evidence``, recorded) instead of re-creating the node."""
     out: list[Proposal] = []
     for p in proposals:
-        if isinstance(p, UpsertMemoryProposal | UpsertNodeProposal):
+        if isinstance(p, UpsertMemoryProposal | UpsertNodeProposal | LinkMemoryProposal):
             applied = (isinstance(p, UpsertMemoryProposal) and ctx.reader is not None
                        and ctx.reader.upsert_applied(p.scope, p.memory.memory_id, p.event_id))
             if applied or p.event_id in result.proposed:

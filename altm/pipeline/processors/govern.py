@@ -67,6 +67,9 @@ def facet_label(facet_key: str) -> str:
     return f"{family.capitalize()} ({topic})" if topic else family.capitalize()
 
 
+_SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE})
+
+
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
@@ -75,9 +78,9 @@ class GovernProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        """Committed L2 atoms (merges, facets) and committed edges (scenes)."""
+        """Committed L2 atoms (merges, facets) and committed links and edges (scenes)."""
         return committed_upsert(marker, _ATOMS) or (
-            marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.UPSERT_EDGE)
+            marker.status is ChangeStatus.COMMITTED and marker.op in _SCENE_OPS)
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         reader = ctx.require_reader()
@@ -87,9 +90,14 @@ class GovernProcessor(Processor):
             if any(p.merge.duplicate_id == mem.memory_id for p in merges):
                 return merges  # a duplicate adds evidence to its canonical atom, not a facet of its own
             return [*merges, *await self._facet(event, ctx, reader, mem)]
-        if (isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED
-                and event.op is ProposalOp.UPSERT_EDGE and event.memory_id):
-            return self._scene(event, reader)
+        if not isinstance(event, ChangeEvent) or event.status is not ChangeStatus.COMMITTED:
+            return []
+        if event.op is ProposalOp.LINK_MEMORY:
+            return [p for node_id in event.mentioned_ids for p in self._scene(event, reader, node_id)]
+        if event.op is ProposalOp.UPSERT_EDGE and event.memory_id:  # an edge an older link proposed alone
+            edge = reader.edge(event.scope, event.memory_id)
+            if edge is not None and edge["edge_type"] == EdgeType.MENTIONS.value:
+                return self._scene(event, reader, str(edge["dst_id"]))
         return []
 
     def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[MergeProposal]:
@@ -171,15 +179,11 @@ class GovernProcessor(Processor):
         return ("no model configured and no correction cue: both versions are kept and the supersede is "
                 "held for review")
 
-    def _scene(self, event: ChangeEvent, reader: MemoryReader) -> list[Proposal]:
-        """The scene of the node a new MENTIONS edge points to, from the atoms that mention it now. A message's
-        edge recomputes it too: after an erasure or a forget, that is what rebuilds a scene from the atoms
-        left (a scene recomputed unchanged is not sent: see the stage driver)."""
-        assert event.memory_id is not None
-        edge = reader.edge(event.scope, event.memory_id)
-        if edge is None or edge["edge_type"] != EdgeType.MENTIONS.value:
-            return []
-        node = reader.node(event.scope, edge["dst_id"])
+    def _scene(self, event: ChangeEvent, reader: MemoryReader, node_id: str) -> list[Proposal]:
+        """The scene of a node a new (or strengthened) MENTIONS edge points to, from the atoms that mention it
+        now. A message's mention recomputes it too: after an erasure or a forget, that is what rebuilds a scene
+        from the atoms left (a scene recomputed unchanged is not sent: see the stage driver)."""
+        node = reader.node(event.scope, node_id)
         if node is None or node["node_type"] not in ("Entity", "Time"):
             return []
         unique: dict[tuple[str, str], MemoryUnit] = {}

@@ -1,4 +1,5 @@
-"""link: L0/L2 changes → graph nodes (Entity, Event, Task, Intent, Time) and typed, weighted edges."""
+"""link: L0/L2 changes → graph nodes (Entity, Event, Task, Intent, Time) and typed, weighted edges, one
+``link_memory`` proposal per memory."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from altm.core import (
     GraphNode,
     Kind,
     Layer,
+    LinkMemoryProposal,
+    MemoryLinks,
     MemoryUnit,
     Method,
     NodeType,
     Proposal,
-    UpsertEdgeProposal,
-    UpsertNodeProposal,
     derive_id,
 )
 from altm.core.topics import Topic
@@ -38,6 +39,7 @@ from altm.pipeline.processors._base import (
 _KIND_NODE = {Kind.TASK: NodeType.TASK, Kind.ISSUE: NodeType.EVENT, Kind.OUTCOME: NodeType.EVENT,
               Kind.PREFERENCE: NodeType.INTENT, Kind.DECISION: NodeType.INTENT}
 _MAX_COOCCUR = 6
+_MAX_NODES = 512  # MemoryLinks holds at most 512 nodes and 1,024 edges (512 mentions + 15 co-occurrences + 32)
 
 _FROM = frozenset({Layer.L0, Layer.L2})
 
@@ -105,6 +107,8 @@ class LinkProcessor(Processor):
             named.append((_KIND_NODE[mem.kind], mem.content[:200]))
         nodes: dict[str, GraphNode] = {}
         for node_type, name in named:
+            if len(nodes) == _MAX_NODES:
+                break  # a memory naming more is hostile or noise: the first ones are linked
             nid = node_id(mem, node_type, name)
             nodes.setdefault(nid, GraphNode(node_id=nid, scope=mem.scope, node_type=node_type, name=name,
                                             method=method))
@@ -130,8 +134,7 @@ class LinkProcessor(Processor):
                     dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
                     evidence=(mem.memory_id,), method=method,
                 ))
-        out: list[Proposal] = [proposal(UpsertNodeProposal, scope=mem.scope, processor=self.name, cause=event, node=n)
-                               for n in nodes.values()]
-        out += [proposal(UpsertEdgeProposal, scope=mem.scope, processor=self.name, cause=event, edge=e)
-                for e in edges]
-        return out
+        if not nodes:
+            return []  # no node, no edge
+        links = MemoryLinks(memory_id=mem.memory_id, scope=mem.scope, nodes=tuple(nodes.values()), edges=tuple(edges))
+        return [proposal(LinkMemoryProposal, scope=mem.scope, processor=self.name, cause=event, links=links)]

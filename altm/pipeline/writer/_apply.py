@@ -23,6 +23,7 @@ from altm.core import (
     DeadLetter,
     DecodeError,
     EraseProposal,
+    LinkMemoryProposal,
     MemoryUnit,
     Proposal,
     ProposalEvent,
@@ -262,17 +263,24 @@ def _check_route(p: ProposalEvent, record: Record, partitions: int) -> None:
                 edge=payload) if payload.scope.home != home:
             raise Rejection(f"payload scope home {payload.scope.home!r} differs from the proposal's {home!r}",
                             code="wrong_route")
+        case LinkMemoryProposal(links=links):
+            for part in (links.scope, *(n.scope for n in links.nodes), *(e.scope for e in links.edges)):
+                if part.home != home:
+                    raise Rejection(f"payload scope home {part.home!r} differs from the proposal's {home!r}",
+                                    code="wrong_route")
 
 
 def _changes(p: Proposal, record: Record, applied: Applied) -> list[ChangeEvent]:
     """The change the proposal made, then one ``committed`` change per row it updated as a consequence."""
-    return [_change(p, record, applied.status, memory=applied.memory, removed=applied.removed)] + [
+    return [_change(p, record, applied.status, memory=applied.memory, removed=applied.removed,
+                    mentioned=applied.mentioned)] + [
         _change(p, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id) for m in applied.also_changed]
 
 
 def _change(
     p: Proposal, record: Record, status: ChangeStatus, *, reason: str | None = None,
     memory: MemoryUnit | None = None, target_id: str | None = None, removed: tuple[str, ...] = (),
+    mentioned: tuple[str, ...] = (),
 ) -> ChangeEvent:
     mem = memory or (p.memory if isinstance(p, UpsertMemoryProposal) else None)
     return ChangeEvent(
@@ -288,6 +296,7 @@ def _change(
         reason=reason,
         memory=memory if status is ChangeStatus.COMMITTED else None,
         removed_ids=removed,
+        mentioned_ids=mentioned,
         source_topic=record.topic,
         source_partition=record.partition,
         source_offset=record.offset,

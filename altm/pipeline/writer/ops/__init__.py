@@ -12,6 +12,7 @@ from altm.core import (
     EraseProposal,
     ForgetProposal,
     HoldActionProposal,
+    LinkMemoryProposal,
     MergeProposal,
     ProposalEvent,
     RecordCycleProposal,
@@ -28,7 +29,7 @@ from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.cycles import record_cycle
 from altm.pipeline.writer.ops.erasure import erase
 from altm.pipeline.writer.ops.governance import hold_action, merge, review, rollback, supersede
-from altm.pipeline.writer.ops.graph import upsert_edge, upsert_node
+from altm.pipeline.writer.ops.graph import link_memory, upsert_edge, upsert_node
 from altm.pipeline.writer.ops.lifecycle import forget, signal
 from altm.pipeline.writer.ops.memory import upsert_memory
 from altm.pipeline.writer.ops.trust import set_trust
@@ -45,6 +46,8 @@ def apply_op(tx: ShardTx, p: ProposalEvent, ctx: OpContext) -> Applied:  # noqa:
             return upsert_node(tx, p, ctx)
         case UpsertEdgeProposal():
             return upsert_edge(tx, p, ctx)
+        case LinkMemoryProposal():
+            return link_memory(tx, p, ctx)
         case SetTrustProposal():
             return set_trust(tx, p, ctx)
         case SupersedeProposal():

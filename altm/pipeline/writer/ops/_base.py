@@ -54,6 +54,7 @@ class Applied:
     memory: MemoryUnit | None = None
     also_changed: list[MemoryUnit] = field(default_factory=list)  # rows updated as a consequence
     removed: tuple[str, ...] = ()  # memories the change deleted (their vectors go too)
+    mentioned: tuple[str, ...] = ()  # nodes a link's new or strengthened MENTIONS edges point to
 
 
 def as_json(value: Any) -> str:

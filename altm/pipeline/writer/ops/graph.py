@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import ChangeStatus, UpsertEdgeProposal, UpsertNodeProposal
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row, as_json
+from altm.core import (
+    ChangeStatus,
+    EdgeType,
+    GraphEdge,
+    GraphNode,
+    LinkMemoryProposal,
+    Proposal,
+    UpsertEdgeProposal,
+    UpsertNodeProposal,
+)
+from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, Row, as_json
 from altm.store import ShardTx
 
 
@@ -24,10 +33,38 @@ def _merged(old: dict[str, object], new: dict[str, object]) -> dict[str, object]
 
 
 def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
+    return Applied(ChangeStatus.COMMITTED if _put_node(tx, p.node, p, ctx) else ChangeStatus.UNCHANGED)
+
+
+def upsert_edge(tx: ShardTx, p: UpsertEdgeProposal, ctx: OpContext) -> Applied:
+    return Applied(ChangeStatus.COMMITTED if _put_edge(tx, p.edge, p, ctx) else ChangeStatus.UNCHANGED)
+
+
+def link_memory(tx: ShardTx, p: LinkMemoryProposal, ctx: OpContext) -> Applied:
+    """A memory's nodes, then its edges, in one step: ``committed`` when any row changed, with the nodes whose
+    MENTIONS edge from this memory is new or strengthened (their scenes are recomputed). A memory erased since
+    it was linked makes the proposal void; one missing for another reason, a refusal (nothing is kept)."""
+    links = p.links
+    if not tx.has_memory(links.memory_id):
+        if tx.tombstone_of_memory(p.scope, links.memory_id) is not None:
+            raise Erased(f"memory {links.memory_id} was erased")
+        raise Rejection(f"memory {links.memory_id} to link is not in this shard", code="missing_evidence")
+    changed = [_put_node(tx, node, p, ctx) for node in links.nodes]
+    mentioned = []
+    for edge in links.edges:
+        if _put_edge(tx, edge, p, ctx):
+            changed.append(True)
+            if edge.edge_type is EdgeType.MENTIONS:
+                mentioned.append(edge.dst_id)
+    status = ChangeStatus.COMMITTED if any(changed) else ChangeStatus.UNCHANGED
+    return Applied(status, mentioned=tuple(sorted(set(mentioned))))
+
+
+def _put_node(tx: ShardTx, node: GraphNode, p: Proposal, ctx: OpContext) -> bool:
     """A node's id comes from its normalised name, so spellings of one name ("Last week", "last week") meet in
     one row; the stored spelling and method are the least of those seen and the attributes a merge (not the
-    latest), so the row does not depend on the order proposals arrive in (embedded, one worker or several)."""
-    node = p.node
+    latest), so the row does not depend on the order proposals arrive in (embedded, one worker or several).
+    True when the row changed."""
     old = tx.node(node.node_id)
     name, method, attributes = node.name, node.method.value, dict(node.attributes)
     if old is not None:  # every field a function of the proposals seen, not of their order
@@ -39,13 +76,14 @@ def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
         "name": name, "attributes": as_json(attributes), "method": method,
     }
     if _holds(old, row):
-        return Applied(ChangeStatus.UNCHANGED)
+        return False
     tx.put_node({**row, "recorded_at": ctx.now}, old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    return Applied(ChangeStatus.COMMITTED)
+    return True
 
 
-def upsert_edge(tx: ShardTx, p: UpsertEdgeProposal, ctx: OpContext) -> Applied:
-    edge = p.edge
+def _put_edge(tx: ShardTx, edge: GraphEdge, p: Proposal, ctx: OpContext) -> bool:
+    """An edge whose ends and evidence are in the shard; its evidence is the union of what was proposed and its
+    weight follows from it (order-independent). True when the row changed."""
     for end in (edge.src_id, edge.dst_id):
         if not tx.has_memory(end) and tx.node(end) is None:
             raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard",
@@ -65,6 +103,6 @@ def upsert_edge(tx: ShardTx, p: UpsertEdgeProposal, ctx: OpContext) -> Applied:
         "evidence": as_json(evidence), "method": edge.method.value,
     }
     if _holds(old, row):
-        return Applied(ChangeStatus.UNCHANGED)
+        return False
     tx.put_edge({**row, "recorded_at": ctx.now}, old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    return Applied(ChangeStatus.COMMITTED)
+    return True
