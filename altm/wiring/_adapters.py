@@ -4,6 +4,7 @@ imports a concrete adapter's constructor."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,15 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 
 from altm.bus import Bus
 from altm.bus.embedded import EmbeddedLog, default_log_path, log_topics
-from altm.bus.sealing import KeyStore, KeyStoreError, SealedBus, Sealer, SqliteKeyStore
+from altm.bus.sealing import (
+    MASTER_KEY_ENV,
+    KeyStore,
+    KeyStoreError,
+    SealedBus,
+    Sealer,
+    SqliteKeyStore,
+    decode_master_key,
+)
 from altm.core import Scope, Settings, partition_for
 from altm.models import (
     ChatModel,
@@ -101,8 +110,8 @@ def resolve(settings: Settings) -> Settings:
         vectors = settings.qdrant_url or "memory://"
     update["vectors"] = vectors or _local_url("edge", data_dir / "vectors")
     keystore = settings.keystore or _local_url("sqlite", data_dir / KEYSTORE_FILE)
-    if not keystore.startswith("sqlite:///"):
-        raise WiringError(f"unknown key store {keystore!r}: expected sqlite:///PATH")
+    if not keystore.startswith(("sqlite:///", "kafka://")):
+        raise WiringError(f"unknown key store {keystore!r}: expected sqlite:///PATH or kafka://HOST:PORT")
     update["keystore"] = keystore
     return settings.model_copy(update=update)
 
@@ -112,12 +121,35 @@ KEYSTORE_FILE = "keys.db"
 
 def open_keystore(settings: Settings, *, read_only: bool = False) -> KeyStore | None:
     """The key store of the log's data keys; None when there is none to use: sealing is off
-    (``ALTM_SEAL_LOG=false``) and no store exists, or, read-only, there is none (a log from before sealing)."""
+    (``ALTM_SEAL_LOG=false``) and no store exists, or, read-only, there is none (a log from before sealing).
+    ``kafka://HOST:PORT``: the keys on the compacted topic ``<prefix>keys`` of that broker (no shared disk),
+    wrapped by ``ALTM_MASTER_KEY``, which every process of the deployment must be given."""
+    if (settings.keystore or "").startswith("kafka://"):
+        return _open_kafka_keystore(settings, read_only=read_only)
     path = _path_of(settings.keystore or "", "sqlite")
     if (read_only or not settings.seal_log) and not path.exists():
         return None
     try:
         return SqliteKeyStore(path, read_only=read_only)
+    except KeyStoreError as exc:
+        raise WiringError(str(exc)) from None
+
+
+def _open_kafka_keystore(settings: Settings, *, read_only: bool) -> KeyStore | None:
+    from altm.bus.kafka import KEYS_TOPIC, KafkaKeyStore, KeyTopicMissing, parse_broker_url
+
+    text = os.environ.get(MASTER_KEY_ENV)
+    if not text:
+        raise WiringError(f"a key store on Kafka ({settings.keystore}) needs the deployment's master key in "
+                          f"{MASTER_KEY_ENV} (base64 of 32 random bytes, the same in every process)")
+    try:
+        master = decode_master_key(text, MASTER_KEY_ENV)
+        return KafkaKeyStore(parse_broker_url(settings.keystore or ""), f"{settings.topic_prefix}{KEYS_TOPIC}",
+                             master_key=master, read_only=read_only, create=settings.seal_log)
+    except KeyTopicMissing:
+        if read_only or not settings.seal_log:
+            return None
+        raise
     except KeyStoreError as exc:
         raise WiringError(str(exc)) from None
 

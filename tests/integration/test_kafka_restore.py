@@ -7,8 +7,10 @@ were rejected ("edge end … is neither a memory nor a graph node in this shard"
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import random
+import secrets
 import signal
 import uuid
 from pathlib import Path
@@ -96,14 +98,23 @@ async def test_a_worker_with_its_own_data_dir_restores_the_partitions_it_takes_o
     assert state_hash(dir_b) == state_hash(embedded.data_dir)
 
 
+def _kafka_keys(bootstrap: str) -> dict[str, str]:
+    """The log's data keys on the broker (a compacted topic), not in a file the workers share."""
+    return {"ALTM_KEYSTORE": f"kafka://{bootstrap}", "ALTM_MASTER_KEY": MASTER_KEY}
+
+
+MASTER_KEY = base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()
+
+
 async def test_sigkills_with_separate_data_dirs_lose_nothing(kafka_bootstrap: str, tmp_path: Path) -> None:
-    """Two workers, each with its own data dir; one is killed with SIGKILL at random points mid-stream and
-    restarted, five times; partitions move back and forth, each restored from the log where it lands. At the
-    end the other worker takes every partition: its data dir alone holds the embedded runtime's state."""
+    """Two workers, each with its own data dir and nothing else on disk to share (the data keys are on the
+    broker); one is killed with SIGKILL at random points mid-stream and restarted, five times; partitions move
+    back and forth, each restored from the log where it lands. At the end the other worker takes every
+    partition: its data dir alone holds the embedded runtime's state."""
     prefix = f"s{uuid.uuid4().hex[:10]}."
     turns = _turns(range(0, 16))
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
-           "ALTM_KEYSTORE": f"sqlite:///{tmp_path / 'keys.db'}"}
+           **_kafka_keys(kafka_bootstrap)}
     await _publish(kafka_bootstrap, prefix, turns, create=True)
     dir_a, dir_b = tmp_path / "worker-a", tmp_path / "worker-b"
     rng = random.Random(13)
@@ -128,18 +139,21 @@ async def test_sigkills_with_separate_data_dirs_lose_nothing(kafka_bootstrap: st
 
 
 async def test_an_erasure_holds_through_a_restore_and_in_the_read_replica(
-        kafka_bootstrap: str, kafka_segments: Path, tmp_path: Path) -> None:
+        kafka_bootstrap: str, kafka_segments: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Erased in a Kafka deployment: gone from the owning shard, from the read replica, from a shard another
     worker restores from the log afterwards (the erased session's proposals no longer open: their key is
-    destroyed), and never in clear on the broker's disk."""
+    destroyed, on the broker's key topic, which every process reads), and never in clear on the broker's
+    disk."""
     prefix = f"e{uuid.uuid4().hex[:10]}."
     scope = Scope(tenant_id="t", workspace_id="w", user_id="user0", agent_id="a")
     secret = [make_turn(90 + i, text, scope=scope, session="s-secret") for i, text in enumerate(
         [f"My vault code is {SECRET.decode()}, keep it.", f"I prefer that {SECRET.decode()} is rotated monthly."])]
     turns = _turns(range(0, 2)) + secret
-    keystore = f"sqlite:///{tmp_path / 'keys.db'}"
+    keys = _kafka_keys(kafka_bootstrap)
+    keystore = keys["ALTM_KEYSTORE"]
+    monkeypatch.setenv("ALTM_MASTER_KEY", keys["ALTM_MASTER_KEY"])  # the replica runs in this process
     env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
-           "ALTM_KEYSTORE": keystore}
+           **keys}
     await _publish(kafka_bootstrap, prefix, [], create=True)
     dir_a, dir_b, dir_r = tmp_path / "worker-a", tmp_path / "worker-b", tmp_path / "replica"
     replica = await open_deployment(Settings(

@@ -38,21 +38,23 @@ def test_the_environment_names_adapters_by_url(compose: dict[str, object]) -> No
     services = compose["services"]
     assert isinstance(services, dict)
     env = services["worker"]["environment"]
-    settings = resolve(Settings(data_dir=Path("/data"), **{k.removeprefix("ALTM_").lower(): v for k, v in env.items()}))
+    fields = {k.removeprefix("ALTM_").lower(): v for k, v in env.items() if k != "ALTM_MASTER_KEY"}
+    settings = resolve(Settings(data_dir=Path("/data"), **fields))
     assert settings.bus == "kafka://kafka:9092" and settings.vectors == "edge:////data/vectors"
-    assert settings.partitions == 8 and settings.keystore == "sqlite:////keys/keys.db"
+    assert settings.partitions == 8 and settings.keystore == "kafka://kafka:9092"  # the keys on the broker
+    assert env["ALTM_MASTER_KEY"].startswith("${ALTM_MASTER_KEY:?")  # the user's secret: compose refuses without
 
 
 def test_no_data_volume_is_shared_and_the_log_is_kept(compose: dict[str, object]) -> None:
     """Issue 13: each worker keeps its partitions in a volume of its own (an anonymous one per container), the
-    retrieval service its read replica in another; only the key store is shared; the broker's log dir is its
-    volume (the image's default is /tmp)."""
+    retrieval service its read replica in another; nothing is shared (the data keys are on the broker); the
+    broker's log dir is its volume (the image's default is /tmp)."""
     services = compose["services"]
     assert isinstance(services, dict)
     worker, retrieval, kafka = services["worker"], services["retrieval"], services["kafka"]
     assert "/data" in worker["volumes"]  # no name: a new volume for every worker container
     named = {v.split(":")[0]: v.split(":")[1] for s in (worker, retrieval) for v in s["volumes"] if ":" in v}
-    assert named == {"altm-keys": "/keys", "altm-retrieval": "/data"}
+    assert named == {"altm-retrieval": "/data"}
     assert retrieval["environment"]["ALTM_READ_REPLICA"] == "true"
     assert float(worker["environment"]["ALTM_WORKER_DROP_UNOWNED_AFTER_S"]) > 0  # no stale copy outlives it
     assert resolve(Settings(data_dir=Path("/data"), read_replica=retrieval["environment"]["ALTM_READ_REPLICA"]

@@ -1,5 +1,6 @@
 from altm.bus.kafka._bus import KafkaBus, KafkaConsumer, PartitionReader, parse_broker_url, read_range
 from altm.bus.kafka._group import GroupMember, Rebalance
+from altm.bus.kafka._keys import KEYS_TOPIC, KafkaKeyStore, KeyTopicMissing
 
-__all__ = ["GroupMember", "KafkaBus", "KafkaConsumer", "PartitionReader", "Rebalance", "parse_broker_url",
-           "read_range"]
+__all__ = ["KEYS_TOPIC", "GroupMember", "KafkaBus", "KafkaConsumer", "KafkaKeyStore", "KeyTopicMissing",
+           "PartitionReader", "Rebalance", "parse_broker_url", "read_range"]

@@ -7,6 +7,7 @@ from altm.bus.sealing._keys import (
     KeyStoreError,
     Owner,
     SqliteKeyStore,
+    decode_master_key,
     load_master_key,
     master_id,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "SealedConsumer",
     "Sealer",
     "SqliteKeyStore",
+    "decode_master_key",
     "is_sealed",
     "is_shredded",
     "load_master_key",

@@ -98,9 +98,9 @@ def load_master_key(path: Path, *, create: bool) -> bytes:
     """The master key: ``ALTM_MASTER_KEY`` when set, else the key file (made, mode 0600, when ``create``)."""
     text = os.environ.get(MASTER_KEY_ENV)
     if text:
-        return _decode_master(text, MASTER_KEY_ENV)
+        return decode_master_key(text, MASTER_KEY_ENV)
     if path.exists():
-        return _decode_master(path.read_text(encoding="ascii").strip(), str(path))
+        return decode_master_key(path.read_text(encoding="ascii").strip(), str(path))
     if not create:
         raise KeyStoreError(f"no master key: set {MASTER_KEY_ENV} or restore {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +111,8 @@ def load_master_key(path: Path, *, create: bool) -> bytes:
     return key
 
 
-def _decode_master(text: str, where: str) -> bytes:
+def decode_master_key(text: str, where: str) -> bytes:
+    """A master key from its base64 text (``where`` names its source in errors)."""
     try:
         key = base64.urlsafe_b64decode(text.encode("ascii"))
     except (ValueError, UnicodeEncodeError):

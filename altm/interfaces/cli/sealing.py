@@ -9,9 +9,17 @@ from pathlib import Path
 
 import typer
 
-from altm.bus.sealing import MASTER_KEY_ENV, KeyStoreError, SqliteKeyStore, load_master_key, master_id
+from altm.bus.sealing import (
+    MASTER_KEY_ENV,
+    KeyStore,
+    KeyStoreError,
+    SqliteKeyStore,
+    decode_master_key,
+    load_master_key,
+    master_id,
+)
 from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, emit_json, fail, settings_for
-from altm.wiring import resolve
+from altm.wiring import WiringError, open_keystore, resolve
 
 sealing_app = typer.Typer(help="The key store of the log's data keys (erasure destroys keys: crypto-shredding).",
                        no_args_is_help=True)
@@ -26,8 +34,31 @@ def _store_path(data_dir: Path) -> Path:
     return Path((settings.keystore or "").removeprefix("sqlite:///"))
 
 
+def _kafka_store(data_dir: Path, *, read_only: bool) -> KeyStore | None:
+    """The deployment's key store when it is on Kafka (``ALTM_KEYSTORE=kafka://…``), else None."""
+    settings = resolve(settings_for(data_dir))
+    if not (settings.keystore or "").startswith("kafka://"):
+        return None
+    try:
+        store = open_keystore(settings, read_only=read_only)
+    except WiringError as exc:
+        fail(str(exc))
+    if store is None:
+        fail(f"no key topic on {settings.keystore} yet (it is made when the first record is sealed)")
+    return store
+
+
 def status(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     """Where the key store is, which master key wraps it, and how many data keys it holds."""
+    kafka = _kafka_store(data_dir, read_only=True)
+    if kafka is not None:
+        try:
+            active, retired = kafka.counts()
+            emit_json({"key_store": getattr(kafka, "topic", "kafka"), "master_key": MASTER_KEY_ENV,
+                       "master_id": master_id(_env_master()), "data_keys": active, "retired_keys": retired})
+        finally:
+            kafka.close()
+        return
     path = _store_path(data_dir)
     if not path.exists():
         fail(f"no key store at {path} yet (it is made when the first record is sealed)")
@@ -51,22 +82,21 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     Stop every ALTM process that uses the key store first: a running one keeps the old master key. With the
     master key in its file (the default), a new key replaces it; run it again after an interruption. With
     ALTM_MASTER_KEY set, give the new key in ALTM_NEW_MASTER_KEY, then make it ALTM_MASTER_KEY everywhere."""
+    kafka = _kafka_store(data_dir, read_only=False)
+    if kafka is not None:
+        new = _new_master_from_env()
+        try:
+            count = kafka.rewrap(new)
+        finally:
+            kafka.close()
+        typer.echo(f"rewrapped {count} data key(s) with master key {master_id(new)}; now set {MASTER_KEY_ENV} to "
+                   f"the value of {NEW_MASTER_KEY_ENV} everywhere")
+        return
     path = _store_path(data_dir)
     if not path.exists():
         fail(f"no key store at {path}")
     from_env = bool(os.environ.get(MASTER_KEY_ENV))
-    if from_env:
-        text = os.environ.get(NEW_MASTER_KEY_ENV)
-        if not text:
-            fail(f"{MASTER_KEY_ENV} is set: put the new master key (base64 of 32 bytes) in {NEW_MASTER_KEY_ENV}")
-        try:
-            new = base64.urlsafe_b64decode(text.encode("ascii"))
-        except ValueError:
-            fail(f"{NEW_MASTER_KEY_ENV} is not base64")
-        if len(new) != 32:
-            fail(f"{NEW_MASTER_KEY_ENV} must be 32 bytes (base64 of 32 random bytes)")
-    else:
-        new = secrets.token_bytes(32)
+    new = _new_master_from_env() if from_env else secrets.token_bytes(32)
     try:
         store = SqliteKeyStore(path)
     except KeyStoreError as exc:
@@ -86,6 +116,23 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
         store.close()
     typer.echo(f"rewrapped {count} data key(s) with master key {master_id(new)}"
                + (f"; now set {MASTER_KEY_ENV} to the value of {NEW_MASTER_KEY_ENV} everywhere" if from_env else ""))
+
+
+def _env_master() -> bytes:
+    try:
+        return decode_master_key(os.environ.get(MASTER_KEY_ENV, ""), MASTER_KEY_ENV)
+    except KeyStoreError as exc:
+        fail(str(exc))
+
+
+def _new_master_from_env() -> bytes:
+    text = os.environ.get(NEW_MASTER_KEY_ENV)
+    if not text:
+        fail(f"{MASTER_KEY_ENV} is set: put the new master key (base64 of 32 bytes) in {NEW_MASTER_KEY_ENV}")
+    try:
+        return decode_master_key(text, NEW_MASTER_KEY_ENV)
+    except KeyStoreError as exc:
+        fail(str(exc))
 
 
 def _finish_interrupted(store: SqliteKeyStore, pending: Path) -> bool:

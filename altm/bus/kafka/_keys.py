@@ -1,0 +1,369 @@
+"""Data keys on a compacted Kafka topic of their own, for deployments whose processes share no disk.
+
+Each key is one record keyed by its id: its owner, its wrapped bytes (AES-GCM under the master key, which never
+leaves the processes: ``ALTM_MASTER_KEY``), when it was made and retired. Destroying a key writes a record
+with the same id and no key material; compaction then drops the older records that held it, so the log keeps
+"destroyed" (forever: a restore meets the key's records and must know they are shredded, not foreign) and loses
+the key. Every process reads the whole topic into memory on start and follows it; a write returns once this
+process has read it back, so what one process destroys, it never uses again, and a key another process made is
+read up to the log's end before it is called unknown.
+
+The topic is not one of the log's topics (one partition, compacted, never replayed): ``<prefix>keys``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTP
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from altm.bus.sealing._keys import MASTER_KEY_ENV, KeyStore, KeyStoreError, Owner, master_id
+
+log = logging.getLogger("altm.sealing")
+
+T = TypeVar("T")
+
+KEYS_TOPIC = "keys"
+"""The key topic's name after the deployment's topic prefix."""
+
+TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "min.compaction.lag.ms": "0",
+    "max.compaction.lag.ms": "3600000",  # a destroyed key's old record is compacted away within about an hour
+    "segment.ms": "3600000",  # ...of its segment closing: the active segment rolls at least hourly
+    "min.cleanable.dirty.ratio": "0.01",
+}
+"""How the key topic is made (an operator may change it with kafka-configs; the bounds are what erasure's
+guarantee rests on: a destroyed key leaves the broker's disks within about two hours)."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    owner: Owner
+    wrapped: bytes | None  # None: destroyed
+    master_id: str
+    created_ms: int
+    retired_ms: int | None = None
+    destroyed_ms: int | None = None
+
+    def value(self) -> bytes:
+        return orjson.dumps({
+            "home": self.owner.home, "agent": self.owner.agent, "session": self.owner.session,
+            "wrapped": base64.b64encode(self.wrapped).decode() if self.wrapped is not None else None,
+            "master_id": self.master_id, "created_ms": self.created_ms, "retired_ms": self.retired_ms,
+            "destroyed_ms": self.destroyed_ms,
+        })
+
+    @classmethod
+    def parse(cls, raw: bytes) -> _Entry:
+        d = orjson.loads(raw)
+        wrapped = d.get("wrapped")
+        return cls(Owner(str(d["home"]), str(d.get("agent") or ""), str(d.get("session") or "")),
+                   base64.b64decode(wrapped) if wrapped else None, str(d.get("master_id") or ""),
+                   int(d["created_ms"]), d.get("retired_ms"), d.get("destroyed_ms"))
+
+
+class KeyTopicMissing(KeyStoreError):
+    """The key topic does not exist and this store may not make it (read-only, or sealing is off)."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class KafkaKeyStore(KeyStore):
+    """The log's data keys on ``topic`` of the broker at ``bootstrap``, wrapped by ``master_key``.
+
+    The key store runs its own Kafka clients on an event loop in a thread of its own (the key store's interface
+    is synchronous: sealing happens inside the stages' synchronous code); :meth:`close` stops them."""
+
+    def __init__(self, bootstrap: str, topic: str, *, master_key: bytes, read_only: bool = False,
+                 create: bool = True, wait_s: float = 10.0, topic_config: dict[str, str] | None = None) -> None:
+        self.bootstrap, self.topic, self.read_only, self.wait_s = bootstrap, topic, read_only, wait_s
+        self._create_topic = create and not read_only
+        self._master_id = master_id(master_key)
+        self._aead = AESGCM(master_key)
+        self._unwrapping = {self._master_id: self._aead}  # during a rotation: the old and the new master key
+        self._topic_config = {**TOPIC_CONFIG, **(topic_config or {})}
+        self._lock = threading.Lock()  # the entries, read by callers, written by the reader
+        self._writing = threading.Lock()  # one write at a time: a key is made once per owner in this process
+        self._entries: dict[str, _Entry] = {}
+        self._plain: dict[str, bytes] = {}  # unwrapped keys
+        self._position = 0  # the next offset the reader applies
+        self._advanced: asyncio.Event | None = None
+        self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="altm-keys", daemon=True)
+        self._thread.start()
+        try:
+            self._call(self._start())
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the reader's loop ----------------------------------------------------------------------------------
+
+    def _call(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout_s if timeout_s is not None else self.wait_s + 30.0)
+        except TimeoutError:
+            future.cancel()
+            raise KeyStoreError(f"the key store on {self.bootstrap} ({self.topic}) did not answer in time") from None
+
+    async def _start(self) -> None:
+        self._advanced = asyncio.Event()
+        try:
+            if not await self._ensure_topic():
+                raise KeyTopicMissing(f"no key topic {self.topic} on {self.bootstrap} (it is made when the first "
+                                      "record is sealed)")
+            if not self.read_only:
+                self._producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, client_id="altm-keys",
+                                                  enable_idempotence=True, acks="all")
+                await self._producer.start()
+            self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, client_id="altm-keys",
+                                              enable_auto_commit=False, fetch_max_wait_ms=100)
+            await self._consumer.start()
+            tp = KafkaTP(self.topic, 0)
+            self._consumer.assign([tp])
+            await self._consumer.seek_to_beginning(tp)
+        except KeyStoreError:
+            raise
+        except Exception as exc:
+            raise KeyStoreError(f"cannot open the key store on Kafka at {self.bootstrap}: {exc}") from exc
+        self._reader = asyncio.create_task(self._follow(tp), name="altm-keys-reader")
+        await self._caught_up()
+
+    async def _ensure_topic(self) -> bool:
+        """The key topic is there (made now when it may be); False when it is not."""
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="altm-keys-admin")
+        await admin.start()
+        try:
+            for _ in range(50):
+                (desc,) = await admin.describe_topics([self.topic])
+                if desc.get("error_code", 0) == 0 and desc.get("partitions"):
+                    return True
+                if not self._create_topic:
+                    return False
+                with contextlib.suppress(TopicAlreadyExistsError):
+                    await admin.create_topics([NewTopic(self.topic, 1, 1, topic_configs=self._topic_config)])
+                await asyncio.sleep(0.1)  # metadata propagation after creation
+            raise KeyStoreError(f"the key topic {self.topic} did not appear on {self.bootstrap}")
+        finally:
+            await admin.close()
+
+    async def _follow(self, tp: KafkaTP) -> None:
+        assert self._consumer is not None and self._advanced is not None
+        while True:
+            try:
+                batches = await self._consumer.getmany(tp, timeout_ms=1000)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the broker away: the keys read so far still serve
+                log.exception("the key store could not read %s; retrying", self.topic)
+                await asyncio.sleep(1.0)
+                continue
+            for msg in batches.get(tp, ()):
+                self._apply(msg.key, msg.value, msg.offset)
+            with contextlib.suppress(Exception):
+                self._position = max(self._position, await self._consumer.position(tp))
+            self._advanced.set()
+            self._advanced.clear()
+
+    def _apply(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        if key is None or value is None:
+            return  # not ours (a key record always has a value, even once destroyed)
+        kid = key.decode("ascii", "replace")
+        try:
+            entry = _Entry.parse(value)
+        except (ValueError, KeyError, TypeError):
+            log.error("the key store skips a malformed record at %s@%d", self.topic, offset)
+            return
+        with self._lock:
+            self._entries[kid] = entry
+            self._plain.pop(kid, None)
+
+    async def _caught_up(self, at_least: int | None = None) -> None:
+        """Until the reader has applied everything up to the log's end (or ``at_least``)."""
+        assert self._consumer is not None and self._advanced is not None
+        tp = KafkaTP(self.topic, 0)
+        end = at_least if at_least is not None else (await self._consumer.end_offsets([tp]))[tp]
+        deadline = time.monotonic() + self.wait_s
+        while self._position < end:
+            if self._reader is not None and self._reader.done():
+                raise KeyStoreError("the key store's reader stopped")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KeyStoreError(f"the key store did not read {self.topic} up to offset {end} in {self.wait_s} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._advanced.wait(), min(left, 0.5))
+
+    async def _write(self, records: Iterable[tuple[str, _Entry]]) -> None:
+        """Publish ``records`` and wait until the reader has applied them."""
+        if self._producer is None:
+            raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only")
+        sent = [await self._producer.send(self.topic, entry.value(), key=kid.encode(), partition=0)
+                for kid, entry in records]
+        offsets: list[int] = [(await s).offset for s in sent]
+        if offsets:
+            await self._caught_up(max(offsets) + 1)
+
+    # -- the KeyStore interface ------------------------------------------------------------------------------
+
+    def current(self, owner: Owner) -> tuple[str, bytes]:
+        found = self._current(owner)
+        if found is not None:
+            return found
+        with self._writing:
+            found = self._current(owner)  # made by another thread while this one waited
+            if found is not None:
+                return found
+            if self.read_only:
+                raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it cannot make a key")
+            kid, key = uuid.uuid4().hex, AESGCM.generate_key(bit_length=256)
+            nonce = secrets.token_bytes(12)
+            entry = _Entry(owner, nonce + self._aead.encrypt(nonce, key, kid.encode()), self._master_id, _now_ms())
+            self._call(self._write([(kid, entry)]))
+            return kid, key
+
+    def _current(self, owner: Owner) -> tuple[str, bytes] | None:
+        with self._lock:
+            live = [(e.created_ms, kid) for kid, e in self._entries.items()
+                    if e.owner == owner and e.wrapped is not None and e.retired_ms is None]
+        if not live:
+            return None
+        kid = max(live)[1]
+        key = self.get(kid)
+        return (kid, key) if key is not None else None
+
+    def get(self, kid: str) -> bytes | None:
+        """The key; None when it was destroyed; :class:`KeyStoreError` when the topic never had it (read up to
+        its end first: another process may have made it a moment ago)."""
+        for attempt in range(2):
+            with self._lock:
+                plain = self._plain.get(kid)
+                if plain is not None:
+                    return plain
+                entry = self._entries.get(kid)
+            if entry is not None:
+                if entry.wrapped is None:
+                    return None
+                key = self._unwrap(kid, entry)
+                with self._lock:
+                    if self._entries.get(kid) is entry:
+                        self._plain[kid] = key
+                return key
+            if attempt == 0:
+                self._call(self._caught_up())
+        raise KeyStoreError(f"data key {kid} is not in the key store {self.topic} on {self.bootstrap}: the record "
+                            "was sealed with another key store (set ALTM_KEYSTORE to the deployment's own)")
+
+    def retired(self, kid: str) -> bool:
+        with self._lock:
+            entry = self._entries.get(kid)
+        return entry is not None and entry.retired_ms is not None
+
+    def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
+        return self._change(lambda o, e: o.home == home and (agent is None or o.agent == agent)
+                            and (session is None or o.session == session), _destroyed)
+
+    def retire(self, home: str, session: str) -> int:
+        now = _now_ms()
+        return self._change(lambda o, e: o.home == home and o.session == session and e.retired_ms is None,
+                            lambda e: replace(e, retired_ms=now))
+
+    def destroy_retired(self, older_than_s: float) -> int:
+        if self.read_only:
+            return 0
+        cutoff = _now_ms() - int(older_than_s * 1000)
+        return self._change(lambda o, e: e.retired_ms is not None and e.retired_ms <= cutoff, _destroyed)
+
+    def _change(self, which: Callable[[Owner, _Entry], bool], how: Callable[[_Entry], _Entry]) -> int:
+        if self.read_only:
+            raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it cannot change keys")
+        with self._writing:
+            with self._lock:
+                doomed = [(kid, how(e)) for kid, e in self._entries.items() if e.wrapped is not None
+                          and which(e.owner, e)]
+            self._call(self._write(doomed))
+        return len(doomed)
+
+    def rewrap(self, new_master: bytes) -> int:
+        if self.read_only:
+            raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only")
+        new_aead, new_id = AESGCM(new_master), master_id(new_master)
+        with self._writing:
+            with self._lock:
+                live = [(kid, e) for kid, e in self._entries.items() if e.wrapped is not None]
+            self._unwrapping[new_id] = new_aead  # what the reader applies from now on is wrapped by it
+            records = []
+            for kid, e in live:
+                nonce = secrets.token_bytes(12)
+                wrapped = nonce + new_aead.encrypt(nonce, self._unwrap(kid, e), kid.encode())
+                records.append((kid, replace(e, wrapped=wrapped, master_id=new_id)))
+            self._call(self._write(records))
+            self._master_id, self._aead = new_id, new_aead
+        return len(records)
+
+    def master_ids(self) -> set[str]:
+        with self._lock:
+            return {e.master_id for e in self._entries.values() if e.wrapped is not None}
+
+    def counts(self) -> tuple[int, int]:
+        with self._lock:
+            live = [e for e in self._entries.values() if e.wrapped is not None]
+        retired = sum(1 for e in live if e.retired_ms is not None)
+        return len(live) - retired, retired
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        with contextlib.suppress(Exception):
+            self._call(self._stop(), timeout_s=30.0)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10.0)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    async def _stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        if self._producer is not None:
+            await self._producer.stop()
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+    def _unwrap(self, kid: str, entry: _Entry) -> bytes:
+        assert entry.wrapped is not None
+        aead = self._unwrapping.get(entry.master_id)
+        if aead is None:
+            raise KeyStoreError(f"data key {kid} in {self.topic} is wrapped by master key {entry.master_id}, not by "
+                                f"the one given ({self._master_id}): set {MASTER_KEY_ENV} to the deployment's")
+        try:
+            return aead.decrypt(entry.wrapped[:12], entry.wrapped[12:], kid.encode())
+        except InvalidTag:
+            raise KeyStoreError(f"data key {kid} in {self.topic} does not unwrap with the master key") from None
+
+
+def _destroyed(entry: _Entry) -> _Entry:
+    return replace(entry, wrapped=None, destroyed_ms=_now_ms())

@@ -1,0 +1,191 @@
+"""The log's data keys on a compacted Kafka topic (issue 13: the SQLite key store was the one file every
+process of a Kafka deployment still had to share). Several processes (here: several stores) see the same keys;
+a destroyed key opens nothing anywhere, even in a store that starts after compaction; and the destroyed key's
+bytes leave the broker's disk."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from altm.bus.kafka import KafkaKeyStore, KeyTopicMissing
+from altm.bus.sealing import KeyStoreError, Owner
+from altm.core import Settings
+from altm.wiring import WiringError, open_keystore
+
+pytestmark = pytest.mark.kafka
+
+MASTER = secrets.token_bytes(32)
+
+
+def _store(bootstrap: str, topic: str, **options: object) -> KafkaKeyStore:
+    return KafkaKeyStore(bootstrap, topic, master_key=options.pop("master_key", MASTER), **options)  # type: ignore[arg-type]
+
+
+def _until(check: object, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if callable(check) and check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_keys_made_in_one_store_open_in_another_and_a_shred_reaches_both(kafka_bootstrap: str) -> None:
+    topic = f"k{uuid.uuid4().hex[:10]}.keys"
+    a = _store(kafka_bootstrap, topic)
+    b = _store(kafka_bootstrap, topic)
+    try:
+        owner = Owner("t/w/u1", "a", "s1")
+        kid, key = a.current(owner)
+        assert a.current(owner) == (kid, key)  # one key per owner, not one per call
+        assert b.get(kid) == key  # made a moment ago elsewhere: read up to the end before it is called unknown
+        other_kid, _ = a.current(Owner("t/w/u2"))
+        assert a.shred("t/w/u1") == 1
+        assert a.get(kid) is None  # at once in the store that destroyed it
+        assert _until(lambda: b.get(kid) is None)  # and soon in every other
+        assert b.get(other_kid) is not None  # another user's key is untouched
+        later = _store(kafka_bootstrap, topic)
+        try:
+            assert later.get(kid) is None  # destroyed, not unknown: its records are shredded, not foreign
+            with pytest.raises(KeyStoreError, match="not in the key store"):
+                later.get("0" * 32)
+            assert later.counts() == (1, 0)
+        finally:
+            later.close()
+        new_kid, _ = a.current(owner)  # the owner's next records get a fresh key
+        assert new_kid != kid
+    finally:
+        a.close()
+        b.close()
+
+
+def test_retired_keys_open_until_they_are_destroyed(kafka_bootstrap: str) -> None:
+    topic = f"k{uuid.uuid4().hex[:10]}.keys"
+    store = _store(kafka_bootstrap, topic)
+    try:
+        owner = Owner("t/w/u", "", "derived")
+        kid, key = store.current(owner)
+        assert store.retire("t/w/u", "derived") == 1
+        assert store.retired(kid) and store.get(kid) == key
+        assert store.current(owner)[0] != kid  # new records get a fresh key
+        assert store.destroy_retired(3600) == 0
+        assert store.destroy_retired(0) == 1
+        assert store.get(kid) is None
+    finally:
+        store.close()
+
+
+def test_a_store_with_another_master_key_refuses_to_open_keys(kafka_bootstrap: str) -> None:
+    topic = f"k{uuid.uuid4().hex[:10]}.keys"
+    a = _store(kafka_bootstrap, topic)
+    try:
+        kid, _ = a.current(Owner("t/w/u"))
+        wrong = _store(kafka_bootstrap, topic, master_key=secrets.token_bytes(32), read_only=True)
+        try:
+            with pytest.raises(KeyStoreError, match="master key"):
+                wrong.get(kid)
+        finally:
+            wrong.close()
+        new = secrets.token_bytes(32)
+        assert a.rewrap(new) == 1
+        rotated = _store(kafka_bootstrap, topic, master_key=new, read_only=True)
+        try:
+            assert rotated.get(kid) is not None and rotated.master_ids() == {a.master_ids().pop()}
+            with pytest.raises(KeyStoreError, match="read-only"):
+                rotated.current(Owner("t/w/other"))
+        finally:
+            rotated.close()
+    finally:
+        a.close()
+
+
+def test_a_read_only_store_does_not_make_the_topic(kafka_bootstrap: str) -> None:
+    with pytest.raises(KeyTopicMissing):
+        _store(kafka_bootstrap, f"k{uuid.uuid4().hex[:10]}.keys", read_only=True)
+
+
+def test_the_wiring_opens_a_kafka_key_store_only_with_the_master_key(kafka_bootstrap: str, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(data_dir=tmp_path, keystore=f"kafka://{kafka_bootstrap}",
+                        topic_prefix=f"w{uuid.uuid4().hex[:8]}.")
+    monkeypatch.delenv("ALTM_MASTER_KEY", raising=False)
+    with pytest.raises(WiringError, match="ALTM_MASTER_KEY"):
+        open_keystore(settings)
+    monkeypatch.setenv("ALTM_MASTER_KEY", base64.urlsafe_b64encode(MASTER).decode())
+    assert open_keystore(settings, read_only=True) is None  # nothing sealed yet: no topic, nothing to open
+    store = open_keystore(settings)
+    assert isinstance(store, KafkaKeyStore) and store.topic == f"{settings.topic_prefix}keys"
+    store.close()
+
+
+def test_a_destroyed_key_leaves_the_brokers_disk(kafka_bootstrap: str, kafka_segments: Path) -> None:
+    """Compaction drops the records that held a destroyed key (here with segments that roll every second; the
+    topic's default bounds are an hour each)."""
+    topic = f"k{uuid.uuid4().hex[:10]}.keys"
+    fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
+    store = _store(kafka_bootstrap, topic, topic_config=fast)
+    try:
+        kid, _ = store.current(Owner("t/w/gone"))
+        wrapped = store._entries[kid].wrapped
+        assert wrapped is not None
+        needle = base64.b64encode(wrapped)
+        assert _until(lambda: needle in _bytes(kafka_segments, topic), 10)
+        store.shred("t/w/gone")
+
+        def compacted() -> bool:
+            store.current(Owner(f"t/w/filler-{uuid.uuid4().hex[:6]}"))  # appends roll the segment
+            return needle not in _bytes(kafka_segments, topic)
+
+        assert _until(compacted, 90), "the destroyed key is still in the topic's segments"
+    finally:
+        store.close()
+    again = _store(kafka_bootstrap, topic, read_only=True)
+    try:
+        assert again.get(kid) is None  # still known as destroyed after compaction
+    finally:
+        again.close()
+
+
+def _bytes(segments: Path, topic: str) -> bytes:
+    out = b""
+    for d in segments.glob(f"{topic}-*"):
+        for f in d.iterdir():
+            if f.is_file():
+                try:
+                    out += f.read_bytes()
+                except FileNotFoundError:
+                    continue  # removed by the cleaner meanwhile
+    return out
+
+
+def test_the_sealing_commands_show_and_rotate_a_kafka_key_store(kafka_bootstrap: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from altm.interfaces.cli import app
+
+    prefix = f"c{uuid.uuid4().hex[:8]}."
+    monkeypatch.setenv("ALTM_KEYSTORE", f"kafka://{kafka_bootstrap}")
+    monkeypatch.setenv("ALTM_TOPIC_PREFIX", prefix)
+    monkeypatch.setenv("ALTM_MASTER_KEY", base64.urlsafe_b64encode(MASTER).decode())
+    store = _store(kafka_bootstrap, f"{prefix}keys")
+    kid, key = store.current(Owner("t/w/u"))
+    store.close()
+    status = CliRunner().invoke(app, ["sealing", "status", "--data-dir", str(tmp_path)])
+    assert status.exit_code == 0, status.output
+    assert '"data_keys":1' in status.output.replace(" ", "") and f"{prefix}keys" in status.output
+    new = secrets.token_bytes(32)
+    monkeypatch.setenv("ALTM_NEW_MASTER_KEY", base64.urlsafe_b64encode(new).decode())
+    rotated = CliRunner().invoke(app, ["sealing", "rotate-master", "--data-dir", str(tmp_path)])
+    assert rotated.exit_code == 0 and "rewrapped 1 data key(s)" in rotated.output, rotated.output
+    after = _store(kafka_bootstrap, f"{prefix}keys", master_key=new, read_only=True)
+    try:
+        assert after.get(kid) == key
+    finally:
+        after.close()
