@@ -23,6 +23,7 @@ from altm.core import (
     NodeType,
     Proposal,
     derive_id,
+    encode,
 )
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
@@ -40,6 +41,7 @@ _KIND_NODE = {Kind.TASK: NodeType.TASK, Kind.ISSUE: NodeType.EVENT, Kind.OUTCOME
               Kind.PREFERENCE: NodeType.INTENT, Kind.DECISION: NodeType.INTENT}
 _MAX_COOCCUR = 6
 _MAX_NODES = 512  # MemoryLinks holds at most 512 nodes and 1,024 edges (512 mentions + 15 co-occurrences + 32)
+_MAX_LINK_BYTES = 256 * 1024  # one link proposal, encoded: well inside a Kafka record (1 MiB by default)
 
 _FROM = frozenset({Layer.L0, Layer.L2})
 
@@ -105,36 +107,57 @@ class LinkProcessor(Processor):
             named, relations, method = self._rule_entities(mem)
         if mem.layer is Layer.L2 and mem.kind in _KIND_NODE:
             named.append((_KIND_NODE[mem.kind], mem.content[:200]))
-        nodes: dict[str, GraphNode] = {}
-        for node_type, name in named:
-            if len(nodes) == _MAX_NODES:
-                break  # a memory naming more is hostile or noise: the first ones are linked
-            nid = node_id(mem, node_type, name)
-            nodes.setdefault(nid, GraphNode(node_id=nid, scope=mem.scope, node_type=node_type, name=name,
-                                            method=method))
-        edges = [
-            GraphEdge(edge_id=edge_id(mem, EdgeType.MENTIONS, mem.memory_id, nid), scope=mem.scope,
-                      src_id=mem.memory_id, dst_id=nid, edge_type=EdgeType.MENTIONS, unit_weight=1.0,
-                      evidence=(mem.memory_id,), method=method)
-            for nid in nodes
-        ]
-        linked = [n for n in nodes.values() if n.node_type in (NodeType.ENTITY, NodeType.TIME)][:_MAX_COOCCUR]
-        for a, b in combinations(sorted(linked, key=lambda n: n.node_id), 2):
-            edges.append(GraphEdge(
-                edge_id=edge_id(mem, EdgeType.CO_OCCURS, a.node_id, b.node_id), scope=mem.scope,
-                src_id=a.node_id, dst_id=b.node_id, edge_type=EdgeType.CO_OCCURS, unit_weight=0.5,
-                confidence=0.6, evidence=(mem.memory_id,), method=method,
-            ))
-        by_name = {norm(n.name): n.node_id for n in nodes.values()}
-        for rel in relations:
-            src, dst = by_name.get(norm(rel.src)), by_name.get(norm(rel.dst))
-            if src and dst and src != dst:
-                edges.append(GraphEdge(
-                    edge_id=edge_id(mem, EdgeType.RELATED, src, dst) + "", scope=mem.scope, src_id=src,
-                    dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
-                    evidence=(mem.memory_id,), method=method,
-                ))
-        if not nodes:
+        limit = _MAX_NODES
+        while True:  # a memory naming very many things is hostile or noise: its surplus entities are not linked
+            links = _links(mem, _capped(named, limit), relations, method)
+            if links is None or limit == 1 or len(encode(links)) <= _MAX_LINK_BYTES:
+                break
+            limit //= 2
+        if links is None:
             return []  # no node, no edge
-        links = MemoryLinks(memory_id=mem.memory_id, scope=mem.scope, nodes=tuple(nodes.values()), edges=tuple(edges))
         return [proposal(LinkMemoryProposal, scope=mem.scope, processor=self.name, cause=event, links=links)]
+
+
+def _capped(named: list[tuple[NodeType, str]], limit: int) -> list[tuple[NodeType, str]]:
+    """At most ``limit`` names, in their order: the ones that stand for the memory (its own node, its dates,
+    what a model typed) first, then entities in the room left."""
+    if len(named) <= limit:
+        return named
+    others = [i for i, (t, _) in enumerate(named) if t is not NodeType.ENTITY][:limit]
+    entities = [i for i, (t, _) in enumerate(named) if t is NodeType.ENTITY][:limit - len(others)]
+    return [named[i] for i in sorted((*others, *entities))]
+
+
+def _links(mem: MemoryUnit, named: list[tuple[NodeType, str]], relations: list[ExtractedRelation],
+           method: Method) -> MemoryLinks | None:
+    """The memory's nodes, its MENTIONS edges to them, co-occurrences among its first few entities and dates,
+    and the relations a model named between them; None when it names nothing."""
+    nodes: dict[str, GraphNode] = {}
+    for node_type, name in named:
+        nid = node_id(mem, node_type, name)
+        nodes.setdefault(nid, GraphNode(node_id=nid, scope=mem.scope, node_type=node_type, name=name, method=method))
+    if not nodes:
+        return None
+    edges = [
+        GraphEdge(edge_id=edge_id(mem, EdgeType.MENTIONS, mem.memory_id, nid), scope=mem.scope,
+                  src_id=mem.memory_id, dst_id=nid, edge_type=EdgeType.MENTIONS, unit_weight=1.0,
+                  evidence=(mem.memory_id,), method=method)
+        for nid in nodes
+    ]
+    linked = [n for n in nodes.values() if n.node_type in (NodeType.ENTITY, NodeType.TIME)][:_MAX_COOCCUR]
+    for a, b in combinations(sorted(linked, key=lambda n: n.node_id), 2):
+        edges.append(GraphEdge(
+            edge_id=edge_id(mem, EdgeType.CO_OCCURS, a.node_id, b.node_id), scope=mem.scope,
+            src_id=a.node_id, dst_id=b.node_id, edge_type=EdgeType.CO_OCCURS, unit_weight=0.5,
+            confidence=0.6, evidence=(mem.memory_id,), method=method,
+        ))
+    by_name = {norm(n.name): n.node_id for n in nodes.values()}
+    for rel in relations:
+        src, dst = by_name.get(norm(rel.src)), by_name.get(norm(rel.dst))
+        if src and dst and src != dst:
+            edges.append(GraphEdge(
+                edge_id=edge_id(mem, EdgeType.RELATED, src, dst), scope=mem.scope, src_id=src,
+                dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
+                evidence=(mem.memory_id,), method=method,
+            ))
+    return MemoryLinks(memory_id=mem.memory_id, scope=mem.scope, nodes=tuple(nodes.values()), edges=tuple(edges))

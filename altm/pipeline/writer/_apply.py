@@ -9,11 +9,14 @@ the driver retries. The runtime publishes the outbox, so a crash between commit 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+import orjson
 
 from altm.bus import Headers, Record, change_header, pack_headers, source_header, source_ms
 from altm.bus.sealing import DERIVED, KeyStore, is_shredded
@@ -215,9 +218,22 @@ def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str, c
     """A refused proposal: a rejections row (for review) and a ``rejected`` change with the reason."""
     tx.add_rejection(
         at=now, proposal_id=p.event_id, memory_id=p.target_id, reason=reason,
-        source=(record.topic, record.partition, record.offset), payload=original_text(record.value[:_PAYLOAD_KEEP]),
+        source=(record.topic, record.partition, record.offset), payload=_kept_payload(p, record.value),
     )
     return WriteOutcome(changes=[_change(p, record, ChangeStatus.REJECTED, reason=reason)], refusal=code)
+
+
+def _kept_payload(p: Proposal, value: bytes) -> str:
+    """What a rejection keeps of the refused proposal: its bytes, or, past 64 KiB, a summary that is still
+    JSON with its scope (the review queue lists, and a reviewer decides, only rejections whose payload names
+    their scope; cut bytes would name none). The whole record stays on the log at ``source``."""
+    if len(value) <= _PAYLOAD_KEEP:
+        return original_text(value)
+    return orjson.dumps({
+        "event_type": "proposal", "op": p.op.value, "event_id": p.event_id, "processor": p.processor,
+        "scope": p.scope.model_dump(mode="json"), "target_id": p.target_id, "truncated": True, "bytes": len(value),
+        "sha256": hashlib.sha256(value).hexdigest(), "head": original_text(value[:4096]),
+    }).decode()
 
 
 def _malformed(tx: ShardTx, record: Record, reason: str, now: str) -> WriteOutcome:

@@ -208,3 +208,19 @@ async def _erase(writer: Writer, msg: UpsertMemoryProposal) -> ChangeStatus:
     p = proposal(EraseProposal, scope=SCOPE, processor="control", cause=make_turn(2, "erase"), erasure=erasure)
     (change, *_) = writer.apply(_record(p, 4), N).changes
     return change.status
+
+
+async def test_a_link_of_another_users_memory_in_the_same_shard_is_refused(writer: Writer) -> None:
+    """Found by the review: the memory to link was looked up by id alone, whoever it belongs to."""
+    home = partition_for(SCOPE.home, N)
+    other = next(s for s in (SCOPE.model_copy(update={"user_id": f"mallory{i}"}) for i in range(100))
+                 if partition_for(s.home, N) == home)
+    (theirs,) = await CaptureProcessor().process(make_turn(1, "Mallory moved Billing.", scope=other),
+                                                 ProcessorContext(settings=Settings()))
+    assert isinstance(theirs, UpsertMemoryProposal)
+    (stored,) = writer.apply(_record(theirs, 0), N).changes
+    assert stored.status is ChangeStatus.COMMITTED
+    link = _links(theirs.memory.memory_id, ["Billing"])  # proposed under SCOPE's home
+    (change,) = writer.apply(_record(link, 1), N).changes
+    assert change.status is ChangeStatus.REJECTED and change.reason is not None and "belongs to" in change.reason
+    assert _graph(writer, home) == ([], [])

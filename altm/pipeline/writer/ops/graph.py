@@ -14,7 +14,7 @@ from altm.core import (
     UpsertEdgeProposal,
     UpsertNodeProposal,
 )
-from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, Row, as_json
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row, as_json, target_row
 from altm.store import ShardTx
 
 
@@ -43,12 +43,10 @@ def upsert_edge(tx: ShardTx, p: UpsertEdgeProposal, ctx: OpContext) -> Applied:
 def link_memory(tx: ShardTx, p: LinkMemoryProposal, ctx: OpContext) -> Applied:
     """A memory's nodes, then its edges, in one step: ``committed`` when any row changed, with the nodes whose
     MENTIONS edge from this memory is new or strengthened (their scenes are recomputed). A memory erased since
-    it was linked makes the proposal void; one missing for another reason, a refusal (nothing is kept)."""
+    it was linked makes the proposal void; one missing for another reason, or of another scope home, a refusal
+    (nothing is kept)."""
     links = p.links
-    if not tx.has_memory(links.memory_id):
-        if tx.tombstone_of_memory(p.scope, links.memory_id) is not None:
-            raise Erased(f"memory {links.memory_id} was erased")
-        raise Rejection(f"memory {links.memory_id} to link is not in this shard", code="missing_evidence")
+    target_row(tx, p, links.memory_id, "memory to link")  # stored, and of this scope home
     changed = [_put_node(tx, node, p, ctx) for node in links.nodes]
     mentioned = []
     for edge in links.edges:
