@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import logging
 import secrets
@@ -73,6 +74,13 @@ class _Entry:
     @classmethod
     def parse(cls, raw: bytes) -> _Entry:
         d = orjson.loads(raw)
+        if not isinstance(d, dict):
+            raise ValueError("not a key record")
+        for name in ("retired_ms", "destroyed_ms"):
+            if d.get(name) is not None and type(d[name]) is not int:
+                raise ValueError(f"{name} is not an integer")
+        if not isinstance(d.get("wrapped"), (str, type(None))):
+            raise ValueError("wrapped is not base64 text")
         wrapped = d.get("wrapped")
         return cls(Owner(str(d["home"]), str(d.get("agent") or ""), str(d.get("session") or "")),
                    base64.b64decode(wrapped) if wrapped else None, str(d.get("master_id") or ""),
@@ -105,6 +113,10 @@ class KafkaKeyStore(KeyStore):
         self._writing = threading.Lock()  # one write at a time: a key is made once per owner in this process
         self._entries: dict[str, _Entry] = {}
         self._plain: dict[str, bytes] = {}  # unwrapped keys
+        self._by_owner: dict[Owner, set[str]] = {}
+        self._calls: set[asyncio.Task[Any]] = set()
+        self._background: set[asyncio.Future[Any]] = set()
+        self._roll_timer: asyncio.TimerHandle | None = None
         self._position = 0  # the next offset the reader applies
         self._advanced: asyncio.Event | None = None
         self._producer: AIOKafkaProducer | None = None
@@ -121,10 +133,25 @@ class KafkaKeyStore(KeyStore):
 
     # -- the reader's loop ----------------------------------------------------------------------------------
 
+    async def _tracked(self, coro: Coroutine[Any, Any, T]) -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        self._calls.add(task)
+        try:
+            return await coro
+        finally:
+            self._calls.discard(task)
+
     def _call(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._tracked(coro), self._loop)
+        except RuntimeError:
+            coro.close()
+            raise KeyStoreError(f"the key store on {self.bootstrap} ({self.topic}) is closed") from None
         try:
             return future.result(timeout_s if timeout_s is not None else self.wait_s + 30.0)
+        except concurrent.futures.CancelledError:
+            raise KeyStoreError(f"the key store on {self.bootstrap} ({self.topic}) was closed") from None
         except TimeoutError:
             future.cancel()
             raise KeyStoreError(f"the key store on {self.bootstrap} ({self.topic}) did not answer in time") from None
@@ -158,9 +185,11 @@ class KafkaKeyStore(KeyStore):
         await admin.start()
         try:
             for _ in range(50):
-                (desc,) = await admin.describe_topics([self.topic])
-                if desc.get("error_code", 0) == 0 and desc.get("partitions"):
-                    return True
+                if self.topic in await admin.list_topics():  # a metadata request for all topics creates none
+                    (desc,) = await admin.describe_topics([self.topic])
+                    if desc.get("error_code", 0) == 0 and desc.get("partitions"):
+                        await self._check_config(admin)
+                        return True
                 if not self._create_topic:
                     return False
                 with contextlib.suppress(TopicAlreadyExistsError):
@@ -169,6 +198,15 @@ class KafkaKeyStore(KeyStore):
             raise KeyStoreError(f"the key topic {self.topic} did not appear on {self.bootstrap}")
         finally:
             await admin.close()
+
+    async def _check_config(self, admin: AIOKafkaAdminClient) -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        (resp,) = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic)])
+        configs = {str(c[0]): c[1] for c in resp.resources[0][4]}
+        if configs.get("cleanup.policy") != "compact":
+            raise KeyStoreError(f"the key topic {self.topic} has cleanup.policy={configs.get('cleanup.policy')}, not "
+                                "compact: it would delete the keys")
 
     async def _follow(self, tp: KafkaTP) -> None:
         assert self._consumer is not None and self._advanced is not None
@@ -182,7 +220,10 @@ class KafkaKeyStore(KeyStore):
                 await asyncio.sleep(1.0)
                 continue
             for msg in batches.get(tp, ()):
-                self._apply(msg.key, msg.value, msg.offset)
+                try:
+                    self._apply(msg.key, msg.value, msg.offset)
+                except Exception:
+                    log.exception("the key store skips the record at %s@%d", self.topic, msg.offset)
             with contextlib.suppress(Exception):
                 self._position = max(self._position, await self._consumer.position(tp))
             self._advanced.set()
@@ -197,9 +238,23 @@ class KafkaKeyStore(KeyStore):
         except (ValueError, KeyError, TypeError):
             log.error("the key store skips a malformed record at %s@%d", self.topic, offset)
             return
+        resurrected = False
         with self._lock:
-            self._entries[kid] = entry
+            old = self._entries.get(kid)
+            if old is not None and (old.owner != entry.owner or old.created_ms != entry.created_ms):
+                log.error("the key store skips a record at %s@%d that moves key %s to another owner",
+                          self.topic, offset, kid)
+                return
+            if old is not None and old.wrapped is None and entry.wrapped is not None:
+                resurrected = True  # destroyed stays destroyed; the record's key material is destroyed again
+            else:
+                self._entries[kid] = entry
+                self._by_owner.setdefault(entry.owner, set()).add(kid)
             self._plain.pop(kid, None)
+        if resurrected:
+            log.error("the key store meets key material for destroyed key %s at %s@%d", kid, self.topic, offset)
+            if self._producer is not None:
+                self._spawn(self._producer.send(self.topic, _destroyed(entry).value(), key=kid.encode(), partition=0))
 
     async def _caught_up(self, at_least: int | None = None) -> None:
         """Until the reader has applied everything up to the log's end (or ``at_least``)."""
@@ -220,11 +275,30 @@ class KafkaKeyStore(KeyStore):
         """Publish ``records`` and wait until the reader has applied them."""
         if self._producer is None:
             raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only")
+        records = list(records)
         sent = [await self._producer.send(self.topic, entry.value(), key=kid.encode(), partition=0)
                 for kid, entry in records]
+        if any(entry.wrapped is None for _, entry in records):
+            roll_s = int(self._topic_config.get("segment.ms", "3600000")) / 1000 + 1.0
+            if self._roll_timer is not None:  # the last destroy's roll covers the earlier ones
+                self._roll_timer.cancel()
+            self._roll_timer = asyncio.get_running_loop().call_later(roll_s, self._roll)
         offsets: list[int] = [(await s).offset for s in sent]
         if offsets:
             await self._caught_up(max(offsets) + 1)
+
+    def _roll(self) -> None:
+        """One more record, so that the segment holding destroyed keys rolls and can be compacted (Kafka rolls
+        on segment.ms only when it appends)."""
+        self._roll_timer = None
+        if self._producer is not None:
+            self._spawn(self._producer.send(self.topic, None, key=b"\x00roll", partition=0))
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """A send nobody waits for (kept until it is done; cancelled by :meth:`close`)."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # -- the KeyStore interface ------------------------------------------------------------------------------
 
@@ -246,8 +320,8 @@ class KafkaKeyStore(KeyStore):
 
     def _current(self, owner: Owner) -> tuple[str, bytes] | None:
         with self._lock:
-            live = [(e.created_ms, kid) for kid, e in self._entries.items()
-                    if e.owner == owner and e.wrapped is not None and e.retired_ms is None]
+            live = [(e.created_ms, kid) for kid in self._by_owner.get(owner, ())
+                    if (e := self._entries[kid]).wrapped is not None and e.retired_ms is None]
         if not live:
             return None
         kid = max(live)[1]
@@ -300,6 +374,7 @@ class KafkaKeyStore(KeyStore):
         if self.read_only:
             raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it cannot change keys")
         with self._writing:
+            self._call(self._caught_up())  # what other processes made or destroyed before now
             with self._lock:
                 doomed = [(kid, how(e)) for kid, e in self._entries.items() if e.wrapped is not None
                           and which(e.owner, e)]
@@ -311,6 +386,7 @@ class KafkaKeyStore(KeyStore):
             raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only")
         new_aead, new_id = AESGCM(new_master), master_id(new_master)
         with self._writing:
+            self._call(self._caught_up())
             with self._lock:
                 live = [(kid, e) for kid, e in self._entries.items() if e.wrapped is not None]
             self._unwrapping[new_id] = new_aead  # what the reader applies from now on is wrapped by it
@@ -344,6 +420,12 @@ class KafkaKeyStore(KeyStore):
             self._loop.close()
 
     async def _stop(self) -> None:
+        if self._roll_timer is not None:
+            self._roll_timer.cancel()
+        pending = [t for t in (*self._calls, *self._background) if t is not asyncio.current_task()]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
