@@ -227,3 +227,24 @@ async def test_a_parked_partition_being_given_up_does_not_spin_the_lane(monkeypa
     spun = takes[0] - before
     await lane.stop(0.5)
     assert spun < 20, f"the lane took {spun} empty batches in {time.monotonic() - start:.1f} s while idle"
+
+
+# 6 ------------------------------------------------------------------------------------------------------------
+
+async def test_a_record_too_large_for_kafka_is_dead_lettered_not_retried_for_ever(runtime: Any) -> None:
+    """Found by a review of link_memory: the producer refuses a record over its max_request_size (1 MiB) with
+    MessageSizeTooLargeError, and the lane retries the batch for ever (handle_until_done), so the partition's
+    lane stalls for every user on it. A stage output that large now goes to the dead-letter topic, as a dead
+    letter keeping its first bytes and the size and hash of the whole, and the rest of the batch is sent."""
+    from altm.core import decode_dead_letter
+
+    rt = runtime
+    rt.bus = bus = _Capture()
+    proposals = topic_name(Topic.PROPOSALS, rt.settings.topic_prefix)
+    huge = OutgoingRecord(proposals, b'{"op":"link_memory",' + b" " * 1_100_000 + b"}", key="t/w/u")
+    fine = OutgoingRecord(proposals, b'{"op":"upsert_memory"}', key="t/w/u")
+    await rt._publish([huge, fine])
+    assert [r.topic for r in bus.sent] == [topic_name(Topic.DLQ, rt.settings.topic_prefix), proposals]
+    dead = decode_dead_letter(bus.sent[0].value)
+    assert "exceeds" in dead.error and dead.original.startswith('{"op":"link_memory"')
+    assert bus.sent[0].key == "t/w/u" and bus.sent[1].value == fine.value

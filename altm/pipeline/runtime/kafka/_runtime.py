@@ -28,12 +28,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
-from altm.core import Settings, Topic, partition_for, topic_name
+from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
@@ -50,6 +51,9 @@ SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 """The lanes that make a turn searchable; the deriving lane of the changes topic yields to them (see
 ``_searchable_first``)."""
 """A partition is paused once a lane has this many batches (``ALTM_POLL_BATCH`` records each) of it queued."""
+
+MAX_RECORD_BYTES = 1_000_000
+"""The largest record a worker sends (the producer's max_request_size is 1 MiB; sealing adds a few dozen bytes)."""
 
 
 class KafkaRuntime:
@@ -299,6 +303,7 @@ class KafkaRuntime:
         """Seal and send every record, then wait for all acknowledgements (pipelined, in order per partition)."""
         out = []
         for rec in records:
+            rec = self._fitting(rec)
             if self.sealer is not None:
                 rec = self.sealer.seal(rec)
             if rec.partition is None:
@@ -306,6 +311,20 @@ class KafkaRuntime:
                 rec = OutgoingRecord(rec.topic, rec.value, rec.key, rec.headers, part)
             out.append(rec)
         await self.bus.publish_many(out)
+
+    def _fitting(self, rec: OutgoingRecord) -> OutgoingRecord:
+        """``rec``, or a dead letter in its place when it is too large for a Kafka record (the producer would
+        refuse it, and the lane would retry its batch for ever)."""
+        size = len(rec.value) + len(rec.key or "") + sum(len(k) + len(v) for k, v in rec.headers)
+        if size <= MAX_RECORD_BYTES:
+            return rec
+        error = (f"a {size}-byte record for {rec.topic} exceeds the {MAX_RECORD_BYTES} bytes a Kafka record may "
+                 "hold here: dead-lettered instead of sent")
+        log.error("%s (key %s)", error, rec.key)
+        dead = DeadLetter.of(rec.value, stage="publish", error=error, timestamp=datetime.now(UTC),
+                             source_topic=rec.topic)
+        return OutgoingRecord(topic_name(Topic.DLQ, self.settings.topic_prefix), encode(dead), rec.key,
+                              rec.headers, rec.partition)
 
     def _open(self, record: Record, drivers: Sequence[Driver]) -> Record:
         """The record opened when it is sealed and one of ``drivers`` wants it (``wants``)."""
