@@ -463,7 +463,8 @@ class ShardTx:
 
     def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
-        whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan);
+        whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
+        the others lose the erased memories from their evidence and weight;
         the payloads of rejected proposals about them, and the inputs of held actions and governance events
         that name them, are replaced by their hashes. Audited, values redacted."""
         if not erased:
@@ -476,6 +477,13 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_edges",
                             target_id=r["edge_id"], old=redacted(dict(r)), new=None)
                 db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
+            elif set(evidence) & erased:  # what is left stands on the rest, as if the erased never were
+                kept = sorted(set(evidence) - erased)
+                new = {"evidence": orjson.dumps(kept).decode(), "weight": float(r["unit_weight"]) * len(kept)}
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_edges",
+                            target_id=r["edge_id"], old=redacted(dict(r)), new=new)
+                db.execute("UPDATE graph_edges SET evidence=?, weight=? WHERE edge_id=?",
+                           (new["evidence"], new["weight"], r["edge_id"]))
         user = "tenant_id=? AND workspace_id=? AND user_id=?"
         for table, key, ids, column, where, args in (  # fixed names; values are bound
             ("rejections", "rejection_id", "memory_id", "payload", f"memory_id IN ({_marks(list(erased))})",

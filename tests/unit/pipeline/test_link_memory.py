@@ -224,3 +224,30 @@ async def test_a_link_of_another_users_memory_in_the_same_shard_is_refused(write
     (change,) = writer.apply(_record(link, 1), N).changes
     assert change.status is ChangeStatus.REJECTED and change.reason is not None and "belongs to" in change.reason
     assert _graph(writer, home) == ([], [])
+
+
+async def test_an_erasure_leaves_the_same_graph_whether_a_shared_edge_came_before_or_after_it(
+        settings: Settings, tmp_path: Path) -> None:
+    """Found by the review (older than link_memory): an edge two memories share (Billing and Postgres
+    co-occur in both) kept the erased memory in its evidence, and its weight, when the other memory's link came
+    before the erasure, and not when it came after. The graph must be a function of what is left."""
+    from tests.support.memories import store_with
+
+    first = make_turn(1, "Billing moved to Postgres last night.", session="s1")
+    second = make_turn(2, "Billing on Postgres is fast now.", session="s2")
+
+    async def graph(data_dir: Path, erase_between: bool) -> list[dict[str, object]]:
+        s = settings.model_copy(update={"data_dir": data_dir, "embedder": "none"})
+        async with store_with(s, [first] if erase_between else [first, second]) as (rt, app):
+            await app.erase(SCOPE, "session", session_id="s1")
+            await rt.run_until_idle()
+            if erase_between:
+                await rt.publish([second])
+                await rt.run_until_idle()
+        return rows(data_dir, "SELECT edge_id, src_id, dst_id, evidence, weight FROM graph_edges ORDER BY edge_id")
+
+    before = await graph(tmp_path / "both_then_erase", erase_between=False)
+    after = await graph(tmp_path / "erase_between", erase_between=True)
+    # a co-occurrence of two nodes (Billing, Postgres) is among the edges left
+    assert any(str(r["src_id"]).startswith("node_") and str(r["dst_id"]).startswith("node_") for r in after)
+    assert before == after
