@@ -30,6 +30,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTP
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -200,8 +201,6 @@ class KafkaKeyStore(KeyStore):
             await admin.close()
 
     async def _check_config(self, admin: AIOKafkaAdminClient) -> None:
-        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-
         (resp,) = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic)])
         configs = {str(c[0]): c[1] for c in resp.resources[0][4]}
         if configs.get("cleanup.policy") != "compact":
