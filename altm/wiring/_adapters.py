@@ -146,10 +146,8 @@ def _open_kafka_keystore(settings: Settings, *, read_only: bool) -> KeyStore | N
         master = decode_master_key(text, MASTER_KEY_ENV)
         return KafkaKeyStore(parse_broker_url(settings.keystore or ""), f"{settings.topic_prefix}{KEYS_TOPIC}",
                              master_key=master, read_only=read_only, create=settings.seal_log)
-    except KeyTopicMissing:
-        if read_only or not settings.seal_log:
-            return None
-        raise
+    except KeyTopicMissing:  # only when it may not make the topic: read-only, or sealing is off
+        return None
     except KeyStoreError as exc:
         raise WiringError(str(exc)) from None
 

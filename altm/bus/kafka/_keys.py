@@ -18,7 +18,6 @@ import base64
 import concurrent.futures
 import contextlib
 import logging
-import secrets
 import threading
 import time
 import uuid
@@ -35,7 +34,15 @@ from aiokafka.errors import TopicAlreadyExistsError
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from altm.bus.sealing._keys import MASTER_KEY_ENV, KeyStore, KeyStoreError, Owner, master_id
+from altm.bus.sealing._keys import (
+    MASTER_KEY_ENV,
+    KeyStore,
+    KeyStoreError,
+    Owner,
+    master_id,
+    unwrap_key,
+    wrap_key,
+)
 
 log = logging.getLogger("altm.sealing")
 
@@ -131,6 +138,10 @@ class KafkaKeyStore(KeyStore):
         except BaseException:
             self.close()
             raise
+
+    @property
+    def location(self) -> str:
+        return self.topic
 
     # -- the reader's loop ----------------------------------------------------------------------------------
 
@@ -312,8 +323,7 @@ class KafkaKeyStore(KeyStore):
             if self.read_only:
                 raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it cannot make a key")
             kid, key = uuid.uuid4().hex, AESGCM.generate_key(bit_length=256)
-            nonce = secrets.token_bytes(12)
-            entry = _Entry(owner, nonce + self._aead.encrypt(nonce, key, kid.encode()), self._master_id, _now_ms())
+            entry = _Entry(owner, wrap_key(self._aead, kid, key), self._master_id, _now_ms())
             self._call(self._write([(kid, entry)]))
             return kid, key
 
@@ -389,11 +399,8 @@ class KafkaKeyStore(KeyStore):
             with self._lock:
                 live = [(kid, e) for kid, e in self._entries.items() if e.wrapped is not None]
             self._unwrapping[new_id] = new_aead  # what the reader applies from now on is wrapped by it
-            records = []
-            for kid, e in live:
-                nonce = secrets.token_bytes(12)
-                wrapped = nonce + new_aead.encrypt(nonce, self._unwrap(kid, e), kid.encode())
-                records.append((kid, replace(e, wrapped=wrapped, master_id=new_id)))
+            records = [(kid, replace(e, wrapped=wrap_key(new_aead, kid, self._unwrap(kid, e)), master_id=new_id))
+                       for kid, e in live]
             self._call(self._write(records))
             self._master_id, self._aead = new_id, new_aead
         return len(records)
@@ -441,7 +448,7 @@ class KafkaKeyStore(KeyStore):
             raise KeyStoreError(f"data key {kid} in {self.topic} is wrapped by master key {entry.master_id}, not by "
                                 f"the one given ({self._master_id}): set {MASTER_KEY_ENV} to the deployment's")
         try:
-            return aead.decrypt(entry.wrapped[:12], entry.wrapped[12:], kid.encode())
+            return unwrap_key(aead, kid, entry.wrapped)
         except InvalidTag:
             raise KeyStoreError(f"data key {kid} in {self.topic} does not unwrap with the master key") from None
 

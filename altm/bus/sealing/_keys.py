@@ -53,6 +53,11 @@ class Owner:
 class KeyStore(ABC):
     """Data keys by id (``kid``) and the current key of each owner."""
 
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the keys are kept (for people: a file's path, a topic's name)."""
+
     @abstractmethod
     def current(self, owner: Owner) -> tuple[str, bytes]:
         """(kid, key) to seal new records of ``owner`` with; made on first use."""
@@ -88,6 +93,18 @@ class KeyStore(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+def wrap_key(master: AESGCM, kid: str, key: bytes) -> bytes:
+    """A data key as a key store keeps it: a fresh nonce, then the key sealed by the master key with its kid as
+    associated data (a wrapped key moved to another kid does not unwrap)."""
+    nonce = secrets.token_bytes(12)
+    return nonce + master.encrypt(nonce, key, kid.encode())
+
+
+def unwrap_key(master: AESGCM, kid: str, wrapped: bytes) -> bytes:
+    """The data key :func:`wrap_key` wrapped; raises ``InvalidTag`` when it does not unwrap."""
+    return master.decrypt(wrapped[:12], wrapped[12:], kid.encode())
 
 
 def master_id(master: bytes) -> str:
@@ -137,6 +154,10 @@ class SqliteKeyStore(KeyStore):
         self._aead = AESGCM(self._master)
         self._lock = threading.Lock()
         self._db = self._connect()
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     @property
     def master_path(self) -> Path:
@@ -263,9 +284,8 @@ class SqliteKeyStore(KeyStore):
                 rows = self._db.execute("SELECT kid, wrapped, master_id FROM data_keys").fetchall()
                 for kid, wrapped, mid in rows:
                     key = self._unwrap(str(kid), bytes(wrapped), str(mid))
-                    nonce = secrets.token_bytes(12)
                     self._db.execute("UPDATE data_keys SET wrapped=?, master_id=? WHERE kid=?",
-                                     (nonce + new_aead.encrypt(nonce, key, str(kid).encode()), new_id, kid))
+                                     (wrap_key(new_aead, str(kid), key), new_id, kid))
                     count += 1
                 self._db.execute("COMMIT")
             except BaseException:
@@ -289,8 +309,7 @@ class SqliteKeyStore(KeyStore):
             self._db.close()
 
     def _wrap(self, kid: str, key: bytes) -> bytes:
-        nonce = secrets.token_bytes(12)
-        return nonce + self._aead.encrypt(nonce, key, kid.encode())
+        return wrap_key(self._aead, kid, key)
 
     def _unwrap(self, kid: str, wrapped: bytes, wrapped_by: str) -> bytes:
         if wrapped_by != self._master_id:
@@ -299,6 +318,6 @@ class SqliteKeyStore(KeyStore):
                 f"({self._master_id}): set {MASTER_KEY_ENV} (or restore {self.master_path}) to the key store's own "
                 f"(a rotation interrupted after rewrapping left the new one in {self.master_path}.new)")
         try:
-            return self._aead.decrypt(wrapped[:12], wrapped[12:], kid.encode())
+            return unwrap_key(self._aead, kid, wrapped)
         except InvalidTag:
             raise KeyStoreError(f"data key {kid} in {self.path} does not unwrap: the key store is damaged") from None

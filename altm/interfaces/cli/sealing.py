@@ -54,7 +54,7 @@ def status(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     if kafka is not None:
         try:
             active, retired = kafka.counts()
-            emit_json({"key_store": getattr(kafka, "topic", "kafka"), "master_key": MASTER_KEY_ENV,
+            emit_json({"key_store": kafka.location, "master_key": MASTER_KEY_ENV,
                        "master_id": master_id(_env_master()), "data_keys": active, "retired_keys": retired})
         finally:
             kafka.close()
