@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-import time
 import uuid
 from pathlib import Path
 
@@ -17,29 +16,14 @@ from altm.bus.kafka import KafkaKeyStore, KeyTopicMissing
 from altm.bus.sealing import KeyStoreError, Owner
 from altm.core import Settings
 from altm.wiring import WiringError, open_keystore
+from tests.support.keys import MASTER, open_store, topic_bytes, until
 
 pytestmark = pytest.mark.kafka
 
-MASTER = secrets.token_bytes(32)
-
-
-def _store(bootstrap: str, topic: str, **options: object) -> KafkaKeyStore:
-    return KafkaKeyStore(bootstrap, topic, master_key=options.pop("master_key", MASTER), **options)  # type: ignore[arg-type]
-
-
-def _until(check: object, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_keys_made_in_one_store_open_in_another_and_a_shred_reaches_both(kafka_bootstrap: str) -> None:
     topic = f"k{uuid.uuid4().hex[:10]}.keys"
-    a = _store(kafka_bootstrap, topic)
-    b = _store(kafka_bootstrap, topic)
+    a = open_store(kafka_bootstrap, topic)
+    b = open_store(kafka_bootstrap, topic)
     try:
         owner = Owner("t/w/u1", "a", "s1")
         kid, key = a.current(owner)
@@ -48,9 +32,9 @@ def test_keys_made_in_one_store_open_in_another_and_a_shred_reaches_both(kafka_b
         other_kid, _ = a.current(Owner("t/w/u2"))
         assert a.shred("t/w/u1") == 1
         assert a.get(kid) is None  # at once in the store that destroyed it
-        assert _until(lambda: b.get(kid) is None)  # and soon in every other
+        assert until(lambda: b.get(kid) is None)  # and soon in every other
         assert b.get(other_kid) is not None  # another user's key is untouched
-        later = _store(kafka_bootstrap, topic)
+        later = open_store(kafka_bootstrap, topic)
         try:
             assert later.get(kid) is None  # destroyed, not unknown: its records are shredded, not foreign
             with pytest.raises(KeyStoreError, match="not in the key store"):
@@ -67,7 +51,7 @@ def test_keys_made_in_one_store_open_in_another_and_a_shred_reaches_both(kafka_b
 
 def test_retired_keys_open_until_they_are_destroyed(kafka_bootstrap: str) -> None:
     topic = f"k{uuid.uuid4().hex[:10]}.keys"
-    store = _store(kafka_bootstrap, topic)
+    store = open_store(kafka_bootstrap, topic)
     try:
         owner = Owner("t/w/u", "", "derived")
         kid, key = store.current(owner)
@@ -83,10 +67,10 @@ def test_retired_keys_open_until_they_are_destroyed(kafka_bootstrap: str) -> Non
 
 def test_a_store_with_another_master_key_refuses_to_open_keys(kafka_bootstrap: str) -> None:
     topic = f"k{uuid.uuid4().hex[:10]}.keys"
-    a = _store(kafka_bootstrap, topic)
+    a = open_store(kafka_bootstrap, topic)
     try:
         kid, _ = a.current(Owner("t/w/u"))
-        wrong = _store(kafka_bootstrap, topic, master_key=secrets.token_bytes(32), read_only=True)
+        wrong = open_store(kafka_bootstrap, topic, master_key=secrets.token_bytes(32), read_only=True)
         try:
             with pytest.raises(KeyStoreError, match="master key"):
                 wrong.get(kid)
@@ -94,7 +78,7 @@ def test_a_store_with_another_master_key_refuses_to_open_keys(kafka_bootstrap: s
             wrong.close()
         new = secrets.token_bytes(32)
         assert a.rewrap(new) == 1
-        rotated = _store(kafka_bootstrap, topic, master_key=new, read_only=True)
+        rotated = open_store(kafka_bootstrap, topic, master_key=new, read_only=True)
         try:
             assert rotated.get(kid) is not None and rotated.master_ids() == {a.master_ids().pop()}
             with pytest.raises(KeyStoreError, match="read-only"):
@@ -107,7 +91,7 @@ def test_a_store_with_another_master_key_refuses_to_open_keys(kafka_bootstrap: s
 
 def test_a_read_only_store_does_not_make_the_topic(kafka_bootstrap: str) -> None:
     with pytest.raises(KeyTopicMissing):
-        _store(kafka_bootstrap, f"k{uuid.uuid4().hex[:10]}.keys", read_only=True)
+        open_store(kafka_bootstrap, f"k{uuid.uuid4().hex[:10]}.keys", read_only=True)
 
 
 def test_the_wiring_opens_a_kafka_key_store_only_with_the_master_key(kafka_bootstrap: str, tmp_path: Path,
@@ -129,39 +113,27 @@ def test_a_destroyed_key_leaves_the_brokers_disk(kafka_bootstrap: str, kafka_seg
     topic's default bounds are an hour each)."""
     topic = f"k{uuid.uuid4().hex[:10]}.keys"
     fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
-    store = _store(kafka_bootstrap, topic, topic_config=fast)
+    store = open_store(kafka_bootstrap, topic, topic_config=fast)
     try:
         kid, _ = store.current(Owner("t/w/gone"))
         wrapped = store._entries[kid].wrapped
         assert wrapped is not None
         needle = base64.b64encode(wrapped)
-        assert _until(lambda: needle in _bytes(kafka_segments, topic), 10)
+        assert until(lambda: needle in topic_bytes(kafka_segments, topic), 10)
         store.shred("t/w/gone")
 
         def compacted() -> bool:
             store.current(Owner(f"t/w/filler-{uuid.uuid4().hex[:6]}"))  # appends roll the segment
-            return needle not in _bytes(kafka_segments, topic)
+            return needle not in topic_bytes(kafka_segments, topic)
 
-        assert _until(compacted, 90), "the destroyed key is still in the topic's segments"
+        assert until(compacted, 90), "the destroyed key is still in the topic's segments"
     finally:
         store.close()
-    again = _store(kafka_bootstrap, topic, read_only=True)
+    again = open_store(kafka_bootstrap, topic, read_only=True)
     try:
         assert again.get(kid) is None  # still known as destroyed after compaction
     finally:
         again.close()
-
-
-def _bytes(segments: Path, topic: str) -> bytes:
-    out = b""
-    for d in segments.glob(f"{topic}-*"):
-        for f in d.iterdir():
-            if f.is_file():
-                try:
-                    out += f.read_bytes()
-                except FileNotFoundError:
-                    continue  # removed by the cleaner meanwhile
-    return out
 
 
 def test_the_sealing_commands_show_and_rotate_a_kafka_key_store(kafka_bootstrap: str, tmp_path: Path,
@@ -174,7 +146,7 @@ def test_the_sealing_commands_show_and_rotate_a_kafka_key_store(kafka_bootstrap:
     monkeypatch.setenv("ALTM_KEYSTORE", f"kafka://{kafka_bootstrap}")
     monkeypatch.setenv("ALTM_TOPIC_PREFIX", prefix)
     monkeypatch.setenv("ALTM_MASTER_KEY", base64.urlsafe_b64encode(MASTER).decode())
-    store = _store(kafka_bootstrap, f"{prefix}keys")
+    store = open_store(kafka_bootstrap, f"{prefix}keys")
     kid, key = store.current(Owner("t/w/u"))
     store.close()
     status = CliRunner().invoke(app, ["sealing", "status", "--data-dir", str(tmp_path)])
@@ -184,7 +156,7 @@ def test_the_sealing_commands_show_and_rotate_a_kafka_key_store(kafka_bootstrap:
     monkeypatch.setenv("ALTM_NEW_MASTER_KEY", base64.urlsafe_b64encode(new).decode())
     rotated = CliRunner().invoke(app, ["sealing", "rotate-master", "--data-dir", str(tmp_path)])
     assert rotated.exit_code == 0 and "rewrapped 1 data key(s)" in rotated.output, rotated.output
-    after = _store(kafka_bootstrap, f"{prefix}keys", master_key=new, read_only=True)
+    after = open_store(kafka_bootstrap, f"{prefix}keys", master_key=new, read_only=True)
     try:
         assert after.get(kid) == key
     finally:

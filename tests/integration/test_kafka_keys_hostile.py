@@ -22,27 +22,12 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from altm.bus.kafka import KafkaKeyStore, KeyTopicMissing
 from altm.bus.kafka._keys import _Entry
 from altm.bus.sealing import KeyStoreError, Owner
+from tests.support.keys import MASTER, open_store, topic_bytes, until
 
 pytestmark = pytest.mark.kafka
 
-MASTER = secrets.token_bytes(32)
-
-
 def _topic() -> str:
     return f"rk{uuid.uuid4().hex[:10]}.keys"
-
-
-def _store(bootstrap: str, topic: str, **options: object) -> KafkaKeyStore:
-    return KafkaKeyStore(bootstrap, topic, master_key=options.pop("master_key", MASTER), **options)  # type: ignore[arg-type]
-
-
-def _until(check: object, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
@@ -89,12 +74,12 @@ def test_a_shred_destroys_a_key_another_process_made_before_it(kafka_bootstrap: 
     reader has applied so far, so a key another process (a worker, the host SDK) made a moment before the
     erasure survives it for good (without the lag: about 1 shred in 3 misses a key made just before it)."""
     topic = _topic()
-    writer, worker = _store(kafka_bootstrap, topic), _store(kafka_bootstrap, topic)
+    writer, worker = open_store(kafka_bootstrap, topic), open_store(kafka_bootstrap, topic)
     try:
         _lag_reader(writer)
         kid, _ = worker.current(Owner("t/w/erased", "a", "s"))
         assert writer.shred("t/w/erased") == 1, "the erasure left a key of the erased user alive"
-        assert _until(lambda: worker.get(kid) is None, 5)
+        assert until(lambda: worker.get(kid) is None, 5)
     finally:
         writer.close()
         worker.close()
@@ -110,17 +95,17 @@ def test_a_key_destroyed_elsewhere_does_not_come_back(kafka_bootstrap: str, chan
     Without the lag: 11 retires in 40 made right after a shred elsewhere brought the key back."""
     topic = _topic()
     new_master = secrets.token_bytes(32)
-    a, b = _store(kafka_bootstrap, topic), _store(kafka_bootstrap, topic)
+    a, b = open_store(kafka_bootstrap, topic), open_store(kafka_bootstrap, topic)
     try:
         kid, _ = a.current(Owner("t/w/u", "", "~derived"))
-        assert _until(lambda: kid in b._entries, 5)
+        assert until(lambda: kid in b._entries, 5)
         _lag_reader(b)
         assert a.shred("t/w/u") == 1
         if change == "retire":
             b.retire("t/w/u", "~derived")
         else:
             b.rewrap(new_master)
-        later = _store(kafka_bootstrap, topic, master_key=new_master if change == "rewrap" else MASTER,
+        later = open_store(kafka_bootstrap, topic, master_key=new_master if change == "rewrap" else MASTER,
                        read_only=True)
         try:
             assert later.get(kid) is None, f"a {change} brought back a destroyed key"
@@ -141,14 +126,14 @@ def test_a_malformed_record_does_not_stop_the_key_store(kafka_bootstrap: str, ju
     keep serving (destroys made elsewhere are never applied again), every write fails, and a store that starts
     later cannot open at all ("the key store's reader stopped") until someone overwrites that record."""
     topic = _topic()
-    a = _store(kafka_bootstrap, topic)
+    a = open_store(kafka_bootstrap, topic)
     try:
         kid, _ = a.current(Owner("t/w/u"))
         _produce(kafka_bootstrap, topic, [(b"junk", junk)])
-        b = _store(kafka_bootstrap, topic, wait_s=3)
+        b = open_store(kafka_bootstrap, topic, wait_s=3)
         try:
             assert b.shred("t/w/u") == 1
-            assert _until(lambda: a.get(kid) is None, 5), "a destroy made elsewhere is never applied here"
+            assert until(lambda: a.get(kid) is None, 5), "a destroy made elsewhere is never applied here"
         finally:
             b.close()
     finally:
@@ -161,7 +146,7 @@ def test_a_record_with_a_retired_ms_of_the_wrong_type_does_not_block_destroying_
     process, every time) raise TypeError, so no retired key is ever destroyed again (an erasure's derived keys
     stay readable forever)."""
     topic = _topic()
-    store = _store(kafka_bootstrap, topic)
+    store = open_store(kafka_bootstrap, topic)
     try:
         kid, _ = store.current(Owner("t/w/u", "", "~derived"))
         assert store.retire("t/w/u", "~derived") == 1
@@ -179,7 +164,7 @@ def test_a_record_claiming_another_owner_for_a_key_does_not_dodge_its_shred(kafk
     record: a copy of a user's key record under another owner moves the key out of the user's erasure, and
     the key keeps opening the user's records after the shred."""
     topic = _topic()
-    store = _store(kafka_bootstrap, topic)
+    store = open_store(kafka_bootstrap, topic)
     try:
         kid, key = store.current(Owner("t/w/victim"))
         moved = _Entry(Owner("t/w/someone-else"), store._entries[kid].wrapped, store._entries[kid].master_id,
@@ -202,7 +187,7 @@ def test_close_while_a_call_is_pending_does_not_hold_the_caller(kafka_bootstrap:
     0.5 s): its future never completes, so the caller (holding _writing) waits the full wait_s + 30 s and the
     loop is closed with the task still pending ("Task was destroyed but it is pending")."""
     topic = _topic()
-    store = _store(kafka_bootstrap, topic)
+    store = open_store(kafka_bootstrap, topic)
     _lag_reader(store, 5.0)
     outcome: dict[str, float | str | Exception] = {}
 
@@ -226,15 +211,6 @@ def test_close_while_a_call_is_pending_does_not_hold_the_caller(kafka_bootstrap:
 
 # -- 5. a destroyed key stays on the broker's disk while nothing else is written to the topic ----------------------
 
-def _bytes(segments: Path, topic: str) -> bytes:
-    out = b""
-    for d in segments.glob(f"{topic}-*"):
-        for f in d.iterdir():
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                out += f.read_bytes()
-    return out
-
-
 def test_a_destroyed_key_leaves_the_disk_without_later_writes(kafka_bootstrap: str, kafka_segments: Path) -> None:
     """Kafka rolls a segment on segment.ms only when it appends to the partition, and never cleans the active
     segment: after the last write to the key topic (the shred), its records, the destroyed key's among them,
@@ -243,15 +219,15 @@ def test_a_destroyed_key_leaves_the_disk_without_later_writes(kafka_bootstrap: s
     append. The existing test passes only because it keeps appending fillers.)"""
     topic = _topic()
     fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
-    store = _store(kafka_bootstrap, topic, topic_config=fast)
+    store = open_store(kafka_bootstrap, topic, topic_config=fast)
     try:
         kid, _ = store.current(Owner("t/w/gone"))
         wrapped = store._entries[kid].wrapped
         assert wrapped is not None
         needle = base64.b64encode(wrapped)
-        assert _until(lambda: needle in _bytes(kafka_segments, topic), 10)
+        assert until(lambda: needle in topic_bytes(kafka_segments, topic), 10)
         store.shred("t/w/gone")  # the erasure is the last thing written to the topic
-        assert _until(lambda: needle not in _bytes(kafka_segments, topic), 45), \
+        assert until(lambda: needle not in topic_bytes(kafka_segments, topic), 45), \
             "the destroyed key is still in the topic's segments"
     finally:
         store.close()
@@ -285,7 +261,7 @@ def test_an_existing_key_topic_that_is_not_compacted_is_not_used(kafka_bootstrap
     asyncio.run(make())
     time.sleep(0.5)
     try:
-        store = _store(kafka_bootstrap, topic)
+        store = open_store(kafka_bootstrap, topic)
     except KeyStoreError:
         return  # refused: fine
     try:
@@ -313,7 +289,7 @@ def test_looking_for_the_key_topic_does_not_ask_the_broker_to_create_it(kafka_bo
 
     monkeypatch.setattr(metadata.MetadataRequest, "__init__", spy)
     with pytest.raises(KeyTopicMissing):
-        _store(kafka_bootstrap, topic, read_only=True)
+        open_store(kafka_bootstrap, topic, read_only=True)
     creating = [a for a in asked if a[0] and topic in a[0] and a[1] is not False]
     assert not creating, f"metadata requests that let the broker auto-create {topic}: {creating}"
 
@@ -325,7 +301,7 @@ def test_current_does_not_scan_every_key(kafka_bootstrap: str) -> None:
     calls current() for every record it seals: measured 41 ms per call with 50,000 keys (one per session),
     i.e. at most ~24 sealed records/s per process, with the reader and every get() blocked meanwhile."""
     topic = _topic()
-    store = _store(kafka_bootstrap, topic)
+    store = open_store(kafka_bootstrap, topic)
     try:
         store.current(Owner("t/w/me"))
 

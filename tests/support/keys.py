@@ -1,0 +1,40 @@
+"""Key stores on the test broker: one master key per test run, a store of a topic, waiting for what another
+store does, and the bytes of a topic's files on the broker's disk."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from altm.bus.kafka import KafkaKeyStore
+
+MASTER = secrets.token_bytes(32)
+
+
+def open_store(bootstrap: str, topic: str, **options: object) -> KafkaKeyStore:
+    """A key store of ``topic`` wrapped by :data:`MASTER` unless ``master_key`` says otherwise."""
+    return KafkaKeyStore(bootstrap, topic, master_key=options.pop("master_key", MASTER), **options)  # type: ignore[arg-type]
+
+
+def until(check: Callable[[], object], timeout_s: float = 10.0) -> bool:
+    """Whether ``check()`` came true within ``timeout_s`` (polled every 50 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def topic_bytes(segments: Path, topic: str) -> bytes:
+    """Every file of ``topic``'s partitions on the broker's disk (segments, indexes, files the cleaner is
+    swapping), concatenated; a file the cleaner removes meanwhile is skipped."""
+    out = b""
+    for d in segments.glob(f"{topic}-*"):
+        for f in d.iterdir():
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                out += f.read_bytes()
+    return out
