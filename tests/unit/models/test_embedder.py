@@ -47,3 +47,10 @@ def test_model_files_are_checksum_verified(tmp_path: Path, monkeypatch: pytest.M
 def test_collection_name_separates_models_and_dimensions() -> None:
     emb = shared_local_minilm()
     assert emb.collection == "altm_all_minilm_l6_v2_onnx_int8_384"
+
+
+def test_weights_kept_int8_give_the_vectors_of_weights_widened_at_load() -> None:
+    texts = ["Caroline went to the support group last Tuesday.", "short", "a longer one " * 40]
+    lean = np.array(shared_local_minilm().embed(texts))
+    folded = np.array(LocalMiniLM(fold_weights=True).embed(texts))
+    assert np.abs(lean - folded).max() < 1e-5
