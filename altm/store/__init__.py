@@ -14,7 +14,7 @@ from altm.store._queries import (
     ProposalOutcome,
     ReviewQueries,
 )
-from altm.store._reader import MemoryReader
+from altm.store._reader import MemoryReader, SceneMembers
 from altm.store._rows import (
     MEMORY_COLUMNS,
     WALL_CLOCK_COLUMNS,
@@ -62,6 +62,7 @@ __all__ = [
     "OutcomeQueries",
     "ProposalOutcome",
     "ReviewQueries",
+    "SceneMembers",
     "ScopePolicy",
     "SearchQueries",
     "SessionNeighbours",

@@ -5,7 +5,8 @@ Every query is filtered by scope inside SQL. Processors get this through their c
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from altm.core import Layer, MemoryUnit, Scope
 from altm.core.partitioner import partition_for
@@ -16,6 +17,13 @@ from altm.store._shardset import ShardSet
 _COLS = ", ".join(MEMORY_COLUMNS)
 _AGENT = "tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?"
 _HOME = "tenant_id=? AND workspace_id=? AND user_id=?"
+
+
+class SceneMembers(NamedTuple):
+    """What a scene is made of: the sessions its atoms come from (sorted) and its first atoms' ids."""
+
+    sessions: list[str]
+    memory_ids: list[str]
 
 
 def _agent_args(scope: Scope) -> list[str]:
@@ -95,13 +103,32 @@ class MemoryReader:
                                  [node_id, *_home_args(scope)]).fetchone()
         return None if row is None else dict(row)
 
-    def atoms_mentioning(self, scope: Scope, node_id: str) -> list[MemoryUnit]:
-        """L2 atoms of the agent with a MENTIONS edge to ``node_id``."""
-        return self._query(
-            scope,
-            f"SELECT {', '.join('m.' + c for c in MEMORY_COLUMNS)} FROM memories m "
+    def scene_members(self, scope: Scope, node_id: str, limit: int) -> SceneMembers:
+        """The L2 atoms of the agent with a MENTIONS edge to ``node_id``, each content once (the first of a kind
+        and content hash in valid-from order): the sessions they come from and the ids of the first ``limit``.
+        Counted in SQL, so a node mentioned by thousands of atoms costs no memory built per atom."""
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        firsts = (
+            "WITH mentioning AS (SELECT m.memory_id, m.session_id, m.valid_from, ROW_NUMBER() OVER ("
+            "PARTITION BY m.kind, m.content_hash ORDER BY m.valid_from, m.memory_id) AS nth FROM memories m "
             "JOIN graph_edges e ON e.src_id = m.memory_id AND e.edge_type='MENTIONS' AND e.rejected=0 "
             f"WHERE e.dst_id=? AND m.layer='L2' AND "
-            f"{' AND '.join('m.' + c for c in _AGENT.split(' AND '))} ORDER BY m.valid_from, m.memory_id",
-            [node_id, *_agent_args(scope)],
+            f"{' AND '.join('m.' + c for c in _AGENT.split(' AND '))}) "
         )
+        args = [node_id, *_agent_args(scope)]
+        sessions = [r[0] for r in shard._db.execute(
+            firsts + "SELECT DISTINCT COALESCE(session_id, '') FROM mentioning WHERE nth=1 ORDER BY 1", args)]
+        ids = [r[0] for r in shard._db.execute(
+            firsts + "SELECT memory_id FROM mentioning WHERE nth=1 ORDER BY valid_from, memory_id LIMIT ?",
+            [*args, limit])]
+        return SceneMembers(sessions, ids)
+
+    def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryUnit]:
+        """The memories of ``memory_ids`` stored in the scope's home, in the order given (missing ones left out)."""
+        if not memory_ids:
+            return []
+        marks = ", ".join("?" * len(memory_ids))
+        rows = self._query(scope, f"SELECT {_COLS} FROM memories WHERE memory_id IN ({marks}) AND {_HOME}",
+                           [*memory_ids, *_home_args(scope)])
+        by_id = {m.memory_id: m for m in rows}
+        return [by_id[i] for i in memory_ids if i in by_id]

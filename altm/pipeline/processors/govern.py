@@ -186,14 +186,13 @@ class GovernProcessor(Processor):
         node = reader.node(event.scope, node_id)
         if node is None or node["node_type"] not in ("Entity", "Time"):
             return []
-        unique: dict[tuple[str, str], MemoryUnit] = {}
-        for atom in sorted(reader.atoms_mentioning(event.scope, node["node_id"]), key=_order):
-            unique.setdefault((atom.kind.value, atom.content_hash), atom)  # duplicates count once
-        atoms = list(unique.values())
-        sessions = sorted({a.session_id or "" for a in atoms})
+        members = reader.scene_members(event.scope, node["node_id"], SCENE_MAX_ITEMS)
+        sessions = members.sessions
         if len(sessions) < SCENE_MIN_SESSIONS:
             return []
-        atoms = sorted(atoms, key=_order)[:SCENE_MAX_ITEMS]
+        atoms = reader.get_many(event.scope, members.memory_ids)
+        if not atoms:  # erased between the two reads (another process's writer): a later mention rebuilds it
+            return []
         lines = [f"Scene: {node['name']} — {len(atoms)} memories across sessions {', '.join(sessions)}"]
         lines += [f"- [{a.session_id}] {a.kind.value}: {a.content}" for a in atoms]
         scene = derived_memory(
