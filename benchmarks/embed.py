@@ -1,11 +1,15 @@
 """Local embedder throughput: texts/s at a given batch size (default 64), median over repeats.
 
-    python benchmarks/embed.py [--batch 64] [--texts 1024] [--repeats 5] [--out FILE.json]
+    python benchmarks/embed.py [--batch 64] [--texts 1024] [--repeats 5] [--fold-weights] [--out FILE.json]
+
+``--fold-weights`` widens the model's int8 weights to float32 at load (onnxruntime's constant folding and memory
+pattern, the setting before F13) to compare; the record has the process's peak resident set either way.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -32,10 +36,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--texts", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--fold-weights", action="store_true", help="float32 weights widened at load (before F13)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    emb = LocalMiniLM(batch_size=args.batch)
+    emb = LocalMiniLM(batch_size=args.batch, fold_weights=args.fold_weights)
     texts = [f"{SENTENCES[i % len(SENTENCES)]} (item {i})" for i in range(args.texts)]
     emb.embed(texts[: args.batch])  # warm-up
     runs = []
@@ -46,10 +51,13 @@ def main() -> None:
         runs.append({"repeat": r, "seconds": elapsed, "texts_per_s": args.texts / elapsed})
         print(f"run {r}: {args.texts / elapsed:8.1f} texts/s ({elapsed:.2f} s)")
     med = median([x["texts_per_s"] for x in runs])
-    print(f"median: {med:.1f} texts/s at batch {args.batch} ({emb.model_id}, {emb.dim} dims)")
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"median: {med:.1f} texts/s at batch {args.batch} ({emb.model_id}, {emb.dim} dims, "
+          f"weights {'folded to float32' if args.fold_weights else 'int8'}); peak RSS {peak_mib:.0f} MiB")
     path = write_record("embed", {
-        "config": config_stamp(benchmark="embed", batch=args.batch, texts=args.texts, model=emb.model_id),
-        "aggregate": {"texts_per_s_median": med, "batch": args.batch},
+        "config": config_stamp(benchmark="embed", batch=args.batch, texts=args.texts, model=emb.model_id,
+                               fold_weights=args.fold_weights),
+        "aggregate": {"texts_per_s_median": med, "batch": args.batch, "peak_rss_mib": peak_mib},
         "runs": runs,
     }, args.out)
     print(f"record: {path}")
