@@ -1,7 +1,8 @@
-"""A scene's members are counted in SQL (issue 13): recomputing the scene of a node that thousands of atoms mention
-builds the dozen memories the scene shows, not one memory per atom. On a long history (every decision "by Friday")
-govern rebuilt every mentioning atom for every new mention, quadratic in the history: 2,000 such turns did not
-finish in 27 minutes. The scenes are the same as those computed from every atom."""
+"""A scene's members come from one SQL scan of two columns per atom (issue 13): recomputing the scene of a node
+that thousands of atoms mention builds the dozen memories the scene shows, not one memory per atom. On a long
+history (every decision "by Friday") govern rebuilt every mentioning atom for every new mention, quadratic in the
+history: 2,000 such turns did not finish in 27 minutes. The scenes are the same as those computed from every
+atom."""
 
 from __future__ import annotations
 
