@@ -25,6 +25,8 @@ from altm.core.events import (
     original_text,
 )
 from altm.core.governance import (
+    Burial,
+    BuriedContent,
     Erasure,
     Forget,
     HeldAction,
@@ -51,6 +53,7 @@ from altm.core.memory import (
 )
 from altm.core.partitioner import murmur2, partition_for
 from altm.core.proposals import (
+    BuryProposal,
     EraseProposal,
     ForgetProposal,
     HoldActionProposal,
@@ -75,6 +78,9 @@ from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Burial",
+    "BuriedContent",
+    "BuryProposal",
     "ChangeEvent",
     "ChangeMarker",
     "ChangeStatus",

@@ -69,6 +69,35 @@ class Erasure(BaseModel):
         return self
 
 
+class BuriedContent(BaseModel):
+    """One tombstone as the write guard matches it: ids and keyed hashes (HMAC under the user's guard key),
+    never the text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tombstone_id: str = Field(min_length=1, max_length=128)
+    agent_id: str | None = Field(default=None, max_length=128)
+    memory_id: str = Field(min_length=1, max_length=128)
+    layer: str | None = Field(default=None, max_length=8)
+    value_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    shingle_hashes: tuple[str, ...] = ()
+    term_hashes: tuple[str, ...] = ()
+    distinctive: bool
+    reason: str
+    at: str = Field(min_length=1, max_length=64)
+
+
+class Burial(BaseModel):
+    """Tombstones an erasure or a forget left in a shard, carried on the proposals log: a shard restored from
+    the log on another worker meets the erased content's records shredded (their keys are destroyed) and would
+    have no tombstone otherwise. ``guard_key_id`` names (without revealing) the guard key that hashed them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    guard_key_id: str = Field(pattern=r"^[0-9a-f]{16,64}$")
+    tombstones: tuple[BuriedContent, ...] = Field(min_length=1)
+
+
 class ReviewDecision(BaseModel):
     """A reviewer's decision on a review-queue item: a memory (mem_…), a deferred action (act_…) or a
     rejected proposal (rej_<n>, at most 18 digits: a rejection number fits SQLite's 64-bit INTEGER)."""

@@ -17,6 +17,7 @@ from pydantic.config import JsonDict
 from altm.core.cycle import RuntimeCycle
 from altm.core.envelope import Envelope
 from altm.core.governance import (
+    Burial,
     Erasure,
     Forget,
     HeldAction,
@@ -46,6 +47,7 @@ class ProposalOp(StrEnum):
     FORGET = "forget"
     ROLLBACK = "rollback"
     RECORD_CYCLE = "record_cycle"
+    BURY = "bury"
 
 
 PAYLOAD_SLOTS: dict[ProposalOp, str] = {
@@ -63,6 +65,7 @@ PAYLOAD_SLOTS: dict[ProposalOp, str] = {
     ProposalOp.FORGET: "forget",
     ProposalOp.ROLLBACK: "rollback",
     ProposalOp.RECORD_CYCLE: "cycle",
+    ProposalOp.BURY: "burial",
 }
 """The payload field each op carries: the wire's payload slots."""
 
@@ -230,10 +233,22 @@ class RecordCycleProposal(Proposal):
         return self.cycle.cycle_id
 
 
+class BuryProposal(Proposal):
+    """Made by the writer itself, after an erasure or a forget it applied: the tombstones it left (see
+    :class:`Burial`). Not sealed (hashes only, like the erasure it follows), so a restore can read it."""
+
+    op: Literal[ProposalOp.BURY] = ProposalOp.BURY
+    burial: Burial
+
+    @property
+    def target_id(self) -> str:
+        return self.burial.tombstones[0].memory_id
+
+
 ProposalEvent = Annotated[
     UpsertMemoryProposal | UpsertNodeProposal | UpsertEdgeProposal | LinkMemoryProposal | SetTrustProposal
     | SupersedeProposal | MergeProposal | HoldActionProposal | EraseProposal | ReviewProposal | SignalProposal
-    | ForgetProposal | RollbackProposal | RecordCycleProposal,
+    | ForgetProposal | RollbackProposal | RecordCycleProposal | BuryProposal,
     Field(discriminator="op"),
 ]
 """Every proposal, discriminated by ``op`` (inside :data:`altm.core.Event`, which is discriminated by

@@ -477,10 +477,10 @@ class WriterDriver:
 
     def outbox_topic(self, stored: str) -> str:
         """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind
-        (``changes``, ``dlq``); rows written before that hold a full name, whose kind is its last part, so
-        a changed ``ALTM_TOPIC_PREFIX`` never leaves a partition publishing to topics nobody reads."""
+        (``changes``, ``dlq``, ``proposals``); rows written before that hold a full name, whose kind is its last
+        part, so a changed ``ALTM_TOPIC_PREFIX`` never leaves a partition publishing to topics nobody reads."""
         prefix = self.writer.settings.topic_prefix
-        for kind in (Topic.CHANGES, Topic.DLQ):
+        for kind in (Topic.CHANGES, Topic.DLQ, Topic.PROPOSALS):  # proposals: the tombstones a writer carries
             if stored.endswith(kind.value):
                 return topic_name(kind, prefix)
         return stored

@@ -106,6 +106,10 @@ class Shard:
         """Tombstones written before version 6 (text, not yet hashed): the writer hashes them when it starts."""
         return self._db.execute("SELECT 1 FROM tombstones WHERE shingle_hashes IS NULL LIMIT 1").fetchone() is not None
 
+    def guard_keys(self) -> list[tuple[str, bytes]]:
+        """(scope home, key) of every user whose guard key this shard holds."""
+        return [(str(r[0]), bytes(r[1])) for r in self._db.execute("SELECT home, key FROM guard_keys ORDER BY home")]
+
     def bound_log(self) -> str | None:
         """The identity of the log whose offsets this shard stores (None until a writer binds it)."""
         row = self._db.execute("SELECT value FROM shard_meta WHERE key = 'log'").fetchone()

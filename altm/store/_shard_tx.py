@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -222,10 +222,14 @@ class ShardTx:
             (value_hash, orjson.dumps(sorted(shingle_hashes)).decode(), orjson.dumps(sorted(term_hashes)).decode(),
              int(distinctive), tombstone_id))
 
-    def guard_key(self, home: str) -> bytes:
-        """The key of the user ``home`` (tenant/workspace/user) for the guard's keyed hashes (created on first
-        use)."""
-        self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)", (home, secrets.token_bytes(32)))
+    def guard_key(self, home: str, make: Callable[[], bytes] | None = None) -> bytes:
+        """The key of the user ``home`` (tenant/workspace/user) for the guard's keyed hashes, kept here on
+        first use: ``make``'s (the deployment's key store, the same in every process), else a random one."""
+        key = self.existing_guard_key(home)
+        if key is not None:
+            return key
+        self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)",
+                         (home, make() if make is not None else secrets.token_bytes(32)))
         key = self.existing_guard_key(home)
         assert key is not None
         return key
@@ -243,9 +247,14 @@ class ShardTx:
         """Take over a user's guard key from the data dir a replay rebuilds (before anything is buried here)."""
         self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)", (home, key))
 
-    def carry_tombstone(self, row: Mapping[str, Any], *, at: str) -> None:
-        """Take over a tombstone (hashes, no text) from the data dir a replay rebuilds, audited as carried."""
-        self._audit(at=at, proposal_id=None, actor="replay", action="insert", table="tombstones",
+    def has_tombstone(self, tombstone_id: str) -> bool:
+        return self._db.execute("SELECT 1 FROM tombstones WHERE tombstone_id=?", (tombstone_id,)).fetchone() is not None
+
+    def carry_tombstone(self, row: Mapping[str, Any], *, at: str, actor: str = "replay",
+                        proposal_id: str | None = None) -> None:
+        """Take over a tombstone (hashes, no text) made in another shard (the data dir a replay rebuilds, or
+        the writer that buried it, from the log), audited as carried."""
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="tombstones",
                     target_id=str(row["tombstone_id"]), old=None,
                     new={"value_hash": row["value_hash"], "memory_id": row["memory_id"], "reason": row["reason"],
                          "carried": True})
@@ -401,9 +410,9 @@ class ShardTx:
             (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
 
     def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str,
-                  shingle_hashes: frozenset[str], term_hashes: frozenset[str], distinctive: bool) -> None:
+                  shingle_hashes: frozenset[str], term_hashes: frozenset[str], distinctive: bool) -> str:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
-        its text), so the guard refuses it."""
+        its text), so the guard refuses it. Returns the tombstone's id."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
@@ -415,6 +424,7 @@ class ShardTx:
              row["memory_id"], row["layer"], orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive),
              orjson.dumps(sorted(term_hashes)).decode()),
         )
+        return tid
 
     def redact_audit(self, table: str, ids: Sequence[str]) -> None:
         """Replace the text values of earlier audit rows about ``ids`` by their hashes (rows stay)."""

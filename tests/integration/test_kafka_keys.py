@@ -5,15 +5,20 @@ bytes leave the broker's disk."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import secrets
 import uuid
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer
+from aiokafka import TopicPartition as KafkaTP
 
 from altm.bus.kafka import KafkaKeyStore, KeyTopicMissing
-from altm.bus.sealing import KeyStoreError, Owner
+from altm.bus.kafka._keys import _Entry, _now_ms
+from altm.bus.sealing import GUARD, KeyStoreError, Owner, guard_kid
+from altm.bus.sealing._keys import wrap_key
 from altm.core import Settings
 from altm.wiring import WiringError, open_keystore
 from tests.support.keys import MASTER, open_store, topic_bytes, until
@@ -161,3 +166,65 @@ def test_the_sealing_commands_show_and_rotate_a_kafka_key_store(kafka_bootstrap:
         assert after.get(kid) == key
     finally:
         after.close()
+
+
+def test_a_users_guard_key_is_the_same_everywhere_survives_erasure_and_after_compaction(kafka_bootstrap: str) -> None:
+    """The key of the write guard's tombstone hashes (issue 13): one per user in every process, never destroyed
+    by an erasure, and a second one written for the same user (two processes at once) is superseded by the
+    first, also on the compacted topic (the first is sent again after it)."""
+    topic = f"k{uuid.uuid4().hex[:10]}.keys"
+    a = open_store(kafka_bootstrap, topic)
+    b = open_store(kafka_bootstrap, topic)
+    try:
+        adopted = secrets.token_bytes(32)
+        key = a.guard_key("t/w/u", adopt=adopted)
+        assert key == adopted and b.guard_key("t/w/u") == key
+        assert b.guard_key("t/w/u", adopt=secrets.token_bytes(32)) == key  # the first one stored wins
+        a.current(Owner("t/w/u", "a", "s1"))
+        assert a.counts() == (1, 0)  # data keys only
+        assert a.shred("t/w/u") == 1  # the user's data key, not the guard key
+        assert until(lambda: b.guard_key("t/w/u") == key)
+        # a second record for the same guard key id, as a process making it at the same moment would write
+        kid, rival = _rival_guard_record(a, "t/w/u")
+        assert until(lambda: _last_value(kafka_bootstrap, topic, kid) not in (None, rival))  # the first, again
+        assert a.guard_key("t/w/u") == key and b.guard_key("t/w/u") == key
+        later = open_store(kafka_bootstrap, topic)
+        try:
+            assert later.guard_key("t/w/u") == key
+        finally:
+            later.close()
+    finally:
+        a.close()
+        b.close()
+
+
+def _rival_guard_record(store: KafkaKeyStore, home: str) -> tuple[str, bytes]:
+    """Publish another key under ``home``'s guard key id; returns the id and the record's value."""
+    kid = guard_kid(home)
+    entry = _Entry(Owner(home, "", GUARD), wrap_key(store._aead, kid, secrets.token_bytes(32)), store._master_id,
+                   _now_ms() + 1)
+    store._call(store._write([(kid, entry)]))
+    return kid, entry.value()
+
+
+def _last_value(bootstrap: str, topic: str, kid: str) -> bytes | None:
+    """The value of the last record of ``kid`` on the key topic (what compaction keeps)."""
+
+    async def read() -> bytes | None:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tp = KafkaTP(topic, 0)
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            end = (await consumer.end_offsets([tp]))[tp]
+            last = None
+            while (await consumer.position(tp)) < end:
+                for msg in (await consumer.getmany(tp, timeout_ms=1000)).get(tp, ()):
+                    if msg.key == kid.encode():
+                        last = msg.value
+            return last
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(read())

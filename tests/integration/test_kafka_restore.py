@@ -22,6 +22,7 @@ from altm.bus.kafka import KafkaBus
 from altm.core import Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
 from altm.store import shard_files
+from altm.store._rows import TOMBSTONE_COLUMNS
 from altm.wiring import open_deployment, state_hash
 from tests.integration.test_kafka import _shard_l0_count
 from tests.integration.test_kafka_service import _segment_bytes
@@ -143,7 +144,8 @@ async def test_an_erasure_holds_through_a_restore_and_in_the_read_replica(
     """Erased in a Kafka deployment: gone from the owning shard, from the read replica, from a shard another
     worker restores from the log afterwards (the erased session's proposals no longer open: their key is
     destroyed, on the broker's key topic, which every process reads), and never in clear on the broker's
-    disk."""
+    disk. The restored shard and the replica hold the erasure's tombstones, carried on the log (before, the
+    restored shard had none: the erased text could come back)."""
     prefix = f"e{uuid.uuid4().hex[:10]}."
     scope = Scope(tenant_id="t", workspace_id="w", user_id="user0", agent_id="a")
     secret = [make_turn(90 + i, text, scope=scope, session="s-secret") for i, text in enumerate(
@@ -180,6 +182,12 @@ async def test_an_erasure_holds_through_a_restore_and_in_the_read_replica(
     assert _shard_l0_count(dir_b) == len(turns) - len(secret)
     for where in (dir_a, dir_b, dir_r):
         assert occurrences(where) == {}, where
+    tombstones = f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones ORDER BY tombstone_id"
+    made = rows(dir_a, tombstones)
+    assert made  # and the restored shard and the replica hold them too, hashes included (the guard keys are
+    assert rows(dir_b, tombstones) == made  # the key store's): the erased text said again is refused there
+    # the replica applied the erasure itself (it had the content then): the same tombstones, at its own time
+    assert [{**r, "at": None} for r in rows(dir_r, tombstones)] == [{**r, "at": None} for r in made]
     assert _segment_bytes(kafka_segments, prefix).count(SECRET) == 0
 
 

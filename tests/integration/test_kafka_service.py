@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from altm.app.ingest import IngestSummary, publish_file
 from altm.app.stats import collect_stats
 from altm.bus.kafka import KafkaBus
+from altm.bus.sealing import GUARD
 from altm.core import all_topic_specs
 from altm.core.settings import Settings
 from altm.interfaces.cli import app, sample_path
@@ -166,7 +167,9 @@ async def test_admin_commands_on_a_worker_data_dir_go_through_its_kafka_bus(
         assert rows(data, "SELECT 1 FROM tombstones WHERE user_id='dana'")
         assert rows(data, "SELECT 1 FROM memories WHERE user_id='sam'")  # another tenant's user untouched
         assert not (data / "log.db").exists()  # no embedded log was created beside the worker's shards
-        assert rows_of(data / "keys.db", "SELECT 1 FROM data_keys WHERE home='acme/platform/dana'") == []
+        # every data key of dana's is destroyed; her guard key stays (her tombstones are hashed with it)
+        assert rows_of(data / "keys.db", "SELECT session FROM data_keys WHERE home='acme/platform/dana'") == [
+            {"session": GUARD}]
         reader = open_bus(hosts)
         await reader.start()
         try:

@@ -11,6 +11,7 @@ import pytest
 from altm.bus import OutgoingRecord, Record
 from altm.bus.sealing import (
     DERIVED,
+    GUARD,
     KeyStoreError,
     Owner,
     SealedBus,
@@ -121,11 +122,15 @@ async def test_erasing_a_user_shreds_all_of_it_and_nobody_else(settings: Setting
         mine = [sealer.open(r) for r in await _stored(rt) if r.key == SCOPE.home]
         assert mine and all(is_shredded(r) for r in mine if r.topic == "altm.turns")
         readable = [r for r in mine if not is_shredded(r)]
-        assert all(b"erase" in r.value for r in readable)  # only the erasure and its outcome
+        # only the erasure, its outcome, and the tombstones it left (keyed hashes) with their outcome
+        assert readable and all(b"erase" in r.value or b'"op":"bury"' in r.value for r in readable)
+        assert any(b'"op":"bury"' in r.value for r in readable)
         opened = await rt.log.read_all(TOPICS)
         assert not any(SECRET in r.value for r in opened if r.key == SCOPE.home)
         assert any(SECRET in r.value for r in opened if r.key == OTHER.home)  # sam's turn and what came of it
-    assert {h for h, _ in _key_rows(s.data_dir / "keys.db")} == {OTHER.home}
+    keys = _key_rows(s.data_dir / "keys.db")  # the erased user's guard key stays (its tombstones match by it)
+    assert {h for h, session in keys if session != GUARD} == {OTHER.home}
+    assert (SCOPE.home, GUARD) in keys
 
 
 async def test_retired_derived_keys_open_records_in_flight_until_their_grace_ends(settings: Settings) -> None:

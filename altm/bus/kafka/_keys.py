@@ -35,10 +35,12 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from altm.bus.sealing._keys import (
+    GUARD,
     MASTER_KEY_ENV,
     KeyStore,
     KeyStoreError,
     Owner,
+    guard_kid,
     master_id,
     unwrap_key,
     wrap_key,
@@ -252,6 +254,12 @@ class KafkaKeyStore(KeyStore):
         with self._lock:
             old = self._entries.get(kid)
             if old is not None and (old.owner != entry.owner or old.created_ms != entry.created_ms):
+                if old.owner.session == GUARD and self._producer is not None:  # two processes made a user's guard
+                    # key at once: the first read wins, and is sent again so that compaction keeps it, not this one
+                    log.warning("the key store meets a second guard key for %s at %s@%d: the first one stays",
+                                old.owner.home, self.topic, offset)
+                    self._spawn(self._producer.send(self.topic, old.value(), key=key, partition=0))
+                    return
                 log.error("the key store skips a record at %s@%d that moves key %s to another owner",
                           self.topic, offset, kid)
                 return
@@ -365,8 +373,30 @@ class KafkaKeyStore(KeyStore):
         return entry is not None and entry.retired_ms is not None
 
     def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
-        return self._change(lambda o, e: o.home == home and (agent is None or o.agent == agent)
+        return self._change(lambda o, e: o.home == home and o.session != GUARD and (agent is None or o.agent == agent)
                             and (session is None or o.session == session), _destroyed)
+
+    def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
+        kid = guard_kid(home)
+        with self._lock:
+            known = kid in self._entries
+        if not known:
+            with self._writing:
+                self._call(self._caught_up())  # made by another process before now
+                with self._lock:
+                    known = kid in self._entries
+                if not known:
+                    if self.read_only:
+                        raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it has no guard "
+                                            f"key for {home} and cannot make one")
+                    made = adopt if adopt is not None else AESGCM.generate_key(bit_length=256)
+                    entry = _Entry(Owner(home, "", GUARD), wrap_key(self._aead, kid, made), self._master_id, _now_ms())
+                    self._call(self._write([(kid, entry)]))  # read back: the first record of the id is the key
+        key = self.get(kid)
+        if key is None:
+            raise KeyStoreError(f"the guard key of {home} ({kid}) was destroyed: tombstones hashed with it no "
+                                "longer match anything")
+        return key
 
     def retire(self, home: str, session: str) -> int:
         now = _now_ms()
@@ -410,8 +440,8 @@ class KafkaKeyStore(KeyStore):
             return {e.master_id for e in self._entries.values() if e.wrapped is not None}
 
     def counts(self) -> tuple[int, int]:
-        with self._lock:
-            live = [e for e in self._entries.values() if e.wrapped is not None]
+        with self._lock:  # data keys: guard keys seal nothing
+            live = [e for e in self._entries.values() if e.wrapped is not None and e.owner.session != GUARD]
         retired = sum(1 for e in live if e.retired_ms is not None)
         return len(live) - retired, retired
 

@@ -2,12 +2,14 @@
 
 from altm.bus.sealing._bus import SealedBus, SealedConsumer
 from altm.bus.sealing._keys import (
+    GUARD,
     MASTER_KEY_ENV,
     KeyStore,
     KeyStoreError,
     Owner,
     SqliteKeyStore,
     decode_master_key,
+    guard_kid,
     load_master_key,
     master_id,
 )
@@ -24,6 +26,7 @@ from altm.bus.sealing._sealer import (
 
 __all__ = [
     "DERIVED",
+    "GUARD",
     "MAGIC",
     "MASTER_KEY_ENV",
     "SHREDDED_HEADER",
@@ -36,6 +39,7 @@ __all__ = [
     "Sealer",
     "SqliteKeyStore",
     "decode_master_key",
+    "guard_kid",
     "is_sealed",
     "is_shredded",
     "load_master_key",

@@ -37,6 +37,18 @@ MASTER_KEY_ENV = "ALTM_MASTER_KEY"
 """A base64 (url-safe) 32-byte master key; without it, the key store's ``.master`` file next to it holds one."""
 
 
+GUARD = "~guard"
+"""The session slot of a user's *guard key*: the key of the write guard's hashes of erased content (tombstones
+hold keyed hashes, never text). It is not a data key: no record is sealed with it and no erasure destroys it (the
+tombstones of an erased user must keep matching), and it is the same in every process, so tombstones a shard
+restored on another worker takes over from the log match as they did where they were made."""
+
+
+def guard_kid(home: str) -> str:
+    """The id of user ``home``'s guard key: one per user, the same in every process (made once)."""
+    return "guard-" + hashlib.sha256(home.encode()).hexdigest()[:32]
+
+
 class KeyStoreError(RuntimeError):
     """The key store cannot be opened or its keys cannot be unwrapped (e.g. a different master key)."""
 
@@ -82,6 +94,11 @@ class KeyStore(ABC):
     @abstractmethod
     def destroy_retired(self, older_than_s: float) -> int:
         """Destroy keys retired at least ``older_than_s`` seconds ago; returns how many."""
+
+    @abstractmethod
+    def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
+        """User ``home``'s guard key (see :data:`GUARD`), made on first use, or set to ``adopt`` then: a key a
+        shard made before the key store kept them (the first one any process stores wins; compare)."""
 
     @abstractmethod
     def rewrap(self, new_master: bytes) -> int:
@@ -221,7 +238,7 @@ class SqliteKeyStore(KeyStore):
     def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
         if self.read_only:
             raise KeyStoreError(f"the key store {self.path} is open read-only: it cannot destroy keys")
-        where, args = "home=?", list[object]([home])
+        where, args = "home=? AND session != ?", list[object]([home, GUARD])  # guard keys stay
         if agent is not None:
             where, args = where + " AND agent=?", [*args, agent]
         if session is not None:
@@ -241,6 +258,22 @@ class SqliteKeyStore(KeyStore):
             return 0
         cutoff = time.time_ns() // 1_000_000 - int(older_than_s * 1000)
         return self._destroy("retired_ms IS NOT NULL AND retired_ms <= ?", [cutoff])
+
+    def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
+        kid = guard_kid(home)
+        with self._lock:
+            row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
+            if row is None:
+                if self.read_only:
+                    raise KeyStoreError(f"the key store {self.path} is open read-only: it has no guard key for "
+                                        f"{home} and cannot make one")
+                key = adopt if adopt is not None else AESGCM.generate_key(bit_length=256)
+                self._db.execute(  # another process may have made it meanwhile: its key wins
+                    "INSERT OR IGNORE INTO data_keys (kid, home, agent, session, wrapped, master_id, created_ms) "
+                    "VALUES (?,?,?,?,?,?,?)", (kid, home, "", GUARD, self._wrap(kid, key), self._master_id,
+                                                time.time_ns() // 1_000_000))
+                row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
+            return self._unwrap(kid, bytes(row[0]), str(row[1]))
 
     def _destroy(self, where: str, args: Sequence[object]) -> int:
         """Delete the keys (their pages overwritten), remember their ids, and move the write-ahead log into
@@ -300,8 +333,9 @@ class SqliteKeyStore(KeyStore):
         return {str(r[0]) for r in self._db.execute("SELECT DISTINCT master_id FROM data_keys")}
 
     def counts(self) -> tuple[int, int]:
-        active, retired = self._db.execute(
-            "SELECT COUNT(*) - COUNT(retired_ms), COUNT(retired_ms) FROM data_keys").fetchone()
+        active, retired = self._db.execute(  # data keys: guard keys seal nothing
+            "SELECT COUNT(*) - COUNT(retired_ms), COUNT(retired_ms) FROM data_keys WHERE session != ?",
+            (GUARD,)).fetchone()
         return int(active), int(retired)
 
     def close(self) -> None:

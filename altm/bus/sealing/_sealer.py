@@ -75,7 +75,7 @@ def _session_of(obj: dict[str, Any]) -> str:
 def _is_erasure(obj: dict[str, Any]) -> bool:
     etype = obj.get("event_type")
     return (etype == "control" and obj.get("action") == "erase") or (
-        etype in ("proposal", "change") and obj.get("op") == "erase")
+        etype in ("proposal", "change") and obj.get("op") in ("erase", "bury"))  # bury: its tombstones' hashes
 
 
 def owner_of(value: bytes | str, key: str | None) -> Owner | None:

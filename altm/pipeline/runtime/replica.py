@@ -23,7 +23,7 @@ from altm.core import ChangeEvent, DecodeError, Settings, Topic, decode_event, t
 from altm.models import EmbeddingModel
 from altm.pipeline._drivers import WriterDriver, until_done
 from altm.pipeline.processors import EmbedProcessor, ProcessorContext
-from altm.pipeline.writer import TextSimilarity, Writer
+from altm.pipeline.writer import GuardKeys, TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 from altm.vectors import VectorIndex
 
@@ -51,12 +51,13 @@ class ReplicaRuntime:
 
     def __init__(self, settings: Settings, shards: ShardSet, reader: LogReader, *, sealer: Sealer | None = None,
                  embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None,
-                 similarity: TextSimilarity | None = None) -> None:
+                 similarity: TextSimilarity | None = None, guard_keys: GuardKeys | None = None) -> None:
         self.settings = settings
         self.shards = shards
         self.sealer = sealer
-        # no key store: destroying data keys after an erasure is the owning worker's job, not a replica's
-        self.writer = Writer(shards, settings, None, similarity)
+        # no key store: destroying data keys after an erasure is the owning worker's job, not a replica's; the
+        # users' guard keys (``guard_keys``: the deployment's key store) make its tombstones match the owner's
+        self.writer = Writer(shards, settings, None, similarity, guard_keys=guard_keys)
         self.embed = EmbedProcessor(embedding, vectors)
         self.ctx = ProcessorContext(settings=settings)
         self.reader = reader

@@ -2,7 +2,7 @@
 
 * :mod:`._apply`: the transaction envelope of one proposal record (route check, offset, outbox, rejections,
   deferrals) and the change events;
-* :mod:`.ops`: one module per op family (memory, graph, trust, governance, erasure, lifecycle, cycles), each op
+* :mod:`.ops`: one module per op family (memory, graph, trust, governance, erasure, burial, lifecycle, cycles), each op
   a function of the shard transaction, its proposal and an :class:`~.ops.OpContext`;
 * :mod:`.guard`: the write guard (tombstones, anti-patterns), evaluated for every memory written; it compares
   canonical terms (:mod:`._terms`) and, given one, meanings (:mod:`._similarity`).
@@ -10,6 +10,6 @@
 
 from altm.pipeline.writer._apply import WRITER_GROUP, WriteOutcome, Writer
 from altm.pipeline.writer._similarity import EmbeddingSimilarity
-from altm.pipeline.writer.guard import TextSimilarity
+from altm.pipeline.writer.guard import GuardKeys, TextSimilarity
 
-__all__ = ["WRITER_GROUP", "EmbeddingSimilarity", "TextSimilarity", "WriteOutcome", "Writer"]
+__all__ = ["WRITER_GROUP", "EmbeddingSimilarity", "GuardKeys", "TextSimilarity", "WriteOutcome", "Writer"]

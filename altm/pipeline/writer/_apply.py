@@ -19,8 +19,11 @@ from datetime import UTC, datetime
 import orjson
 
 from altm.bus import Headers, Record, change_header, pack_headers, source_header, source_ms
-from altm.bus.sealing import DERIVED, KeyStore, is_shredded
+from altm.bus.sealing import DERIVED, KeyStore, KeyStoreError, is_shredded
 from altm.core import (
+    Burial,
+    BuriedContent,
+    BuryProposal,
     ChangeEvent,
     ChangeStatus,
     DeadLetter,
@@ -42,7 +45,14 @@ from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
-from altm.pipeline.writer.guard import GuardUnavailable, TextSimilarity, WriteGuard, hash_legacy_tombstones
+from altm.pipeline.writer.guard import (
+    GuardKeys,
+    GuardUnavailable,
+    TextSimilarity,
+    WriteGuard,
+    guard_key_id,
+    hash_legacy_tombstones,
+)
 from altm.pipeline.writer.ops import Applied, Erased, OpContext, Rejection, apply_op
 from altm.store import ShardSet, ShardTx, StoreUnavailable
 
@@ -60,17 +70,22 @@ class WriteOutcome:
     deferred_reason: str | None = None  # set when the proposal must be retried later
     refusal: str | None = None  # the class of a rejection's or deferral's reason (a bounded metric label)
     erased: EraseProposal | None = None  # an erasure this proposal applied (its data keys are destroyed)
+    burials: list[BuryProposal] = field(default_factory=list)  # the tombstones it left, for the log
 
 
 class Writer:
     """Applies proposal records to their shards. With ``keys`` (the log is sealed), an applied erasure of a
     session, agent or user also destroys its data keys: its records on the log can no longer be read. With a
-    ``similarity`` (the local embedder's), the write guard judges anti-patterns by meaning as well as terms."""
+    ``similarity`` (the local embedder's), the write guard judges anti-patterns by meaning as well as terms.
+    Users' guard keys come from ``guard_keys`` (default: the key store's), so the tombstones the writer carries
+    on the log (``bury`` proposals) match in a shard restored elsewhere; without either, each shard has its own.
+    """
 
     def __init__(self, shards: ShardSet, settings: Settings, keys: KeyStore | None = None,
-                 similarity: TextSimilarity | None = None) -> None:
+                 similarity: TextSimilarity | None = None, guard_keys: GuardKeys | None = None) -> None:
         self.shards = shards
         self.keys = keys
+        self.guard_keys = guard_keys if guard_keys is not None else (keys.guard_key if keys is not None else None)
         self._last_destroy = float("-inf")
         self.settings = settings
         self.partitions = settings.partitions
@@ -88,7 +103,24 @@ class Writer:
         shard = self.shards.get(partition)
         if shard.has_legacy_tombstones():
             with shard.transaction() as tx:
-                hash_legacy_tombstones(tx, at=datetime.now(UTC).isoformat())
+                hash_legacy_tombstones(tx, at=datetime.now(UTC).isoformat(), keys=self.guard_keys)
+        if self.keys is not None:
+            self._adopt_guard_keys(partition)
+
+    def _adopt_guard_keys(self, partition: int) -> None:
+        """Guard keys this shard made before the key store kept them become the key store's (the first one
+        stored wins): tombstones carried from this shard then match wherever it is restored."""
+        assert self.keys is not None
+        for home, key in self.shards.get(partition).guard_keys():
+            try:
+                stored = self.keys.guard_key(home, adopt=key)
+            except KeyStoreError as exc:  # tried again when the writer next starts
+                log.warning("the guard keys of partition %d could not be put in the key store: %s", partition, exc)
+                return
+            if stored != key:
+                log.warning("the shard of partition %d holds a guard key for %s other than the key store's: the "
+                            "tombstones it carries on the log for that user will not match in a restored shard",
+                            partition, home)
 
     def apply(self, record: Record, partitions: int, *, retry: bool = False) -> WriteOutcome:
         """Apply one proposal record. ``retry`` re-applies a record deferred earlier (its offset is stored)."""
@@ -124,7 +156,8 @@ class Writer:
                         continue
                     # each its own "now": a row recorded and superseded in one batch differ in time
                     ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
-                                    rules=self.rules, source_ms=source_ms(records[i]) or None)
+                                    rules=self.rules, source_ms=source_ms(records[i]) or None,
+                                    guard_keys=self.guard_keys)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
                                                  extra=headers[i] if headers is not None else ())
                     applied.append(i)
@@ -151,6 +184,8 @@ class Writer:
                        pack_headers((source, change_header(change), *extra)))
         for dead in outcome.dead_letters:
             tx.enqueue(Topic.DLQ.value, record.key, encode(dead), pack_headers((source, *extra)))
+        for burial in outcome.burials:  # back to the proposals log, after this record: a restore applies it
+            tx.enqueue(Topic.PROPOSALS.value, burial.key, encode(burial), pack_headers((source, *extra)))
         return outcome
 
     def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:
@@ -184,7 +219,8 @@ class Writer:
             return _rejected(tx, event, record, f"the proposal could not be applied: {type(exc).__name__}: {exc}",
                              ctx.now, "internal_error")
         erased = event if isinstance(event, EraseProposal) and applied.status is ChangeStatus.COMMITTED else None
-        return WriteOutcome(changes=_changes(event, record, applied), erased=erased)
+        return WriteOutcome(changes=_changes(event, record, applied), erased=erased,
+                            burials=_burials(tx, event, applied.buried))
 
     def _shred(self, p: EraseProposal) -> None:
         """Destroy the erased session's, agent's or user's data keys; retire the user's keys of derived records
@@ -212,6 +248,32 @@ class Writer:
             return 0
         self._last_destroy = now
         return self.keys.destroy_retired(self.settings.retired_key_grace_s)
+
+
+_BURIAL_BYTES = 256 * 1024
+"""About this many bytes of tombstones per ``bury`` proposal (well under Kafka's default record limit)."""
+
+
+def _burials(tx: ShardTx, p: Proposal, buried: Sequence[BuriedContent]) -> list[BuryProposal]:
+    """The tombstones ``p`` left, as ``bury`` proposals of its scope (ids derived from it: applying it again
+    makes the same ones, and the writer applies each once)."""
+    if not buried:
+        return []
+    key = tx.existing_guard_key(p.scope.home)
+    assert key is not None  # burying made it
+    chunks: list[list[BuriedContent]] = [[]]
+    size = 0
+    for tomb in buried:
+        weight = 512 + 67 * (len(tomb.shingle_hashes) + len(tomb.term_hashes)) + len(tomb.reason)
+        if chunks[-1] and size + weight > _BURIAL_BYTES:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(tomb)
+        size += weight
+    return [BuryProposal(event_id=derive_id("bury", p.event_id, str(i)), scope=p.scope, timestamp=p.timestamp,
+                         processor="writer", cause_event_id=p.event_id,
+                         burial=Burial(guard_key_id=guard_key_id(key), tombstones=tuple(chunk)))
+            for i, chunk in enumerate(chunks)]
 
 
 def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str, code: str) -> WriteOutcome:

@@ -32,7 +32,7 @@ from typing import Literal
 
 import orjson
 
-from altm.core import Layer, MemoryUnit, normalise_text
+from altm.core import BuriedContent, Layer, MemoryUnit, normalise_text
 from altm.pipeline.writer._terms import specific, terms
 from altm.store import MemoryRow, ShardTx
 
@@ -173,19 +173,50 @@ def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float
     return len(candidate & erased) / len(erased) >= threshold
 
 
-def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str) -> None:
-    """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes."""
-    key = tx.guard_key(f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}")
-    tx.tombstone(row, reason=reason, at=at, value_hash=value_hash(key, row["content"]),
-                 shingle_hashes=keyed_shingles(key, row["content"]), term_hashes=keyed_terms(key, row["content"]),
-                 distinctive=distinctive(row["content"]))
+GuardKeys = Callable[[str], bytes]
+"""A user's guard key by scope home, from the deployment's key store: the same in every process, so the
+tombstones a shard restored from the log carries over match as they did where they were made."""
 
 
-def hash_legacy_tombstones(tx: ShardTx, *, at: str) -> int:
+def guard_key_of(tx: ShardTx, home: str, keys: GuardKeys | None) -> bytes:
+    """The guard key of ``home`` in this shard (taken from ``keys`` on first use; random without them). A key
+    store that cannot answer defers the proposal (:class:`GuardUnavailable`): a random key instead would make
+    tombstones no other shard can match."""
+    if keys is None:
+        return tx.guard_key(home)
+
+    def from_store() -> bytes:
+        try:
+            return keys(home)
+        except Exception as exc:
+            raise GuardUnavailable(f"the guard key of {home} could not be read from the key store: {exc}") from exc
+
+    return tx.guard_key(home, make=from_store)
+
+
+def guard_key_id(key: bytes) -> str:
+    """Which guard key hashed a tombstone, without revealing it."""
+    return hmac.new(key, b"altm guard key id", hashlib.sha256).hexdigest()[:16]
+
+
+def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str, keys: GuardKeys | None = None) -> BuriedContent:
+    """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes.
+    Returns it as the log carries it (see :class:`altm.core.Burial`)."""
+    key = guard_key_of(tx, f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}", keys)
+    content = row["content"]
+    value, shingled, termed = value_hash(key, content), keyed_shingles(key, content), keyed_terms(key, content)
+    tid = tx.tombstone(row, reason=reason, at=at, value_hash=value, shingle_hashes=shingled, term_hashes=termed,
+                       distinctive=distinctive(content))
+    return BuriedContent(tombstone_id=tid, agent_id=row["agent_id"], memory_id=row["memory_id"], layer=row["layer"],
+                         value_hash=value, shingle_hashes=tuple(sorted(shingled)), term_hashes=tuple(sorted(termed)),
+                         distinctive=distinctive(content), reason=reason, at=at)
+
+
+def hash_legacy_tombstones(tx: ShardTx, *, at: str, keys: GuardKeys | None = None) -> int:
     """Give tombstones written before version 6 their keyed hashes and blank their text."""
     legacy = tx.legacy_tombstones()
     for tombstone_id, home, text in legacy:  # the normalised text hashes as the content it came from
-        key = tx.guard_key(home)
+        key = guard_key_of(tx, home, keys)
         tx.hash_tombstone(tombstone_id, value_hash=value_hash(key, text), shingle_hashes=keyed_shingles(key, text),
                           term_hashes=keyed_terms(key, text), distinctive=distinctive(text), at=at)
     return len(legacy)

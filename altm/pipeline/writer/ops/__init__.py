@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from altm.core import (
+    BuryProposal,
     EraseProposal,
     ForgetProposal,
     HoldActionProposal,
@@ -26,6 +27,7 @@ from altm.core import (
     UpsertNodeProposal,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
+from altm.pipeline.writer.ops.burial import carry_burial
 from altm.pipeline.writer.ops.cycles import record_cycle
 from altm.pipeline.writer.ops.erasure import erase
 from altm.pipeline.writer.ops.governance import hold_action, merge, review, rollback, supersede
@@ -68,5 +70,7 @@ def apply_op(tx: ShardTx, p: ProposalEvent, ctx: OpContext) -> Applied:  # noqa:
             return rollback(tx, p, ctx)
         case RecordCycleProposal():
             return record_cycle(tx, p, ctx)
+        case BuryProposal():
+            return carry_burial(tx, p, ctx)
         case _:
             assert_never(p)

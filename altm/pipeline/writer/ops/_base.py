@@ -7,23 +7,23 @@ from typing import Any, Literal
 
 import orjson
 
-from altm.core import ChangeStatus, MemoryUnit, Proposal
+from altm.core import BuriedContent, ChangeStatus, MemoryUnit, Proposal
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
-from altm.pipeline.writer.guard import WriteGuard
+from altm.pipeline.writer.guard import GuardKeys, WriteGuard
 from altm.store import MemoryRow, ShardTx
 
 Row = dict[str, Any]
 
 
 RejectionCode = Literal["unknown_target", "foreign_scope", "conflict", "invalid", "missing_evidence", "guard",
-                        "wrong_route"]
+                        "wrong_route", "guard_key"]
 
 
 class Rejection(Exception):
     """Raised inside an op: the proposal is refused with this reason (nothing it did is kept). ``code`` is a
     bounded class of the reason, for metrics: unknown_target, foreign_scope, conflict, invalid, missing_evidence,
-    guard, wrong_route."""
+    guard, wrong_route, guard_key."""
 
     def __init__(self, message: str, *, code: RejectionCode) -> None:
         super().__init__(message)
@@ -44,6 +44,7 @@ class OpContext:
     guard: WriteGuard
     rules: LifecycleRules
     source_ms: int | None = None  # publish time of the turn the record comes from (freshness), when known
+    guard_keys: GuardKeys | None = None  # users' guard keys from the key store (the same in every process)
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Applied:
     also_changed: list[MemoryUnit] = field(default_factory=list)  # rows updated as a consequence
     removed: tuple[str, ...] = ()  # memories the change deleted (their vectors go too)
     mentioned: tuple[str, ...] = ()  # nodes a link's new or strengthened MENTIONS edges point to
+    buried: tuple[BuriedContent, ...] = ()  # tombstones it left (the writer carries them on the log)
 
 
 def as_json(value: Any) -> str:

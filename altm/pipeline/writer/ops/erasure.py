@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from altm.bus.sealing import owner_of
-from altm.core import ChangeStatus, EraseProposal
+from altm.core import BuriedContent, ChangeStatus, EraseProposal
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.memory import previous_content
@@ -20,6 +20,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
     doomed = _with_derivatives(tx, seeds)
     successors: dict[str, MemoryRow] = {}
+    buried: list[BuriedContent] = []
     for mid in sorted(doomed):
         row = tx.memory_row(mid)
         if row is None:
@@ -28,7 +29,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             following = tx.session_neighbour(row, "next")
             if following is not None and following["memory_id"] not in doomed:
                 successors[following["memory_id"]] = following
-        bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now)
+        buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
+                           keys=ctx.guard_keys))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     for following in successors.values():  # the next message's context held erased content
         fresh = tx.memory_row(following["memory_id"])
@@ -39,7 +41,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     tx.redact_audit("memories", sorted(successors))
     tx.scrub(scope, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)))
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried))
 
 
 def _drop_deferred(tx: ShardTx, p: EraseProposal) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
+from altm.core import BuriedContent, ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
@@ -57,12 +57,13 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     memories that cited them keep their remaining evidence, or are flagged when none remains."""
     retention = p.forget
     forgotten: list[str] = []
+    buried: list[BuriedContent] = []
     for mid in retention.memory_ids:
         row = target_row(tx, p, mid, "memory to forget")
         if row["lc_pinned"]:
             continue
         if retention.tombstone:
-            bury(tx, row, reason=f"forgotten: {retention.reason}", at=ctx.now)
+            buried.append(bury(tx, row, reason=f"forgotten: {retention.reason}", at=ctx.now, keys=ctx.guard_keys))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
     if not forgotten:
@@ -75,7 +76,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
         {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired, buried=tuple(buried))
 
 
 def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:

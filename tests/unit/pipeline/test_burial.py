@@ -1,0 +1,166 @@
+"""Tombstones carried on the log (issue 13): a shard restored from the proposals log on another worker meets
+the erased content's records shredded (their keys are destroyed), so before this it held no tombstone of the
+erasure and the guard let the erased text come back. The writer now publishes the tombstones it leaves
+(keyed hashes, no text) as a ``bury`` proposal, and users' guard keys live in the key store, the same in every
+process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from altm.bus import Record
+from altm.bus.sealing import Owner, SealedBus, SqliteKeyStore, is_sealed
+from altm.core import (
+    Burial,
+    BuriedContent,
+    BuryProposal,
+    ChangeStatus,
+    Settings,
+    Topic,
+    decode_event,
+    encode,
+    partition_for,
+    topic_name,
+)
+from altm.pipeline.processors import CaptureProcessor, ProcessorContext
+from altm.pipeline.writer import Writer
+from altm.store import ShardSet
+from altm.store._rows import TOMBSTONE_COLUMNS
+from tests.negative.test_erasure_bytes import SECRET, TURNS, occurrences
+from tests.support.memories import embedded, runtime_of
+from tests.support.rows import rows
+from tests.support.turns import SCOPE, make_turn
+
+_TOMBSTONES = f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones ORDER BY tombstone_id"
+
+
+async def _erased_deployment(settings: Settings) -> tuple[list[Record], list[Record], SqliteKeyStore]:
+    """An embedded deployment that stored TURNS and erased session s-secret: its proposals as a restoring
+    worker reads them (opened as the Kafka runtime's restore opens them: a key an erasure retired counts as
+    destroyed), its raw proposals log, and its key store."""
+    async with embedded(settings) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish(list(TURNS))
+        await rt.run_until_idle()
+        await deployment.app.erase(SCOPE, "session", session_id="s-secret")
+        await rt.run_until_idle()
+        bus = deployment.bus
+        assert isinstance(bus, SealedBus)
+        topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+        raw = await bus.inner.read_all([topic])
+        opened = [bus.sealer.open(r, retired=False) for r in raw]
+    return opened, raw, SqliteKeyStore(settings.data_dir / "keys.db")
+
+
+def _restore(settings: Settings, target: Path, records: list[Record], keys: SqliteKeyStore | None) -> ShardSet:
+    """What a worker with a data dir of its own does with a partition it takes over: apply the log's proposals."""
+    shards = ShardSet(target, settings.partitions)
+    writer = Writer(shards, settings.model_copy(update={"data_dir": target}),
+                    guard_keys=keys.guard_key if keys is not None else None)
+    writer.apply_batch(sorted(records, key=lambda r: (r.partition, r.offset)), settings.partitions)
+    return shards
+
+
+async def _capture(settings: Settings, text: str, session: str) -> Record:
+    (prop,) = await CaptureProcessor().process(make_turn(1, text, session=session), ProcessorContext(settings=settings))
+    return Record(topic_name(Topic.PROPOSALS, settings.topic_prefix), partition_for(prop.key, settings.partitions),
+                  10_000, prop.key, encode(prop))
+
+
+async def test_a_shard_restored_from_the_log_keeps_the_tombstones_of_an_erasure(settings: Settings,
+                                                                                tmp_path: Path) -> None:
+    opened, _, keys = await _erased_deployment(settings)
+    assert keys.counts()[0] >= 1
+    source_tombstones = rows(settings.data_dir, _TOMBSTONES)
+    assert len(source_tombstones) >= 5  # the erased session's messages and what was derived from them
+    shards = _restore(settings, tmp_path / "restored", opened, keys)
+    try:
+        assert rows(tmp_path / "restored", _TOMBSTONES) == source_tombstones  # hashes included: the same key
+        assert not rows(tmp_path / "restored", "SELECT 1 FROM memories WHERE session_id='s-secret'")
+        assert not rows(tmp_path / "restored", "SELECT 1 FROM rejections")
+        assert occurrences(tmp_path / "restored") == {}
+        resent = await _capture(settings, TURNS[0].content, "s-again")
+        writer = Writer(shards, settings.model_copy(update={"data_dir": tmp_path / "restored"}),
+                        guard_keys=keys.guard_key)
+        (outcome,) = writer.apply_batch([resent], settings.partitions)
+    finally:
+        shards.close()
+        keys.close()
+    assert [c.status for c in outcome.changes] == [ChangeStatus.REJECTED]
+    assert "erased content" in (outcome.changes[0].reason or "")
+
+
+async def test_the_burial_on_the_log_is_readable_holds_no_text_and_changes_nothing_where_it_was_made(
+        settings: Settings) -> None:
+    _, raw, keys = await _erased_deployment(settings)
+    keys.close()
+    burials = [r for r in raw if b'"op":"bury"' in r.value]
+    assert burials, "the erasure's tombstones are on the proposals log"
+    for rec in burials:
+        assert not is_sealed(rec.value)  # a restore reads it after the session's keys are destroyed
+        assert SECRET not in rec.value and b"vault" not in rec.value
+        event = decode_event(rec.value)
+        assert isinstance(event, BuryProposal) and event.scope.home == SCOPE.home
+    inserted = rows(settings.data_dir, "SELECT target_id FROM audit_log WHERE target_table='tombstones'")
+    assert len(inserted) == len(rows(settings.data_dir, "SELECT 1 FROM tombstones"))  # none carried again here
+
+
+async def test_a_burial_hashed_with_another_guard_key_is_refused_with_the_reason(settings: Settings,
+                                                                                 tmp_path: Path) -> None:
+    opened, _, keys = await _erased_deployment(settings)
+    keys.close()
+    shards = _restore(settings, tmp_path / "restored", opened, None)  # no key store: a random key of its own
+    try:
+        reasons = [r["reason"] for r in rows(tmp_path / "restored", "SELECT reason FROM rejections")]
+        assert not rows(tmp_path / "restored", "SELECT 1 FROM tombstones")
+    finally:
+        shards.close()
+    assert reasons and all("hashed with guard key" in r for r in reasons)
+
+
+async def test_a_tombstone_of_another_scope_home_is_refused(settings: Settings) -> None:
+    tomb = BuriedContent(tombstone_id="tomb_not_this_users", memory_id="mem_x", value_hash="0" * 64,
+                         distinctive=True, reason="session erased", at="2026-01-01T00:00:00+00:00")
+    p = BuryProposal(event_id="bury-x", scope=SCOPE, timestamp=TURNS[0].timestamp, processor="writer",
+                     burial=Burial(guard_key_id="0" * 16, tombstones=(tomb,)))
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    try:
+        rec = Record(topic_name(Topic.PROPOSALS, settings.topic_prefix), partition_for(p.key, settings.partitions), 0,
+                     p.key, encode(p))
+        (outcome,) = Writer(shards, settings).apply_batch([rec], settings.partitions)
+    finally:
+        shards.close()
+    assert outcome.changes[0].status is ChangeStatus.REJECTED
+    assert "is not the one of memory mem_x" in (outcome.changes[0].reason or "")
+
+
+def test_guard_keys_are_one_per_user_survive_erasures_and_are_not_data_keys(tmp_path: Path) -> None:
+    path = tmp_path / "keys.db"
+    a, b = SqliteKeyStore(path), SqliteKeyStore(path)
+    try:
+        adopted = b"\x01" * 32
+        key = a.guard_key("t/w/u", adopt=adopted)
+        assert key == adopted and b.guard_key("t/w/u") == key  # the same in every process
+        assert b.guard_key("t/w/u", adopt=b"\x02" * 32) == key  # the first one stored wins
+        assert a.guard_key("t/w/other") != key
+        a.current(Owner("t/w/u", "a", "s1"))
+        assert a.counts() == (1, 0)  # one data key; guard keys seal nothing
+        assert a.shred("t/w/u") == 1  # a user's erasure destroys the data key only
+        assert b.guard_key("t/w/u") == key
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_guard_key_a_shard_made_before_the_key_store_kept_them_becomes_the_key_stores(settings: Settings) -> None:
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    keys = SqliteKeyStore(settings.data_dir / "keys.db")
+    try:
+        partition = partition_for(SCOPE.home, settings.partitions)
+        with shards.get(partition).transaction() as tx:
+            made = tx.guard_key(SCOPE.home)  # a random one, as every shard made them before
+        Writer(shards, settings, keys).upgrade(partition)
+        assert keys.guard_key(SCOPE.home) == made  # so tombstones it carries match in a restored shard
+    finally:
+        shards.close()
+        keys.close()
