@@ -386,19 +386,41 @@ class ShardTx:
             self._db.execute(f"UPDATE {table} SET {sets} WHERE {key_column}=?",
                              [row[c] for c in cols if c != key_column] + [row[key_column]])
 
-    def delete_edges_touching(self, memory_ids: Sequence[str], *, at: str, proposal_id: str, actor: str) -> None:
+    def delete_edges_touching(self, memory_ids: Sequence[str], *, at: str, proposal_id: str, actor: str) -> set[str]:
         """Delete the evidence edges that cite ``memory_ids`` and the graph edges from or to them, each audited
-        with its value."""
+        with its value. Returns the ids at the other ends of the graph edges deleted."""
         ids = list(memory_ids)
         marks = _marks(ids)
+        ends: set[str] = set()
         for table, where, args in (("evidence_edges", f"evidence_id IN ({marks})", ids),
                                    ("graph_edges", f"src_id IN ({marks}) OR dst_id IN ({marks})", [*ids, *ids])):
             for r in self._db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
                 d = dict(r)
+                if table == "graph_edges":
+                    ends.update({str(d["src_id"]), str(d["dst_id"])} - set(ids))
                 self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table=table,
                             target_id=str(d.get("edge_id") or f"{d['memory_id']}->{d['evidence_id']}"), old=d,
                             new=None)
             self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
+        return ends
+
+    def prune_graph(self, scope: Scope, gone: Sequence[str], ends: set[str], *, at: str, proposal_id: str,
+                    actor: str) -> None:
+        """After a forget: graph edges whose evidence was only the forgotten memories ``gone`` go, the others
+        lose them from their evidence and weight, and the nodes among ``ends`` (and the ends of the edges that
+        went) that no edge holds any more go too. Audited with their values (a forget is not an erasure)."""
+        home = _home(scope)
+        ends = ends | self._prune_edges(home, set(gone), at=at, proposal_id=proposal_id, actor=actor,
+                                        action="delete", redact=False)
+        for node_id in sorted(ends):
+            r = self._db.execute(
+                "SELECT * FROM graph_nodes n WHERE node_id=? AND tenant_id=? AND workspace_id=? AND user_id=? AND NOT "
+                "EXISTS (SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)",
+                [node_id, *home]).fetchone()
+            if r is not None:
+                self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="graph_nodes",
+                            target_id=node_id, old=dict(r), new=None)
+                self._db.execute("DELETE FROM graph_nodes WHERE node_id=?", (node_id,))
 
     def insert_signal(self, signal: LifecycleSignal, *, at: str, proposal_id: str, actor: str) -> None:
         """Record a use signal, numbered in arrival order per memory."""
@@ -480,20 +502,7 @@ class ShardTx:
         if not erased:
             return
         db = self._db
-        for r in db.execute("SELECT * FROM graph_edges WHERE tenant_id=? AND workspace_id=? AND user_id=? "
-                            "AND evidence != '[]'", home).fetchall():
-            evidence = [e for e in orjson.loads(r["evidence"]) if isinstance(e, str)]
-            if evidence and set(evidence) <= erased:
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_edges",
-                            target_id=r["edge_id"], old=redacted(dict(r)), new=None)
-                db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
-            elif set(evidence) & erased:  # what is left stands on the rest, as if the erased never were
-                kept = sorted(set(evidence) - erased)
-                new = {"evidence": orjson.dumps(kept).decode(), "weight": float(r["unit_weight"]) * len(kept)}
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_edges",
-                            target_id=r["edge_id"], old=redacted(dict(r)), new=new)
-                db.execute("UPDATE graph_edges SET evidence=?, weight=? WHERE edge_id=?",
-                           (new["evidence"], new["weight"], r["edge_id"]))
+        self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True)
         user = "tenant_id=? AND workspace_id=? AND user_id=?"
         for table, key, ids, column, where, args in (  # fixed names; values are bound
             ("rejections", "rejection_id", "memory_id", "payload", f"memory_id IN ({_marks(list(erased))})",
@@ -512,6 +521,30 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table=table,
                             target_id=str(row_id), old=digest, new=digest)
                 db.execute(f"UPDATE {table} SET {column}=? WHERE {key}=?", (orjson.dumps(digest).decode(), row_id))
+
+    def _prune_edges(self, home: list[str], gone: set[str], *, at: str, proposal_id: str, actor: str, action: str,
+                     redact: bool) -> set[str]:
+        """Graph edges of the user whose evidence was only ``gone`` memories go; the others lose them from their
+        evidence and weight (weight = unit weight × evidence), as if those memories never were. Returns the
+        ends of the edges that went."""
+        db, ends = self._db, set[str]()
+        for r in db.execute("SELECT * FROM graph_edges WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+                            "AND evidence != '[]'", home).fetchall():
+            evidence = [e for e in orjson.loads(r["evidence"]) if isinstance(e, str)]
+            old = redacted(dict(r)) if redact else dict(r)
+            if evidence and set(evidence) <= gone:
+                self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
+                            target_id=r["edge_id"], old=old, new=None)
+                db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
+                ends.update({str(r["src_id"]), str(r["dst_id"])})
+            elif set(evidence) & gone:
+                kept = sorted(set(evidence) - gone)
+                new = {"evidence": orjson.dumps(kept).decode(), "weight": float(r["unit_weight"]) * len(kept)}
+                self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
+                            target_id=r["edge_id"], old=old, new=new)
+                db.execute("UPDATE graph_edges SET evidence=?, weight=? WHERE edge_id=?",
+                           (new["evidence"], new["weight"], r["edge_id"]))
+        return ends
 
     _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
                                        "held_actions": "action_id", "tombstones": "tombstone_id"}

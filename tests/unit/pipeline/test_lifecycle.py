@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from altm.app import Feedback
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
@@ -193,3 +195,28 @@ async def test_compression_levels_round_trip_through_drilldown(settings: Setting
     fresh = s.data_dir.parent / "fresh-c"
     await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
+
+
+async def test_forgetting_takes_the_graph_that_stood_only_on_the_forgotten_memories(settings: Settings) -> None:
+    """Retention forgets memories: graph edges whose evidence was only forgotten memories go, and the nodes
+    they alone kept go with them (before, forgetting left them: "Dublin" stayed a node nothing mentioned);
+    edges that other memories still stand on keep those and lose the forgotten ones."""
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0})
+    async with store_with(s, TWINS) as (rt, app):
+        atoms = {r["content"]: r for r in app.list_memories(SCOPE, layer="L2")}
+        await app.feedback(SCOPE, [atoms["The staging cluster runs on Kubernetes 1.29 in Frankfurt."]["memory_id"]],
+                           "pin")
+        await rt.run_until_idle()
+        names = {r["name"] for r in _rows(s.data_dir, "SELECT name FROM graph_nodes")}
+        assert "Dublin" in names and "Frankfurt" in names
+        assert await app.admin.retention(datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)) > 0
+        await rt.run_until_idle()
+        kept = {r["memory_id"] for r in _rows(s.data_dir, "SELECT memory_id FROM memories")}
+        nodes = {r["node_id"]: r["name"] for r in _rows(s.data_dir, "SELECT node_id, name FROM graph_nodes")}
+        edges = _rows(s.data_dir, "SELECT src_id, dst_id, evidence FROM graph_edges")
+    assert "Dublin" not in nodes.values() and "Frankfurt" in nodes.values()
+    for edge in edges:  # what is left stands on memories that are still there
+        assert set(orjson.loads(edge["evidence"])) <= kept, edge
+        assert {edge["src_id"], edge["dst_id"]} <= kept | set(nodes), edge
+    ends = {e["src_id"] for e in edges} | {e["dst_id"] for e in edges}
+    assert set(nodes) <= ends  # no node is left that nothing stands on

@@ -96,5 +96,6 @@ def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpCon
                         "trust_reason": "its evidence was forgotten by the retention policy"})
         tx.update_memory(row, new, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
         repaired.append(row_to_memory(new))
-    tx.delete_edges_touching(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    ends = tx.delete_edges_touching(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    tx.prune_graph(p.scope, gone, ends, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
     return repaired
