@@ -233,6 +233,31 @@ def test_a_destroyed_key_leaves_the_disk_without_later_writes(kafka_bootstrap: s
         store.close()
 
 
+def test_a_destroyed_key_leaves_the_disk_when_the_process_that_destroyed_it_stopped_at_once(
+        kafka_bootstrap: str, kafka_segments: Path) -> None:
+    """The roll record was scheduled only by the process that destroyed the key: one that stopped right after
+    the shred left the key in the active segment until anyone appended again. Any store that starts now
+    schedules it (from the topic's own segment.ms, not its own defaults)."""
+    topic = _topic()
+    fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
+    store = open_store(kafka_bootstrap, topic, topic_config=fast)
+    try:
+        kid, _ = store.current(Owner("t/w/gone"))
+        wrapped = store._entries[kid].wrapped
+        assert wrapped is not None
+        needle = base64.b64encode(wrapped)
+        assert until(lambda: needle in topic_bytes(kafka_segments, topic), 10)
+        store.shred("t/w/gone")
+    finally:
+        store.close()  # before its roll
+    later = open_store(kafka_bootstrap, topic)  # another process, started with the defaults
+    try:
+        assert until(lambda: needle not in topic_bytes(kafka_segments, topic), 45), \
+            "the destroyed key is still in the topic's segments"
+    finally:
+        later.close()
+
+
 # -- 6. the key topic's configuration is never checked, and describing it may create it -----------------------------
 
 def test_an_existing_key_topic_that_is_not_compacted_is_not_used(kafka_bootstrap: str) -> None:

@@ -119,6 +119,7 @@ class KafkaKeyStore(KeyStore):
         self._aead = AESGCM(master_key)
         self._unwrapping = {self._master_id: self._aead}  # during a rotation: the old and the new master key
         self._topic_config = {**TOPIC_CONFIG, **(topic_config or {})}
+        self._segment_ms = int(self._topic_config.get("segment.ms", "3600000"))  # the topic's, once read
         self._lock = threading.Lock()  # the entries, read by callers, written by the reader
         self._writing = threading.Lock()  # one write at a time: a key is made once per owner in this process
         self._entries: dict[str, _Entry] = {}
@@ -192,6 +193,10 @@ class KafkaKeyStore(KeyStore):
             raise KeyStoreError(f"cannot open the key store on Kafka at {self.bootstrap}: {exc}") from exc
         self._reader = asyncio.create_task(self._follow(tp), name="altm-keys-reader")
         await self._caught_up()
+        with self._lock:
+            destroyed = max((e.destroyed_ms or 0 for e in self._entries.values() if e.wrapped is None), default=0)
+        if destroyed and self._producer is not None:  # the process that destroyed them may have stopped before
+            self._schedule_roll(destroyed)             # its roll: the segment holding them still has to roll
 
     async def _ensure_topic(self) -> bool:
         """The key topic is there (made now when it may be); False when it is not."""
@@ -219,6 +224,8 @@ class KafkaKeyStore(KeyStore):
         if configs.get("cleanup.policy") != "compact":
             raise KeyStoreError(f"the key topic {self.topic} has cleanup.policy={configs.get('cleanup.policy')}, not "
                                 "compact: it would delete the keys")
+        with contextlib.suppress(TypeError, ValueError):  # the topic's own, whoever made it and how
+            self._segment_ms = int(configs.get("segment.ms") or self._segment_ms)
 
     async def _follow(self, tp: KafkaTP) -> None:
         assert self._consumer is not None and self._advanced is not None
@@ -297,13 +304,18 @@ class KafkaKeyStore(KeyStore):
         sent = [await self._producer.send(self.topic, entry.value(), key=kid.encode(), partition=0)
                 for kid, entry in records]
         if any(entry.wrapped is None for _, entry in records):
-            roll_s = int(self._topic_config.get("segment.ms", "3600000")) / 1000 + 1.0
-            if self._roll_timer is not None:  # the last destroy's roll covers the earlier ones
-                self._roll_timer.cancel()
-            self._roll_timer = asyncio.get_running_loop().call_later(roll_s, self._roll)
+            self._schedule_roll(_now_ms())
         offsets: list[int] = [(await s).offset for s in sent]
         if offsets:
             await self._caught_up(max(offsets) + 1)
+
+    def _schedule_roll(self, destroyed_ms: int) -> None:
+        """A roll record once the segment a destroy at ``destroyed_ms`` went into is older than segment.ms
+        (the last destroy's roll covers the earlier ones)."""
+        delay_s = max(0.0, (destroyed_ms + self._segment_ms - _now_ms()) / 1000) + 1.0
+        if self._roll_timer is not None:
+            self._roll_timer.cancel()
+        self._roll_timer = asyncio.get_running_loop().call_later(delay_s, self._roll)
 
     def _roll(self) -> None:
         """One more record, so that the segment holding destroyed keys rolls and can be compacted (Kafka rolls
