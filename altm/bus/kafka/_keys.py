@@ -260,12 +260,14 @@ class KafkaKeyStore(KeyStore):
         resurrected = False
         with self._lock:
             old = self._entries.get(kid)
-            if old is not None and (old.owner != entry.owner or old.created_ms != entry.created_ms):
-                if old.owner.session == GUARD and self._producer is not None:  # two processes made a user's guard
-                    # key at once: the first read wins, and is sent again so that compaction keeps it, not this one
+            if old is not None and (old.owner != entry.owner or old.created_ms != entry.created_ms
+                                    or (old.owner.session == GUARD and self._rival(kid, old, entry))):
+                if old.owner.session == GUARD:  # two processes made a user's guard key at once (maybe in the same
+                    # millisecond): the first read wins, and is sent again so that compaction keeps it
                     log.warning("the key store meets a second guard key for %s at %s@%d: the first one stays",
                                 old.owner.home, self.topic, offset)
-                    self._spawn(self._producer.send(self.topic, old.value(), key=key, partition=0))
+                    if self._producer is not None:
+                        self._spawn(self._producer.send(self.topic, old.value(), key=key, partition=0))
                     return
                 log.error("the key store skips a record at %s@%d that moves key %s to another owner",
                           self.topic, offset, kid)
@@ -482,6 +484,15 @@ class KafkaKeyStore(KeyStore):
             await self._producer.stop()
         if self._consumer is not None:
             await self._consumer.stop()
+
+    def _rival(self, kid: str, old: _Entry, new: _Entry) -> bool:
+        """``new`` holds other key material than ``old`` (not the same key sent again or wrapped anew)."""
+        if old.wrapped is None or new.wrapped is None:
+            return False
+        try:
+            return self._unwrap(kid, old) != self._unwrap(kid, new)
+        except KeyStoreError:  # wrapped by a master key this process does not have (yet): cannot tell
+            return False
 
     def _unwrap(self, kid: str, entry: _Entry) -> bytes:
         assert entry.wrapped is not None
