@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -54,6 +54,7 @@ from altm.pipeline.writer.guard import (
     hash_legacy_tombstones,
 )
 from altm.pipeline.writer.ops import Applied, Erased, OpContext, Rejection, apply_op
+from altm.pipeline.writer.ops.burial import carry_burial
 from altm.store import ShardSet, ShardTx, StoreUnavailable
 
 log = logging.getLogger("altm.writer")
@@ -128,13 +129,18 @@ class Writer:
 
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
-                    on_deferred: Callable[[Record, str], None] | None = None) -> list[WriteOutcome]:
+                    on_deferred: Callable[[Record, str], None] | None = None,
+                    burials_ahead: Mapping[str, Sequence[BuryProposal]] | None = None) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
         ``on_deferred`` keeps a proposal the guard could not decide for a retry; it runs inside the partition's
         transaction (on the shard's connection), so a deferral commits with its offset or not at all, and an
-        erasure later in the batch drops it like any other deferred work of what it erases."""
+        erasure later in the batch drops it like any other deferred work of what it erases.
+        ``burials_ahead`` (a restore, which reads the log ahead): the ``bury`` proposals later in the log, by the
+        erasure or forget that made them; their tombstones are taken over as that proposal is applied, so what
+        comes between is judged as the shard that made them judged it (with the tombstones)."""
+        ahead = burials_ahead or {}
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
         for i, rec in enumerate(records):
@@ -159,7 +165,7 @@ class Writer:
                                     rules=self.rules, source_ms=source_ms(records[i]) or None,
                                     guard_keys=self.guard_keys)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
-                                                 extra=headers[i] if headers is not None else ())
+                                                 extra=headers[i] if headers is not None else (), ahead=ahead)
                     applied.append(i)
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
@@ -170,10 +176,11 @@ class Writer:
         return [outcomes[i] for i in range(len(records))]
 
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
-                  retry: bool, extra: Headers = ()) -> WriteOutcome:
+                  retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]]) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
         # a record whose data key is destroyed: nothing to apply, nothing to report
-        outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx)
+        outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
+                                                                                     ahead)
         if outcome.erased is not None:
             self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
         if not retry:
@@ -188,7 +195,8 @@ class Writer:
             tx.enqueue(Topic.PROPOSALS.value, burial.key, encode(burial), pack_headers((source, *extra)))
         return outcome
 
-    def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext) -> WriteOutcome:
+    def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext,
+               ahead: Mapping[str, Sequence[BuryProposal]]) -> WriteOutcome:
         try:
             event = decode_event(record.value)
         except DecodeError as exc:
@@ -203,6 +211,7 @@ class Writer:
             _check_route(event, record, partitions)
             with tx.savepoint():  # an op refused or failing half-way leaves nothing behind
                 applied = apply_op(tx, event, ctx)
+            _take_burials(tx, ahead.get(event.event_id, ()), ctx)
         except GuardUnavailable as exc:
             log.error("write guard failed on %s[%d]@%d, proposal deferred: %s", record.topic, record.partition,
                       record.offset, exc)
@@ -248,6 +257,20 @@ class Writer:
             return 0
         self._last_destroy = now
         return self.keys.destroy_retired(self.settings.retired_key_grace_s)
+
+
+def _take_burials(tx: ShardTx, burials: Sequence[BuryProposal], ctx: OpContext) -> None:
+    """The tombstones a proposal left where it was first applied, read from the log ahead (see
+    ``Writer.apply_batch``). One that does not fit here is refused loudly when its own record comes; it never
+    refuses the proposal."""
+    for burial in burials:
+        try:
+            with tx.savepoint():
+                carry_burial(tx, burial, ctx)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:  # refused (or deferred) in its own place, as if not read ahead
+            log.warning("the tombstones of %s read ahead are left to their own record: %s", burial.cause_event_id, exc)
 
 
 _BURIAL_BYTES = 256 * 1024

@@ -6,9 +6,10 @@ process."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from altm.bus import Record
+from altm.bus import OutgoingRecord, Record
 from altm.bus.sealing import Owner, SealedBus, SqliteKeyStore, is_sealed
 from altm.core import (
     Burial,
@@ -22,9 +23,10 @@ from altm.core import (
     partition_for,
     topic_name,
 )
+from altm.pipeline import WriterDriver
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext
 from altm.pipeline.writer import Writer
-from altm.store import ShardSet
+from altm.store import DeferredWork, ShardSet
 from altm.store._rows import TOMBSTONE_COLUMNS
 from tests.negative.test_erasure_bytes import SECRET, TURNS, occurrences
 from tests.support.memories import embedded, runtime_of
@@ -164,3 +166,37 @@ def test_a_guard_key_a_shard_made_before_the_key_store_kept_them_becomes_the_key
     finally:
         shards.close()
         keys.close()
+
+
+async def test_a_restore_judges_what_came_between_an_erasure_and_its_burial_with_the_tombstones(
+        settings: Settings, tmp_path: Path) -> None:
+    """The bury record comes after its erasure on the log (the outbox's next flush); a re-send of the erased
+    text in between was refused where the erasure was first applied (the tombstones were there), so a restore,
+    which reads the log ahead, takes the tombstones over with the erasure, not at the bury record."""
+    opened, _, keys = await _erased_deployment(settings)
+    erase_at = next(i for i, r in enumerate(opened) if b'"op":"erase"' in r.value)
+    between = await _capture(settings, TURNS[0].content, "s-again")
+    partition = opened[erase_at].partition
+    log = [r for r in opened if r.partition == partition]
+    at = log.index(opened[erase_at]) + 1
+    log = [*log[:at], between, *log[at:]]
+    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    shards = ShardSet(tmp_path / "restored", settings.partitions)
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    async def nowhere(records: Sequence[OutgoingRecord]) -> None:
+        return None
+
+    s = settings.model_copy(update={"data_dir": tmp_path / "restored"})
+    driver = WriterDriver(Writer(shards, s, guard_keys=keys.guard_key), DeferredWork(shards, s), nowhere, "log",
+                          fetch)
+    try:
+        await driver.catch_up(partition, len(log))
+        refused = rows(tmp_path / "restored", "SELECT reason FROM rejections")
+        resent = rows(tmp_path / "restored", "SELECT 1 FROM memories WHERE session_id='s-again'")
+    finally:
+        shards.close()
+        keys.close()
+    assert not resent and any("erased content" in r["reason"] for r in refused)
