@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -30,7 +30,6 @@ from altm.bus import (
 )
 from altm.bus.sealing import is_shredded
 from altm.core import (
-    BuryProposal,
     DecodeError,
     Deferred,
     Event,
@@ -341,19 +340,6 @@ def check_log_binding(shard: Shard, identity: str, topic: str, end_offset: int |
     shard.bind_log(identity)
 
 
-def burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
-    """The ``bury`` proposals among ``records`` (read ahead by a restore), by the proposal that made them."""
-    found: dict[str, list[BuryProposal]] = {}
-    for rec in records:
-        if b'"op":"bury"' not in rec.value:
-            continue
-        with contextlib.suppress(DecodeError):
-            event = decode_event(rec.value)
-            if isinstance(event, BuryProposal) and event.cause_event_id:
-                found.setdefault(event.cause_event_id, []).append(event)
-    return found
-
-
 class WriterDriver:
     """The writer over proposal records from either runtime: apply, defer what the guard could not decide,
     publish the outbox. Flushes of one partition never overlap (the writer and a timer may both flush).
@@ -431,22 +417,20 @@ class WriterDriver:
                 break
             if applied == 0:
                 log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
-            await self._apply(chunk, [partition], burials_ahead(chunk))
+            await self._apply(chunk, [partition])
             applied += len(chunk)
         if applied:
             self.restored[partition] = self.restored.get(partition, 0) + applied
             log.info("restored %s[%d]: %d proposals applied from the log", self.topic, partition, applied)
         return applied
 
-    async def _apply(self, records: Sequence[Record], touched: Sequence[int],
-                     ahead: Mapping[str, Sequence[BuryProposal]] | None = None) -> int:
+    async def _apply(self, records: Sequence[Record], touched: Sequence[int]) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
             # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
             outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
-                                               on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why),
-                                               burials_ahead=ahead)
+                                               on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
         except BaseException:
             writer_transactions("failed")  # this batch's: its partitions before the failing one did commit
             raise

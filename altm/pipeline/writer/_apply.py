@@ -129,18 +129,18 @@ class Writer:
 
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
-                    on_deferred: Callable[[Record, str], None] | None = None,
-                    burials_ahead: Mapping[str, Sequence[BuryProposal]] | None = None) -> list[WriteOutcome]:
+                    on_deferred: Callable[[Record, str], None] | None = None) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
         ``on_deferred`` keeps a proposal the guard could not decide for a retry; it runs inside the partition's
         transaction (on the shard's connection), so a deferral commits with its offset or not at all, and an
         erasure later in the batch drops it like any other deferred work of what it erases.
-        ``burials_ahead`` (a restore, which reads the log ahead): the ``bury`` proposals later in the log, by the
-        erasure or forget that made them; their tombstones are taken over as that proposal is applied, so what
-        comes between is judged as the shard that made them judged it (with the tombstones)."""
-        ahead = burials_ahead or {}
+        A ``bury`` proposal in the batch after the erasure or forget that made it (a restore: the log read
+        ahead) is taken over as that proposal is applied, so what comes between is judged as the shard that
+        made the tombstones judged it, with them. (Applied live, a proposal's ``bury`` is published after its
+        batch: never in it.)"""
+        ahead = _burials_ahead(records)
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
         for i, rec in enumerate(records):
@@ -257,6 +257,21 @@ class Writer:
             return 0
         self._last_destroy = now
         return self.keys.destroy_retired(self.settings.retired_key_grace_s)
+
+
+def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
+    """The ``bury`` proposals among ``records``, by the proposal that made them."""
+    found: dict[str, list[BuryProposal]] = {}
+    for rec in records:
+        if b'"op":"bury"' not in rec.value:
+            continue
+        try:
+            event = decode_event(rec.value)
+        except DecodeError:
+            continue  # refused in its own place
+        if isinstance(event, BuryProposal) and event.cause_event_id:
+            found.setdefault(event.cause_event_id, []).append(event)
+    return found
 
 
 def _take_burials(tx: ShardTx, burials: Sequence[BuryProposal], ctx: OpContext) -> None:

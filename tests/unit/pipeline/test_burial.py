@@ -200,3 +200,28 @@ async def test_a_restore_judges_what_came_between_an_erasure_and_its_burial_with
         shards.close()
         keys.close()
     assert not resent and any("erased content" in r["reason"] for r in refused)
+
+
+async def test_what_restated_the_erased_text_while_the_erasure_was_on_its_way_stays_refused_after_a_restore(
+        settings: Settings, tmp_path: Path) -> None:
+    """End to end (found by a review): the user says the erased message again while the erasure is on its way;
+    the owner refuses the memories derived from it; a shard restored from that log must refuse them too."""
+    async with embedded(settings) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish(list(TURNS))
+        await rt.run_until_idle()
+        await deployment.app.erase(SCOPE, "session", session_id="s-secret")
+        await rt.publish([make_turn(7, TURNS[0].content, session="s-again")])
+        await rt.run_until_idle()
+        bus = deployment.bus
+        assert isinstance(bus, SealedBus)
+        raw = await bus.inner.read_all([topic_name(Topic.PROPOSALS, settings.topic_prefix)])
+        opened = [bus.sealer.open(r, retired=False) for r in raw]
+    query = "SELECT memory_id, layer, session_id FROM memories WHERE content LIKE '%ZEBRA-4471-SECRET%' ORDER BY 1"
+    here = rows(settings.data_dir, query)
+    assert rows(settings.data_dir, "SELECT 1 FROM rejections WHERE reason LIKE '%matches erased content%'")
+    keys = SqliteKeyStore(settings.data_dir / "keys.db")
+    shards = _restore(settings, tmp_path / "restored", opened, keys)
+    shards.close()
+    keys.close()
+    assert rows(tmp_path / "restored", query) == here
