@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from altm.core.memory import Trust
 
@@ -69,9 +69,15 @@ class Erasure(BaseModel):
         return self
 
 
+ShingleHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{24}$")]
+TermHash = Annotated[str, StringConstraints(pattern=r"^[st]:[0-9a-f]{24}$")]
+"""The write guard's keyed hashes, as a tombstone keeps them (hex: no text can hide in them)."""
+
+
 class BuriedContent(BaseModel):
     """One tombstone as the write guard matches it: ids and keyed hashes (HMAC under the user's guard key),
-    never the text."""
+    never the text. A tombstone too large for one record comes in parts: the same ids, each with some of its
+    hashes (the writer takes the union)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -80,8 +86,8 @@ class BuriedContent(BaseModel):
     memory_id: str = Field(min_length=1, max_length=128)
     layer: str | None = Field(default=None, max_length=8)
     value_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
-    shingle_hashes: tuple[str, ...] = ()
-    term_hashes: tuple[str, ...] = ()
+    shingle_hashes: tuple[ShingleHash, ...] = ()
+    term_hashes: tuple[TermHash, ...] = ()
     distinctive: bool
     reason: str
     at: str = Field(min_length=1, max_length=64)

@@ -247,8 +247,25 @@ class ShardTx:
         """Take over a user's guard key from the data dir a replay rebuilds (before anything is buried here)."""
         self._db.execute("INSERT OR IGNORE INTO guard_keys (home, key) VALUES (?,?)", (home, key))
 
-    def has_tombstone(self, tombstone_id: str) -> bool:
-        return self._db.execute("SELECT 1 FROM tombstones WHERE tombstone_id=?", (tombstone_id,)).fetchone() is not None
+    def tombstone_hashes(self, tombstone_id: str) -> tuple[frozenset[str], frozenset[str]] | None:
+        """(shingle hashes, term hashes) of a tombstone; None when there is none of that id."""
+        row = self._db.execute("SELECT shingle_hashes, term_hashes FROM tombstones WHERE tombstone_id=?",
+                               (tombstone_id,)).fetchone()
+        if row is None:
+            return None
+        return (frozenset(orjson.loads(row[0] or "[]")), frozenset(orjson.loads(row[1] or "[]")))
+
+    def add_tombstone_hashes(self, tombstone_id: str, shingle_hashes: frozenset[str], term_hashes: frozenset[str],
+                             *, at: str, proposal_id: str, actor: str) -> None:
+        """A later part of a tombstone carried in parts: its hashes join the ones the tombstone holds."""
+        held = self.tombstone_hashes(tombstone_id)
+        assert held is not None
+        shingled, termed = sorted(held[0] | shingle_hashes), sorted(held[1] | term_hashes)
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="update", table="tombstones",
+                    target_id=tombstone_id, old={"hashes": len(held[0]) + len(held[1])},
+                    new={"hashes": len(shingled) + len(termed), "carried": True})
+        self._db.execute("UPDATE tombstones SET shingle_hashes=?, term_hashes=? WHERE tombstone_id=?",
+                         (orjson.dumps(shingled).decode(), orjson.dumps(termed).decode(), tombstone_id))
 
     def carry_tombstone(self, row: Mapping[str, Any], *, at: str, actor: str = "replay",
                         proposal_id: str | None = None) -> None:

@@ -289,29 +289,52 @@ def _take_burials(tx: ShardTx, burials: Sequence[BuryProposal], ctx: OpContext) 
 
 
 _BURIAL_BYTES = 256 * 1024
-"""About this many bytes of tombstones per ``bury`` proposal (well under Kafka's default record limit)."""
+"""At most this many bytes of tombstones per ``bury`` proposal (well under Kafka's default record limit)."""
 
 
 def _burials(tx: ShardTx, p: Proposal, buried: Sequence[BuriedContent]) -> list[BuryProposal]:
     """The tombstones ``p`` left, as ``bury`` proposals of its scope (ids derived from it: applying it again
-    makes the same ones, and the writer applies each once)."""
+    makes the same ones, and the writer applies each once). Sized by their encoded bytes; a tombstone larger
+    than one proposal goes in parts."""
     if not buried:
         return []
     key = tx.existing_guard_key(p.scope.home)
     assert key is not None  # burying made it
     chunks: list[list[BuriedContent]] = [[]]
     size = 0
-    for tomb in buried:
-        weight = 512 + 67 * (len(tomb.shingle_hashes) + len(tomb.term_hashes)) + len(tomb.reason)
+    for part in (piece for tomb in buried for piece in _parts(tomb)):
+        weight = _size(part)
         if chunks[-1] and size + weight > _BURIAL_BYTES:
             chunks.append([])
             size = 0
-        chunks[-1].append(tomb)
+        chunks[-1].append(part)
         size += weight
     return [BuryProposal(event_id=derive_id("bury", p.event_id, str(i)), scope=p.scope, timestamp=p.timestamp,
                          processor="writer", cause_event_id=p.event_id,
                          burial=Burial(guard_key_id=guard_key_id(key), tombstones=tuple(chunk)))
             for i, chunk in enumerate(chunks)]
+
+
+def _size(tomb: BuriedContent) -> int:
+    return len(tomb.model_dump_json())
+
+
+def _parts(tomb: BuriedContent) -> list[BuriedContent]:
+    """``tomb`` whole when it fits in a proposal, else in parts of its hashes (the same ids in each)."""
+    if _size(tomb) <= _BURIAL_BYTES:
+        return [tomb]
+    base = _size(tomb.model_copy(update={"shingle_hashes": (), "term_hashes": ()}))
+    if base > _BURIAL_BYTES // 2:  # its reason alone: the record is dead-lettered by the runtime, loudly
+        return [tomb]
+    parts, shingled, termed, size = [], list[str](), list[str](), base
+    for kind, value in [*(("s", h) for h in tomb.shingle_hashes), *(("t", h) for h in tomb.term_hashes)]:
+        if size + len(value) + 3 > _BURIAL_BYTES:
+            parts.append(tomb.model_copy(update={"shingle_hashes": tuple(shingled), "term_hashes": tuple(termed)}))
+            shingled, termed, size = [], [], base
+        (shingled if kind == "s" else termed).append(value)
+        size += len(value) + 3
+    parts.append(tomb.model_copy(update={"shingle_hashes": tuple(shingled), "term_hashes": tuple(termed)}))
+    return parts
 
 
 def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str, code: str) -> WriteOutcome:

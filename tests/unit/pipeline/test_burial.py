@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+from pydantic import ValidationError
+
 from altm.bus import OutgoingRecord, Record
 from altm.bus.sealing import Owner, SealedBus, SqliteKeyStore, is_sealed
 from altm.core import (
@@ -225,3 +228,37 @@ async def test_what_restated_the_erased_text_while_the_erasure_was_on_its_way_st
     shards.close()
     keys.close()
     assert rows(tmp_path / "restored", query) == here
+
+
+async def test_a_tombstone_too_large_for_one_record_is_carried_in_parts_and_joined(settings: Settings,
+                                                                                 tmp_path: Path) -> None:
+    """Found by a review: one long message's tombstone was one bury record of 906 KB at the default 64 KiB
+    content limit (1.36 MB at 96 KiB: dead-lettered on Kafka, so no restored shard got it). Records are sized by
+    their encoded bytes, and a tombstone larger than one goes in parts whose hashes the writer joins."""
+    long_text = " ".join(f"w{i} f{i * 7}" for i in range(4500))  # 9,000 distinct words, under 64 KiB
+    async with embedded(settings) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish([make_turn(1, long_text, session="s-long")])
+        await rt.run_until_idle()
+        await deployment.app.erase(SCOPE, "session", session_id="s-long")
+        await rt.run_until_idle()
+        bus = deployment.bus
+        assert isinstance(bus, SealedBus)
+        raw = await bus.inner.read_all([topic_name(Topic.PROPOSALS, settings.topic_prefix)])
+    burials = [r for r in raw if b'"op":"bury"' in r.value]
+    assert len(burials) >= 2 and all(len(r.value) < 300_000 for r in burials)
+    keys = SqliteKeyStore(settings.data_dir / "keys.db")
+    shards = _restore(settings, tmp_path / "restored", [r for r in raw if b'"op":"bury"' in r.value], keys)
+    shards.close()
+    keys.close()
+    assert rows(tmp_path / "restored", _TOMBSTONES) == rows(settings.data_dir, _TOMBSTONES)
+
+
+def test_text_in_a_burials_hashes_is_not_a_burial() -> None:
+    """Hashes are hex (found by a review: any string was taken, so text could sit in the tombstones table)."""
+    with pytest.raises(ValidationError):
+        BuriedContent(tombstone_id="tomb_x", memory_id="mem_x", value_hash="0" * 64, distinctive=True,
+                      shingle_hashes=("my vault code is ZEBRA",), reason="erased", at="2026-01-01T00:00:00+00:00")
+    with pytest.raises(ValidationError):
+        BuriedContent(tombstone_id="tomb_x", memory_id="mem_x", value_hash="0" * 64, distinctive=True,
+                      term_hashes=("s:ZEBRA-4471-SECRET",), reason="erased", at="2026-01-01T00:00:00+00:00")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import BuryProposal, ChangeStatus, derive_id
+from altm.core import BuriedContent, BuryProposal, ChangeStatus, derive_id
 from altm.pipeline.writer.guard import guard_key_id, guard_key_of
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.store import ShardTx
@@ -19,24 +19,39 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
         if tomb.tombstone_id != derive_id("tomb", scope.tenant_id, scope.workspace_id, scope.user_id, tomb.memory_id):
             raise Rejection(f"tombstone {tomb.tombstone_id} is not the one of memory {tomb.memory_id} in scope home "
                             f"{scope.home!r}", code="foreign_scope")
-    missing = [t for t in burial.tombstones if not tx.has_tombstone(t.tombstone_id)]
-    if not missing:
+    held = {t.tombstone_id: tx.tombstone_hashes(t.tombstone_id) for t in burial.tombstones}
+    news = [t for t in burial.tombstones if not _holds(held[t.tombstone_id], t)]
+    if not news:
         return Applied(ChangeStatus.UNCHANGED)
-    held = guard_key_id(guard_key_of(tx, scope.home, ctx.guard_keys))
-    if held != burial.guard_key_id:
+    ours = guard_key_id(guard_key_of(tx, scope.home, ctx.guard_keys))
+    if ours != burial.guard_key_id:
         raise Rejection(
-            f"{len(missing)} tombstones of {scope.home!r} were hashed with guard key {burial.guard_key_id}, and this "
-            f"shard holds {held} for that user: they would match nothing here (the key store that made them is not "
+            f"{len(news)} tombstones of {scope.home!r} were hashed with guard key {burial.guard_key_id}, and this "
+            f"shard holds {ours} for that user: they would match nothing here (the key store that made them is not "
             "this deployment's, or the shard kept a key of its own from before guard keys were in the key store)",
             code="guard_key")
-    for tomb in missing:
-        tx.carry_tombstone({
-            "tombstone_id": tomb.tombstone_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
-            "user_id": scope.user_id, "agent_id": tomb.agent_id, "value_hash": tomb.value_hash, "normalised_text": "",
-            "reason": tomb.reason, "at": tomb.at, "memory_id": tomb.memory_id, "layer": tomb.layer,
-            "shingle_hashes": _json_list(tomb.shingle_hashes), "distinctive": int(tomb.distinctive),
-            "term_hashes": _json_list(tomb.term_hashes)}, at=ctx.now, actor="writer", proposal_id=p.event_id)
+    for tomb in news:  # in order: a tombstone too large for one record comes in parts (its hashes join)
+        hashes = (frozenset(tomb.shingle_hashes), frozenset(tomb.term_hashes))
+        if held[tomb.tombstone_id] is None:
+            tx.carry_tombstone({
+                "tombstone_id": tomb.tombstone_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
+                "user_id": scope.user_id, "agent_id": tomb.agent_id, "value_hash": tomb.value_hash,
+                "normalised_text": "", "reason": tomb.reason, "at": tomb.at, "memory_id": tomb.memory_id,
+                "layer": tomb.layer, "shingle_hashes": _json_list(tomb.shingle_hashes),
+                "distinctive": int(tomb.distinctive), "term_hashes": _json_list(tomb.term_hashes)},
+                at=ctx.now, actor="writer", proposal_id=p.event_id)
+            held[tomb.tombstone_id] = hashes
+        elif not _holds(held[tomb.tombstone_id], tomb):
+            tx.add_tombstone_hashes(tomb.tombstone_id, *hashes, at=ctx.now, actor="writer", proposal_id=p.event_id)
+            old = held[tomb.tombstone_id]
+            assert old is not None
+            held[tomb.tombstone_id] = (old[0] | hashes[0], old[1] | hashes[1])
     return Applied(ChangeStatus.COMMITTED)
+
+
+def _holds(held: tuple[frozenset[str], frozenset[str]] | None, tomb: BuriedContent) -> bool:
+    """The shard's tombstone already holds every hash of ``tomb`` (or of this part of it)."""
+    return held is not None and set(tomb.shingle_hashes) <= held[0] and set(tomb.term_hashes) <= held[1]
 
 
 def _json_list(hashes: tuple[str, ...]) -> str:
