@@ -7,6 +7,7 @@ are the ones the writer needs inside the transaction (they see its uncommitted w
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -464,6 +465,52 @@ class ShardTx:
              orjson.dumps(sorted(term_hashes)).decode()),
         )
         return tid
+
+    def forgotten_memories(self, scope: Scope, *, agent_id: str | None,
+                           session_id: str | None) -> tuple[list[str], list[str]]:
+        """(memory ids, ids of the forget proposals) of what retention forgot before of a user (or of one agent,
+        or one session), found in the audit, whose rows of a forget keep the values (a forget is undone from
+        them)."""
+        where = ["target_table='memories'", "action='forget'",
+                 "json_extract(old_value, '$.tenant_id')=?", "json_extract(old_value, '$.workspace_id')=?",
+                 "json_extract(old_value, '$.user_id')=?"]
+        args: list[object] = list(_home(scope))
+        if agent_id is not None:
+            where.append("json_extract(old_value, '$.agent_id')=?")
+            args.append(agent_id)
+        if session_id is not None:
+            where.append("json_extract(old_value, '$.session_id')=?")
+            args.append(session_id)
+        found = self._db.execute(
+            f"SELECT DISTINCT target_id, proposal_id FROM audit_log WHERE {' AND '.join(where)}", args).fetchall()
+        return sorted({str(r[0]) for r in found}), sorted({str(r[1]) for r in found if r[1] is not None})
+
+    def repaired_by(self, forgets: Sequence[str], forgotten: Sequence[str]) -> list[str]:
+        """Stored memories whose evidence ``forgets`` repaired by taking ``forgotten`` ones out of it (they were
+        derived from them)."""
+        gone, out = set(forgotten), set[str]()
+        for start in range(0, len(forgets), 400):
+            chunk = list(forgets[start:start + 400])
+            for target, old in self._db.execute(
+                    "SELECT target_id, old_value FROM audit_log WHERE target_table='memories' AND action='update' "
+                    f"AND redacted=0 AND proposal_id IN ({_marks(chunk)})", chunk):
+                with contextlib.suppress(orjson.JSONDecodeError, TypeError, KeyError):
+                    evidence = orjson.loads(old)["evidence"]
+                    evidence = orjson.loads(evidence) if isinstance(evidence, str) else evidence
+                    if gone & set(evidence) and self.memory_row(str(target)) is not None:
+                        out.add(str(target))
+        return sorted(out)
+
+    def redact_forgotten(self, forgotten: Sequence[str], forgets: Sequence[str]) -> None:
+        """An erasure reaches what retention forgot of it before: the audit values of those memories, and of
+        the graph rows the same forgets removed, are replaced by their hashes (over-redacting the graph rows a
+        forget of several sessions removed with them)."""
+        self.redact_audit("memories", forgotten)
+        for table in ("graph_nodes", "graph_edges"):
+            graph = [str(r[0]) for start in range(0, len(forgets), 400) for r in self._db.execute(
+                f"SELECT DISTINCT target_id FROM audit_log WHERE target_table=? AND proposal_id IN "
+                f"({_marks(list(forgets[start:start + 400]))})", [table, *forgets[start:start + 400]])]
+            self.redact_audit(table, graph)
 
     def redact_audit(self, table: str, ids: Sequence[str]) -> None:
         """Replace the text values of earlier audit rows about ``ids`` by their hashes (rows stay)."""

@@ -18,7 +18,11 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         raise Erased(f"memory {erasure.memory_id} was erased already")
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
-    doomed = _with_derivatives(tx, seeds)
+    forgotten, forgets = ([], []) if erasure.target == "memory" else tx.forgotten_memories(
+        scope, agent_id=None if erasure.target == "user" else scope.agent_id,
+        session_id=erasure.session_id if erasure.target == "session" else None)
+    # what was derived from memories retention forgot before (their evidence was repaired) is erased too
+    doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
     successors: dict[str, MemoryRow] = {}
     buried: list[BuriedContent] = []
     for mid in sorted(doomed):
@@ -39,7 +43,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             tx.update_memory(fresh, relinked, at=ctx.now,
                              proposal_id=p.event_id, actor="writer")
     tx.redact_audit("memories", sorted(successors))
-    tx.scrub(scope, sorted(doomed), all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
+    tx.scrub(scope, sorted(doomed | set(forgotten)), all_cache=True, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried))
 
