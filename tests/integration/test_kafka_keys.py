@@ -22,7 +22,7 @@ from altm.bus.sealing import GUARD, KeyStoreError, Owner, guard_kid
 from altm.bus.sealing._keys import wrap_key
 from altm.core import Settings
 from altm.wiring import WiringError, open_keystore
-from tests.support.keys import MASTER, open_store, topic_bytes, until
+from tests.support.keys import FAST_COMPACTION, MASTER, key_on_disk, open_store, topic_bytes, until
 
 pytestmark = pytest.mark.kafka
 
@@ -118,14 +118,9 @@ def test_a_destroyed_key_leaves_the_brokers_disk(kafka_bootstrap: str, kafka_seg
     """Compaction drops the records that held a destroyed key (here with segments that roll every second; the
     topic's default bounds are an hour each)."""
     topic = f"k{uuid.uuid4().hex[:10]}.keys"
-    fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
-    store = open_store(kafka_bootstrap, topic, topic_config=fast)
+    store = open_store(kafka_bootstrap, topic, topic_config=FAST_COMPACTION)
     try:
-        kid, _ = store.current(Owner("t/w/gone"))
-        wrapped = store._entries[kid].wrapped
-        assert wrapped is not None
-        needle = base64.b64encode(wrapped)
-        assert until(lambda: needle in topic_bytes(kafka_segments, topic), 10)
+        kid, needle = key_on_disk(store, kafka_segments, topic, "t/w/gone")
         store.shred("t/w/gone")
 
         def compacted() -> bool:

@@ -5,7 +5,6 @@ topic that is not compacted, a destroyed key left on disk when nothing follows i
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import secrets
 import threading
@@ -22,7 +21,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from altm.bus.kafka import KafkaKeyStore, KeyTopicMissing
 from altm.bus.kafka._keys import _Entry
 from altm.bus.sealing import KeyStoreError, Owner
-from tests.support.keys import MASTER, open_store, topic_bytes, until
+from tests.support.keys import FAST_COMPACTION, MASTER, key_on_disk, open_store, topic_bytes, until
 
 pytestmark = pytest.mark.kafka
 
@@ -218,14 +217,9 @@ def test_a_destroyed_key_leaves_the_disk_without_later_writes(kafka_bootstrap: s
     hours". (Here both bounds are 1 s; measured: still on disk 41 s after the shred, gone ~15 s after one more
     append. The existing test passes only because it keeps appending fillers.)"""
     topic = _topic()
-    fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
-    store = open_store(kafka_bootstrap, topic, topic_config=fast)
+    store = open_store(kafka_bootstrap, topic, topic_config=FAST_COMPACTION)
     try:
-        kid, _ = store.current(Owner("t/w/gone"))
-        wrapped = store._entries[kid].wrapped
-        assert wrapped is not None
-        needle = base64.b64encode(wrapped)
-        assert until(lambda: needle in topic_bytes(kafka_segments, topic), 10)
+        _, needle = key_on_disk(store, kafka_segments, topic, "t/w/gone")
         store.shred("t/w/gone")  # the erasure is the last thing written to the topic
         assert until(lambda: needle not in topic_bytes(kafka_segments, topic), 45), \
             "the destroyed key is still in the topic's segments"
@@ -239,14 +233,9 @@ def test_a_destroyed_key_leaves_the_disk_when_the_process_that_destroyed_it_stop
     the shred left the key in the active segment until anyone appended again. Any store that starts now
     schedules it (from the topic's own segment.ms, not its own defaults)."""
     topic = _topic()
-    fast = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
-    store = open_store(kafka_bootstrap, topic, topic_config=fast)
+    store = open_store(kafka_bootstrap, topic, topic_config=FAST_COMPACTION)
     try:
-        kid, _ = store.current(Owner("t/w/gone"))
-        wrapped = store._entries[kid].wrapped
-        assert wrapped is not None
-        needle = base64.b64encode(wrapped)
-        assert until(lambda: needle in topic_bytes(kafka_segments, topic), 10)
+        _, needle = key_on_disk(store, kafka_segments, topic, "t/w/gone")
         store.shred("t/w/gone")
     finally:
         store.close()  # before its roll

@@ -3,6 +3,7 @@ store does, and the bytes of a topic's files on the broker's disk."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import secrets
 import time
@@ -10,8 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from altm.bus.kafka import KafkaKeyStore
+from altm.bus.sealing import Owner
 
 MASTER = secrets.token_bytes(32)
+FAST_COMPACTION = {"segment.ms": "1000", "max.compaction.lag.ms": "1000", "file.delete.delay.ms": "0"}
+"""A key topic whose segments roll and are compacted within seconds (the defaults are an hour each)."""
 
 
 def open_store(bootstrap: str, topic: str, **options: object) -> KafkaKeyStore:
@@ -38,3 +42,14 @@ def topic_bytes(segments: Path, topic: str) -> bytes:
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):
                 out += f.read_bytes()
     return out
+
+
+def key_on_disk(store: KafkaKeyStore, segments: Path, topic: str, home: str) -> tuple[str, bytes]:
+    """Make a data key of user ``home`` and wait until its wrapped bytes are in the topic's files on the
+    broker's disk; returns its id and those bytes as the record holds them (base64)."""
+    kid, _ = store.current(Owner(home))
+    wrapped = store._entries[kid].wrapped
+    assert wrapped is not None
+    needle = base64.b64encode(wrapped)
+    assert until(lambda: needle in topic_bytes(segments, topic), 10)
+    return kid, needle
