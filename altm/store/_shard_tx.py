@@ -430,15 +430,25 @@ class ShardTx:
         home = _home(scope)
         ends = ends | self._prune_edges(home, set(gone), at=at, proposal_id=proposal_id, actor=actor,
                                         action="delete", redact=False)
-        for node_id in sorted(ends):
-            r = self._db.execute(
-                "SELECT * FROM graph_nodes n WHERE node_id=? AND tenant_id=? AND workspace_id=? AND user_id=? AND NOT "
-                "EXISTS (SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)",
-                [node_id, *home]).fetchone()
-            if r is not None:
-                self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="graph_nodes",
-                            target_id=node_id, old=dict(r), new=None)
-                self._db.execute("DELETE FROM graph_nodes WHERE node_id=?", (node_id,))
+        self._drop_orphan_nodes(home, ends, at=at, proposal_id=proposal_id, actor=actor, action="delete",
+                                redact=False)
+
+    def _drop_orphan_nodes(self, home: list[str], among: set[str] | None, *, at: str, proposal_id: str, actor: str,
+                           action: str, redact: bool) -> list[str]:
+        """Delete the user's graph nodes no edge holds (those of ``among``, or all), each audited with its value
+        (redacted for an erasure). Returns their ids."""
+        orphan = ("SELECT * FROM graph_nodes n WHERE tenant_id=? AND workspace_id=? AND user_id=? AND NOT EXISTS "
+                  "(SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)")
+        if among is None:
+            orphans = self._db.execute(orphan, home).fetchall()
+        else:  # a few candidates: looked up one by one, not the user's whole graph
+            orphans = [r for node_id in sorted(among)
+                       if (r := self._db.execute(orphan + " AND node_id=?", [*home, node_id]).fetchone()) is not None]
+        for r in orphans:
+            self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_nodes",
+                        target_id=r["node_id"], old=redacted(dict(r)) if redact else dict(r), new=None)
+            self._db.execute("DELETE FROM graph_nodes WHERE node_id=?", (r["node_id"],))
+        return [str(r["node_id"]) for r in orphans]
 
     def insert_signal(self, signal: LifecycleSignal, *, at: str, proposal_id: str, actor: str) -> None:
         """Record a use signal, numbered in arrival order per memory."""
@@ -541,14 +551,9 @@ class ShardTx:
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
         self._scrub_references(home, set(memory_ids), at=at, proposal_id=proposal_id)
-        orphans = db.execute(
-            "SELECT * FROM graph_nodes n WHERE tenant_id=? AND workspace_id=? AND user_id=? AND NOT EXISTS "
-            "(SELECT 1 FROM graph_edges e WHERE e.src_id = n.node_id OR e.dst_id = n.node_id)", home).fetchall()
-        for r in orphans:
-            self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="graph_nodes",
-                        target_id=r["node_id"], old=redacted(dict(r)), new=None)
-            db.execute("DELETE FROM graph_nodes WHERE node_id=?", (r["node_id"],))
-        self.redact_audit("graph_nodes", [r["node_id"] for r in orphans])
+        orphans = self._drop_orphan_nodes(home, None, at=at, proposal_id=proposal_id, actor="writer", action="erase",
+                                          redact=True)
+        self.redact_audit("graph_nodes", orphans)
         db.execute("UPDATE runtime_cycles SET bundle = NULL WHERE tenant_id=? AND workspace_id=? AND user_id=?", home)
         if all_cache:
             n = db.execute("SELECT COUNT(*) FROM llm_cache WHERE home=?", (scope.home,)).fetchone()[0]
@@ -595,13 +600,15 @@ class ShardTx:
         for r in db.execute("SELECT * FROM graph_edges WHERE tenant_id=? AND workspace_id=? AND user_id=? "
                             "AND evidence != '[]'", home).fetchall():
             evidence = [e for e in orjson.loads(r["evidence"]) if isinstance(e, str)]
+            if not set(evidence) & gone:
+                continue
             old = redacted(dict(r)) if redact else dict(r)
-            if evidence and set(evidence) <= gone:
+            if set(evidence) <= gone:
                 self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
                             target_id=r["edge_id"], old=old, new=None)
                 db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
                 ends.update({str(r["src_id"]), str(r["dst_id"])})
-            elif set(evidence) & gone:
+            else:
                 kept = sorted(set(evidence) - gone)
                 new = {"evidence": orjson.dumps(kept).decode(), "weight": float(r["unit_weight"]) * len(kept)}
                 self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",

@@ -205,11 +205,12 @@ def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str, keys: GuardKeys |
     key = guard_key_of(tx, f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}", keys)
     content = row["content"]
     value, shingled, termed = value_hash(key, content), keyed_shingles(key, content), keyed_terms(key, content)
+    special = distinctive(content)
     tid = tx.tombstone(row, reason=reason, at=at, value_hash=value, shingle_hashes=shingled, term_hashes=termed,
-                       distinctive=distinctive(content))
+                       distinctive=special)
     return BuriedContent(tombstone_id=tid, agent_id=row["agent_id"], memory_id=row["memory_id"], layer=row["layer"],
                          value_hash=value, shingle_hashes=tuple(sorted(shingled)), term_hashes=tuple(sorted(termed)),
-                         distinctive=distinctive(content), reason=reason, at=at)
+                         distinctive=special, reason=reason, at=at)
 
 
 def hash_legacy_tombstones(tx: ShardTx, *, at: str, keys: GuardKeys | None = None) -> int:

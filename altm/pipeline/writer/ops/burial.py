@@ -19,8 +19,7 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
         if tomb.tombstone_id != derive_id("tomb", scope.tenant_id, scope.workspace_id, scope.user_id, tomb.memory_id):
             raise Rejection(f"tombstone {tomb.tombstone_id} is not the one of memory {tomb.memory_id} in scope home "
                             f"{scope.home!r}", code="foreign_scope")
-    held = {t.tombstone_id: tx.tombstone_hashes(t.tombstone_id) for t in burial.tombstones}
-    news = [t for t in burial.tombstones if not _holds(held[t.tombstone_id], t)]
+    news = [t for t in burial.tombstones if not _holds(tx.tombstone_hashes(t.tombstone_id), t)]
     if not news:
         return Applied(ChangeStatus.UNCHANGED)
     ours = guard_key_id(guard_key_of(tx, scope.home, ctx.guard_keys))
@@ -31,8 +30,8 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
             "this deployment's, or the shard kept a key of its own from before guard keys were in the key store)",
             code="guard_key")
     for tomb in news:  # in order: a tombstone too large for one record comes in parts (its hashes join)
-        hashes = (frozenset(tomb.shingle_hashes), frozenset(tomb.term_hashes))
-        if held[tomb.tombstone_id] is None:
+        held = tx.tombstone_hashes(tomb.tombstone_id)
+        if held is None:
             tx.carry_tombstone({
                 "tombstone_id": tomb.tombstone_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
                 "user_id": scope.user_id, "agent_id": tomb.agent_id, "value_hash": tomb.value_hash,
@@ -40,12 +39,9 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
                 "layer": tomb.layer, "shingle_hashes": _json_list(tomb.shingle_hashes),
                 "distinctive": int(tomb.distinctive), "term_hashes": _json_list(tomb.term_hashes)},
                 at=ctx.now, actor="writer", proposal_id=p.event_id)
-            held[tomb.tombstone_id] = hashes
-        elif not _holds(held[tomb.tombstone_id], tomb):
-            tx.add_tombstone_hashes(tomb.tombstone_id, *hashes, at=ctx.now, actor="writer", proposal_id=p.event_id)
-            old = held[tomb.tombstone_id]
-            assert old is not None
-            held[tomb.tombstone_id] = (old[0] | hashes[0], old[1] | hashes[1])
+        elif not _holds(held, tomb):
+            tx.add_tombstone_hashes(tomb.tombstone_id, frozenset(tomb.shingle_hashes), frozenset(tomb.term_hashes),
+                                    at=ctx.now, actor="writer", proposal_id=p.event_id)
     return Applied(ChangeStatus.COMMITTED)
 
 
