@@ -224,7 +224,7 @@ async def open_deployment(
                                  topic_name(Topic.PROPOSALS, settings.topic_prefix), max_records=settings.poll_batch)
         replica = ReplicaRuntime(settings, shards, reader, sealer=sealer, embedding=models.embedding,
                                  vectors=vectors, similarity=guard_similarity(settings),
-                                 guard_keys=sealer.keys.guard_key if sealer is not None else None)
+                                 guard_keys=sealer.keys if sealer is not None else None)
     retriever = Retriever(shards, models.embedding, vectors)
     app = MemoryApp(settings, shards, retriever, _publisher(settings, bus, read_only), models.chat)
     return Deployment(settings, bus, shards, models, vectors, app, runtime=runtime, read_only=read_only,

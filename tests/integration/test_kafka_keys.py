@@ -149,17 +149,20 @@ def test_the_sealing_commands_show_and_rotate_a_kafka_key_store(kafka_bootstrap:
     monkeypatch.setenv("ALTM_MASTER_KEY", base64.urlsafe_b64encode(MASTER).decode())
     store = open_store(kafka_bootstrap, f"{prefix}keys")
     kid, key = store.current(Owner("t/w/u"))
+    guard = store.guard_key("t/w/u")
     store.close()
     status = CliRunner().invoke(app, ["sealing", "status", "--data-dir", str(tmp_path)])
     assert status.exit_code == 0, status.output
     assert '"data_keys":1' in status.output.replace(" ", "") and f"{prefix}keys" in status.output
+    assert '"guard_keys":1' in status.output.replace(" ", "")
     new = secrets.token_bytes(32)
     monkeypatch.setenv("ALTM_NEW_MASTER_KEY", base64.urlsafe_b64encode(new).decode())
     rotated = CliRunner().invoke(app, ["sealing", "rotate-master", "--data-dir", str(tmp_path)])
-    assert rotated.exit_code == 0 and "rewrapped 1 data key(s)" in rotated.output, rotated.output
+    assert rotated.exit_code == 0 and "rewrapped 2 key(s): 1 data key(s), 1 guard key(s)" in rotated.output, \
+        rotated.output
     after = open_store(kafka_bootstrap, f"{prefix}keys", master_key=new, read_only=True)
     try:
-        assert after.get(kid) == key
+        assert after.get(kid) == key and after.find_guard_key("t/w/u") == guard
     finally:
         after.close()
 
@@ -173,8 +176,10 @@ def test_a_users_guard_key_is_the_same_everywhere_survives_erasure_and_after_com
     b = open_store(kafka_bootstrap, topic)
     try:
         adopted = secrets.token_bytes(32)
+        assert a.find_guard_key("t/w/u") is None  # looking one up makes none
         key = a.guard_key("t/w/u", adopt=adopted)
-        assert key == adopted and b.guard_key("t/w/u") == key
+        assert key == adopted and b.find_guard_key("t/w/u") == key  # made a moment ago by another process
+        assert b.guard_key("t/w/u") == key
         assert b.guard_key("t/w/u", adopt=secrets.token_bytes(32)) == key  # the first one stored wins
         a.current(Owner("t/w/u", "a", "s1"))
         assert a.counts() == (1, 0)  # data keys only

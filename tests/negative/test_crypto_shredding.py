@@ -209,12 +209,15 @@ def test_sealing_cli_reports_the_store_and_rotates_the_master_key(settings: Sett
     monkeypatch.delenv("ALTM_MASTER_KEY", raising=False)
     keys = SqliteKeyStore(settings.data_dir / "keys.db")
     sealed = Sealer(keys).seal_value(encode(make_turn(1, "survives rotation")), SCOPE.home)
+    guard = keys.guard_key(SCOPE.home)  # wrapped by the master key too (found by a review: status left it out)
     keys.close()
     before = (settings.data_dir / "keys.db.master").read_text()
     status = CliRunner().invoke(app, ["sealing", "status", "--data-dir", str(settings.data_dir)])
     assert status.exit_code == 0 and '"data_keys":1' in status.output.replace(" ", "")
+    assert '"guard_keys":1' in status.output.replace(" ", "")
     rotated = CliRunner().invoke(app, ["sealing", "rotate-master", "--data-dir", str(settings.data_dir)])
-    assert rotated.exit_code == 0 and "rewrapped 1 data key(s)" in rotated.output
+    assert rotated.exit_code == 0 and "rewrapped 2 key(s): 1 data key(s), 1 guard key(s)" in rotated.output
+    assert SqliteKeyStore(settings.data_dir / "keys.db").find_guard_key(SCOPE.home) == guard
     assert (settings.data_dir / "keys.db.master").read_text() != before
     assert Sealer(SqliteKeyStore(settings.data_dir / "keys.db")).open_value(sealed, SCOPE.home) == encode(
         make_turn(1, "survives rotation"))

@@ -412,6 +412,17 @@ class KafkaKeyStore(KeyStore):
                                 "longer match anything")
         return key
 
+    def find_guard_key(self, home: str) -> bytes | None:
+        kid = guard_kid(home)
+        for attempt in range(2):  # read up to the topic's end first when unknown: made a moment ago elsewhere
+            with self._lock:
+                known = kid in self._entries
+            if known:
+                return self.get(kid)
+            if attempt == 0:
+                self._call(self._caught_up())
+        return None
+
     def retire(self, home: str, session: str) -> int:
         now = _now_ms()
         return self._change(lambda o, e: o.home == home and o.session == session and e.retired_ms is None,
@@ -458,6 +469,10 @@ class KafkaKeyStore(KeyStore):
             live = [e for e in self._entries.values() if e.wrapped is not None and e.owner.session != GUARD]
         retired = sum(1 for e in live if e.retired_ms is not None)
         return len(live) - retired, retired
+
+    def guard_count(self) -> int:
+        with self._lock:
+            return sum(1 for e in self._entries.values() if e.wrapped is not None and e.owner.session == GUARD)
 
     def close(self) -> None:
         if not self._thread.is_alive():

@@ -101,12 +101,21 @@ class KeyStore(ABC):
         shard made before the key store kept them (the first one any process stores wins; compare)."""
 
     @abstractmethod
+    def find_guard_key(self, home: str) -> bytes | None:
+        """User ``home``'s guard key when some process made it, else None (never makes one): what judges a
+        burial from the log, which must not leave a key behind for a user nothing was buried of."""
+
+    @abstractmethod
     def rewrap(self, new_master: bytes) -> int:
         """Wrap every data key with ``new_master`` (master key rotation; the log is not touched)."""
 
     @abstractmethod
     def counts(self) -> tuple[int, int]:
-        """(keys in use, keys retired and waiting to be destroyed)."""
+        """(data keys in use, data keys retired and waiting to be destroyed)."""
+
+    @abstractmethod
+    def guard_count(self) -> int:
+        """How many users' guard keys it holds (wrapped by the master key too, rewrapped on rotation)."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -275,6 +284,12 @@ class SqliteKeyStore(KeyStore):
                 row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
             return self._unwrap(kid, bytes(row[0]), str(row[1]))
 
+    def find_guard_key(self, home: str) -> bytes | None:
+        kid = guard_kid(home)
+        with self._lock:
+            row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
+            return None if row is None else self._unwrap(kid, bytes(row[0]), str(row[1]))
+
     def _destroy(self, where: str, args: Sequence[object]) -> int:
         """Delete the keys (their pages overwritten), remember their ids, and move the write-ahead log into
         the file and truncate it, so no copy of a destroyed key stays on disk."""
@@ -337,6 +352,9 @@ class SqliteKeyStore(KeyStore):
             "SELECT COUNT(*) - COUNT(retired_ms), COUNT(retired_ms) FROM data_keys WHERE session != ?",
             (GUARD,)).fetchone()
         return int(active), int(retired)
+
+    def guard_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM data_keys WHERE session = ?", (GUARD,)).fetchone()[0])
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):

@@ -55,7 +55,8 @@ def status(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
         try:
             active, retired = kafka.counts()
             emit_json({"key_store": kafka.location, "master_key": MASTER_KEY_ENV,
-                       "master_id": master_id(_env_master()), "data_keys": active, "retired_keys": retired})
+                       "master_id": master_id(_env_master()), "data_keys": active, "retired_keys": retired,
+                       "guard_keys": kafka.guard_count()})
         finally:
             kafka.close()
         return
@@ -68,12 +69,13 @@ def status(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
         fail(str(exc))
     try:
         active, retired = store.counts()
+        guards = store.guard_count()
         master = load_master_key(store.master_path, create=False)
     finally:
         store.close()
     emit_json({"key_store": str(path), "master_key": MASTER_KEY_ENV if os.environ.get(MASTER_KEY_ENV)
                else str(store.master_path), "master_id": master_id(master), "data_keys": active,
-               "retired_keys": retired})
+               "retired_keys": retired, "guard_keys": guards})
 
 
 def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
@@ -86,10 +88,10 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     if kafka is not None:
         new = _new_master_from_env()
         try:
-            count = kafka.rewrap(new)
+            count, guards = kafka.rewrap(new), kafka.guard_count()
         finally:
             kafka.close()
-        typer.echo(f"rewrapped {count} data key(s) with master key {master_id(new)}; now set {MASTER_KEY_ENV} to "
+        typer.echo(f"{_rewrapped(count, guards)} with master key {master_id(new)}; now set {MASTER_KEY_ENV} to "
                    f"the value of {NEW_MASTER_KEY_ENV} everywhere")
         return
     path = _store_path(data_dir)
@@ -109,12 +111,12 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
             fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as f:
                 f.write(base64.urlsafe_b64encode(new).decode() + "\n")
-        count = store.rewrap(new)
+        count, guards = store.rewrap(new), store.guard_count()
         if not from_env:
             pending.replace(store.master_path)
     finally:
         store.close()
-    typer.echo(f"rewrapped {count} data key(s) with master key {master_id(new)}"
+    typer.echo(f"{_rewrapped(count, guards)} with master key {master_id(new)}"
                + (f"; now set {MASTER_KEY_ENV} to the value of {NEW_MASTER_KEY_ENV} everywhere" if from_env else ""))
 
 
@@ -133,6 +135,11 @@ def _new_master_from_env() -> bytes:
         return decode_master_key(text, NEW_MASTER_KEY_ENV)
     except KeyStoreError as exc:
         fail(str(exc))
+
+
+def _rewrapped(count: int, guards: int) -> str:
+    """What a rotation rewrapped: data keys (they seal records) and users' guard keys (they hash tombstones)."""
+    return f"rewrapped {count} key(s): {count - guards} data key(s), {guards} guard key(s)"
 
 
 def _finish_interrupted(store: SqliteKeyStore, pending: Path) -> bool:

@@ -86,7 +86,7 @@ class Writer:
                  similarity: TextSimilarity | None = None, guard_keys: GuardKeys | None = None) -> None:
         self.shards = shards
         self.keys = keys
-        self.guard_keys = guard_keys if guard_keys is not None else (keys.guard_key if keys is not None else None)
+        self.guard_keys: GuardKeys | None = guard_keys if guard_keys is not None else keys
         self._last_destroy = float("-inf")
         self.settings = settings
         self.partitions = settings.partitions

@@ -28,7 +28,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 import orjson
 
@@ -173,9 +173,17 @@ def restates(candidate: frozenset[str], erased: frozenset[str], threshold: float
     return len(candidate & erased) / len(erased) >= threshold
 
 
-GuardKeys = Callable[[str], bytes]
-"""A user's guard key by scope home, from the deployment's key store: the same in every process, so the
-tombstones a shard restored from the log carries over match as they did where they were made."""
+_T = TypeVar("_T")
+
+
+class GuardKeys(Protocol):
+    """Users' guard keys by scope home, from the deployment's key store (:class:`altm.bus.sealing.KeyStore`):
+    the same in every process, so the tombstones a shard restored from the log carries over match as they did
+    where they were made."""
+
+    def guard_key(self, home: str, adopt: bytes | None = None) -> bytes: ...
+
+    def find_guard_key(self, home: str) -> bytes | None: ...
 
 
 def guard_key_of(tx: ShardTx, home: str, keys: GuardKeys | None) -> bytes:
@@ -184,14 +192,24 @@ def guard_key_of(tx: ShardTx, home: str, keys: GuardKeys | None) -> bytes:
     tombstones no other shard can match."""
     if keys is None:
         return tx.guard_key(home)
+    return tx.guard_key(home, make=lambda: _from_store(home, lambda: keys.guard_key(home)))
 
-    def from_store() -> bytes:
-        try:
-            return keys(home)
-        except Exception as exc:
-            raise GuardUnavailable(f"the guard key of {home} could not be read from the key store: {exc}") from exc
 
-    return tx.guard_key(home, make=from_store)
+def held_guard_key(tx: ShardTx, home: str, keys: GuardKeys | None) -> bytes | None:
+    """The guard key of ``home`` this shard or the key store already holds (kept here then), never a new one:
+    None when nothing of the user was buried anywhere."""
+    held = tx.existing_guard_key(home)
+    if held is not None or keys is None:
+        return held
+    found = _from_store(home, lambda: keys.find_guard_key(home))
+    return None if found is None else tx.guard_key(home, make=lambda: found)
+
+
+def _from_store(home: str, read: Callable[[], _T]) -> _T:
+    try:
+        return read()
+    except Exception as exc:
+        raise GuardUnavailable(f"the guard key of {home} could not be read from the key store: {exc}") from exc
 
 
 def guard_key_id(key: bytes) -> str:

@@ -22,6 +22,7 @@ from altm.core import (
     Settings,
     Topic,
     decode_event,
+    derive_id,
     encode,
     partition_for,
     topic_name,
@@ -33,7 +34,7 @@ from altm.store import DeferredWork, ShardSet
 from altm.store._rows import TOMBSTONE_COLUMNS
 from tests.negative.test_erasure_bytes import SECRET, TURNS, occurrences
 from tests.support.memories import embedded, runtime_of
-from tests.support.rows import rows
+from tests.support.rows import rows, rows_of
 from tests.support.turns import SCOPE, make_turn
 
 _TOMBSTONES = f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones ORDER BY tombstone_id"
@@ -61,7 +62,7 @@ def _restore(settings: Settings, target: Path, records: list[Record], keys: Sqli
     """What a worker with a data dir of its own does with a partition it takes over: apply the log's proposals."""
     shards = ShardSet(target, settings.partitions)
     writer = Writer(shards, settings.model_copy(update={"data_dir": target}),
-                    guard_keys=keys.guard_key if keys is not None else None)
+                    guard_keys=keys)
     writer.apply_batch(sorted(records, key=lambda r: (r.partition, r.offset)), settings.partitions)
     return shards
 
@@ -86,7 +87,7 @@ async def test_a_shard_restored_from_the_log_keeps_the_tombstones_of_an_erasure(
         assert occurrences(tmp_path / "restored") == {}
         resent = await _capture(settings, TURNS[0].content, "s-again")
         writer = Writer(shards, settings.model_copy(update={"data_dir": tmp_path / "restored"}),
-                        guard_keys=keys.guard_key)
+                        guard_keys=keys)
         (outcome,) = writer.apply_batch([resent], settings.partitions)
     finally:
         shards.close()
@@ -114,13 +115,16 @@ async def test_a_burial_hashed_with_another_guard_key_is_refused_with_the_reason
                                                                                  tmp_path: Path) -> None:
     opened, _, keys = await _erased_deployment(settings)
     keys.close()
-    shards = _restore(settings, tmp_path / "restored", opened, None)  # no key store: a random key of its own
+    other = SqliteKeyStore(tmp_path / "other-keys.db")  # another deployment's key store: its own key for the user
+    other.guard_key(SCOPE.home)
+    shards = _restore(settings, tmp_path / "restored", opened, other)
     try:
         reasons = [r["reason"] for r in rows(tmp_path / "restored", "SELECT reason FROM rejections")]
         assert not rows(tmp_path / "restored", "SELECT 1 FROM tombstones")
     finally:
         shards.close()
-    assert reasons and all("hashed with guard key" in r for r in reasons)
+        other.close()
+    assert reasons and all("hashed with guard key" in r and "this shard holds" in r for r in reasons)
 
 
 async def test_a_tombstone_of_another_scope_home_is_refused(settings: Settings) -> None:
@@ -144,7 +148,9 @@ def test_guard_keys_are_one_per_user_survive_erasures_and_are_not_data_keys(tmp_
     a, b = SqliteKeyStore(path), SqliteKeyStore(path)
     try:
         adopted = b"\x01" * 32
+        assert a.find_guard_key("t/w/u") is None  # looking one up makes none
         key = a.guard_key("t/w/u", adopt=adopted)
+        assert b.find_guard_key("t/w/u") == key
         assert key == adopted and b.guard_key("t/w/u") == key  # the same in every process
         assert b.guard_key("t/w/u", adopt=b"\x02" * 32) == key  # the first one stored wins
         assert a.guard_key("t/w/other") != key
@@ -193,7 +199,7 @@ async def test_a_restore_judges_what_came_between_an_erasure_and_its_burial_with
         return None
 
     s = settings.model_copy(update={"data_dir": tmp_path / "restored"})
-    driver = WriterDriver(Writer(shards, s, guard_keys=keys.guard_key), DeferredWork(shards, s), nowhere, "log",
+    driver = WriterDriver(Writer(shards, s, guard_keys=keys), DeferredWork(shards, s), nowhere, "log",
                           fetch)
     try:
         await driver.catch_up(partition, len(log))
@@ -262,3 +268,29 @@ def test_text_in_a_burials_hashes_is_not_a_burial() -> None:
     with pytest.raises(ValidationError):
         BuriedContent(tombstone_id="tomb_x", memory_id="mem_x", value_hash="0" * 64, distinctive=True,
                       term_hashes=("s:ZEBRA-4471-SECRET",), reason="erased", at="2026-01-01T00:00:00+00:00")
+
+
+def test_a_burial_for_a_user_nothing_buried_makes_no_guard_key(settings: Settings) -> None:
+    """Found by a review: a ``bury`` proposal for a user of whom nothing was ever buried made that user a guard key
+    in the key store (and kept it) before it was refused: a record anyone who can write the proposals topic can
+    forge, one key-store entry per invented user. A burial is judged by the key some process already holds."""
+    home = f"{SCOPE.tenant_id}/{SCOPE.workspace_id}/{SCOPE.user_id}"
+    tomb = BuriedContent(tombstone_id=derive_id("tomb", SCOPE.tenant_id, SCOPE.workspace_id, SCOPE.user_id, "mem_x"),
+                         memory_id="mem_x", value_hash="0" * 64, distinctive=True, reason="session erased",
+                         at="2026-01-01T00:00:00+00:00")
+    p = BuryProposal(event_id="bury-forged", scope=SCOPE, timestamp=TURNS[0].timestamp, processor="writer",
+                     burial=Burial(guard_key_id="0" * 16, tombstones=(tomb,)))
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    keys = SqliteKeyStore(settings.data_dir / "keys.db")
+    try:
+        rec = Record(topic_name(Topic.PROPOSALS, settings.topic_prefix), partition_for(p.key, settings.partitions), 0,
+                     p.key, encode(p))
+        (outcome,) = Writer(shards, settings, keys).apply_batch([rec], settings.partitions)
+        assert not rows_of(settings.data_dir / "keys.db", "SELECT 1 FROM data_keys WHERE session=?", ("~guard",))
+        with shards.get(rec.partition).transaction() as tx:
+            assert tx.existing_guard_key(home) is None
+    finally:
+        shards.close()
+        keys.close()
+    assert outcome.changes[0].status is ChangeStatus.REJECTED
+    assert outcome.refusal == "guard_key" and "holds a guard key for that user" in (outcome.changes[0].reason or "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 
 from altm.core import BuriedContent, BuryProposal, ChangeStatus, derive_id
-from altm.pipeline.writer.guard import guard_key_id, guard_key_of
+from altm.pipeline.writer.guard import guard_key_id, held_guard_key
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.store import ShardTx
 
@@ -22,7 +22,12 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
     news = [t for t in burial.tombstones if not _holds(tx.tombstone_hashes(t.tombstone_id), t)]
     if not news:
         return Applied(ChangeStatus.UNCHANGED)
-    ours = guard_key_id(guard_key_of(tx, scope.home, ctx.guard_keys))
+    key = held_guard_key(tx, scope.home, ctx.guard_keys)
+    if key is None:  # judged by a key some process made when it buried: a forged burial leaves none behind
+        raise Rejection(f"{len(news)} tombstones of {scope.home!r} were hashed with guard key {burial.guard_key_id}, "
+                        "and neither this shard nor the key store holds a guard key for that user: nothing of it "
+                        "was buried in this deployment", code="guard_key")
+    ours = guard_key_id(key)
     if ours != burial.guard_key_id:
         raise Rejection(
             f"{len(news)} tombstones of {scope.home!r} were hashed with guard key {burial.guard_key_id}, and this "
