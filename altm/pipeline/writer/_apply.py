@@ -138,8 +138,8 @@ class Writer:
         erasure later in the batch drops it like any other deferred work of what it erases.
         A ``bury`` proposal in the batch after the erasure or forget that made it (a restore: the log read
         ahead) is taken over as that proposal is applied, so what comes between is judged as the shard that
-        made the tombstones judged it, with them. (Applied live, a proposal's ``bury`` is published after its
-        batch: never in it.)"""
+        made the tombstones judged it, with them, and is not published again. (Applied live, a proposal's
+        ``bury`` is published after its batch: never in it.)"""
         ahead = _burials_ahead(records)
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
@@ -228,8 +228,9 @@ class Writer:
             return _rejected(tx, event, record, f"the proposal could not be applied: {type(exc).__name__}: {exc}",
                              ctx.now, "internal_error")
         erased = event if isinstance(event, EraseProposal) and applied.status is ChangeStatus.COMMITTED else None
+        on_log = {b.event_id for b in ahead.get(event.event_id, ())}  # a restore: published already
         return WriteOutcome(changes=_changes(event, record, applied), erased=erased,
-                            burials=_burials(tx, event, applied.buried))
+                            burials=[b for b in _burials(tx, event, applied.buried) if b.event_id not in on_log])
 
     def _shred(self, p: EraseProposal) -> None:
         """Destroy the erased session's, agent's or user's data keys; retire the user's keys of derived records

@@ -7,6 +7,7 @@ process."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ from tests.support.memories import embedded, runtime_of
 from tests.support.rows import rows, rows_of
 from tests.support.turns import SCOPE, make_turn
 
+LATER = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
 _TOMBSTONES = f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones ORDER BY tombstone_id"
 
 
@@ -94,6 +96,54 @@ async def test_a_shard_restored_from_the_log_keeps_the_tombstones_of_an_erasure(
         keys.close()
     assert [c.status for c in outcome.changes] == [ChangeStatus.REJECTED]
     assert "erased content" in (outcome.changes[0].reason or "")
+
+
+async def _forgotten_deployment(settings: Settings) -> tuple[list[Record], SqliteKeyStore]:
+    """An embedded deployment that stored TURNS and forgot them by retention: its proposals as a restore reads
+    them, and its key store."""
+    async with embedded(settings) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish(list(TURNS))
+        await rt.run_until_idle()
+        assert await deployment.app.admin.retention(LATER) > 0
+        await rt.run_until_idle()
+        bus = deployment.bus
+        assert isinstance(bus, SealedBus)
+        raw = await bus.inner.read_all([topic_name(Topic.PROPOSALS, settings.topic_prefix)])
+        opened = [bus.sealer.open(r, retired=False) for r in raw]
+    return opened, SqliteKeyStore(settings.data_dir / "keys.db")
+
+
+def _published_burials(data_dir: Path) -> list[str]:
+    """Ids of the ``bury`` proposals a shard's outbox holds for the proposals log."""
+    return sorted(decode_event(r["value"]).event_id
+                  for r in rows(data_dir, "SELECT value FROM outbox WHERE topic=?", (Topic.PROPOSALS.value,)))
+
+
+async def test_a_restore_does_not_publish_again_the_burials_it_read_on_the_log(settings: Settings,
+                                                                              tmp_path: Path) -> None:
+    """Found by a review: a restore re-applying a forget published its ``bury`` again, though the record was
+    on the log it read: every failover grew the proposals log by the deployment's burials."""
+    s = settings.model_copy(update={"retention_days_l0": 30.0, "retention_days_l2": 30.0, "retention_tombstones": True})
+    opened, keys = await _forgotten_deployment(s)
+    on_log = sorted(decode_event(r.value).event_id for r in opened if b'"op":"bury"' in r.value)
+    shards = _restore(s, tmp_path / "restored", opened, keys)
+    shards.close()
+    keys.close()
+    hashes = "SELECT tombstone_id, value_hash, shingle_hashes, term_hashes FROM tombstones ORDER BY 1"
+    assert on_log and rows(tmp_path / "restored", hashes) == rows(s.data_dir, hashes)  # the forget made them again
+    assert _published_burials(tmp_path / "restored") == []
+
+
+async def test_a_restore_publishes_a_burial_its_log_lacks(settings: Settings, tmp_path: Path) -> None:
+    """The log ends before the forget's ``bury`` (it was on its way): the restore publishes it."""
+    s = settings.model_copy(update={"retention_days_l0": 30.0, "retention_days_l2": 30.0, "retention_tombstones": True})
+    opened, keys = await _forgotten_deployment(s)
+    on_log = sorted(decode_event(r.value).event_id for r in opened if b'"op":"bury"' in r.value)
+    shards = _restore(s, tmp_path / "restored", [r for r in opened if b'"op":"bury"' not in r.value], keys)
+    shards.close()
+    keys.close()
+    assert on_log and _published_burials(tmp_path / "restored") == on_log
 
 
 async def test_the_burial_on_the_log_is_readable_holds_no_text_and_changes_nothing_where_it_was_made(
