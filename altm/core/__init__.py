@@ -25,6 +25,7 @@ from altm.core.events import (
     original_text,
 )
 from altm.core.governance import (
+    FORGOTTEN_PREFIX,
     Burial,
     BuriedContent,
     Erasure,
@@ -77,6 +78,7 @@ from altm.core.settings import Settings
 from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
 
 __all__ = [
+    "FORGOTTEN_PREFIX",
     "SCHEMA_VERSION",
     "Burial",
     "BuriedContent",

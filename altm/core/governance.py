@@ -132,6 +132,10 @@ class LifecycleSignal(BaseModel):
     level: int | None = Field(default=None, ge=0, le=4, description="compress: the compression level C0-C4")
 
 
+FORGOTTEN_PREFIX = "forgotten: "
+"""How the reason of a forget's tombstone starts (the forget's own reason follows)."""
+
+
 class Forget(BaseModel):
     """Forget memories (retention): removed with an audit row, optionally tombstoned; evidence repaired."""
 

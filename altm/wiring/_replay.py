@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
-from altm.core import Settings, partition_for
+from altm.core import FORGOTTEN_PREFIX, Settings, partition_for
 from altm.store import DataDirError, ShardLLMCache, ShardSet, erasure_rows, llm_cache_rows
 from altm.wiring._adapters import open_bus, resolve
 from altm.wiring._deployment import open_embedded
@@ -19,11 +19,15 @@ def _require_empty(target: Path) -> None:
         raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
 
 
-def carry_erasures(source: Path, target: ShardSet) -> int:
+def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True) -> int:
     """``source``'s tombstones and guard keys, into the target's shards (routed by home): an erasure made
-    before the replay's start point, or whose records no longer open, still refuses its content. Returns how
-    many tombstones were carried."""
+    before the replay's start point, or whose records no longer open, still refuses its content. A forget's
+    tombstones only with ``forgets``: a replay from the log's start repeats the forget (its control event is on
+    the log, its records still open) and makes them again, after the turns they bury, as the source did.
+    Returns how many tombstones were carried."""
     tombstones, keys = erasure_rows(source)
+    if not forgets:
+        tombstones = [t for t in tombstones if not str(t["reason"]).startswith(FORGOTTEN_PREFIX)]
     at = datetime.now(UTC).isoformat()
     by_partition: dict[int, tuple[list[tuple[str, bytes]], list[dict[str, Any]]]] = {}
     for home, key in keys:
@@ -74,7 +78,7 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
         if cache is not None:
             copy_llm_cache(cache, deployment.shards)
         if (source / "shards").exists():
-            carry_erasures(source, deployment.shards)
+            carry_erasures(source, deployment.shards, forgets=bool(from_offset or from_time))
         if progress:
             progress("events", len(records))
         processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress)

@@ -102,6 +102,22 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
     assert state_hash(fresh) == state_hash(s.data_dir)
 
 
+async def test_a_replay_after_a_tombstoned_forget_rebuilds_the_same_state(settings: Settings) -> None:
+    """With ``retention_tombstones``, a replay carried the forget's tombstones over before it re-derived the
+    turns, so it refused the forgotten turns the original had taken (and then forgot): another state hash.
+    A whole replay repeats the forget (its control event is on the log) and makes the tombstones again."""
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0,
+                                    "retention_tombstones": True})
+    async with store_with(s, TWINS) as (rt, app):
+        assert await app.admin.retention(datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)) > 0
+        await rt.run_until_idle()
+    assert _rows(s.data_dir, "SELECT 1 FROM tombstones WHERE reason LIKE 'forgotten%'")
+    fresh = s.data_dir.parent / "fresh-t"
+    await replay_into(s.data_dir, fresh, settings=s)
+    assert _rows(fresh, "SELECT reason FROM rejections") == []
+    assert state_hash(fresh) == state_hash(s.data_dir)
+
+
 async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0})
     async with store_with(s, TWINS) as (rt, app):
