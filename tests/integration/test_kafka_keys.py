@@ -236,3 +236,37 @@ def _last_value(bootstrap: str, topic: str, kid: str) -> bytes | None:
             await consumer.stop()
 
     return asyncio.run(read())
+
+
+def test_a_writer_hands_a_shards_guard_keys_to_the_key_store_in_one_write(kafka_bootstrap: str,
+                                                                         tmp_path: Path) -> None:
+    """Found by a review: the first start after guard keys moved into the key store wrote one key-topic record
+    per user and waited for each to be read back (a round trip per user). They go in one write now, and each
+    user still gets the first key stored (one made elsewhere before wins over the shard's)."""
+    from altm.pipeline.writer import Writer
+    from altm.store import ShardSet
+
+    settings = Settings(data_dir=tmp_path, partitions=1, embedder="none")
+    store = open_store(kafka_bootstrap, f"k{uuid.uuid4().hex[:10]}.keys")
+    shards = ShardSet(tmp_path, 1)
+    try:
+        homes = [f"t/w/u{i}" for i in range(40)]
+        with shards.get(0).transaction() as tx:
+            made = {h: tx.guard_key(h) for h in homes}  # random ones, as shards made them before
+        earlier = store.guard_key(homes[0])  # one user's key another process stored first
+        writes = 0
+        real = store._write
+
+        async def counted(records):  # type: ignore[no-untyped-def]
+            nonlocal writes
+            writes += 1
+            await real(records)
+
+        store._write = counted  # type: ignore[method-assign]
+        Writer(shards, settings, store).upgrade(0)
+        assert writes == 1
+        assert store.find_guard_key(homes[0]) == earlier
+        assert all(store.find_guard_key(h) == made[h] for h in homes[1:])
+    finally:
+        shards.close()
+        store.close()

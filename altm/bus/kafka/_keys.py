@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -411,6 +411,19 @@ class KafkaKeyStore(KeyStore):
             raise KeyStoreError(f"the guard key of {home} ({kid}) was destroyed: tombstones hashed with it no "
                                 "longer match anything")
         return key
+
+    def adopt_guard_keys(self, keys: Sequence[tuple[str, bytes]]) -> dict[str, bytes]:
+        with self._writing:
+            self._call(self._caught_up())  # what another process stored before now wins
+            with self._lock:
+                missing = [(guard_kid(home), home, key) for home, key in keys if guard_kid(home) not in self._entries]
+            if missing:
+                if self.read_only:
+                    raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it cannot store "
+                                        f"{len(missing)} guard key(s)")
+                self._call(self._write([(kid, _Entry(Owner(home, "", GUARD), wrap_key(self._aead, kid, key),
+                                                      self._master_id, _now_ms())) for kid, home, key in missing]))
+        return {home: self.guard_key(home) for home, _ in keys}  # each one read back: no write
 
     def find_guard_key(self, home: str) -> bytes | None:
         kid = guard_kid(home)

@@ -100,6 +100,11 @@ class KeyStore(ABC):
         """User ``home``'s guard key (see :data:`GUARD`), made on first use, or set to ``adopt`` then: a key a
         shard made before the key store kept them (the first one any process stores wins; compare)."""
 
+    def adopt_guard_keys(self, keys: Sequence[tuple[str, bytes]]) -> dict[str, bytes]:
+        """:meth:`guard_key` with ``adopt`` for each (home, key) of ``keys``: the key store's key of each home
+        (the first one stored wins). A store that can write them together does (one round trip)."""
+        return {home: self.guard_key(home, adopt=key) for home, key in keys}
+
     @abstractmethod
     def find_guard_key(self, home: str) -> bytes | None:
         """User ``home``'s guard key when some process made it, else None (never makes one): what judges a

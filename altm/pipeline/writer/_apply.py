@@ -112,13 +112,14 @@ class Writer:
         """Guard keys this shard made before the key store kept them become the key store's (the first one
         stored wins): tombstones carried from this shard then match wherever it is restored."""
         assert self.keys is not None
-        for home, key in self.shards.get(partition).guard_keys():
-            try:
-                stored = self.keys.guard_key(home, adopt=key)
-            except KeyStoreError as exc:  # tried again when the writer next starts
-                log.warning("the guard keys of partition %d could not be put in the key store: %s", partition, exc)
-                return
-            if stored != key:
+        held = self.shards.get(partition).guard_keys()
+        try:
+            stored = self.keys.adopt_guard_keys(held) if held else {}
+        except KeyStoreError as exc:  # tried again when the writer next starts
+            log.warning("the guard keys of partition %d could not be put in the key store: %s", partition, exc)
+            return
+        for home, key in held:
+            if stored[home] != key:
                 log.warning("the shard of partition %d holds a guard key for %s other than the key store's: the "
                             "tombstones it carries on the log for that user will not match in a restored shard",
                             partition, home)
