@@ -413,17 +413,22 @@ class KafkaKeyStore(KeyStore):
         return key
 
     def adopt_guard_keys(self, keys: Sequence[tuple[str, bytes]]) -> dict[str, bytes]:
-        with self._writing:
-            self._call(self._caught_up())  # what another process stored before now wins
-            with self._lock:
-                missing = [(guard_kid(home), home, key) for home, key in keys if guard_kid(home) not in self._entries]
-            if missing:
-                if self.read_only:
+        if self._unknown_guard_keys(keys):  # a later start finds them all read: no round trip to the broker
+            with self._writing:
+                self._call(self._caught_up())  # what another process stored before now wins
+                missing = self._unknown_guard_keys(keys)
+                if missing and self.read_only:
                     raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it cannot store "
                                         f"{len(missing)} guard key(s)")
-                self._call(self._write([(kid, _Entry(Owner(home, "", GUARD), wrap_key(self._aead, kid, key),
-                                                      self._master_id, _now_ms())) for kid, home, key in missing]))
+                if missing:
+                    self._call(self._write([(kid, _Entry(Owner(home, "", GUARD), wrap_key(self._aead, kid, key),
+                                                          self._master_id, _now_ms())) for kid, home, key in missing]))
         return {home: self.guard_key(home) for home, _ in keys}  # each one read back: no write
+
+    def _unknown_guard_keys(self, keys: Sequence[tuple[str, bytes]]) -> list[tuple[str, str, bytes]]:
+        """(kid, home, key) of those of ``keys`` this store has read no guard key for."""
+        with self._lock:
+            return [(guard_kid(home), home, key) for home, key in keys if guard_kid(home) not in self._entries]
 
     def find_guard_key(self, home: str) -> bytes | None:
         kid = guard_kid(home)

@@ -276,8 +276,8 @@ class SqliteKeyStore(KeyStore):
     def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
         kid = guard_kid(home)
         with self._lock:
-            row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
-            if row is None:
+            stored = self._stored_guard_key(kid)
+            if stored is None:
                 if self.read_only:
                     raise KeyStoreError(f"the key store {self.path} is open read-only: it has no guard key for "
                                         f"{home} and cannot make one")
@@ -286,14 +286,18 @@ class SqliteKeyStore(KeyStore):
                     "INSERT OR IGNORE INTO data_keys (kid, home, agent, session, wrapped, master_id, created_ms) "
                     "VALUES (?,?,?,?,?,?,?)", (kid, home, "", GUARD, self._wrap(kid, key), self._master_id,
                                                 time.time_ns() // 1_000_000))
-                row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
-            return self._unwrap(kid, bytes(row[0]), str(row[1]))
+                stored = self._stored_guard_key(kid)
+                assert stored is not None
+            return stored
 
     def find_guard_key(self, home: str) -> bytes | None:
-        kid = guard_kid(home)
         with self._lock:
-            row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
-            return None if row is None else self._unwrap(kid, bytes(row[0]), str(row[1]))
+            return self._stored_guard_key(guard_kid(home))
+
+    def _stored_guard_key(self, kid: str) -> bytes | None:
+        """The guard key of ``kid`` (unwrapped), None when there is none; the caller holds the lock."""
+        row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
+        return None if row is None else self._unwrap(kid, bytes(row[0]), str(row[1]))
 
     def _destroy(self, where: str, args: Sequence[object]) -> int:
         """Delete the keys (their pages overwritten), remember their ids, and move the write-ahead log into
