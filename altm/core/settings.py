@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -75,6 +75,13 @@ class Settings(BaseSettings):
                     "partition it has not owned for this long, so an erasure applied by the new owner leaves no "
                     "stale copy here (the partition is restored from the log if it comes back). Never with a "
                     "data dir shared by workers: the other worker owns that shard")
+    worker_standby: bool = Field(
+        default=False,
+        description="Kafka worker with a data dir of its own: keep a warm copy of every partition it does not "
+                    "own (the proposals its owner has committed, applied here as a restore would, vectors "
+                    "embedded here, nothing published), so taking one over restores only what came in the last "
+                    "seconds. Costs the writer's (and the embedder's) work of those partitions on every worker. "
+                    "Never with a data dir shared by workers, nor with ALTM_WORKER_DROP_UNOWNED_AFTER_S")
     worker_stop_timeout_s: float = Field(
         default=20.0, gt=0,
         description="After SIGTERM/SIGINT a worker that has not stopped within this many seconds (its consumer "
@@ -94,3 +101,10 @@ class Settings(BaseSettings):
         description="Kafka worker: at a rebalance (or a stop), how long a batch in flight of a partition it gives up "
                     "may take to finish; after that it is cancelled, counts as not handled, and the next owner "
                     "handles it again (effects are idempotent)")
+
+    @model_validator(mode="after")
+    def _standby_keeps_its_copies(self) -> Settings:
+        if self.worker_standby and self.worker_drop_unowned_after_s is not None:
+            raise ValueError("ALTM_WORKER_STANDBY keeps a copy of every partition the worker does not own, and "
+                             "ALTM_WORKER_DROP_UNOWNED_AFTER_S deletes them: set one of the two")
+        return self

@@ -30,6 +30,7 @@ from altm.bus import (
 )
 from altm.bus.sealing import is_shredded
 from altm.core import (
+    ChangeEvent,
     DecodeError,
     Deferred,
     Event,
@@ -294,6 +295,22 @@ class StageDriver:
         return done
 
 
+def change_events(records: Sequence[OutgoingRecord], topic: str) -> list[ChangeEvent]:
+    """The change events among ``records`` bound for ``topic`` (the changes topic), decoded: what a writer that
+    publishes nothing (a read replica, a standby copy) hands to an embedder of its own."""
+    events = []
+    for rec in records:
+        if rec.topic != topic:
+            continue
+        try:
+            event = decode_event(rec.value)
+        except DecodeError:
+            continue
+        if isinstance(event, ChangeEvent):
+            events.append(event)
+    return events
+
+
 async def until_done(call: Callable[[], Awaitable[T]], what: str, *, first_delay_s: float = 0.5,
                      max_delay_s: float = 30.0) -> T:
     """``call()``, again after a growing pause while it raises (each failure logged with ``what``)."""
@@ -402,8 +419,30 @@ class WriterDriver:
         async with self._restoring.setdefault(partition, asyncio.Lock()):
             return await self._fill(partition, end)
 
-    async def _fill(self, partition: int, end: int) -> int:
-        """Apply the proposals of ``partition`` from the shard's next offset up to ``end``, in chunks."""
+    async def follow(self, partition: int, end: int, sink: Publish, *, transaction: int) -> int:
+        """A standby copy of a partition another worker owns: apply the proposals its shard misses before
+        ``end`` (what the owner has committed), at most ``transaction`` of them per transaction, and hand the
+        changes they make to ``sink`` instead of publishing them (the owner published them before it committed
+        ``end``). Returns how many proposals were applied; taking the partition over then restores only what
+        came after.
+
+        Changes left unpublished from when this worker owned the partition (a batch cancelled at a rebalance) are
+        published first: they are for proposals beyond the committed offset, so no owner has published them,
+        and this worker, given the partition back, would not apply those proposals again."""
+        if self.fetch is None:
+            return 0
+        if partition not in self._bound:
+            self.bind(partition, None)
+        async with self._restoring.setdefault(partition, asyncio.Lock()):
+            await self.flush(partition)
+            return await self._fill(partition, end, sink, transaction=transaction)
+
+    async def _fill(self, partition: int, end: int, sink: Publish | None = None, *,
+                    transaction: int | None = None) -> int:
+        """Apply the proposals of ``partition`` from the shard's next offset up to ``end``, in chunks read from the
+        log (one transaction each, or of ``transaction`` proposals), their changes published (or handed to
+        ``sink``: a standby copy, which logs nothing of it)."""
+        quiet = sink is not None
         assert self.fetch is not None
         applied = 0
         while (start := self.writer.resume_offset(self.topic, partition) or 0) < end:
@@ -415,16 +454,18 @@ class WriterDriver:
                           lost_until - 1)
             if not chunk:
                 break
-            if applied == 0:
+            if applied == 0 and not quiet:
                 log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
-            await self._apply(chunk, [partition])
+            step = transaction or len(chunk)
+            for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
+                await self._apply(chunk[at:at + step], [partition], sink)
             applied += len(chunk)
-        if applied:
+        if applied and not quiet:
             self.restored[partition] = self.restored.get(partition, 0) + applied
             log.info("restored %s[%d]: %d proposals applied from the log", self.topic, partition, applied)
         return applied
 
-    async def _apply(self, records: Sequence[Record], touched: Sequence[int]) -> int:
+    async def _apply(self, records: Sequence[Record], touched: Sequence[int], sink: Publish | None = None) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
@@ -441,7 +482,7 @@ class WriterDriver:
                                               if not o.skipped}))
         observe_writer(records, outcomes, time.perf_counter() - start)  # what was committed, published or not
         for partition in touched:
-            await self.flush(partition)
+            await self.flush(partition, sink)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
@@ -460,15 +501,17 @@ class WriterDriver:
             done += 1
         return done
 
-    async def flush(self, partition: int) -> None:
-        """Publish the changes (and dead letters) committed but not yet published, in commit order."""
+    async def flush(self, partition: int, sink: Publish | None = None) -> None:
+        """Publish the changes (and dead letters) committed but not yet published, in commit order (to
+        ``sink`` instead, when given)."""
+        send = sink or self.publish
         lock = self._locks.setdefault(partition, asyncio.Lock())
         async with lock:
             shard = self.writer.shards.get(partition)
             depth = shard.outbox_depth()
             outbox_depth(partition, depth)  # what stays there while the bus is unreachable
             while pending := shard.pending_outbox():
-                await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
+                await send([OutgoingRecord(self.outbox_topic(topic), value, key=key,
                                                    headers=unpack_headers(headers))
                                     for _, topic, key, value, headers in pending])
                 shard.mark_published(pending[-1][0])

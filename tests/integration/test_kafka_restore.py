@@ -12,7 +12,9 @@ import os
 import random
 import secrets
 import signal
+import sqlite3
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,74 @@ async def test_a_worker_drops_the_partitions_it_gave_away_so_no_stale_copy_misse
     for where in (dir_a, dir_b):
         assert occurrences(where) == {}, where
     assert _shard_l0_count(dir_a) + _shard_l0_count(dir_b) == len(turns) - 2 * len(SENTENCES) - len(secret)
+
+
+def _proposal_offsets(data_dir: Path) -> dict[str, int]:
+    """Per shard file of ``data_dir``, the next proposals offset its writer stored (what it has applied)."""
+    out = {}
+    for path in sorted((data_dir / "shards").glob("shard-*.db")):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT MAX(next_offset) FROM consumer_offsets WHERE topic LIKE '%proposals'").fetchone()
+            out[path.name] = int(row[0] or 0)
+        except sqlite3.OperationalError:  # being made
+            out[path.name] = -1
+        finally:
+            conn.close()
+    return out
+
+
+def _caught_up(standby: Path, owners: Path) -> bool:
+    """Every shard of ``standby`` has applied what the same shard of ``owners`` has (4 partitions)."""
+    ahead = _proposal_offsets(owners)
+    return len(ahead) == 4 and _proposal_offsets(standby) == ahead
+
+
+async def _until(condition: Callable[[], bool], what: str, timeout_s: float = 120.0) -> None:
+    for _ in range(int(timeout_s * 4)):
+        if condition():
+            return
+        await asyncio.sleep(0.25)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+async def test_a_standby_worker_takes_over_a_dead_workers_partitions_without_a_restore(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """With ALTM_WORKER_STANDBY each worker keeps a copy of the partitions it does not own, applied from the
+    log up to what their owner committed: both data dirs hold every user's memories, at the same state. When
+    one worker is killed, the other takes its partitions over with nothing left to restore, and ends at the
+    embedded runtime's state."""
+    prefix = f"w{uuid.uuid4().hex[:10]}."
+    first, second = _turns(range(0, 4)), _turns(range(4, 6))
+    env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": "none", "ALTM_WORKER_SESSION_TIMEOUT_S": "6",
+           "ALTM_KEYSTORE": f"sqlite:///{tmp_path / 'keys.db'}", "ALTM_WORKER_STANDBY": "true"}
+    await _publish(kafka_bootstrap, prefix, first, create=True)
+    dir_a, dir_b = tmp_path / "worker-a", tmp_path / "worker-b"
+    a = start_worker(kafka_bootstrap, dir_a, env)
+    b = start_worker(kafka_bootstrap, dir_b, env, capture=True)
+    try:
+        for where in (dir_a, dir_b):  # every user's turns in both data dirs: each worker's own and its copies
+            await _until(lambda: _shard_l0_count(where) == len(first), f"{where.name} holds every turn")  # noqa: B023
+        await wait_until_idle(kafka_bootstrap, prefix, a, b, data_dir=dir_a)
+        await wait_until_idle(kafka_bootstrap, prefix, a, b, data_dir=dir_b)
+        await _until(lambda: _caught_up(dir_b, dir_a), "the standby copies caught up with their owners")
+        assert state_hash(dir_a) == state_hash(dir_b)
+        a.send_signal(signal.SIGKILL)
+        a.wait(10)
+        await _publish(kafka_bootstrap, prefix, second)
+        await _until(lambda: _shard_l0_count(dir_b) == len(first) + len(second), "B derived the new turns")
+        await wait_until_idle(kafka_bootstrap, prefix, b, data_dir=dir_b)
+    finally:
+        (_, out_b) = stop(a, b)
+    log = out_b.decode(errors="replace")
+    takeover = log.rfind(": [0, 1, 2, 3]")  # "given 16 partition(s): [0, 1, 2, 3]": B owns every partition
+    assert takeover > 0, log[-3000:]
+    assert "restoring" not in log[takeover:], log[takeover:][-3000:]  # its copies were warm
+    assert not rows(dir_b, "SELECT reason FROM rejections")
+    embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
+    async with running(embedded) as rt:
+        await rt.publish(first)
+        await rt.run_until_idle()
+        await rt.publish(second)
+        await rt.run_until_idle()
+    assert state_hash(dir_b) == state_hash(embedded.data_dir)

@@ -35,7 +35,7 @@ from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_he
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
 from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
-from altm.pipeline._drivers import StageDriver, WriterDriver
+from altm.pipeline._drivers import StageDriver, WriterDriver, change_events
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
@@ -46,6 +46,12 @@ from altm.vectors import VectorIndex
 log = logging.getLogger("altm.worker")
 RESTORE_CHUNK = 5000
 """Proposals read from the broker and applied in one transaction while a shard is restored."""
+STANDBY_EVERY_S = 2.0
+"""How often a worker with ``ALTM_WORKER_STANDBY`` brings its copies of the partitions it does not own up to
+what their owners have committed."""
+STANDBY_TRANSACTION = 500
+"""Proposals a standby copy applies in one transaction (it reads ``RESTORE_CHUNK`` at a time, as a restore does):
+few enough that the worker's own lanes wait a fraction of a second for it, where they wait for a restore anyway."""
 QUEUED_BATCHES = 4
 SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 """The lanes that make a turn searchable; the deriving lane of the changes topic yields to them (see
@@ -75,6 +81,8 @@ class KafkaRuntime:
         self.writer = WriterDriver(Writer(shards, settings, keys, similarity), self.work, self._publish, identity,
                                    self._fetch_proposals)
         self.vectors = vectors  # this worker's own index: a dropped partition's points go with its shard
+        self._embed_stage = next((stage for stage in self.stages if stage.name == "embed"), None)
+        self.standby_applied: dict[int, int] = {}  # partition → proposals its standby copy applied here
         prefix = settings.topic_prefix
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
                            ready=lambda partition: True)]
@@ -139,6 +147,8 @@ class KafkaRuntime:
                                    self._restore_now),
                        self._every(5.0, self._retry_deferred, "retrying deferred work"),
                        self._every(5.0, self._observe_lag, "measuring consumer lag")]
+        if s.worker_standby:
+            self._tasks.append(self._every(STANDBY_EVERY_S, self._follow_unowned, "keeping the standby copies warm"))
         if s.worker_drop_unowned_after_s is not None:
             self._tasks.append(self._every(min(10.0, s.worker_drop_unowned_after_s), self._drop_unowned,
                                            "dropping unowned shards"))
@@ -389,6 +399,43 @@ class KafkaRuntime:
             except Exception:
                 log.warning("restoring partition %d from the log failed; the next tick tries again", partition,
                             exc_info=True)
+
+    async def _follow_unowned(self) -> None:
+        """``ALTM_WORKER_STANDBY``: every partition this worker does not own is kept as a warm copy. Its shard
+        applies the proposals the owner has committed, read from the log as a restore reads them; the changes
+        they make are embedded into this worker's index and published nowhere (the owner published them before
+        it committed). When the partition is given to this worker, its restore has only the last seconds left."""
+        for partition in range(self.partitions):
+            if partition in self._owned(Topic.PROPOSALS):
+                continue
+            try:  # each on its own: one that cannot be read now never keeps the others behind
+                await self._follow(partition)
+            except Exception:
+                log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
+                            partition, exc_info=True)
+
+    async def _follow(self, partition: int) -> None:
+        end = await self.member.committed(TopicPartition(self.writer.topic, partition))
+        if not end:
+            return
+
+        async def sink(records: Sequence[OutgoingRecord]) -> None:
+            await self._standby_changes(partition, records)
+
+        applied = await self.writer.follow(partition, end, sink, transaction=STANDBY_TRANSACTION)
+        if applied:
+            self.standby_applied[partition] = self.standby_applied.get(partition, 0) + applied
+            log.debug("standby copy of partition %d: %d proposal(s) applied", partition, applied)
+
+    async def _standby_changes(self, partition: int, records: Sequence[OutgoingRecord]) -> None:
+        """The outbox of a standby copy: its changes embedded here. A partition given to this worker meanwhile
+        publishes them (its own lanes' changes may be among them)."""
+        if partition in self._owned(Topic.PROPOSALS):
+            await self._publish(records)
+            return
+        events = change_events(records, topic_name(Topic.CHANGES, self.settings.topic_prefix))
+        if events and self._embed_stage is not None:
+            await self._embed_stage.processor.process_batch(events, self._embed_stage.ctx)
 
     async def _drop_unowned(self) -> None:
         """Delete the shards (and their vector points) of partitions this worker has not owned for

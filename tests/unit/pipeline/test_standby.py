@@ -1,0 +1,171 @@
+"""Standby copies (issue 13, ``ALTM_WORKER_STANDBY``), without a broker: a worker keeps the shard of every
+partition it does not own up to what the owner committed, read from the proposals log as a restore reads it,
+and publishes nothing of it (the owner did); a partition it is given then restores only what came after."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from altm.bus import OutgoingRecord, Record, TopicPartition
+from altm.core import Settings, Topic, encode, partition_for, topic_name
+from altm.pipeline import WriterDriver
+from altm.pipeline.processors import CaptureProcessor, ProcessorContext, default_processors
+from altm.pipeline.runtime.kafka import KafkaRuntime
+from altm.pipeline.writer import Writer
+from altm.store import DeferredWork, ShardSet
+from tests.support.lanes import Member
+from tests.support.rows import rows
+from tests.support.turns import make_turn
+
+
+async def _log(settings: Settings, n: int) -> list[Record]:
+    """``n`` capture proposals of one user on one partition of the proposals topic, at offsets 0..n-1."""
+    topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+    out = []
+    for i in range(n):
+        (prop,) = await CaptureProcessor().process(make_turn(i + 1), ProcessorContext(settings=settings))
+        out.append(Record(topic, partition_for(prop.key, settings.partitions), i, prop.key, encode(prop)))
+    return out
+
+
+def _stored(data_dir: Path) -> list[str]:
+    return [r["source_id"] for r in rows(data_dir, "SELECT source_id FROM memories ORDER BY rowid")]
+
+
+class _Published:
+    def __init__(self) -> None:
+        self.records: list[OutgoingRecord] = []
+
+    async def __call__(self, records: Sequence[OutgoingRecord]) -> None:
+        self.records += records
+
+
+async def test_a_standby_copy_applies_what_the_owner_committed_and_publishes_none_of_it(settings: Settings) -> None:
+    log = await _log(settings, 6)
+
+    async def fetch(partition: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    published, handed = _Published(), _Published()
+    writer = Writer(shards, settings)
+    transactions: list[int] = []
+    apply_batch = writer.apply_batch
+
+    def counted(records: Sequence[Record], *args: Any, **kwargs: Any) -> Any:
+        transactions.append(len(records))
+        return apply_batch(records, *args, **kwargs)
+
+    writer.apply_batch = counted  # type: ignore[method-assign]
+    driver = WriterDriver(writer, DeferredWork(shards, settings), published, "log", fetch)
+    partition = log[0].partition
+    applied = [await driver.follow(partition, 4, handed, transaction=3),
+               await driver.follow(partition, 4, handed, transaction=3)]
+    outbox = shards.get(partition).outbox_depth()
+    shards.close()
+    assert applied == [4, 0]  # up to what the owner committed (offset 4), nothing twice
+    assert transactions == [3, 1]  # one chunk read from the log, applied in transactions of at most 3
+    assert _stored(settings.data_dir) == [f"s1-t{i}" for i in range(1, 5)]
+    assert published.records == []  # the owner published these changes before it committed offset 4
+    changes = topic_name(Topic.CHANGES, settings.topic_prefix)
+    assert len([r for r in handed.records if r.topic == changes]) == 4  # for this worker's own embedder
+    assert outbox == 0
+    assert driver.restored == {}  # a standby copy is not a restore
+
+
+@pytest.fixture
+def standby(tmp_path: Path) -> Any:
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none",
+                        worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    rt = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(), "log-id")
+    yield rt
+    shards.close()
+
+
+async def test_a_worker_keeps_warm_copies_of_the_partitions_it_does_not_own(standby: Any) -> None:
+    log = await _log(standby.settings, 6)
+    partition = log[0].partition
+    other = (partition + 1) % standby.partitions
+    proposals = topic_name(Topic.PROPOSALS, standby.settings.topic_prefix)
+    owned = TopicPartition(proposals, other)
+    standby._member = Member({owned}, committed=5)  # the owners have committed offset 5 of every partition
+    await standby.assigned(frozenset({owned}))
+    fetched: list[tuple[int, int, int]] = []
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        fetched.append((p, start, end))
+        return [r for r in log if r.partition == p and start <= r.offset < end]
+
+    published = _Published()
+    standby.writer.fetch = fetch
+    standby.bus.publish_many = published
+    await standby._follow_unowned()
+    assert _stored(standby.settings.data_dir) == [f"s1-t{i}" for i in range(1, 6)]
+    assert standby.standby_applied == {partition: 5}
+    assert other not in {p for p, _, _ in fetched}  # its own partition is its lanes' (and its restore's)
+    assert published.records == []
+    await standby._follow_unowned()  # nothing new committed: nothing read again
+    assert standby.standby_applied == {partition: 5} and len([f for f in fetched if f[0] == partition]) == 1
+
+    taken = TopicPartition(proposals, partition)  # then the partition is given to this worker
+    standby._member = Member({owned, taken}, committed=6)
+    await standby.assigned(frozenset({owned, taken}))
+    await standby._restored(partition)
+    assert fetched[-1] == (partition, 5, 6)  # the restore has only the last proposal left
+    assert _stored(standby.settings.data_dir) == [f"s1-t{i}" for i in range(1, 7)]
+    assert standby.writer.restored == {partition: 1}
+    assert published.records  # and what it restores is published, as a restore publishes it
+
+
+async def test_a_partition_given_to_the_worker_meanwhile_publishes_its_changes(standby: Any) -> None:
+    """Its own lanes may have applied records since: their changes are in the same outbox, and must reach the
+    changes topic, not only this worker's embedder."""
+    proposals = topic_name(Topic.PROPOSALS, standby.settings.topic_prefix)
+    standby._member = Member({TopicPartition(proposals, 2)})
+    await standby.assigned(frozenset({TopicPartition(proposals, 2)}))
+    published = _Published()
+    standby.bus.publish_many = published
+    change = OutgoingRecord(topic_name(Topic.CHANGES, standby.settings.topic_prefix), b"{}", key="t/w/u")
+    await standby._standby_changes(1, [change])
+    assert published.records == []  # not its partition: nothing published
+    await standby._standby_changes(2, [change])
+    assert [r.topic for r in published.records] == [change.topic]
+
+
+def test_standby_copies_and_dropping_unowned_shards_exclude_each_other() -> None:
+    with pytest.raises(ValidationError, match="set one of the two"):
+        Settings(worker_standby=True, worker_drop_unowned_after_s=30)
+
+
+async def test_changes_left_from_owning_the_partition_are_published_not_only_embedded(settings: Settings) -> None:
+    """Loss: a batch the writer applied while this worker owned the partition, whose changes a rebalance kept
+    from being published (its offset not committed), is in the outbox. Handed to the standby's embedder, they
+    would reach no stage: given the partition back, this worker skips those proposals (its shard has them)."""
+    log = await _log(settings, 3)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    published, handed = _Published(), _Published()
+
+    async def refused(records: Sequence[OutgoingRecord]) -> None:
+        raise ConnectionError("the rebalance cancelled the flush")
+
+    async def fetch(partition: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    owner = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), refused, "log", fetch)
+    with pytest.raises(ConnectionError):
+        await owner.handle(log)  # applied, not published: the group's committed offset stays 0
+    partition = log[0].partition
+    left = shards.get(partition).outbox_depth()
+    driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), published, "log", fetch)
+    applied = await driver.follow(partition, 0, handed, transaction=10)
+    outbox = shards.get(partition).outbox_depth()
+    shards.close()
+    assert left > 0 and applied == 0
+    assert len(published.records) == left and handed.records == []
+    assert outbox == 0
