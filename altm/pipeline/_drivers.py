@@ -55,10 +55,12 @@ from altm.pipeline._telemetry import (
     writer_transactions,
 )
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import WRITER_GROUP, Writer
+from altm.pipeline.writer import WRITER_GROUP, Writer, burials_to_find
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
+BURIAL_PEEK = 5000
+"""How far past a restore's chunk the writer driver looks for the ``bury`` of an erasure or forget in it."""
 T = TypeVar("T")
 
 Publish = Callable[[Sequence[OutgoingRecord]], Awaitable[None]]
@@ -456,22 +458,36 @@ class WriterDriver:
                 break
             if applied == 0 and not quiet:
                 log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
+            beyond = await self._burials_beyond(partition, chunk)
             step = transaction or len(chunk)
             for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
-                await self._apply(chunk[at:at + step], [partition], sink)
+                await self._apply(chunk[at:at + step], [partition], sink, [*chunk[at + step:], *beyond])
             applied += len(chunk)
         if applied and not quiet:
             self.restored[partition] = self.restored.get(partition, 0) + applied
             log.info("restored %s[%d]: %d proposals applied from the log", self.topic, partition, applied)
         return applied
 
-    async def _apply(self, records: Sequence[Record], touched: Sequence[int], sink: Publish | None = None) -> int:
+    async def _burials_beyond(self, partition: int, chunk: Sequence[Record]) -> list[Record]:
+        """The ``bury`` proposals in the ``BURIAL_PEEK`` records after ``chunk``, when an erasure or forget in it
+        may have left one there (its owner published it with the next flush): the writer takes them over with
+        the proposal that made them, so what came between is judged with the tombstones, as the owner judged
+        it."""
+        assert self.fetch is not None
+        if not burials_to_find(chunk):
+            return []
+        after = chunk[-1].offset + 1
+        return [r for r in await self.fetch(partition, after, after + BURIAL_PEEK) if b'"op":"bury"' in r.value]
+
+    async def _apply(self, records: Sequence[Record], touched: Sequence[int], sink: Publish | None = None,
+                     lookahead: Sequence[Record] = ()) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
             # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
             outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
-                                               on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
+                                               on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why),
+                                               lookahead=lookahead)
         except BaseException:
             writer_transactions("failed")  # this batch's: its partitions before the failing one did commit
             raise

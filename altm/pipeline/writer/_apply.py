@@ -29,6 +29,7 @@ from altm.core import (
     DeadLetter,
     DecodeError,
     EraseProposal,
+    ForgetProposal,
     LinkMemoryProposal,
     MemoryUnit,
     Proposal,
@@ -130,7 +131,8 @@ class Writer:
 
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
-                    on_deferred: Callable[[Record, str], None] | None = None) -> list[WriteOutcome]:
+                    on_deferred: Callable[[Record, str], None] | None = None,
+                    lookahead: Sequence[Record] = ()) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
@@ -140,8 +142,9 @@ class Writer:
         A ``bury`` proposal in the batch after the erasure or forget that made it (a restore: the log read
         ahead) is taken over as that proposal is applied, so what comes between is judged as the shard that
         made the tombstones judged it, with them, and is not published again. (Applied live, a proposal's
-        ``bury`` is published after its batch: never in it.)"""
-        ahead = _burials_ahead(records)
+        ``bury`` is published after its batch: never in it.) ``lookahead``: records of the log after the
+        batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond)."""
+        ahead = _burials_ahead([*records, *lookahead])
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
         for i, rec in enumerate(records):
@@ -274,6 +277,24 @@ def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
         if isinstance(event, BuryProposal) and event.cause_event_id:
             found.setdefault(event.cause_event_id, []).append(event)
     return found
+
+
+def burials_to_find(records: Sequence[Record]) -> bool:
+    """Whether an erasure, or a forget that leaves tombstones, among ``records`` may have its ``bury`` proposal
+    after them (none for it is among them): a restore reads the log further ahead for it."""
+    causes = _burials_ahead(records)
+    for rec in records:
+        if b'"op":"erase"' not in rec.value and b'"op":"forget"' not in rec.value:
+            continue
+        try:
+            event = decode_event(rec.value)
+        except DecodeError:
+            continue
+        if isinstance(event, ForgetProposal) and not event.forget.tombstone:
+            continue
+        if isinstance(event, EraseProposal | ForgetProposal) and event.event_id not in causes:
+            return True
+    return False
 
 
 def _take_burials(tx: ShardTx, burials: Sequence[BuryProposal], ctx: OpContext) -> None:

@@ -261,6 +261,46 @@ async def test_a_restore_judges_what_came_between_an_erasure_and_its_burial_with
     assert not resent and any("erased content" in r["reason"] for r in refused)
 
 
+@pytest.mark.parametrize("way", ["restore", "standby"])
+async def test_a_burial_beyond_the_chunk_of_its_erasure_still_judges_what_came_between(
+        settings: Settings, tmp_path: Path, way: str) -> None:
+    """Found by a review: a restore reads the log in chunks (5,000 records), a standby copy applies them in
+    transactions of 500; an erasure at the end of one and its ``bury`` in the next left what came between
+    judged without the tombstones (admitted on the restored shard, refused where the erasure was made)."""
+    opened, _, keys = await _erased_deployment(settings)
+    erase_at = next(i for i, r in enumerate(opened) if b'"op":"erase"' in r.value)
+    between = await _capture(settings, TURNS[0].content, "s-again")
+    partition = opened[erase_at].partition
+    log = [r for r in opened if r.partition == partition]
+    at = log.index(opened[erase_at]) + 1
+    log = [*log[:at], between, *log[at:]]
+    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    assert any(b'"op":"bury"' in r.value for r in log[at + 1:])
+    shards = ShardSet(tmp_path / "restored", settings.partitions)
+    chunk = at if way == "restore" else len(log)  # the restore's chunk ends with the erasure
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end][:chunk]
+
+    async def nowhere(records: Sequence[OutgoingRecord]) -> None:
+        return None
+
+    s = settings.model_copy(update={"data_dir": tmp_path / "restored"})
+    driver = WriterDriver(Writer(shards, s, guard_keys=keys), DeferredWork(shards, s), nowhere, "log",
+                          fetch)
+    try:
+        if way == "restore":
+            await driver.catch_up(partition, len(log))
+        else:  # the standby's transaction ends with the erasure
+            await driver.follow(partition, len(log), nowhere, transaction=at)
+        refused = rows(tmp_path / "restored", "SELECT reason FROM rejections")
+        resent = rows(tmp_path / "restored", "SELECT 1 FROM memories WHERE session_id='s-again'")
+    finally:
+        shards.close()
+        keys.close()
+    assert not resent and any("erased content" in r["reason"] for r in refused)
+
+
 async def test_what_restated_the_erased_text_while_the_erasure_was_on_its_way_stays_refused_after_a_restore(
         settings: Settings, tmp_path: Path) -> None:
     """End to end (found by a review): the user says the erased message again while the erasure is on its way;
