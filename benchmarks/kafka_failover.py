@@ -61,8 +61,8 @@ def partition_totals(data: Path) -> dict[int, tuple[int, int]]:
 
 def holds(data: Path, partition: int, content: str) -> bool:
     """Whether the shard of ``partition`` in ``data`` holds an L0 memory with this content."""
-    path = data / "shards" / f"shard-{partition}.db"
-    if not path.exists():
+    path = dict(shard_files(data)).get(partition)
+    if path is None:
         return False
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
