@@ -428,15 +428,21 @@ class WriterDriver:
         ``end``). Returns how many proposals were applied; taking the partition over then restores only what
         came after.
 
-        Changes left unpublished from when this worker owned the partition (a batch cancelled at a rebalance) are
-        published first: they are for proposals beyond the committed offset, so no owner has published them,
-        and this worker, given the partition back, would not apply those proposals again."""
+        Changes left in the outbox are published first, and handed to ``sink`` too: from when this worker owned
+        the partition (a batch cancelled at a rebalance), they are for proposals beyond the committed offset, so
+        no owner has published them, and this worker, given the partition back, would not apply those proposals
+        again; from a standby copy stopped before ``sink`` had them, they are only published again."""
         if self.fetch is None:
             return 0
         if partition not in self._bound:
             self.bind(partition, None)
+
+        async def left(records: Sequence[OutgoingRecord]) -> None:
+            await self.publish(records)
+            await sink(records)
+
         async with self._restoring.setdefault(partition, asyncio.Lock()):
-            await self.flush(partition)
+            await self.flush(partition, left)
             return await self._fill(partition, end, sink, transaction=transaction)
 
     async def _fill(self, partition: int, end: int, sink: Publish | None = None, *,

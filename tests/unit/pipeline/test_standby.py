@@ -143,7 +143,7 @@ def test_standby_copies_and_dropping_unowned_shards_exclude_each_other() -> None
         Settings(worker_standby=True, worker_drop_unowned_after_s=30)
 
 
-async def test_changes_left_from_owning_the_partition_are_published_not_only_embedded(settings: Settings) -> None:
+async def test_changes_left_from_owning_the_partition_are_published_and_embedded(settings: Settings) -> None:
     """Loss: a batch the writer applied while this worker owned the partition, whose changes a rebalance kept
     from being published (its offset not committed), is in the outbox. Handed to the standby's embedder, they
     would reach no stage: given the partition back, this worker skips those proposals (its shard has them)."""
@@ -167,5 +167,6 @@ async def test_changes_left_from_owning_the_partition_are_published_not_only_emb
     outbox = shards.get(partition).outbox_depth()
     shards.close()
     assert left > 0 and applied == 0
-    assert len(published.records) == left and handed.records == []
+    assert len(published.records) == left  # on the log for the stages, wherever the partition goes
+    assert len(handed.records) == left  # and in this worker's own index: its embed lane never had them
     assert outbox == 0
