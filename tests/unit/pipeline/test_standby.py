@@ -13,11 +13,13 @@ from pydantic import ValidationError
 
 from altm.bus import OutgoingRecord, Record, TopicPartition
 from altm.core import Settings, Topic, encode, partition_for, topic_name
+from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext, default_processors
 from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
 from altm.store import DeferredWork, ShardSet
+from altm.vectors.edge import EdgeVectorIndex
 from tests.support.lanes import Member
 from tests.support.rows import rows
 from tests.support.turns import make_turn
@@ -170,3 +172,46 @@ async def test_changes_left_from_owning_the_partition_are_published_and_embedded
     assert len(published.records) == left  # on the log for the stages, wherever the partition goes
     assert len(handed.records) == left  # and in this worker's own index: its embed lane never had them
     assert outbox == 0
+
+
+class _Toy(EmbeddingModel):
+    """A deterministic stand-in for the local embedder (no model files needed)."""
+
+    model_id = "toy"
+    dim = 8
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            v = [float((hash(text) >> i) & 0xFF) + 1.0 for i in range(0, 64, 8)]
+            norm = sum(x * x for x in v) ** 0.5
+            out.append([x / norm for x in v])
+        return out
+
+
+async def test_a_standby_copy_embeds_what_it_applies_into_the_workers_own_index(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    embedding = _Toy()
+    vectors = EdgeVectorIndex(tmp_path / "vectors", embedding.collection, embedding.dim)
+    vectors.open()
+    rt: Any = KafkaRuntime(settings, shards, ProcessorContext(settings=settings),
+                      default_processors(None, embedding, vectors), "log-id", vectors=vectors)
+    try:
+        log = await _log(settings, 3)
+        rt._member = Member(set(), committed=3)  # owns nothing
+
+        async def fetch(p: int, start: int, end: int) -> list[Record]:
+            return [r for r in log if r.partition == p and start <= r.offset < end]
+
+        rt.writer.fetch = fetch
+        published = _Published()
+        rt.bus.publish_many = published
+        await rt._follow_unowned()
+        ids = [r["memory_id"] for r in rows(settings.data_dir, "SELECT memory_id FROM memories WHERE layer='L0'")]
+        held = vectors.points(ids)
+    finally:
+        vectors.close()
+        shards.close()
+    assert len(ids) == 3 and set(held) == set(ids)  # searchable here the moment the partition is taken over
+    assert published.records == []
