@@ -709,6 +709,15 @@ class ShardTx:
             (group_id, topic, partition, next_offset),
         )
 
+    def unpublished_of(self, home: str) -> list[tuple[int, bytes]]:
+        """(seq, value) of the outbox rows of the user ``home`` not published yet (an erasure drops its own)."""
+        return [(int(r[0]), bytes(r[1])) for r in self._db.execute(
+            "SELECT seq, value FROM outbox WHERE key=? AND published=0", (home,))]
+
+    def drop_unpublished(self, seqs: Sequence[int]) -> None:
+        """Outbox bookkeeping, not memory state: no audit row."""
+        self._db.executemany("DELETE FROM outbox WHERE seq=?", [(q,) for q in seqs])
+
     def enqueue(self, topic: str, key: str | None, value: bytes, headers: bytes | None = None) -> None:
         self._db.execute("INSERT INTO outbox (topic, key, value, headers) VALUES (?,?,?,?)",
                          (topic, key, value, headers))

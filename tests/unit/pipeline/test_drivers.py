@@ -264,3 +264,38 @@ async def test_a_deferred_record_keeps_its_headers_for_the_retry(settings: Setti
         assert row["source_ms"] == 1_700_000_000_123
     finally:
         shards.close()
+
+
+async def test_an_erasure_drops_the_unpublished_changes_of_what_it_erases(settings: Settings) -> None:
+    """Found by a review of standby copies: changes committed while the bus was away wait in the outbox; the
+    erasure applied meanwhile destroys the session's data key, and the flush after it sealed those changes
+    with a fresh key: the erased text went out readable (and stayed in the shard's outbox until then)."""
+    from altm.core import EraseProposal, Erasure
+    from tests.support.turns import SCOPE
+
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    sent: list[OutgoingRecord] = []
+    down = [True]
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        if down[0]:
+            raise ConnectionError("the broker is away")
+        sent.extend(records)
+
+    try:
+        driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), publish, "log")
+        kept = await _capture_record(settings, SCOPE, 0, "my vault code is 4471, keep it")
+        other = await _capture_record(settings, SCOPE.model_copy(update={"agent_id": "other"}), 1,
+                                      "the standup moved to ten")
+        with pytest.raises(ConnectionError):
+            await driver.handle([kept, other])
+        erase = EraseProposal(event_id="erase-s1", scope=SCOPE, timestamp=make_turn(9).timestamp,
+                              processor="control", erasure=Erasure(target="session", session_id="s1"))
+        down[0] = False
+        await driver.handle([Record("altm.proposals", kept.partition, 2, SCOPE.home, encode(erase))])
+        assert shards.get(kept.partition).outbox_depth() == 0
+    finally:
+        shards.close()
+    out = b"".join(r.value for r in sent)
+    assert b"4471" not in out  # the erased message's change is not published after its erasure
+    assert b"standup moved" in out  # another agent's is

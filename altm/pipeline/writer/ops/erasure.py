@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from altm.bus.sealing import owner_of
-from altm.core import BuriedContent, ChangeStatus, EraseProposal
+from altm.core import BuriedContent, ChangeEvent, ChangeStatus, DecodeError, EraseProposal, decode_event
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.memory import previous_content
@@ -46,27 +46,47 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     tx.scrub(scope, sorted(doomed | set(forgotten)), all_cache=True, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
+    _drop_unpublished(tx, p, doomed)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried))
+
+
+def _sealed_with_erased_key(p: EraseProposal, value: bytes) -> bool:
+    """Whether ``value`` would be sealed with a data key ``p`` destroys (its session's, agent's or user's)."""
+    erasure, scope = p.erasure, p.scope
+    if erasure.target == "memory":
+        return False
+    owner = owner_of(value, scope.home)
+    if owner is None or owner.home != scope.home:
+        return False
+    if erasure.target == "user":
+        return True
+    if owner.agent != scope.agent_id:
+        return False
+    return erasure.target == "agent" or owner.session == erasure.session_id
 
 
 def _drop_deferred(tx: ShardTx, p: EraseProposal) -> None:
     """Input records of the erased session, agent or user waiting for a retry go: a retry would derive the
     erased content again (and the log's copies no longer open)."""
-    erasure, scope = p.erasure, p.scope
-    if erasure.target == "memory":
+    if p.erasure.target == "memory":
         return
+    tx.drop_deferred([work_id for work_id, value in tx.deferred_of(p.scope.home)
+                      if _sealed_with_erased_key(p, value)])
 
-    def erased(value: bytes) -> bool:
-        owner = owner_of(value, scope.home)
-        if owner is None or owner.home != scope.home:
-            return False
-        if erasure.target == "user":
-            return True
-        if owner.agent != scope.agent_id:
-            return False
-        return erasure.target == "agent" or owner.session == erasure.session_id
 
-    tx.drop_deferred([work_id for work_id, value in tx.deferred_of(scope.home) if erased(value)])
+def _drop_unpublished(tx: ShardTx, p: EraseProposal, doomed: set[str]) -> None:
+    """Changes of the erased content that wait in the outbox (the bus was away) go: published after the erasure,
+    they would be sealed with a fresh data key, readable, and their text would stay in the shard until then.
+    The erasure's own change, after them, tells the stages what it removed."""
+    def names_erased(value: bytes) -> bool:
+        try:
+            event = decode_event(value)
+        except DecodeError:
+            return False
+        return isinstance(event, ChangeEvent) and event.memory is not None and event.memory.memory_id in doomed
+
+    tx.drop_unpublished([seq for seq, value in tx.unpublished_of(p.scope.home)
+                         if _sealed_with_erased_key(p, value) or names_erased(value)])
 
 
 def _with_derivatives(tx: ShardTx, seeds: list[str]) -> set[str]:
