@@ -467,7 +467,8 @@ class WriterDriver:
             beyond = await self._burials_beyond(partition, chunk)
             step = transaction or len(chunk)
             for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
-                await self._apply(chunk[at:at + step], [partition], sink, [*chunk[at + step:], *beyond])
+                await self._apply(chunk[at:at + step], [partition], sink, [*chunk[at + step:], *beyond],
+                                  committed=True)
             applied += len(chunk)
         if applied and not quiet:
             self.restored[partition] = self.restored.get(partition, 0) + applied
@@ -486,14 +487,14 @@ class WriterDriver:
         return [r for r in await self.fetch(partition, after, after + BURIAL_PEEK) if b'"op":"bury"' in r.value]
 
     async def _apply(self, records: Sequence[Record], touched: Sequence[int], sink: Publish | None = None,
-                     lookahead: Sequence[Record] = ()) -> int:
+                     lookahead: Sequence[Record] = (), *, committed: bool = False) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
             # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
             outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
                                                on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why),
-                                               lookahead=lookahead)
+                                               lookahead=lookahead, committed=committed)
         except BaseException:
             writer_transactions("failed")  # this batch's: its partitions before the failing one did commit
             raise

@@ -132,7 +132,7 @@ class Writer:
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
                     on_deferred: Callable[[Record, str], None] | None = None,
-                    lookahead: Sequence[Record] = ()) -> list[WriteOutcome]:
+                    lookahead: Sequence[Record] = (), committed: bool = False) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
@@ -143,7 +143,10 @@ class Writer:
         ahead) is taken over as that proposal is applied, so what comes between is judged as the shard that
         made the tombstones judged it, with them, and is not published again. (Applied live, a proposal's
         ``bury`` is published after its batch: never in it.) ``lookahead``: records of the log after the
-        batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond)."""
+        batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond). ``committed``:
+        the records are below the group's committed offset, read from the log (a restore, a standby copy): an
+        erasure among them destroyed its keys where it was first applied, before that commit, and applying it
+        again must not destroy or retire the keys made since."""
         ahead = _burials_ahead([*records, *lookahead])
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
@@ -169,7 +172,8 @@ class Writer:
                                     rules=self.rules, source_ms=source_ms(records[i]) or None,
                                     guard_keys=self.guard_keys)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
-                                                 extra=headers[i] if headers is not None else (), ahead=ahead)
+                                                 extra=headers[i] if headers is not None else (), ahead=ahead,
+                                                 shred=not committed)
                     applied.append(i)
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
@@ -180,12 +184,13 @@ class Writer:
         return [outcomes[i] for i in range(len(records))]
 
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
-                  retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]]) -> WriteOutcome:
+                  retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]],
+                  shred: bool = True) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
         # a record whose data key is destroyed: nothing to apply, nothing to report
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
                                                                                      ahead)
-        if outcome.erased is not None:
+        if outcome.erased is not None and shred:
             self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from altm.bus import OutgoingRecord, Record, TopicPartition
+from altm.bus.sealing import DERIVED, Owner, Sealer
 from altm.core import Settings, Topic, encode, partition_for, topic_name
 from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
@@ -22,7 +23,8 @@ from altm.store import DeferredWork, ShardSet
 from altm.vectors.edge import EdgeVectorIndex
 from tests.support.lanes import Member
 from tests.support.rows import rows
-from tests.support.turns import make_turn
+from tests.support.turns import SCOPE, make_turn
+from tests.unit.pipeline.test_burial import _erased_deployment
 
 
 async def _log(settings: Settings, n: int) -> list[Record]:
@@ -215,3 +217,44 @@ async def test_a_standby_copy_embeds_what_it_applies_into_the_workers_own_index(
         shards.close()
     assert len(ids) == 3 and set(held) == set(ids)  # searchable here the moment the partition is taken over
     assert published.records == []
+
+
+@pytest.mark.parametrize("way", ["standby", "restore"])
+async def test_applying_an_erasure_from_the_log_leaves_the_keys_made_after_it_alone(settings: Settings,
+                                                                                   tmp_path: Path, way: str) -> None:
+    """Found by a review: a standby copy (and a restore) applied the owner's erasure again through a writer
+    holding the key store, 1-3 s later: it destroyed the session key the owner had made since for the session's
+    next turns, and retired the derived key the owner's new scenes were sealed with (restores and replicas then
+    took those records for shredded). Everything below the committed offset was shredded by its owner."""
+    opened, _, keys = await _erased_deployment(settings)  # the owner applied the erasure of s-secret
+    erase = next(r for r in opened if b'"op":"erase"' in r.value)
+    log = [r for r in opened if r.partition == erase.partition]
+    derived_kid, _ = keys.current(Owner(SCOPE.home, SCOPE.agent_id, DERIVED))  # the owner's next scene
+    session_kid, _ = keys.current(Owner(SCOPE.home, SCOPE.agent_id, "s-secret"))  # the session goes on
+    s = Settings(data_dir=tmp_path / "copy", partitions=settings.partitions, broker="kafka://127.0.0.1:1",
+                 embedder="none", worker_standby=True, topic_prefix=settings.topic_prefix)
+    shards = ShardSet(s.data_dir, s.partitions)
+    rt: Any = KafkaRuntime(s, shards, ProcessorContext(settings=s), default_processors(), "log-id",
+                           sealer=Sealer(keys))
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if r.partition == p and start <= r.offset < end]
+
+    rt.writer.fetch = fetch
+    rt.bus.publish_many = _Published()
+    try:
+        if way == "standby":
+            owned = TopicPartition(topic_name(Topic.PROPOSALS, s.topic_prefix), (erase.partition + 1) % s.partitions)
+            rt._member = Member({owned}, committed=log[-1].offset + 1)
+            await rt.assigned(frozenset({owned}))
+            await rt._follow(erase.partition)
+        else:
+            await rt.writer.catch_up(erase.partition, log[-1].offset + 1)
+        erased_here = rows(s.data_dir, "SELECT 1 FROM tombstones")
+        derived_retired, session_key = keys.retired(derived_kid), keys.get(session_kid)
+    finally:
+        shards.close()
+        keys.close()
+    assert erased_here  # the copy applied the erasure (its tombstones came with it)
+    assert not derived_retired
+    assert session_key is not None
