@@ -285,9 +285,9 @@ def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
 
 
 def burials_to_find(records: Sequence[Record]) -> bool:
-    """Whether an erasure, or a forget that leaves tombstones, among ``records`` may have its ``bury`` proposal
-    after them (none for it is among them): a restore reads the log further ahead for it."""
-    causes = _burials_ahead(records)
+    """Whether an erasure, or a forget that leaves tombstones, is among ``records``: its ``bury`` proposals (one,
+    or several parts) may come after them, so a restore reads the log further ahead for them (a part among
+    ``records`` says nothing of the others)."""
     for rec in records:
         if b'"op":"erase"' not in rec.value and b'"op":"forget"' not in rec.value:
             continue
@@ -295,9 +295,7 @@ def burials_to_find(records: Sequence[Record]) -> bool:
             event = decode_event(rec.value)
         except DecodeError:
             continue
-        if isinstance(event, ForgetProposal) and not event.forget.tombstone:
-            continue
-        if isinstance(event, EraseProposal | ForgetProposal) and event.event_id not in causes:
+        if isinstance(event, EraseProposal) or (isinstance(event, ForgetProposal) and event.forget.tombstone):
             return True
     return False
 

@@ -301,6 +301,49 @@ async def test_a_burial_beyond_the_chunk_of_its_erasure_still_judges_what_came_b
     assert not resent and any("erased content" in r["reason"] for r in refused)
 
 
+@pytest.mark.parametrize("chunk_ends", ["after the last part", "between the parts"])
+async def test_every_part_of_a_burial_is_read_ahead(settings: Settings, tmp_path: Path, chunk_ends: str) -> None:
+    """Found by a review: tombstones over 256 KiB go in several ``bury`` proposals; with one part in the
+    restore's chunk the look-ahead stopped there, so the parts past the chunk came at their own place and what
+    came between was judged without them."""
+    opened, _, keys = await _erased_deployment(settings)
+    erase = next(r for r in opened if b'"op":"erase"' in r.value)
+    bury_rec = next(r for r in opened if b'"op":"bury"' in r.value)
+    bury = decode_event(bury_rec.value)
+    assert isinstance(bury, BuryProposal)
+    tombs = bury.burial.tombstones
+    first = [t for t in tombs if str(getattr(t.layer, "value", t.layer)) == "L4"]  # alone, it refuses nothing
+    rest = [t for t in tombs if t not in first]
+    assert first and rest
+    parts = [bury.model_copy(update={"event_id": derive_id("bury", bury.cause_event_id or "", str(i)),
+                                     "burial": bury.burial.model_copy(update={"tombstones": tuple(ts)})})
+             for i, ts in enumerate([first, rest])]
+    part_records = [Record(bury_rec.topic, bury_rec.partition, 0, bury_rec.key, encode(p)) for p in parts]
+    between = await _capture(settings, TURNS[0].content, "s-again")
+    log = [r for r in opened if r.partition == erase.partition and r is not bury_rec]
+    at = log.index(erase) + 1
+    log = [*log[:at], part_records[0], between, part_records[1], *log[at:]]
+    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    chunk = at + 3 if chunk_ends == "after the last part" else at + 2
+    shards = ShardSet(tmp_path / "restored", settings.partitions)
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end][:chunk]
+
+    async def nowhere(records: Sequence[OutgoingRecord]) -> None:
+        return None
+
+    s = settings.model_copy(update={"data_dir": tmp_path / "restored"})
+    driver = WriterDriver(Writer(shards, s, guard_keys=keys), DeferredWork(shards, s), nowhere, "log", fetch)
+    try:
+        await driver.catch_up(erase.partition, len(log))
+        resent = rows(tmp_path / "restored", "SELECT 1 FROM memories WHERE session_id='s-again'")
+    finally:
+        shards.close()
+        keys.close()
+    assert not resent  # the restated erased turn is refused, as where the erasure was made
+
+
 async def test_what_restated_the_erased_text_while_the_erasure_was_on_its_way_stays_refused_after_a_restore(
         settings: Settings, tmp_path: Path) -> None:
     """End to end (found by a review): the user says the erased message again while the erasure is on its way;
