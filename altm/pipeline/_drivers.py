@@ -66,6 +66,7 @@ T = TypeVar("T")
 Publish = Callable[[Sequence[OutgoingRecord]], Awaitable[None]]
 """Publish records in order and return once the bus has them all (the drivers never await one by one)."""
 Fetch = Callable[[int, int, int], Awaitable[list[Record]]]
+Changes = Callable[[Sequence[ChangeEvent]], Awaitable[None]]
 """``fetch(partition, start, end)``: proposal records ``start`` ≤ offset < ``end`` of one partition, read from
 the log (opened when it is sealed): at most a chunk of them, none when the log no longer holds them."""
 
@@ -421,36 +422,26 @@ class WriterDriver:
         async with self._restoring.setdefault(partition, asyncio.Lock()):
             return await self._fill(partition, end)
 
-    async def follow(self, partition: int, end: int, sink: Publish, *, transaction: int) -> int:
+    async def follow(self, partition: int, end: int, embed: Changes, *, transaction: int) -> int:
         """A standby copy of a partition another worker owns: apply the proposals its shard misses before
         ``end`` (what the owner has committed), at most ``transaction`` of them per transaction, and hand the
-        changes they make to ``sink`` instead of publishing them (the owner published them before it committed
-        ``end``). Returns how many proposals were applied; taking the partition over then restores only what
-        came after.
-
-        Changes left in the outbox are published first, and handed to ``sink`` too: from when this worker owned
-        the partition (a batch cancelled at a rebalance), they are for proposals beyond the committed offset, so
-        no owner has published them, and this worker, given the partition back, would not apply those proposals
-        again; from a standby copy stopped before ``sink`` had them, they are only published again."""
+        changes they make to ``embed`` (this worker's own index). They never go to the outbox: the owner
+        published them before it committed ``end``. Returns how many proposals were applied; taking the
+        partition over then restores only what came after. What the outbox holds from when this worker owned
+        the partition stays there, for when it owns it again."""
         if self.fetch is None:
             return 0
         if partition not in self._bound:
             self.bind(partition, None)
-
-        async def left(records: Sequence[OutgoingRecord]) -> None:
-            await self.publish(records)
-            await sink(records)
-
         async with self._restoring.setdefault(partition, asyncio.Lock()):
-            await self.flush(partition, left)
-            return await self._fill(partition, end, sink, transaction=transaction)
+            return await self._fill(partition, end, embed, transaction=transaction)
 
-    async def _fill(self, partition: int, end: int, sink: Publish | None = None, *,
+    async def _fill(self, partition: int, end: int, embed: Changes | None = None, *,
                     transaction: int | None = None) -> int:
         """Apply the proposals of ``partition`` from the shard's next offset up to ``end``, in chunks read from the
         log (one transaction each, or of ``transaction`` proposals), their changes published (or handed to
-        ``sink``: a standby copy, which logs nothing of it)."""
-        quiet = sink is not None
+        ``embed``: a standby copy, which logs and counts nothing of it)."""
+        quiet = embed is not None
         assert self.fetch is not None
         applied = 0
         while (start := self.writer.resume_offset(self.topic, partition) or 0) < end:
@@ -467,8 +458,11 @@ class WriterDriver:
             beyond = await self._burials_beyond(partition, chunk)
             step = transaction or len(chunk)
             for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
-                await self._apply(chunk[at:at + step], [partition], sink, [*chunk[at + step:], *beyond],
-                                  committed=True)
+                ahead = [*chunk[at + step:], *beyond]
+                if embed is None:
+                    await self._apply(chunk[at:at + step], [partition], ahead, committed=True)
+                else:
+                    await self._copy(chunk[at:at + step], ahead, embed)
             applied += len(chunk)
         if applied and not quiet:
             self.restored[partition] = self.restored.get(partition, 0) + applied
@@ -486,8 +480,17 @@ class WriterDriver:
         after = chunk[-1].offset + 1
         return [r for r in await self.fetch(partition, after, after + BURIAL_PEEK) if b'"op":"bury"' in r.value]
 
-    async def _apply(self, records: Sequence[Record], touched: Sequence[int], sink: Publish | None = None,
-                     lookahead: Sequence[Record] = (), *, committed: bool = False) -> int:
+    async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> None:
+        """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``."""
+        outcomes = self.writer.apply_batch(records, self.writer.partitions, lookahead=lookahead, committed=True,
+                                           enqueue=False,
+                                           on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
+        changes = [change for outcome in outcomes for change in outcome.changes]
+        if changes:
+            await embed(changes)
+
+    async def _apply(self, records: Sequence[Record], touched: Sequence[int], lookahead: Sequence[Record] = (), *,
+                     committed: bool = False) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
@@ -505,7 +508,7 @@ class WriterDriver:
                                               if not o.skipped}))
         observe_writer(records, outcomes, time.perf_counter() - start)  # what was committed, published or not
         for partition in touched:
-            await self.flush(partition, sink)
+            await self.flush(partition)
         return len(records)
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
@@ -524,17 +527,15 @@ class WriterDriver:
             done += 1
         return done
 
-    async def flush(self, partition: int, sink: Publish | None = None) -> None:
-        """Publish the changes (and dead letters) committed but not yet published, in commit order (to
-        ``sink`` instead, when given)."""
-        send = sink or self.publish
+    async def flush(self, partition: int) -> None:
+        """Publish the changes (and dead letters) committed but not yet published, in commit order."""
         lock = self._locks.setdefault(partition, asyncio.Lock())
         async with lock:
             shard = self.writer.shards.get(partition)
             depth = shard.outbox_depth()
             outbox_depth(partition, depth)  # what stays there while the bus is unreachable
             while pending := shard.pending_outbox():
-                await send([OutgoingRecord(self.outbox_topic(topic), value, key=key,
+                await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
                                                    headers=unpack_headers(headers))
                                     for _, topic, key, value, headers in pending])
                 shard.mark_published(pending[-1][0])

@@ -132,7 +132,8 @@ class Writer:
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
                     on_deferred: Callable[[Record, str], None] | None = None,
-                    lookahead: Sequence[Record] = (), committed: bool = False) -> list[WriteOutcome]:
+                    lookahead: Sequence[Record] = (), committed: bool = False,
+                    enqueue: bool = True) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
@@ -146,7 +147,8 @@ class Writer:
         batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond). ``committed``:
         the records are below the group's committed offset, read from the log (a restore, a standby copy): an
         erasure among them destroyed its keys where it was first applied, before that commit, and applying it
-        again must not destroy or retire the keys made since."""
+        again must not destroy or retire the keys made since. ``enqueue=False`` (a standby copy, whose owner
+        published what they made) puts nothing in the outbox: the outcomes carry the changes."""
         ahead = _burials_ahead([*records, *lookahead])
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
@@ -173,7 +175,7 @@ class Writer:
                                     guard_keys=self.guard_keys)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
                                                  extra=headers[i] if headers is not None else (), ahead=ahead,
-                                                 shred=not committed)
+                                                 shred=not committed, enqueue=enqueue)
                     applied.append(i)
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
@@ -185,7 +187,7 @@ class Writer:
 
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
                   retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]],
-                  shred: bool = True) -> WriteOutcome:
+                  shred: bool = True, enqueue: bool = True) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
         # a record whose data key is destroyed: nothing to apply, nothing to report
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
@@ -194,6 +196,8 @@ class Writer:
             self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
+        if not enqueue:
+            return outcome
         source = source_header(source_ms(record))  # the changes carry their turn's time on
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
             tx.enqueue(Topic.CHANGES.value, change.key, encode(change),

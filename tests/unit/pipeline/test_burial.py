@@ -19,6 +19,7 @@ from altm.core import (
     Burial,
     BuriedContent,
     BuryProposal,
+    ChangeEvent,
     ChangeStatus,
     Settings,
     Topic,
@@ -261,6 +262,10 @@ async def test_a_restore_judges_what_came_between_an_erasure_and_its_burial_with
     assert not resent and any("erased content" in r["reason"] for r in refused)
 
 
+async def _no_embedder(changes: Sequence[ChangeEvent]) -> None:
+    return None
+
+
 @pytest.mark.parametrize("way", ["restore", "standby"])
 async def test_a_burial_beyond_the_chunk_of_its_erasure_still_judges_what_came_between(
         settings: Settings, tmp_path: Path, way: str) -> None:
@@ -292,7 +297,7 @@ async def test_a_burial_beyond_the_chunk_of_its_erasure_still_judges_what_came_b
         if way == "restore":
             await driver.catch_up(partition, len(log))
         else:  # the standby's transaction ends with the erasure
-            await driver.follow(partition, len(log), nowhere, transaction=at)
+            await driver.follow(partition, len(log), _no_embedder, transaction=at)
         refused = rows(tmp_path / "restored", "SELECT reason FROM rejections")
         resent = rows(tmp_path / "restored", "SELECT 1 FROM memories WHERE session_id='s-again'")
     finally:

@@ -4,6 +4,7 @@ and publishes nothing of it (the owner did); a partition it is given then restor
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from altm.bus import OutgoingRecord, Record, TopicPartition
+from altm.bus import OutgoingRecord, Record, TopicPartition, source_header
 from altm.bus.sealing import DERIVED, Owner, Sealer
-from altm.core import Settings, Topic, encode, partition_for, topic_name
+from altm.core import ChangeEvent, Settings, Topic, encode, partition_for, topic_name
 from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
+from altm.pipeline._metrics import FRESHNESS_SECONDS, WRITER_PROPOSALS
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext, default_processors
 from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
@@ -41,6 +43,14 @@ def _stored(data_dir: Path) -> list[str]:
     return [r["source_id"] for r in rows(data_dir, "SELECT source_id FROM memories ORDER BY rowid")]
 
 
+class _Embedded:
+    def __init__(self) -> None:
+        self.changes: list[ChangeEvent] = []
+
+    async def __call__(self, changes: Sequence[ChangeEvent]) -> None:
+        self.changes += changes
+
+
 class _Published:
     def __init__(self) -> None:
         self.records: list[OutgoingRecord] = []
@@ -56,7 +66,7 @@ async def test_a_standby_copy_applies_what_the_owner_committed_and_publishes_non
         return [r for r in log if start <= r.offset < end]
 
     shards = ShardSet(settings.data_dir, settings.partitions)
-    published, handed = _Published(), _Published()
+    published, handed = _Published(), _Embedded()
     writer = Writer(shards, settings)
     transactions: list[int] = []
     apply_batch = writer.apply_batch
@@ -76,9 +86,8 @@ async def test_a_standby_copy_applies_what_the_owner_committed_and_publishes_non
     assert transactions == [3, 1]  # one chunk read from the log, applied in transactions of at most 3
     assert _stored(settings.data_dir) == [f"s1-t{i}" for i in range(1, 5)]
     assert published.records == []  # the owner published these changes before it committed offset 4
-    changes = topic_name(Topic.CHANGES, settings.topic_prefix)
-    assert len([r for r in handed.records if r.topic == changes]) == 4  # for this worker's own embedder
-    assert outbox == 0
+    assert len(handed.changes) == 4  # for this worker's own embedder
+    assert outbox == 0  # nothing of it in the outbox either
     assert driver.restored == {}  # a standby copy is not a restore
 
 
@@ -127,33 +136,14 @@ async def test_a_worker_keeps_warm_copies_of_the_partitions_it_does_not_own(stan
     assert published.records  # and what it restores is published, as a restore publishes it
 
 
-async def test_a_partition_given_to_the_worker_meanwhile_publishes_its_changes(standby: Any) -> None:
-    """Its own lanes may have applied records since: their changes are in the same outbox, and must reach the
-    changes topic, not only this worker's embedder."""
-    proposals = topic_name(Topic.PROPOSALS, standby.settings.topic_prefix)
-    standby._member = Member({TopicPartition(proposals, 2)})
-    await standby.assigned(frozenset({TopicPartition(proposals, 2)}))
-    published = _Published()
-    standby.bus.publish_many = published
-    change = OutgoingRecord(topic_name(Topic.CHANGES, standby.settings.topic_prefix), b"{}", key="t/w/u")
-    await standby._standby_changes(1, [change])
-    assert published.records == []  # not its partition: nothing published
-    await standby._standby_changes(2, [change])
-    assert [r.topic for r in published.records] == [change.topic]
-
-
-def test_standby_copies_and_dropping_unowned_shards_exclude_each_other() -> None:
-    with pytest.raises(ValidationError, match="set one of the two"):
-        Settings(worker_standby=True, worker_drop_unowned_after_s=30)
-
-
-async def test_changes_left_from_owning_the_partition_are_published_and_embedded(settings: Settings) -> None:
-    """Loss: a batch the writer applied while this worker owned the partition, whose changes a rebalance kept
-    from being published (its offset not committed), is in the outbox. Handed to the standby's embedder, they
-    would reach no stage: given the partition back, this worker skips those proposals (its shard has them)."""
+async def test_changes_left_from_owning_the_partition_wait_for_the_worker_to_own_it_again(settings: Settings) -> None:
+    """A batch the writer applied while this worker owned the partition, whose changes a rebalance kept from
+    being published, is in the outbox. A standby copy neither publishes them (the next owner applies those
+    proposals again and publishes its own) nor drops them: given the partition back at once, this worker skips
+    those proposals (its shard has them), and its restore's flush publishes them."""
     log = await _log(settings, 3)
     shards = ShardSet(settings.data_dir, settings.partitions)
-    published, handed = _Published(), _Published()
+    published, handed = _Published(), _Embedded()
 
     async def refused(records: Sequence[OutgoingRecord]) -> None:
         raise ConnectionError("the rebalance cancelled the flush")
@@ -168,12 +158,52 @@ async def test_changes_left_from_owning_the_partition_are_published_and_embedded
     left = shards.get(partition).outbox_depth()
     driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), published, "log", fetch)
     applied = await driver.follow(partition, 0, handed, transaction=10)
-    outbox = shards.get(partition).outbox_depth()
+    kept = shards.get(partition).outbox_depth()
+    await driver.catch_up(partition, 0)  # given back: the restore has nothing to apply, then flushes
+    await driver.flush(partition)
     shards.close()
-    assert left > 0 and applied == 0
-    assert len(published.records) == left  # on the log for the stages, wherever the partition goes
-    assert len(handed.records) == left  # and in this worker's own index: its embed lane never had them
-    assert outbox == 0
+    assert left > 0 and applied == 0 and kept == left
+    assert handed.changes == []
+    assert len(published.records) == left
+
+
+async def test_what_the_index_could_not_take_is_embedded_at_the_next_tick_and_never_published(standby: Any) -> None:
+    """Found by a review: changes a standby copy could not hand to its embedder stayed in the outbox and were
+    published at the next tick (the owner had published them already), and this worker's index never had them."""
+    log = await _log(standby.settings, 6)
+    partition = log[0].partition
+    owned = TopicPartition(topic_name(Topic.PROPOSALS, standby.settings.topic_prefix), (partition + 1) % 4)
+    member = Member({owned}, committed=3)
+    standby._member = member
+    await standby.assigned(frozenset({owned}))
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if r.partition == p and start <= r.offset < end]
+
+    published = _Published()
+    standby.writer.fetch = fetch
+    standby.bus.publish_many = published
+    embedded: list[str] = []
+    failing = [True]
+
+    async def embed(events: Sequence[Any], ctx: Any) -> list[Any]:
+        if failing[0]:
+            raise ConnectionError("the embedding endpoint is away for a moment")
+        embedded.extend(e.memory.memory_id for e in events if e.memory is not None)
+        return []
+
+    standby._embed_stage.processor.process_batch = embed
+    await standby._follow_unowned()  # logged, tried again at the next tick
+    failing[0] = False
+    member._committed = 6
+    await standby._follow_unowned()
+    assert published.records == []
+    assert len(embedded) == 6 and standby._unembedded == {}
+    assert shards_outbox(standby) == 0
+
+
+def shards_outbox(rt: Any) -> int:
+    return sum(rt.shards.get(p).outbox_depth() for p in range(rt.partitions))
 
 
 class _Toy(EmbeddingModel):
@@ -258,3 +288,37 @@ async def test_applying_an_erasure_from_the_log_leaves_the_keys_made_after_it_al
     assert erased_here  # the copy applied the erasure (its tombstones came with it)
     assert not derived_retired
     assert session_key is not None
+
+
+def test_standby_copies_and_dropping_unowned_shards_exclude_each_other() -> None:
+    with pytest.raises(ValidationError, match="set one of the two"):
+        Settings(worker_standby=True, worker_drop_unowned_after_s=30)
+
+
+def _count(metric: Any, **labels: str) -> float:
+    for family in metric.collect():
+        for sample in family.samples:
+            if all(sample.labels.get(k) == v for k, v in labels.items()) and sample.name.endswith(("_total", "_count")):
+                return float(sample.value)
+    return 0.0
+
+
+async def test_a_standby_copy_is_not_counted_as_the_writers_work(settings: Settings) -> None:
+    """Found by a review: every worker added its copies to the writer's proposal counts, and their late storing
+    (2-4 s behind) to the writer's freshness."""
+    source = int(time.time() * 1000) - 3000
+    log = [Record(r.topic, r.partition, r.offset, r.key, r.value, (source_header(source),))
+           for r in await _log(settings, 4)]
+
+    async def fetch(partition: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), _Published(), "log", fetch)
+    before = (_count(WRITER_PROPOSALS, op="upsert_memory", status="committed"),
+              _count(FRESHNESS_SECONDS, stage="writer", layer="L0"))
+    applied = await driver.follow(log[0].partition, 4, _Embedded(), transaction=500)
+    shards.close()
+    after = (_count(WRITER_PROPOSALS, op="upsert_memory", status="committed"),
+             _count(FRESHNESS_SECONDS, stage="writer", layer="L0"))
+    assert applied == 4 and after == before

@@ -34,8 +34,8 @@ from pathlib import Path
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
-from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
-from altm.pipeline._drivers import StageDriver, WriterDriver, change_events
+from altm.core import ChangeEvent, DeadLetter, Settings, Topic, encode, partition_for, topic_name
+from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
@@ -83,6 +83,7 @@ class KafkaRuntime:
         self.vectors = vectors  # this worker's own index: a dropped partition's points go with its shard
         self._embed_stage = next((stage for stage in self.stages if stage.name == "embed"), None)
         self.standby_applied: dict[int, int] = {}  # partition → proposals its standby copy applied here
+        self._unembedded: dict[int, list[ChangeEvent]] = {}  # a standby copy's changes the index did not take yet
         prefix = settings.topic_prefix
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
                            ready=lambda partition: True)]
@@ -406,10 +407,11 @@ class KafkaRuntime:
         they make are embedded into this worker's index and published nowhere (the owner published them before
         it committed). When the partition is given to this worker, its restore has only the last seconds left."""
         for partition in range(self.partitions):
-            if partition in self._owned(Topic.PROPOSALS):
-                continue
             try:  # each on its own: one that cannot be read now never keeps the others behind
-                await self._follow(partition)
+                if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
+                    await self._embed_copy(partition, [])
+                if partition not in self._owned(Topic.PROPOSALS):
+                    await self._follow(partition)
             except Exception:
                 log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
                             partition, exc_info=True)
@@ -419,23 +421,26 @@ class KafkaRuntime:
         if not end:
             return
 
-        async def sink(records: Sequence[OutgoingRecord]) -> None:
-            await self._standby_changes(partition, records)
+        async def embed(changes: Sequence[ChangeEvent]) -> None:
+            await self._embed_copy(partition, changes)
 
-        applied = await self.writer.follow(partition, end, sink, transaction=STANDBY_TRANSACTION)
+        applied = await self.writer.follow(partition, end, embed, transaction=STANDBY_TRANSACTION)
         if applied:
             self.standby_applied[partition] = self.standby_applied.get(partition, 0) + applied
             log.debug("standby copy of partition %d: %d proposal(s) applied", partition, applied)
 
-    async def _standby_changes(self, partition: int, records: Sequence[OutgoingRecord]) -> None:
-        """The outbox of a standby copy: its changes embedded here. A partition given to this worker meanwhile
-        publishes them (its own lanes' changes may be among them)."""
-        if partition in self._owned(Topic.PROPOSALS):
-            await self._publish(records)
+    async def _embed_copy(self, partition: int, changes: Sequence[ChangeEvent]) -> None:
+        """A standby copy's changes, into this worker's own index (never published: the owner did). What the
+        index cannot take now is tried again at the next tick (lost if the worker stops first: those memories
+        then have no vector here)."""
+        pending = [*self._unembedded.pop(partition, []), *changes]
+        if not pending or self._embed_stage is None:
             return
-        events = change_events(records, topic_name(Topic.CHANGES, self.settings.topic_prefix))
-        if events and self._embed_stage is not None:
-            await self._embed_stage.processor.process_batch(events, self._embed_stage.ctx)
+        try:
+            await self._embed_stage.processor.process_batch(pending, self._embed_stage.ctx)
+        except BaseException:
+            self._unembedded[partition] = pending
+            raise
 
     async def _drop_unowned(self) -> None:
         """Delete the shards (and their vector points) of partitions this worker has not owned for
