@@ -299,3 +299,41 @@ async def test_an_erasure_drops_the_unpublished_changes_of_what_it_erases(settin
     out = b"".join(r.value for r in sent)
     assert b"4471" not in out  # the erased message's change is not published after its erasure
     assert b"standup moved" in out  # another agent's is
+
+
+@pytest.mark.parametrize("target", ["user", "agent"])
+async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(settings: Settings, target: str) -> None:
+    """Found by a review: an agent's or user's erasure dropped every unpublished row sealed with its keys, the
+    change of a forget before it too (it carries no memory): no change ever told the stages to remove what the
+    forget removed (its vector stayed in the index), and the erasure's own change names only what it removed."""
+    from altm.core import ChangeEvent, ChangeStatus, EraseProposal, Erasure, Forget, ForgetProposal, decode_event
+    from tests.support.turns import SCOPE
+
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    sent: list[OutgoingRecord] = []
+    down = [False]
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        if down[0]:
+            raise ConnectionError("the broker is away")
+        sent.extend(records)
+
+    try:
+        driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), publish, "log")
+        a = await _capture_record(settings, SCOPE, 0, "my vault code is 4471, keep it")
+        await driver.handle([a])
+        mid = decode_event(a.value).memory.memory_id  # type: ignore[union-attr]
+        forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
+                                processor="lifecycle", forget=Forget(memory_ids=(mid,), reason="past retention"))
+        erase = EraseProposal(event_id="erase", scope=SCOPE, timestamp=make_turn(9).timestamp, processor="control",
+                              erasure=Erasure(target=target))  # type: ignore[arg-type]
+        down[0] = True
+        with pytest.raises(ConnectionError):
+            await driver.handle([Record("altm.proposals", a.partition, 1, SCOPE.home, encode(forget))])
+        down[0] = False
+        await driver.handle([Record("altm.proposals", a.partition, 2, SCOPE.home, encode(erase))])
+    finally:
+        shards.close()
+    changes = [e for e in (decode_event(r.value) for r in sent if r.topic.endswith("changes"))
+               if isinstance(e, ChangeEvent) and e.status is ChangeStatus.COMMITTED]
+    assert any(mid in e.removed_ids for e in changes)  # the stages are told the forgotten memory is gone

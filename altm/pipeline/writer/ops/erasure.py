@@ -75,18 +75,21 @@ def _drop_deferred(tx: ShardTx, p: EraseProposal) -> None:
 
 
 def _drop_unpublished(tx: ShardTx, p: EraseProposal, doomed: set[str]) -> None:
-    """Changes of the erased content that wait in the outbox (the bus was away) go: published after the erasure,
-    they would be sealed with a fresh data key, readable, and their text would stay in the shard until then.
-    The erasure's own change, after them, tells the stages what it removed."""
-    def names_erased(value: bytes) -> bool:
+    """The erased content's after-images (and dead letters) that wait in the outbox (the bus was away) go:
+    published after the erasure, they would be sealed with a fresh data key, readable, and their text would stay
+    in the shard until then. A change that removed memories (a forget, a rollback) stays: the stages must still
+    remove them, and the erasure's own change, after them, names only what it removed itself."""
+    def erased(value: bytes) -> bool:
         try:
             event = decode_event(value)
         except DecodeError:
             return False
-        return isinstance(event, ChangeEvent) and event.memory is not None and event.memory.memory_id in doomed
+        if isinstance(event, ChangeEvent):
+            return event.memory is not None and (event.memory.memory_id in doomed
+                                                 or _sealed_with_erased_key(p, value))
+        return _sealed_with_erased_key(p, value)
 
-    tx.drop_unpublished([seq for seq, value in tx.unpublished_of(p.scope.home)
-                         if _sealed_with_erased_key(p, value) or names_erased(value)])
+    tx.drop_unpublished([seq for seq, value in tx.unpublished_of(p.scope.home) if erased(value)])
 
 
 def _with_derivatives(tx: ShardTx, seeds: list[str]) -> set[str]:
