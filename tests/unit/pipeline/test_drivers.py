@@ -326,7 +326,7 @@ async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(set
         forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
                                 processor="lifecycle", forget=Forget(memory_ids=(mid,), reason="past retention"))
         erase = EraseProposal(event_id="erase", scope=SCOPE, timestamp=make_turn(9).timestamp, processor="control",
-                              erasure=Erasure(target=target))  # type: ignore[arg-type]
+                              erasure=Erasure(target=target))
         down[0] = True
         with pytest.raises(ConnectionError):
             await driver.handle([Record("altm.proposals", a.partition, 1, SCOPE.home, encode(forget))])
