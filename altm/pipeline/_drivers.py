@@ -460,7 +460,7 @@ class WriterDriver:
             for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
                 ahead = [*chunk[at + step:], *beyond]
                 if embed is None:
-                    await self._apply(chunk[at:at + step], [partition], ahead, committed=True)
+                    await self._apply(chunk[at:at + step], [partition], ahead)
                 else:
                     await self._copy(chunk[at:at + step], ahead, embed)
             applied += len(chunk)
@@ -482,22 +482,21 @@ class WriterDriver:
 
     async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> None:
         """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``."""
-        outcomes = self.writer.apply_batch(records, self.writer.partitions, lookahead=lookahead, committed=True,
-                                           enqueue=False,
+        outcomes = self.writer.apply_batch(records, self.writer.partitions, lookahead=lookahead, enqueue=False,
                                            on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
         changes = [change for outcome in outcomes for change in outcome.changes]
         if changes:
             await embed(changes)
 
-    async def _apply(self, records: Sequence[Record], touched: Sequence[int], lookahead: Sequence[Record] = (), *,
-                     committed: bool = False) -> int:
+    async def _apply(self, records: Sequence[Record], touched: Sequence[int],
+                     lookahead: Sequence[Record] = ()) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
             # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
             outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
                                                on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why),
-                                               lookahead=lookahead, committed=committed)
+                                               lookahead=lookahead)
         except BaseException:
             writer_transactions("failed")  # this batch's: its partitions before the failing one did commit
             raise

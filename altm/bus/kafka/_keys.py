@@ -386,9 +386,11 @@ class KafkaKeyStore(KeyStore):
             entry = self._entries.get(kid)
         return entry is not None and entry.retired_ms is not None
 
-    def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
+    def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
+              made_before_ms: int | None = None) -> int:
         return self._change(lambda o, e: o.home == home and o.session != GUARD and (agent is None or o.agent == agent)
-                            and (session is None or o.session == session), _destroyed)
+                            and (session is None or o.session == session)
+                            and (made_before_ms is None or e.created_ms < made_before_ms), _destroyed)
 
     def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
         kid = guard_kid(home)
@@ -441,9 +443,10 @@ class KafkaKeyStore(KeyStore):
                 self._call(self._caught_up())
         return None
 
-    def retire(self, home: str, session: str) -> int:
+    def retire(self, home: str, session: str, *, made_before_ms: int | None = None) -> int:
         now = _now_ms()
-        return self._change(lambda o, e: o.home == home and o.session == session and e.retired_ms is None,
+        return self._change(lambda o, e: o.home == home and o.session == session and e.retired_ms is None
+                            and (made_before_ms is None or e.created_ms < made_before_ms),
                             lambda e: replace(e, retired_ms=now))
 
     def destroy_retired(self, older_than_s: float) -> int:

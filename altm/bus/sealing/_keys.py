@@ -83,13 +83,17 @@ class KeyStore(ABC):
         """The key ``kid`` was retired by an erasure (it still opens records until it is destroyed)."""
 
     @abstractmethod
-    def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
-        """Destroy the keys of a user, or of one agent, or of one session of an agent; returns how many."""
+    def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
+              made_before_ms: int | None = None) -> int:
+        """Destroy the keys of a user, or of one agent, or of one session of an agent (only those made before
+        ``made_before_ms``, when given: an erasure applied again later leaves the keys made since alone);
+        returns how many."""
 
     @abstractmethod
-    def retire(self, home: str, session: str) -> int:
-        """Stop sealing with the keys of ``session`` of every agent of a user (new records get a fresh key);
-        the retired keys still open their records until :meth:`destroy_retired`."""
+    def retire(self, home: str, session: str, *, made_before_ms: int | None = None) -> int:
+        """Stop sealing with the keys of ``session`` of every agent of a user (new records get a fresh key;
+        only those made before ``made_before_ms``, when given); the retired keys still open their records until
+        :meth:`destroy_retired`."""
 
     @abstractmethod
     def destroy_retired(self, older_than_s: float) -> int:
@@ -249,7 +253,8 @@ class SqliteKeyStore(KeyStore):
             row = self._db.execute("SELECT retired_ms FROM data_keys WHERE kid=?", (kid,)).fetchone()
         return row is not None and row[0] is not None
 
-    def shred(self, home: str, agent: str | None = None, session: str | None = None) -> int:
+    def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
+              made_before_ms: int | None = None) -> int:
         if self.read_only:
             raise KeyStoreError(f"the key store {self.path} is open read-only: it cannot destroy keys")
         where, args = "home=? AND session != ?", list[object]([home, GUARD])  # guard keys stay
@@ -257,14 +262,17 @@ class SqliteKeyStore(KeyStore):
             where, args = where + " AND agent=?", [*args, agent]
         if session is not None:
             where, args = where + " AND session=?", [*args, session]
+        if made_before_ms is not None:
+            where, args = where + " AND created_ms < ?", [*args, made_before_ms]
         return self._destroy(where, args)
 
-    def retire(self, home: str, session: str) -> int:
+    def retire(self, home: str, session: str, *, made_before_ms: int | None = None) -> int:
         if self.read_only:
             raise KeyStoreError(f"the key store {self.path} is open read-only: it cannot retire keys")
+        before = made_before_ms if made_before_ms is not None else 2**62
         with self._lock:
             cur = self._db.execute("UPDATE data_keys SET retired_ms=? WHERE home=? AND session=? AND retired_ms IS "
-                                   "NULL", (time.time_ns() // 1_000_000, home, session))
+                                   "NULL AND created_ms < ?", (time.time_ns() // 1_000_000, home, session, before))
             return cur.rowcount
 
     def destroy_retired(self, older_than_s: float) -> int:

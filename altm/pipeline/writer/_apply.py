@@ -132,8 +132,7 @@ class Writer:
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
                     on_deferred: Callable[[Record, str], None] | None = None,
-                    lookahead: Sequence[Record] = (), committed: bool = False,
-                    enqueue: bool = True) -> list[WriteOutcome]:
+                    lookahead: Sequence[Record] = (), enqueue: bool = True) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
@@ -144,11 +143,9 @@ class Writer:
         ahead) is taken over as that proposal is applied, so what comes between is judged as the shard that
         made the tombstones judged it, with them, and is not published again. (Applied live, a proposal's
         ``bury`` is published after its batch: never in it.) ``lookahead``: records of the log after the
-        batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond). ``committed``:
-        the records are below the group's committed offset, read from the log (a restore, a standby copy): an
-        erasure among them destroyed its keys where it was first applied, before that commit, and applying it
-        again must not destroy or retire the keys made since. ``enqueue=False`` (a standby copy, whose owner
-        published what they made) puts nothing in the outbox: the outcomes carry the changes."""
+        batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond).
+        ``enqueue=False`` (a standby copy, whose owner published what they made) puts nothing in the outbox: the
+        outcomes carry the changes."""
         ahead = _burials_ahead([*records, *lookahead])
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
@@ -175,7 +172,7 @@ class Writer:
                                     guard_keys=self.guard_keys)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
                                                  extra=headers[i] if headers is not None else (), ahead=ahead,
-                                                 shred=not committed, enqueue=enqueue)
+                                                 enqueue=enqueue)
                     applied.append(i)
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
@@ -187,13 +184,13 @@ class Writer:
 
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
                   retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]],
-                  shred: bool = True, enqueue: bool = True) -> WriteOutcome:
+                  enqueue: bool = True) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
         # a record whose data key is destroyed: nothing to apply, nothing to report
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
                                                                                      ahead)
-        if outcome.erased is not None and shred:
-            self._shred(outcome.erased)  # before the commit: a crash now re-applies the erasure later
+        if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
+            self._shred(outcome.erased, record.timestamp_ms or None)
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
         if not enqueue:
@@ -245,24 +242,26 @@ class Writer:
         return WriteOutcome(changes=_changes(event, record, applied), erased=erased,
                             burials=[b for b in _burials(tx, event, applied.buried) if b.event_id not in on_log])
 
-    def _shred(self, p: EraseProposal) -> None:
+    def _shred(self, p: EraseProposal, proposed_ms: int | None) -> None:
         """Destroy the erased session's, agent's or user's data keys; retire the user's keys of derived records
         without a session (scenes, facets, graph nodes may quote the erased content), destroyed after a grace
-        period in which records already sealed with them are still applied."""
+        period in which records already sealed with them are still applied. Only keys made before the erasure
+        was proposed (``proposed_ms``, its record's time): a shard applying it again from the log (a restore, a
+        standby copy, a retry) leaves alone the keys its owner made since for the user's next records."""
         if self.keys is None:
             return
-        scope, erasure = p.scope, p.erasure
+        scope, erasure, before = p.scope, p.erasure, proposed_ms
         match erasure.target:
             case "session":
-                self.keys.shred(scope.home, scope.agent_id, erasure.session_id)
+                self.keys.shred(scope.home, scope.agent_id, erasure.session_id, made_before_ms=before)
             case "agent":
-                self.keys.shred(scope.home, scope.agent_id)
+                self.keys.shred(scope.home, scope.agent_id, made_before_ms=before)
             case "user":
-                self.keys.shred(scope.home)
+                self.keys.shred(scope.home, made_before_ms=before)
             case _:
                 return  # one memory: its tombstone keeps it from coming back; the session's key stays
-        self.keys.retire(scope.home, DERIVED)
-        self.keys.retire("", DERIVED)  # dead letters of input whose owner could not be read
+        self.keys.retire(scope.home, DERIVED, made_before_ms=before)
+        self.keys.retire("", DERIVED, made_before_ms=before)  # dead letters of input whose owner could not be read
 
     def destroy_retired_keys(self) -> int:
         """Destroy derived-record keys retired longer than the grace period ago (at most every few seconds)."""

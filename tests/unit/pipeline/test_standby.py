@@ -4,6 +4,7 @@ and publishes nothing of it (the owner did); a partition it is given then restor
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,8 +14,8 @@ import pytest
 from pydantic import ValidationError
 
 from altm.bus import OutgoingRecord, Record, TopicPartition, source_header
-from altm.bus.sealing import DERIVED, Owner, Sealer
-from altm.core import ChangeEvent, Settings, Topic, encode, partition_for, topic_name
+from altm.bus.sealing import DERIVED, Owner, Sealer, SqliteKeyStore
+from altm.core import ChangeEvent, EraseProposal, Erasure, Settings, Topic, encode, partition_for, topic_name
 from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
 from altm.pipeline._metrics import FRESHNESS_SECONDS, WRITER_PROPOSALS
@@ -322,3 +323,100 @@ async def test_a_standby_copy_is_not_counted_as_the_writers_work(settings: Setti
     after = (_count(WRITER_PROPOSALS, op="upsert_memory", status="committed"),
              _count(FRESHNESS_SECONDS, stage="writer", layer="L0"))
     assert applied == 4 and after == before
+
+
+class _FlakyGuardKeys:
+    """The key store's guard keys through a connection that may be away (the writer defers then)."""
+
+    def __init__(self, keys: SqliteKeyStore) -> None:
+        self.keys, self.down = keys, False
+
+    def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
+        if self.down:
+            raise ConnectionError("the key store is away")
+        return self.keys.guard_key(home, adopt)
+
+    def find_guard_key(self, home: str) -> bytes | None:
+        if self.down:
+            raise ConnectionError("the key store is away")
+        return self.keys.find_guard_key(home)
+
+
+async def _session_log(settings: Settings) -> list[Record]:
+    """Two messages of session s1, then its erasure, on one partition (offsets 0..2, an erasure's record time)."""
+    log = await _log(settings, 2)
+    erase = EraseProposal(event_id="erase-s1", scope=SCOPE, timestamp=make_turn(9).timestamp, processor="control",
+                          erasure=Erasure(target="session", session_id="s1"))
+    at_ms = int(time.time() * 1000)
+    return [*log, Record(log[0].topic, log[0].partition, 2, SCOPE.home, encode(erase), timestamp_ms=at_ms)]
+
+
+@pytest.mark.parametrize("way", ["restore", "standby"])
+async def test_an_erasure_its_owner_deferred_is_shredded_by_the_shard_that_applies_it(tmp_path: Path,
+                                                                                     way: str) -> None:
+    """Found by a review: an erasure the owner deferred (its key store away) has its offset committed with no key
+    destroyed; the owner's worker dies before the retry; a restore or standby copy applying it destroyed no key
+    (it took everything below the committed offset for shredded), so the session's records stayed readable."""
+    keys = SqliteKeyStore(tmp_path / "keys.db")
+    s_a, s_b = (Settings(data_dir=tmp_path / d, partitions=4) for d in ("a", "b"))
+    session_kid, _ = keys.current(Owner(SCOPE.home, SCOPE.agent_id, "s1"))  # what s1's records are sealed with
+    await asyncio.sleep(0.002)
+    log = await _session_log(s_a)
+    shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    try:
+        guard = _FlakyGuardKeys(keys)
+        guard.down = True
+        work_a = DeferredWork(shards_a, s_a)
+        owner = WriterDriver(Writer(shards_a, s_a, keys, guard_keys=guard), work_a, _Published(), "log")
+        await owner.handle(log)  # handled: the group commits offset 3; the erasure waits for a retry
+        assert work_a.count() == 1 and keys.get(session_kid) is not None
+        newcomer = WriterDriver(Writer(shards_b, s_b, keys), DeferredWork(shards_b, s_b), _Published(), "log", fetch)
+        if way == "standby":
+            await newcomer.follow(log[0].partition, 3, _Embedded(), transaction=500)
+        else:
+            await newcomer.catch_up(log[0].partition, 3)
+        destroyed = keys.get(session_kid) is None
+    finally:
+        shards_a.close()
+        shards_b.close()
+        keys.close()
+    assert destroyed
+
+
+async def test_an_erasure_a_standby_copy_deferred_leaves_the_keys_made_since_alone(tmp_path: Path) -> None:
+    """Found by a review: the standby copy's deferral was retried at the takeover as a live erasure: it destroyed
+    the session key the owner made after the erasure and retired the derived key of its new scenes."""
+    keys = SqliteKeyStore(tmp_path / "keys.db")
+    s_a = Settings(data_dir=tmp_path / "a", partitions=4)
+    s_b = Settings(data_dir=tmp_path / "b", partitions=4, defer_backoff_s=0.0)
+    log = await _session_log(s_a)
+    shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    try:
+        owner = WriterDriver(Writer(shards_a, s_a, keys), DeferredWork(shards_a, s_a), _Published(), "log")
+        await owner.handle(log)  # erased s1 and destroyed its key before committing offset 3
+        await asyncio.sleep(0.002)
+        session_kid, _ = keys.current(Owner(SCOPE.home, SCOPE.agent_id, "s1"))  # the session's next turns
+        derived_kid, _ = keys.current(Owner(SCOPE.home, SCOPE.agent_id, DERIVED))  # the owner's next scenes
+        guard = _FlakyGuardKeys(keys)
+        guard.down = True
+        work_b = DeferredWork(shards_b, s_b)
+        standby = WriterDriver(Writer(shards_b, s_b, keys, guard_keys=guard), work_b, _Published(), "log", fetch)
+        await standby.follow(log[0].partition, 3, _Embedded(), transaction=500)
+        assert work_b.count() == 1  # the copy deferred the erasure
+        guard.down = False
+        await standby.retry_due({log[0].partition})  # given the partition: its deferred work is retried
+        session_key, derived_retired = keys.get(session_kid), keys.retired(derived_kid)
+    finally:
+        shards_a.close()
+        shards_b.close()
+        keys.close()
+    assert session_key is not None
+    assert not derived_retired
