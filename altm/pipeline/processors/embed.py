@@ -88,17 +88,22 @@ class EmbedProcessor(Processor):
                 removed += event.removed_ids
                 for mid in event.removed_ids:
                     latest.pop(mid, None)
-        if removed:
-            self.vectors.delete(removed)
-        if latest:
-            mems = list(latest.values())
-            vectors = await self._vectors(mems, self.embedding)
+        await self.put(list(latest.values()), removed)
+        return []
+
+    async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str]) -> None:
+        """Points for ``memories`` as they are, none for ``gone`` (durable when this returns)."""
+        if self.vectors is None or self.embedding is None:
+            return
+        if gone:
+            self.vectors.delete(list(gone))
+        if memories:
+            vectors = await self._vectors(memories, self.embedding)
             now_ms = int(time.time() * 1000)
             self.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m, now_ms))
-                                 for m, v in zip(mems, vectors, strict=True)])
-        if removed or latest:
+                                 for m, v in zip(memories, vectors, strict=True)])
+        if gone or memories:
             self.vectors.flush()  # durable before the stage commits its offsets
-        return []
 
     async def _vectors(self, mems: Sequence[MemoryUnit], embedding: EmbeddingModel) -> list[Sequence[float]]:
         """One vector per memory: from ``reuse`` where it holds the memory with the same content (same model:

@@ -168,52 +168,20 @@ async def test_changes_left_from_owning_the_partition_wait_for_the_worker_to_own
     assert len(published.records) == left
 
 
-async def test_what_the_index_could_not_take_is_embedded_at_the_next_tick_and_never_published(standby: Any) -> None:
-    """Found by a review: changes a standby copy could not hand to its embedder stayed in the outbox and were
-    published at the next tick (the owner had published them already), and this worker's index never had them."""
-    log = await _log(standby.settings, 6)
-    partition = log[0].partition
-    owned = TopicPartition(topic_name(Topic.PROPOSALS, standby.settings.topic_prefix), (partition + 1) % 4)
-    member = Member({owned}, committed=3)
-    standby._member = member
-    await standby.assigned(frozenset({owned}))
-
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if r.partition == p and start <= r.offset < end]
-
-    published = _Published()
-    standby.writer.fetch = fetch
-    standby.bus.publish_many = published
-    embedded: list[str] = []
-    failing = [True]
-
-    async def embed(events: Sequence[Any], ctx: Any) -> list[Any]:
-        if failing[0]:
-            raise ConnectionError("the embedding endpoint is away for a moment")
-        embedded.extend(e.memory.memory_id for e in events if e.memory is not None)
-        return []
-
-    standby._embed_stage.processor.process_batch = embed
-    await standby._follow_unowned()  # logged, tried again at the next tick
-    failing[0] = False
-    member._committed = 6
-    await standby._follow_unowned()
-    assert published.records == []
-    assert len(embedded) == 6 and standby._unembedded == {}
-    assert shards_outbox(standby) == 0
-
-
 def shards_outbox(rt: Any) -> int:
     return sum(rt.shards.get(p).outbox_depth() for p in range(rt.partitions))
 
 
 class _Toy(EmbeddingModel):
-    """A deterministic stand-in for the local embedder (no model files needed)."""
+    """A deterministic stand-in for the local embedder (no model files needed); ``down``: it fails."""
 
     model_id = "toy"
     dim = 8
+    down = False
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.down:
+            raise ConnectionError("the embedding endpoint is away for a moment")
         out = []
         for text in texts:
             v = [float((hash(text) >> i) & 0xFF) + 1.0 for i in range(0, 64, 8)]
@@ -420,3 +388,84 @@ async def test_an_erasure_a_standby_copy_deferred_leaves_the_keys_made_since_alo
         keys.close()
     assert session_key is not None
     assert not derived_retired
+
+
+@pytest.fixture
+def embedding_standby(tmp_path: Path) -> Any:
+    """A worker with standby copies, a toy embedder and an index of its own, owning partition 0 only."""
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    embedding = _Toy()
+    vectors = EdgeVectorIndex(tmp_path / "vectors", embedding.collection, embedding.dim)
+    vectors.open()
+    rt: Any = KafkaRuntime(settings, shards, ProcessorContext(settings=settings),
+                           default_processors(None, embedding, vectors), "log-id", vectors=vectors)
+    rt.bus.publish_many = _Published()
+    rt.toy, rt.index = embedding, vectors
+    yield rt
+    vectors.close()
+    shards.close()
+
+
+async def _following(rt: Any, log: list[Record], committed: int) -> Member:
+    owned = TopicPartition(topic_name(Topic.PROPOSALS, rt.settings.topic_prefix), (log[0].partition + 1) % 4)
+    member = Member({owned}, committed=committed)
+    rt._member = member
+    await rt.assigned(frozenset({owned}))
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if r.partition == p and start <= r.offset < end]
+
+    rt.writer.fetch = fetch
+    return member
+
+
+def _ids(rt: Any) -> list[str]:
+    return [r["memory_id"] for r in rows(rt.settings.data_dir, "SELECT memory_id FROM memories WHERE layer='L0'")]
+
+
+async def test_what_the_index_could_not_take_is_embedded_at_the_next_tick_and_never_published(
+        embedding_standby: Any) -> None:
+    """Found by a review: changes a standby copy could not hand to its embedder stayed in the outbox and were
+    published at the next tick (the owner had published them already); this worker's index never had them."""
+    rt = embedding_standby
+    log = await _log(rt.settings, 4)
+    member = await _following(rt, log, committed=2)
+    rt.toy.down = True
+    await rt._follow_unowned()  # applied, not embedded: noted
+    rt.toy.down = False
+    member._committed = 4
+    await rt._follow_unowned()
+    ids = _ids(rt)
+    assert len(ids) == 4 and set(rt.index.points(ids)) == set(ids)
+    assert rt._unembedded == {} and rt.bus.publish_many.records == []
+    assert shards_outbox(rt) == 0
+
+
+async def test_a_standby_copy_applies_the_owners_erasure_while_its_embedder_is_away(embedding_standby: Any) -> None:
+    """Found by a review: while the retry of what the index could not take kept failing, the copy applied
+    nothing, the owner's erasures neither: the erased messages stayed readable in its shard."""
+    rt = embedding_standby
+    log = await _session_log(rt.settings)
+    member = await _following(rt, log, committed=2)
+    rt.toy.down = True  # the endpoint is away for a long while
+    await rt._follow_unowned()
+    member._committed = 3  # the owner erases session s1
+    for _ in range(2):
+        await rt._follow_unowned()
+    assert _ids(rt) == []
+
+
+async def test_what_a_standby_copy_could_not_embed_is_not_embedded_after_its_erasure(embedding_standby: Any) -> None:
+    """Found by a review: the retry embedded the memories it had noted, erased since: their vectors came back."""
+    rt = embedding_standby
+    log = await _session_log(rt.settings)
+    member = await _following(rt, log, committed=2)
+    rt.toy.down = True
+    await rt._follow_unowned()
+    noted = set(rt._unembedded.get(log[0].partition, {}))
+    assert len(noted) == 2
+    rt.toy.down = False
+    member._committed = 3  # the owner erased session s1
+    await rt._follow_unowned()
+    assert rt.index.points(sorted(noted)) == {} and rt._unembedded == {}

@@ -34,13 +34,13 @@ from pathlib import Path
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
-from altm.core import ChangeEvent, DeadLetter, Settings, Topic, encode, partition_for, topic_name
+from altm.core import ChangeEvent, DeadLetter, Scope, Settings, Topic, encode, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
-from altm.pipeline.processors import Processor, ProcessorContext
+from altm.pipeline.processors import EmbedProcessor, Processor, ProcessorContext
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
 from altm.pipeline.writer import TextSimilarity, Writer
-from altm.store import DeferredWork, ShardSet, shard_files
+from altm.store import DeferredWork, MemoryReader, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
 log = logging.getLogger("altm.worker")
@@ -83,7 +83,7 @@ class KafkaRuntime:
         self.vectors = vectors  # this worker's own index: a dropped partition's points go with its shard
         self._embed_stage = next((stage for stage in self.stages if stage.name == "embed"), None)
         self.standby_applied: dict[int, int] = {}  # partition → proposals its standby copy applied here
-        self._unembedded: dict[int, list[ChangeEvent]] = {}  # a standby copy's changes the index did not take yet
+        self._unembedded: dict[int, dict[str, Scope]] = {}  # memories a standby copy's index did not take yet
         prefix = settings.topic_prefix
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
                            ready=lambda partition: True)]
@@ -407,11 +407,16 @@ class KafkaRuntime:
         they make are embedded into this worker's index and published nowhere (the owner published them before
         it committed). When the partition is given to this worker, its restore has only the last seconds left."""
         for partition in range(self.partitions):
+            if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
+                try:
+                    await self._embed_again(partition)
+                except Exception:
+                    log.warning("the standby copy of partition %d could not embed %d memories yet; the next tick "
+                                "tries again", partition, len(self._unembedded.get(partition, {})), exc_info=True)
+            if partition in self._owned(Topic.PROPOSALS):
+                continue
             try:  # each on its own: one that cannot be read now never keeps the others behind
-                if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
-                    await self._embed_copy(partition, [])
-                if partition not in self._owned(Topic.PROPOSALS):
-                    await self._follow(partition)
+                await self._follow(partition)
             except Exception:
                 log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
                             partition, exc_info=True)
@@ -430,16 +435,39 @@ class KafkaRuntime:
             log.debug("standby copy of partition %d: %d proposal(s) applied", partition, applied)
 
     async def _embed_copy(self, partition: int, changes: Sequence[ChangeEvent]) -> None:
-        """A standby copy's changes, into this worker's own index (never published: the owner did). What the
-        index cannot take now is tried again at the next tick (lost if the worker stops first: those memories
-        then have no vector here)."""
-        pending = [*self._unembedded.pop(partition, []), *changes]
-        if not pending or self._embed_stage is None:
+        """A standby copy's changes, into this worker's own index (never published: the owner did). The memories
+        of those the index cannot take now are noted and embedded as the shard then holds them (see
+        ``_embed_again``); the copy goes on applying meanwhile (an erasure must not wait for the embedder).
+        Lost if the worker stops first: those memories then have no vector here."""
+        if self._embed_stage is None or not changes:
             return
         try:
-            await self._embed_stage.processor.process_batch(pending, self._embed_stage.ctx)
+            await self._embed_stage.processor.process_batch(changes, self._embed_stage.ctx)
+        except Exception:
+            noted = self._unembedded.setdefault(partition, {})
+            for change in changes:
+                if change.memory is not None:
+                    noted[change.memory.memory_id] = change.memory.scope
+                noted.update(dict.fromkeys(change.removed_ids, change.scope))
+            log.warning("the standby copy of partition %d could not embed %d change(s) now; tried again at the "
+                        "next tick", partition, len(changes), exc_info=True)
+
+    async def _embed_again(self, partition: int) -> None:
+        """The memories a standby copy's index could not take, as the shard holds them now: those still there
+        embedded, the points of the others (erased, forgotten since) deleted."""
+        noted = self._unembedded.pop(partition, {})
+        embed = self._embed_stage.processor if self._embed_stage is not None else None
+        if not noted or not isinstance(embed, EmbedProcessor):
+            return
+        by_scope: dict[Scope, list[str]] = {}
+        for memory_id, scope in noted.items():
+            by_scope.setdefault(scope, []).append(memory_id)
+        reader = MemoryReader(self.shards)
+        held = [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
+        try:
+            await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}))
         except BaseException:
-            self._unembedded[partition] = pending
+            self._unembedded.setdefault(partition, {}).update(noted)
             raise
 
     async def _drop_unowned(self) -> None:
