@@ -427,13 +427,24 @@ class WriterDriver:
         ``end`` (what the owner has committed), at most ``transaction`` of them per transaction, and hand the
         changes they make to ``embed`` (this worker's own index). They never go to the outbox: the owner
         published them before it committed ``end``. Returns how many proposals were applied; taking the
-        partition over then restores only what came after. What the outbox holds from when this worker owned
-        the partition stays there, for when it owns it again."""
+        partition over then restores only what came after.
+
+        What the outbox holds from when this worker owned the partition (a batch whose flush a rebalance
+        cancelled) stays there while the owner has not committed past this shard's offset: given the partition
+        back at once, this worker skips those proposals (its shard has them) and its restore's flush publishes
+        them. Once the owner has committed past it, the owner applied them too and published its own changes:
+        they go, before anything newer is applied here (published later, they would follow newer changes)."""
         if self.fetch is None:
             return 0
         if partition not in self._bound:
             self.bind(partition, None)
         async with self._restoring.setdefault(partition, asyncio.Lock()):
+            shard = self.writer.shards.get(partition)
+            if end >= (self.writer.resume_offset(self.topic, partition) or 0) and shard.outbox_depth():
+                async with self._locks.setdefault(partition, asyncio.Lock()):  # never under a flush
+                    dropped = shard.drop_unpublished()
+                log.info("%s[%d]: dropped %d outbox row(s) left from owning it (its owner published their "
+                         "changes)", self.topic, partition, dropped)
             return await self._fill(partition, end, embed, transaction=transaction)
 
     async def _fill(self, partition: int, end: int, embed: Changes | None = None, *,

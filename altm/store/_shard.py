@@ -135,6 +135,11 @@ class Shard:
         """Rows committed and not yet published (published rows are deleted)."""
         return int(self._db.execute("SELECT COUNT(*) FROM outbox WHERE published=0").fetchone()[0])
 
+    def drop_unpublished(self) -> int:
+        """Forget every outbox row not published yet (another process published what they hold); returns how
+        many. Outbox bookkeeping, not memory state: not audited."""
+        return int(self._db.execute("DELETE FROM outbox WHERE published=0").rowcount)
+
     def mark_published(self, up_to_seq: int) -> None:
         """The bus has the outbox rows up to ``up_to_seq``: they go (a published after-image kept here would
         outlive an erasure of its content). Outbox bookkeeping, not memory state: not audited."""

@@ -15,7 +15,20 @@ from pydantic import ValidationError
 
 from altm.bus import OutgoingRecord, Record, TopicPartition, source_header
 from altm.bus.sealing import DERIVED, Owner, Sealer, SqliteKeyStore
-from altm.core import ChangeEvent, EraseProposal, Erasure, Settings, Topic, encode, partition_for, topic_name
+from altm.core import (
+    ChangeEvent,
+    EraseProposal,
+    Erasure,
+    Forget,
+    ForgetProposal,
+    Settings,
+    Topic,
+    UpsertMemoryProposal,
+    decode_event,
+    encode,
+    partition_for,
+    topic_name,
+)
 from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
 from altm.pipeline._metrics import FRESHNESS_SECONDS, WRITER_PROPOSALS
@@ -469,3 +482,41 @@ async def test_what_a_standby_copy_could_not_embed_is_not_embedded_after_its_era
     member._committed = 3  # the owner erased session s1
     await rt._follow_unowned()
     assert rt.index.points(sorted(noted)) == {} and rt._unembedded == {}
+
+
+async def test_leftovers_are_not_published_after_the_changes_the_standby_copy_applied_since(tmp_path: Path) -> None:
+    """Found by a review: this worker applied A while it owned the partition, and a rebalance kept A's change
+    from being published; the new owner applied A and then a forget of A; this worker's standby copy applied
+    the forget. Given the partition back, its flush published A's stale after-image after the forget: its
+    embed lane put A's vector back."""
+    s_w, s_v = (Settings(data_dir=tmp_path / d, partitions=4) for d in ("w", "v"))
+    (a,) = await _log(s_w, 1)
+    (prop,) = [decode_event(a.value)]
+    assert isinstance(prop, UpsertMemoryProposal)
+    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
+                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
+                                                                 reason="past retention"))
+    log = [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))]
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    async def refused(records: Sequence[OutgoingRecord]) -> None:
+        raise ConnectionError("the rebalance cancelled the flush")
+
+    shards_w, shards_v = ShardSet(s_w.data_dir, 4), ShardSet(s_v.data_dir, 4)
+    try:
+        with pytest.raises(ConnectionError):
+            await WriterDriver(Writer(shards_w, s_w), DeferredWork(shards_w, s_w), refused, "log").handle([a])
+        await WriterDriver(Writer(shards_v, s_v), DeferredWork(shards_v, s_v), _Published(), "log").handle(log)
+        published, embedded = _Published(), _Embedded()
+        w = WriterDriver(Writer(shards_w, s_w), DeferredWork(shards_w, s_w), published, "log", fetch)
+        assert await w.follow(a.partition, 2, embedded, transaction=500) == 1  # the forget, as the owner did
+        await w.catch_up(a.partition, 2)  # the partition comes back: nothing left to restore
+        await w.flush(a.partition)
+    finally:
+        shards_w.close()
+        shards_v.close()
+    stale = [decode_event(r.value) for r in published.records]
+    assert not [e for e in stale if isinstance(e, ChangeEvent) and e.memory is not None]
+    assert any(prop.memory.memory_id in e.removed_ids for e in embedded.changes)
