@@ -455,8 +455,10 @@ class WriterDriver:
         quiet = embed is not None
         assert self.fetch is not None
         applied = 0
+        read: list[Record] = []  # read past the last chunk (for its burials): the next chunk, not read again
         while (start := self.writer.resume_offset(self.topic, partition) or 0) < end:
-            chunk = await self.fetch(partition, start, end)
+            chunk = [r for r in read if r.offset < end] if read and read[0].offset == start else []
+            chunk = chunk or await self.fetch(partition, start, end)
             lost_until = chunk[0].offset if chunk else end
             if lost_until > start:  # the broker no longer holds them (retention): say so, loudly
                 log.error("the shard of %s[%d] misses offsets %d..%d and the log no longer holds them: the "
@@ -466,7 +468,8 @@ class WriterDriver:
                 break
             if applied == 0 and not quiet:
                 log.info("restoring %s[%d] from the log: offsets %d..%d", self.topic, partition, start, end - 1)
-            beyond = await self._burials_beyond(partition, chunk)
+            read = await self._read_past(partition, chunk)
+            beyond = [r for r in read if b'"op":"bury"' in r.value]
             step = transaction or len(chunk)
             for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
                 ahead = [*chunk[at + step:], *beyond]
@@ -480,16 +483,16 @@ class WriterDriver:
             log.info("restored %s[%d]: %d proposals applied from the log", self.topic, partition, applied)
         return applied
 
-    async def _burials_beyond(self, partition: int, chunk: Sequence[Record]) -> list[Record]:
-        """The ``bury`` proposals in the ``BURIAL_PEEK`` records after ``chunk``, when an erasure or forget in it
-        may have left one there (its owner published it with the next flush): the writer takes them over with
-        the proposal that made them, so what came between is judged with the tombstones, as the owner judged
-        it."""
+    async def _read_past(self, partition: int, chunk: Sequence[Record]) -> list[Record]:
+        """The ``BURIAL_PEEK`` records after ``chunk`` when an erasure or forget in it may have left ``bury``
+        proposals there (its owner published them with the next flush), else none: the writer takes those over
+        with the proposal that made them, so what came between is judged with the tombstones, as the owner
+        judged it."""
         assert self.fetch is not None
         if not burials_to_find(chunk):
             return []
         after = chunk[-1].offset + 1
-        return [r for r in await self.fetch(partition, after, after + BURIAL_PEEK) if b'"op":"bury"' in r.value]
+        return await self.fetch(partition, after, after + BURIAL_PEEK)
 
     async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> None:
         """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``."""
