@@ -66,9 +66,10 @@ T = TypeVar("T")
 Publish = Callable[[Sequence[OutgoingRecord]], Awaitable[None]]
 """Publish records in order and return once the bus has them all (the drivers never await one by one)."""
 Fetch = Callable[[int, int, int], Awaitable[list[Record]]]
-Changes = Callable[[Sequence[ChangeEvent]], Awaitable[None]]
 """``fetch(partition, start, end)``: proposal records ``start`` ≤ offset < ``end`` of one partition, read from
 the log (opened when it is sealed): at most a chunk of them, none when the log no longer holds them."""
+Changes = Callable[[Sequence[ChangeEvent]], Awaitable[None]]
+"""Where a standby copy's changes go (the worker's own index), instead of the outbox."""
 
 
 class LogBindingError(RuntimeError):
