@@ -440,6 +440,8 @@ class WriterDriver:
         if partition not in self._bound:
             self.bind(partition, None)
         async with self._restoring.setdefault(partition, asyncio.Lock()):
+            if not await self._retry_copied(partition, embed):
+                return 0  # what the guard could not decide comes first, as on the owner
             shard = self.writer.shards.get(partition)
             if end >= (self.writer.resume_offset(self.topic, partition) or 0) and shard.outbox_depth():
                 async with self._locks.setdefault(partition, asyncio.Lock()):  # never under a flush
@@ -476,8 +478,8 @@ class WriterDriver:
                 ahead = [*chunk[at + step:], *beyond]
                 if embed is None:
                     await self._apply(chunk[at:at + step], [partition], ahead)
-                else:
-                    await self._copy(chunk[at:at + step], ahead, embed)
+                elif not await self._copy(chunk[at:at + step], ahead, embed):
+                    return applied + at + step  # a copy goes no further than a proposal it had to defer
             applied += len(chunk)
         if applied and not quiet:
             self.restored[partition] = self.restored.get(partition, 0) + applied
@@ -495,13 +497,29 @@ class WriterDriver:
         after = chunk[-1].offset + 1
         return await self.fetch(partition, after, after + BURIAL_PEEK)
 
-    async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> None:
-        """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``."""
+    async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> bool:
+        """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``.
+        Returns False when a proposal was deferred (the guard could not decide): it is kept for a retry."""
         outcomes = self.writer.apply_batch(records, self.writer.partitions, lookahead=lookahead, enqueue=False,
                                            on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
         changes = [change for outcome in outcomes for change in outcome.changes]
         if changes:
             await embed(changes)
+        return all(outcome.deferred_reason is None for outcome in outcomes)
+
+    async def _retry_copied(self, partition: int, embed: Changes) -> bool:
+        """A standby copy's deferred proposals, retried as the copy applies (nothing enqueued, the changes to
+        ``embed``) before it applies anything newer. Returns whether none is left waiting."""
+        for item in self.work.due(self.name, {partition}):
+            rec = _record(item)
+            (outcome,) = self.writer.apply_batch([rec], self.writer.partitions, retry=True, enqueue=False)
+            if outcome.deferred_reason is not None:
+                _defer(self.work, self.name, rec, outcome.deferred_reason)
+                continue
+            self.work.done(item)
+            if outcome.changes:
+                await embed(outcome.changes)
+        return not any(item.stage == self.name for item in self.work.pending({partition}))
 
     async def _apply(self, records: Sequence[Record], touched: Sequence[int],
                      lookahead: Sequence[Record] = ()) -> int:

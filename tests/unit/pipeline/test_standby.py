@@ -520,3 +520,50 @@ async def test_leftovers_are_not_published_after_the_changes_the_standby_copy_ap
     stale = [decode_event(r.value) for r in published.records]
     assert not [e for e in stale if isinstance(e, ChangeEvent) and e.memory is not None]
     assert any(prop.memory.memory_id in e.removed_ids for e in embedded.changes)
+
+
+async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a review: the copy deferred A (its guard could not decide), applied the forget of A after it
+    (refused: A unknown), and retried A only at the takeover: the new owner held a memory the old one forgot.
+    A copy now goes no further than a proposal it deferred, and retries it first."""
+    from altm.pipeline.writer.guard import WriteGuard
+
+    s_a = Settings(data_dir=tmp_path / "a", partitions=4)
+    s_b = Settings(data_dir=tmp_path / "b", partitions=4, defer_backoff_s=0.0)
+    (a,) = await _log(s_a, 1)
+    prop = decode_event(a.value)
+    assert isinstance(prop, UpsertMemoryProposal)
+    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
+                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
+                                                                 reason="past retention"))
+    log = [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))]
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
+    try:
+        await WriterDriver(Writer(shards_a, s_a), DeferredWork(shards_a, s_a), _Published(), "log").handle(log)
+        real = WriteGuard._tombstone
+
+        def undecided(self: WriteGuard, tx: Any, mem: Any) -> Any:
+            raise RuntimeError("the guard's index is away")
+
+        monkeypatch.setattr(WriteGuard, "_tombstone", undecided)
+        work_b = DeferredWork(shards_b, s_b)
+        copy = WriterDriver(Writer(shards_b, s_b), work_b, _Published(), "log", fetch)
+        await copy.follow(a.partition, 2, _Embedded(), transaction=1)
+        assert work_b.count() == 1
+        held_back = copy.writer.resume_offset(copy.topic, a.partition)
+        monkeypatch.setattr(WriteGuard, "_tombstone", real)
+        await copy.follow(a.partition, 2, _Embedded(), transaction=1)  # the next tick: A first, then the forget
+        here = rows(s_b.data_dir, "SELECT memory_id FROM memories")
+        there = rows(s_a.data_dir, "SELECT memory_id FROM memories")
+        waiting = work_b.count()
+    finally:
+        shards_a.close()
+        shards_b.close()
+    assert held_back == 1  # the forget was not applied while A waited
+    assert waiting == 0
+    assert here == there == []
