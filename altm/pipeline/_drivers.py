@@ -55,10 +55,13 @@ from altm.pipeline._telemetry import (
     writer_transactions,
 )
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import WRITER_GROUP, Writer, burials_to_find
+from altm.pipeline.writer import REAPPLIED_HEADER, WRITER_GROUP, Writer, burials_to_find
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
+HOLD_ATTEMPTS = 5
+"""A standby copy applies nothing past a proposal it deferred until it has been tried this many times (then it
+goes on, as its owner did)."""
 BURIAL_PEEK = 5000
 """How far past a restore's chunk the writer driver looks for the ``bury`` of an erasure or forget in it."""
 T = TypeVar("T")
@@ -239,9 +242,13 @@ def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
     return out
 
 
-def _defer(work: DeferredWork, stage: str, record: Record, reason: str) -> None:
+def _defer(work: DeferredWork, stage: str, record: Record, reason: str, *, reapplied: bool = False) -> None:
+    """Keep ``record`` for a retry (``reapplied``: it was read from the log, applied by its owner before)."""
+    headers = record.headers
+    if reapplied and not any(k == REAPPLIED_HEADER for k, _ in headers):
+        headers = (*headers, (REAPPLIED_HEADER, b"1"))
     work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason,
-             headers=pack_headers(record.headers), timestamp_ms=record.timestamp_ms)
+             headers=pack_headers(headers), timestamp_ms=record.timestamp_ms)
 
 
 def _record(item: WorkItem) -> Record:
@@ -421,7 +428,23 @@ class WriterDriver:
         if partition not in self._bound:
             self.bind(partition, None)
         async with self._restoring.setdefault(partition, asyncio.Lock()):
+            await self._retry_held(partition)
             return await self._fill(partition, end)
+
+    async def _retry_held(self, partition: int) -> None:
+        """Proposals this worker's standby copy of ``partition`` deferred (held back: nothing after them was
+        applied), tried again, due or not, before a restore applies what follows them; one still undecided
+        stays for ``retry_due``, and the restore goes on, as the owner did."""
+        held = [i for i in self.work.pending({partition}) if i.stage == self.name]
+        for item in held:
+            rec = _record(item)
+            outcome = self.writer.apply(rec, self.writer.partitions, retry=True)
+            if outcome.deferred_reason is not None:
+                _defer(self.work, self.name, rec, outcome.deferred_reason)
+                continue
+            self.work.done(item)
+        if held:
+            await self.flush(partition)
 
     async def follow(self, partition: int, end: int, embed: Changes, *, transaction: int) -> int:
         """A standby copy of a partition another worker owns: apply the proposals its shard misses before
@@ -477,7 +500,7 @@ class WriterDriver:
             for at in range(0, len(chunk), step):  # the event loop runs between two (the worker's own lanes)
                 ahead = [*chunk[at + step:], *beyond]
                 if embed is None:
-                    await self._apply(chunk[at:at + step], [partition], ahead)
+                    await self._apply(chunk[at:at + step], [partition], ahead, reapplied=True)
                 elif not await self._copy(chunk[at:at + step], ahead, embed):
                     return applied + at + step  # a copy goes no further than a proposal it had to defer
             applied += len(chunk)
@@ -500,8 +523,9 @@ class WriterDriver:
     async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> bool:
         """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``.
         Returns False when a proposal was deferred (the guard could not decide): it is kept for a retry."""
-        outcomes = self.writer.apply_batch(records, self.writer.partitions, lookahead=lookahead, enqueue=False,
-                                           on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why))
+        outcomes = self.writer.apply_batch(
+            records, self.writer.partitions, lookahead=lookahead, enqueue=False, reapplied=True,
+            on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why, reapplied=True))
         changes = [change for outcome in outcomes for change in outcome.changes]
         if changes:
             await embed(changes)
@@ -509,27 +533,32 @@ class WriterDriver:
 
     async def _retry_copied(self, partition: int, embed: Changes) -> bool:
         """A standby copy's deferred proposals, retried as the copy applies (nothing enqueued, the changes to
-        ``embed``) before it applies anything newer. Returns whether none is left waiting."""
+        ``embed``) before it applies anything newer. Returns whether the copy may go on: none is left waiting
+        that was tried fewer than ``HOLD_ATTEMPTS`` times (one that never decides would hold it back for good,
+        the owner's erasures too)."""
         for item in self.work.due(self.name, {partition}):
             rec = _record(item)
-            (outcome,) = self.writer.apply_batch([rec], self.writer.partitions, retry=True, enqueue=False)
+            (outcome,) = self.writer.apply_batch([rec], self.writer.partitions, retry=True, enqueue=False,
+                                                 reapplied=True)
             if outcome.deferred_reason is not None:
-                _defer(self.work, self.name, rec, outcome.deferred_reason)
+                _defer(self.work, self.name, rec, outcome.deferred_reason, reapplied=True)
                 continue
             self.work.done(item)
             if outcome.changes:
                 await embed(outcome.changes)
-        return not any(item.stage == self.name for item in self.work.pending({partition}))
+        return not any(item.stage == self.name and item.attempts < HOLD_ATTEMPTS
+                       for item in self.work.pending({partition}))
 
     async def _apply(self, records: Sequence[Record], touched: Sequence[int],
-                     lookahead: Sequence[Record] = ()) -> int:
+                     lookahead: Sequence[Record] = (), *, reapplied: bool = False) -> int:
         start = time.perf_counter()
         spans = start_record_spans(self.name, records)
         try:  # one transaction per partition; the changes carry each record's span as their parent; a proposal
             # the guard could not decide is kept for a retry in the same transaction (fail closed, never lost)
-            outcomes = self.writer.apply_batch(records, self.writer.partitions, headers=[h for _, h in spans],
-                                               on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why),
-                                               lookahead=lookahead)
+            outcomes = self.writer.apply_batch(
+                records, self.writer.partitions, headers=[h for _, h in spans], lookahead=lookahead,
+                reapplied=reapplied,
+                on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why, reapplied=reapplied))
         except BaseException:
             writer_transactions("failed")  # this batch's: its partitions before the failing one did commit
             raise

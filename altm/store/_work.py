@@ -29,6 +29,7 @@ class WorkItem:
     value: bytes
     timestamp_ms: int = 0
     headers: bytes | None = None  # packed (the bus's pack_headers), as the record carried them
+    attempts: int = 0  # how many times it was deferred (``pending`` reads it; ``due`` does not)
 
 
 class DeferredWork:
@@ -82,10 +83,10 @@ class DeferredWork:
             if shard.partition not in partitions:
                 continue
             for r in shard._db.execute(
-                "SELECT work_id, processor, topic, partition, offset, key, value, timestamp_ms, headers "
+                "SELECT work_id, processor, topic, partition, offset, key, value, timestamp_ms, headers, attempts "
                 "FROM deferred_work ORDER BY partition, offset"):
                 out.append(WorkItem(str(r[0]), str(r[1]), r[2], int(r[3]), int(r[4]), r[5], bytes(r[6]),
-                                    int(r[7] or 0), bytes(r[8]) if r[8] is not None else None))
+                                    int(r[7] or 0), bytes(r[8]) if r[8] is not None else None, int(r[9] or 0)))
         return out
 
     def done(self, item: WorkItem) -> None:

@@ -132,7 +132,8 @@ class Writer:
     def apply_batch(self, records: Sequence[Record], partitions: int, *, retry: bool = False,
                     headers: Sequence[Headers] | None = None,
                     on_deferred: Callable[[Record, str], None] | None = None,
-                    lookahead: Sequence[Record] = (), enqueue: bool = True) -> list[WriteOutcome]:
+                    lookahead: Sequence[Record] = (), enqueue: bool = True,
+                    reapplied: bool = False) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
@@ -145,7 +146,9 @@ class Writer:
         ``bury`` is published after its batch: never in it.) ``lookahead``: records of the log after the
         batch, read for their ``bury`` proposals only (the rest of a restore's chunk, and beyond).
         ``enqueue=False`` (a standby copy, whose owner published what they made) puts nothing in the outbox: the
-        outcomes carry the changes."""
+        outcomes carry the changes. ``reapplied``: the records are read from the log, applied by their owner
+        before (a restore, a standby copy; a record deferred there carries ``REAPPLIED_HEADER``): an erasure among
+        them leaves alone the keys made after its owner applied it (see ``_shred``)."""
         ahead = _burials_ahead([*records, *lookahead])
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
@@ -172,7 +175,7 @@ class Writer:
                                     guard_keys=self.guard_keys)
                     outcomes[i] = self._apply_in(tx, records[i], partitions, ctx, retry=retry,
                                                  extra=headers[i] if headers is not None else (), ahead=ahead,
-                                                 enqueue=enqueue)
+                                                 enqueue=enqueue, reapplied=reapplied)
                     applied.append(i)
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
@@ -184,13 +187,14 @@ class Writer:
 
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
                   retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]],
-                  enqueue: bool = True) -> WriteOutcome:
+                  enqueue: bool = True, reapplied: bool = False) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
         # a record whose data key is destroyed: nothing to apply, nothing to report
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
                                                                                      ahead)
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
-            self._shred(outcome.erased, record.timestamp_ms or None)
+            again = reapplied or any(k == REAPPLIED_HEADER for k, _ in record.headers)
+            self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
         if not enqueue:
@@ -242,15 +246,16 @@ class Writer:
         return WriteOutcome(changes=_changes(event, record, applied), erased=erased,
                             burials=[b for b in _burials(tx, event, applied.buried) if b.event_id not in on_log])
 
-    def _shred(self, p: EraseProposal, proposed_ms: int | None) -> None:
+    def _shred(self, p: EraseProposal, made_before_ms: int | None) -> None:
         """Destroy the erased session's, agent's or user's data keys; retire the user's keys of derived records
         without a session (scenes, facets, graph nodes may quote the erased content), destroyed after a grace
-        period in which records already sealed with them are still applied. Only keys made before the erasure
-        was proposed (``proposed_ms``, its record's time): a shard applying it again from the log (a restore, a
-        standby copy, a retry) leaves alone the keys its owner made since for the user's next records."""
+        period in which records already sealed with them are still applied. Every such key when the erasure is
+        applied first; applied again from the log (a restore, a standby copy), only those made before
+        ``made_before_ms`` (when its owner applied it): the keys the owner made since, for the user's next
+        records, stay."""
         if self.keys is None:
             return
-        scope, erasure, before = p.scope, p.erasure, proposed_ms
+        scope, erasure, before = p.scope, p.erasure, made_before_ms
         match erasure.target:
             case "session":
                 self.keys.shred(scope.home, scope.agent_id, erasure.session_id, made_before_ms=before)
@@ -285,6 +290,24 @@ def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
         if isinstance(event, BuryProposal) and event.cause_event_id:
             found.setdefault(event.cause_event_id, []).append(event)
     return found
+
+
+REAPPLIED_HEADER = "altm-reapplied"
+"""Header of a proposal deferred where it was applied again from the log (a restore, a standby copy): its retry
+is a re-application too."""
+
+
+def _owner_applied_ms(p: EraseProposal, record: Record, ahead: Mapping[str, Sequence[BuryProposal]]) -> int | None:
+    """When the owner applied erasure ``p``: the time of the tombstones its ``bury`` carries (read ahead on the
+    log), else the erasure's record time (its owner applied it later; keys made between the two are the owner's
+    derived records' of that moment, a window of the pipeline's latency). None (every key) when neither is known."""
+    times = [t.at for b in ahead.get(p.event_id, ()) for t in b.burial.tombstones]
+    if times:
+        try:
+            return int(datetime.fromisoformat(min(times)).timestamp() * 1000) + 1
+        except ValueError:
+            pass
+    return record.timestamp_ms or None
 
 
 def burials_to_find(records: Sequence[Record]) -> bool:

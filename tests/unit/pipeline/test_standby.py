@@ -31,6 +31,7 @@ from altm.core import (
 )
 from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
+from altm.pipeline._drivers import HOLD_ATTEMPTS
 from altm.pipeline._metrics import FRESHNESS_SECONDS, WRITER_PROPOSALS
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext, default_processors
 from altm.pipeline.runtime.kafka import KafkaRuntime
@@ -567,3 +568,111 @@ async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(t
     assert held_back == 1  # the forget was not applied while A waited
     assert waiting == 0
     assert here == there == []
+
+
+async def test_the_owners_first_application_of_an_erasure_retires_the_derived_keys_made_before_it(
+        tmp_path: Path) -> None:
+    """Found by a review: with the cut-off at the erasure's record time on every path, the owner's own retry of a
+    deferred erasure left alone a derived key made meanwhile (a scene quoting the session, sealed while the
+    erasure waited): never destroyed. The first application takes every key; only re-applications a cut-off."""
+    keys = SqliteKeyStore(tmp_path / "keys.db")
+    s = Settings(data_dir=tmp_path / "a", partitions=4, defer_backoff_s=0.0)
+    log = await _session_log(s)
+    shards = ShardSet(s.data_dir, 4)
+    try:
+        guard = _FlakyGuardKeys(keys)
+        guard.down = True
+        work = DeferredWork(shards, s)
+        owner = WriterDriver(Writer(shards, s, keys, guard_keys=guard), work, _Published(), "log")
+        await owner.handle(log)
+        assert work.count() == 1
+        await asyncio.sleep(0.005)
+        scene_kid, _ = keys.current(Owner(SCOPE.home, SCOPE.agent_id, DERIVED))  # sealed while it waited
+        guard.down = False
+        await owner.retry_due()
+        retired = keys.retired(scene_kid)
+    finally:
+        shards.close()
+        keys.close()
+    assert retired
+
+
+async def test_a_copys_held_deferral_comes_before_what_follows_it_at_the_takeover(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a review: given the partition while A waited, the takeover's restore applied the forget of A
+    first (A unknown) and the retry stored A afterwards."""
+    from altm.pipeline.writer.guard import WriteGuard
+
+    s_a = Settings(data_dir=tmp_path / "a", partitions=4)
+    s_b = Settings(data_dir=tmp_path / "b", partitions=4, defer_backoff_s=60.0)  # not due at the takeover
+    (a,) = await _log(s_a, 1)
+    prop = decode_event(a.value)
+    assert isinstance(prop, UpsertMemoryProposal)
+    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
+                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
+                                                                 reason="past retention"))
+    log = [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))]
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
+    try:
+        await WriterDriver(Writer(shards_a, s_a), DeferredWork(shards_a, s_a), _Published(), "log").handle(log)
+        real = WriteGuard._tombstone
+
+        def undecided(self: WriteGuard, tx: Any, mem: Any) -> Any:
+            raise RuntimeError("the guard's index is away")
+
+        monkeypatch.setattr(WriteGuard, "_tombstone", undecided)
+        work_b = DeferredWork(shards_b, s_b)
+        copy = WriterDriver(Writer(shards_b, s_b), work_b, _Published(), "log", fetch)
+        await copy.follow(a.partition, 2, _Embedded(), transaction=1)
+        assert work_b.count() == 1 and copy.writer.resume_offset(copy.topic, a.partition) == 1
+        monkeypatch.setattr(WriteGuard, "_tombstone", real)
+        await copy.catch_up(a.partition, 2)  # given the partition
+        here = rows(s_b.data_dir, "SELECT memory_id FROM memories")
+        waiting = work_b.count()
+    finally:
+        shards_a.close()
+        shards_b.close()
+    assert here == [] and waiting == 0
+
+
+async def test_a_proposal_that_never_decides_holds_a_copy_back_only_a_few_tries(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a review: one proposal the guard can never decide held a copy back for good, the owner's
+    erasures after it too (the owner defers it and goes on): the erased messages stayed in the copy's shard."""
+    from altm.pipeline.writer.guard import GuardUnavailable, WriteGuard
+
+    s_a = Settings(data_dir=tmp_path / "a", partitions=4)
+    s_b = Settings(data_dir=tmp_path / "b", partitions=4, defer_backoff_s=0.0)
+    two = await _session_log(s_a)
+    (other,) = await CaptureProcessor().process(make_turn(3, "a message the guard cannot judge", session="s2"),
+                                                ProcessorContext(settings=s_a))
+    assert isinstance(other, UpsertMemoryProposal)
+    log = [two[0], two[1], Record(two[0].topic, two[0].partition, 2, SCOPE.home, encode(other)),
+           Record(two[2].topic, two[2].partition, 3, two[2].key, two[2].value, timestamp_ms=two[2].timestamp_ms)]
+
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if start <= r.offset < end]
+
+    shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
+    try:
+        real = WriteGuard.check
+
+        def picky(self: WriteGuard, tx: Any, m: Any) -> Any:
+            if m.memory_id == other.memory.memory_id:
+                raise GuardUnavailable("write guard could not be evaluated on this content")
+            return real(self, tx, m)
+
+        monkeypatch.setattr(WriteGuard, "check", picky)
+        await WriterDriver(Writer(shards_a, s_a), DeferredWork(shards_a, s_a), _Published(), "log").handle(log)
+        copy = WriterDriver(Writer(shards_b, s_b), DeferredWork(shards_b, s_b), _Published(), "log", fetch)
+        for _ in range(HOLD_ATTEMPTS + 2):
+            await copy.follow(log[0].partition, 4, _Embedded(), transaction=1)
+        copy_s1 = rows(s_b.data_dir, "SELECT memory_id FROM memories WHERE session_id='s1'")
+    finally:
+        shards_a.close()
+        shards_b.close()
+    assert copy_s1 == []
