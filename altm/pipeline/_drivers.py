@@ -55,7 +55,7 @@ from altm.pipeline._telemetry import (
     writer_transactions,
 )
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.writer import REAPPLIED_HEADER, WRITER_GROUP, Writer, burials_to_find
+from altm.pipeline.writer import REAPPLIED_HEADER, WRITER_GROUP, Writer, burials_to_find, is_reapplied
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
@@ -245,7 +245,7 @@ def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
 def _defer(work: DeferredWork, stage: str, record: Record, reason: str, *, reapplied: bool = False) -> None:
     """Keep ``record`` for a retry (``reapplied``: it was read from the log, applied by its owner before)."""
     headers = record.headers
-    if reapplied and not any(k == REAPPLIED_HEADER for k, _ in headers):
+    if reapplied and not is_reapplied(record):
         headers = (*headers, (REAPPLIED_HEADER, b"1"))
     work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason,
              headers=pack_headers(headers), timestamp_ms=record.timestamp_ms)
@@ -304,22 +304,6 @@ class StageDriver:
             self.work.done(item)
             done += 1
         return done
-
-
-def change_events(records: Sequence[OutgoingRecord], topic: str) -> list[ChangeEvent]:
-    """The change events among ``records`` bound for ``topic`` (the changes topic), decoded: what a writer that
-    publishes nothing (a read replica, a standby copy) hands to an embedder of its own."""
-    events = []
-    for rec in records:
-        if rec.topic != topic:
-            continue
-        try:
-            event = decode_event(rec.value)
-        except DecodeError:
-            continue
-        if isinstance(event, ChangeEvent):
-            events.append(event)
-    return events
 
 
 async def until_done(call: Callable[[], Awaitable[T]], what: str, *, first_delay_s: float = 0.5,
@@ -435,16 +419,7 @@ class WriterDriver:
         """Proposals this worker's standby copy of ``partition`` deferred (held back: nothing after them was
         applied), tried again, due or not, before a restore applies what follows them; one still undecided
         stays for ``retry_due``, and the restore goes on, as the owner did."""
-        held = [i for i in self.work.pending({partition}) if i.stage == self.name]
-        for item in held:
-            rec = _record(item)
-            outcome = self.writer.apply(rec, self.writer.partitions, retry=True)
-            if outcome.deferred_reason is not None:
-                _defer(self.work, self.name, rec, outcome.deferred_reason)
-                continue
-            self.work.done(item)
-        if held:
-            await self.flush(partition)
+        await self._retry([i for i in self.work.pending({partition}) if i.stage == self.name])
 
     async def follow(self, partition: int, end: int, embed: Changes, *, transaction: int) -> int:
         """A standby copy of a partition another worker owns: apply the proposals its shard misses before
@@ -574,8 +549,13 @@ class WriterDriver:
 
     async def retry_due(self, partitions: set[int] | None = None) -> int:
         self.writer.destroy_retired_keys()  # derived-record keys retired by an erasure, after their grace
+        return await self._retry(self.work.due(self.name, partitions))
+
+    async def _retry(self, items: Sequence[WorkItem]) -> int:
+        """Deferred proposals applied again (their changes published); one still undecided is deferred again.
+        Returns how many were applied."""
         done = 0
-        for item in self.work.due(self.name, partitions):
+        for item in items:
             start = time.perf_counter()
             outcome = self.writer.apply(_record(item), self.writer.partitions, retry=True)
             writer_transactions("committed")

@@ -19,9 +19,9 @@ from typing import Protocol
 
 from altm.bus import OutgoingRecord, Record
 from altm.bus.sealing import Sealer
-from altm.core import Settings, Topic, topic_name
+from altm.core import ChangeEvent, DecodeError, Settings, Topic, decode_event, topic_name
 from altm.models import EmbeddingModel
-from altm.pipeline._drivers import WriterDriver, change_events, until_done
+from altm.pipeline._drivers import WriterDriver, until_done
 from altm.pipeline.processors import EmbedProcessor, ProcessorContext
 from altm.pipeline.writer import GuardKeys, TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
@@ -120,6 +120,16 @@ class ReplicaRuntime:
 
     async def _embed(self, records: Sequence[OutgoingRecord]) -> None:
         """What the writer would publish: the changes go to the replica's own embedder, nowhere else."""
-        events = change_events(records, topic_name(Topic.CHANGES, self.settings.topic_prefix))
+        changes = topic_name(Topic.CHANGES, self.settings.topic_prefix)
+        events = []
+        for rec in records:
+            if rec.topic != changes:
+                continue
+            try:
+                event = decode_event(rec.value)
+            except DecodeError:
+                continue
+            if isinstance(event, ChangeEvent):
+                events.append(event)
         if events:
             await self.embed.process_batch(events, self.ctx)

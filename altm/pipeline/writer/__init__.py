@@ -8,9 +8,16 @@
   canonical terms (:mod:`._terms`) and, given one, meanings (:mod:`._similarity`).
 """
 
-from altm.pipeline.writer._apply import REAPPLIED_HEADER, WRITER_GROUP, WriteOutcome, Writer, burials_to_find
+from altm.pipeline.writer._apply import (
+           REAPPLIED_HEADER,
+           WRITER_GROUP,
+           WriteOutcome,
+           Writer,
+           burials_to_find,
+           is_reapplied,
+)
 from altm.pipeline.writer._similarity import EmbeddingSimilarity
 from altm.pipeline.writer.guard import GuardKeys, TextSimilarity
 
 __all__ = ["REAPPLIED_HEADER", "WRITER_GROUP", "EmbeddingSimilarity", "GuardKeys", "TextSimilarity", "WriteOutcome",
-           "Writer", "burials_to_find"]
+           "Writer", "burials_to_find", "is_reapplied"]

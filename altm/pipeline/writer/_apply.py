@@ -193,7 +193,7 @@ class Writer:
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
                                                                                      ahead)
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
-            again = reapplied or any(k == REAPPLIED_HEADER for k, _ in record.headers)
+            again = reapplied or is_reapplied(record)
             self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
@@ -295,6 +295,11 @@ def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
 REAPPLIED_HEADER = "altm-reapplied"
 """Header of a proposal deferred where it was applied again from the log (a restore, a standby copy): its retry
 is a re-application too."""
+
+
+def is_reapplied(record: Record) -> bool:
+    """Whether ``record`` was deferred where it was applied again from the log (see ``REAPPLIED_HEADER``)."""
+    return any(k == REAPPLIED_HEADER for k, _ in record.headers)
 
 
 def _owner_applied_ms(p: EraseProposal, record: Record, ahead: Mapping[str, Sequence[BuryProposal]]) -> int | None:
