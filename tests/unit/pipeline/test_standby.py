@@ -26,12 +26,11 @@ from altm.core import (
     UpsertMemoryProposal,
     decode_event,
     encode,
-    partition_for,
     topic_name,
 )
 from altm.models import EmbeddingModel
 from altm.pipeline import WriterDriver
-from altm.pipeline._drivers import HOLD_ATTEMPTS
+from altm.pipeline._drivers import HOLD_ATTEMPTS, Fetch
 from altm.pipeline._metrics import FRESHNESS_SECONDS, WRITER_PROPOSALS
 from altm.pipeline.processors import CaptureProcessor, ProcessorContext, default_processors
 from altm.pipeline.runtime.kafka import KafkaRuntime
@@ -42,16 +41,31 @@ from tests.support.lanes import Member
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 from tests.unit.pipeline.test_burial import _erased_deployment
+from tests.unit.pipeline.test_writer_restore import _log
 
 
-async def _log(settings: Settings, n: int) -> list[Record]:
-    """``n`` capture proposals of one user on one partition of the proposals topic, at offsets 0..n-1."""
-    topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
-    out = []
-    for i in range(n):
-        (prop,) = await CaptureProcessor().process(make_turn(i + 1), ProcessorContext(settings=settings))
-        out.append(Record(topic, partition_for(prop.key, settings.partitions), i, prop.key, encode(prop)))
-    return out
+def _reading(log: Sequence[Record]) -> Fetch:
+    """``fetch`` over ``log`` (the proposals log as the broker holds it), every record of a range at once."""
+    async def fetch(p: int, start: int, end: int) -> list[Record]:
+        return [r for r in log if r.partition == p and start <= r.offset < end]
+
+    return fetch
+
+
+async def _upsert_then_forget(settings: Settings) -> tuple[list[Record], str]:
+    """A capture proposal of memory A (offset 0) and a forget of A (offset 1) on one partition; A's id."""
+    (a,) = await _log(settings, 1)
+    prop = decode_event(a.value)
+    assert isinstance(prop, UpsertMemoryProposal)
+    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
+                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
+                                                                 reason="past retention"))
+    return [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))], prop.memory.memory_id
+
+
+def _undecided(self: Any, tx: Any, mem: Any) -> Any:
+    """``WriteGuard._tombstone`` when the guard cannot decide (its index away): the proposal is deferred."""
+    raise RuntimeError("the guard's index is away")
 
 
 def _stored(data_dir: Path) -> list[str]:
@@ -77,8 +91,7 @@ class _Published:
 async def test_a_standby_copy_applies_what_the_owner_committed_and_publishes_none_of_it(settings: Settings) -> None:
     log = await _log(settings, 6)
 
-    async def fetch(partition: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     shards = ShardSet(settings.data_dir, settings.partitions)
     published, handed = _Published(), _Embedded()
@@ -163,8 +176,7 @@ async def test_changes_left_from_owning_the_partition_wait_for_the_worker_to_own
     async def refused(records: Sequence[OutgoingRecord]) -> None:
         raise ConnectionError("the rebalance cancelled the flush")
 
-    async def fetch(partition: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     owner = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), refused, "log", fetch)
     with pytest.raises(ConnectionError):
@@ -216,8 +228,7 @@ async def test_a_standby_copy_embeds_what_it_applies_into_the_workers_own_index(
         log = await _log(settings, 3)
         rt._member = Member(set(), committed=3)  # owns nothing
 
-        async def fetch(p: int, start: int, end: int) -> list[Record]:
-            return [r for r in log if r.partition == p and start <= r.offset < end]
+        fetch = _reading(log)
 
         rt.writer.fetch = fetch
         published = _Published()
@@ -250,8 +261,7 @@ async def test_applying_an_erasure_from_the_log_leaves_the_keys_made_after_it_al
     rt: Any = KafkaRuntime(s, shards, ProcessorContext(settings=s), default_processors(), "log-id",
                            sealer=Sealer(keys))
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if r.partition == p and start <= r.offset < end]
+    fetch = _reading(log)
 
     rt.writer.fetch = fetch
     rt.bus.publish_many = _Published()
@@ -293,8 +303,7 @@ async def test_a_standby_copy_is_not_counted_as_the_writers_work(settings: Setti
     log = [Record(r.topic, r.partition, r.offset, r.key, r.value, (source_header(source),))
            for r in await _log(settings, 4)]
 
-    async def fetch(partition: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     shards = ShardSet(settings.data_dir, settings.partitions)
     driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), _Published(), "log", fetch)
@@ -346,8 +355,7 @@ async def test_an_erasure_its_owner_deferred_is_shredded_by_the_shard_that_appli
     log = await _session_log(s_a)
     shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     try:
         guard = _FlakyGuardKeys(keys)
@@ -378,8 +386,7 @@ async def test_an_erasure_a_standby_copy_deferred_leaves_the_keys_made_since_alo
     log = await _session_log(s_a)
     shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     try:
         owner = WriterDriver(Writer(shards_a, s_a, keys), DeferredWork(shards_a, s_a), _Published(), "log")
@@ -427,8 +434,7 @@ async def _following(rt: Any, log: list[Record], committed: int) -> Member:
     rt._member = member
     await rt.assigned(frozenset({owned}))
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if r.partition == p and start <= r.offset < end]
+    fetch = _reading(log)
 
     rt.writer.fetch = fetch
     return member
@@ -491,16 +497,10 @@ async def test_leftovers_are_not_published_after_the_changes_the_standby_copy_ap
     the forget. Given the partition back, its flush published A's stale after-image after the forget: its
     embed lane put A's vector back."""
     s_w, s_v = (Settings(data_dir=tmp_path / d, partitions=4) for d in ("w", "v"))
-    (a,) = await _log(s_w, 1)
-    (prop,) = [decode_event(a.value)]
-    assert isinstance(prop, UpsertMemoryProposal)
-    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
-                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
-                                                                 reason="past retention"))
-    log = [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))]
+    log, memory_a = await _upsert_then_forget(s_w)
+    a = log[0]
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     async def refused(records: Sequence[OutgoingRecord]) -> None:
         raise ConnectionError("the rebalance cancelled the flush")
@@ -520,7 +520,7 @@ async def test_leftovers_are_not_published_after_the_changes_the_standby_copy_ap
         shards_v.close()
     stale = [decode_event(r.value) for r in published.records]
     assert not [e for e in stale if isinstance(e, ChangeEvent) and e.memory is not None]
-    assert any(prop.memory.memory_id in e.removed_ids for e in embedded.changes)
+    assert any(memory_a in e.removed_ids for e in embedded.changes)
 
 
 async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(tmp_path: Path,
@@ -532,26 +532,17 @@ async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(t
 
     s_a = Settings(data_dir=tmp_path / "a", partitions=4)
     s_b = Settings(data_dir=tmp_path / "b", partitions=4, defer_backoff_s=0.0)
-    (a,) = await _log(s_a, 1)
-    prop = decode_event(a.value)
-    assert isinstance(prop, UpsertMemoryProposal)
-    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
-                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
-                                                                 reason="past retention"))
-    log = [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))]
+    log, _ = await _upsert_then_forget(s_a)
+    a = log[0]
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
     try:
         await WriterDriver(Writer(shards_a, s_a), DeferredWork(shards_a, s_a), _Published(), "log").handle(log)
         real = WriteGuard._tombstone
 
-        def undecided(self: WriteGuard, tx: Any, mem: Any) -> Any:
-            raise RuntimeError("the guard's index is away")
-
-        monkeypatch.setattr(WriteGuard, "_tombstone", undecided)
+        monkeypatch.setattr(WriteGuard, "_tombstone", _undecided)
         work_b = DeferredWork(shards_b, s_b)
         copy = WriterDriver(Writer(shards_b, s_b), work_b, _Published(), "log", fetch)
         await copy.follow(a.partition, 2, _Embedded(), transaction=1)
@@ -605,26 +596,17 @@ async def test_a_copys_held_deferral_comes_before_what_follows_it_at_the_takeove
 
     s_a = Settings(data_dir=tmp_path / "a", partitions=4)
     s_b = Settings(data_dir=tmp_path / "b", partitions=4, defer_backoff_s=60.0)  # not due at the takeover
-    (a,) = await _log(s_a, 1)
-    prop = decode_event(a.value)
-    assert isinstance(prop, UpsertMemoryProposal)
-    forget = ForgetProposal(event_id="forget-a", scope=SCOPE, timestamp=make_turn(8).timestamp,
-                            processor="lifecycle", forget=Forget(memory_ids=(prop.memory.memory_id,),
-                                                                 reason="past retention"))
-    log = [a, Record(a.topic, a.partition, 1, SCOPE.home, encode(forget))]
+    log, _ = await _upsert_then_forget(s_a)
+    a = log[0]
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
     try:
         await WriterDriver(Writer(shards_a, s_a), DeferredWork(shards_a, s_a), _Published(), "log").handle(log)
         real = WriteGuard._tombstone
 
-        def undecided(self: WriteGuard, tx: Any, mem: Any) -> Any:
-            raise RuntimeError("the guard's index is away")
-
-        monkeypatch.setattr(WriteGuard, "_tombstone", undecided)
+        monkeypatch.setattr(WriteGuard, "_tombstone", _undecided)
         work_b = DeferredWork(shards_b, s_b)
         copy = WriterDriver(Writer(shards_b, s_b), work_b, _Published(), "log", fetch)
         await copy.follow(a.partition, 2, _Embedded(), transaction=1)
@@ -654,8 +636,7 @@ async def test_a_proposal_that_never_decides_holds_a_copy_back_only_a_few_tries(
     log = [two[0], two[1], Record(two[0].topic, two[0].partition, 2, SCOPE.home, encode(other)),
            Record(two[2].topic, two[2].partition, 3, two[2].key, two[2].value, timestamp_ms=two[2].timestamp_ms)]
 
-    async def fetch(p: int, start: int, end: int) -> list[Record]:
-        return [r for r in log if start <= r.offset < end]
+    fetch = _reading(log)
 
     shards_a, shards_b = ShardSet(s_a.data_dir, 4), ShardSet(s_b.data_dir, 4)
     try:
