@@ -76,6 +76,22 @@ async def _capture(settings: Settings, text: str, session: str) -> Record:
                   10_000, prop.key, encode(prop))
 
 
+def _renumbered(log: Sequence[Record]) -> list[Record]:
+    """``log`` at offsets 0.. in its order (one partition's records, with some inserted or left out)."""
+    return [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+
+
+async def _resent_after_erasure(settings: Settings, opened: Sequence[Record]) -> tuple[list[Record], int, int]:
+    """The erasure's partition of ``opened``, with a re-send of the erased text right after the erasure (before
+    its ``bury``), renumbered: the log, the re-send's offset and the partition."""
+    erase_at = next(i for i, r in enumerate(opened) if b'"op":"erase"' in r.value)
+    between = await _capture(settings, TURNS[0].content, "s-again")
+    partition = opened[erase_at].partition
+    log = [r for r in opened if r.partition == partition]
+    at = log.index(opened[erase_at]) + 1
+    return _renumbered([*log[:at], between, *log[at:]]), at, partition
+
+
 async def test_a_shard_restored_from_the_log_keeps_the_tombstones_of_an_erasure(settings: Settings,
                                                                                 tmp_path: Path) -> None:
     opened, _, keys = await _erased_deployment(settings)
@@ -234,13 +250,7 @@ async def test_a_restore_judges_what_came_between_an_erasure_and_its_burial_with
     text in between was refused where the erasure was first applied (the tombstones were there), so a restore,
     which reads the log ahead, takes the tombstones over with the erasure, not at the bury record."""
     opened, _, keys = await _erased_deployment(settings)
-    erase_at = next(i for i, r in enumerate(opened) if b'"op":"erase"' in r.value)
-    between = await _capture(settings, TURNS[0].content, "s-again")
-    partition = opened[erase_at].partition
-    log = [r for r in opened if r.partition == partition]
-    at = log.index(opened[erase_at]) + 1
-    log = [*log[:at], between, *log[at:]]
-    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    log, _, partition = await _resent_after_erasure(settings, opened)
     shards = ShardSet(tmp_path / "restored", settings.partitions)
 
     async def fetch(p: int, start: int, end: int) -> list[Record]:
@@ -273,13 +283,7 @@ async def test_a_burial_beyond_the_chunk_of_its_erasure_still_judges_what_came_b
     transactions of 500; an erasure at the end of one and its ``bury`` in the next left what came between
     judged without the tombstones (admitted on the restored shard, refused where the erasure was made)."""
     opened, _, keys = await _erased_deployment(settings)
-    erase_at = next(i for i, r in enumerate(opened) if b'"op":"erase"' in r.value)
-    between = await _capture(settings, TURNS[0].content, "s-again")
-    partition = opened[erase_at].partition
-    log = [r for r in opened if r.partition == partition]
-    at = log.index(opened[erase_at]) + 1
-    log = [*log[:at], between, *log[at:]]
-    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    log, at, partition = await _resent_after_erasure(settings, opened)
     assert any(b'"op":"bury"' in r.value for r in log[at + 1:])
     shards = ShardSet(tmp_path / "restored", settings.partitions)
     chunk = at if way == "restore" else len(log)  # the restore's chunk ends with the erasure
@@ -328,7 +332,7 @@ async def test_every_part_of_a_burial_is_read_ahead(settings: Settings, tmp_path
     log = [r for r in opened if r.partition == erase.partition and r is not bury_rec]
     at = log.index(erase) + 1
     log = [*log[:at], part_records[0], between, part_records[1], *log[at:]]
-    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    log = _renumbered(log)
     chunk = at + 3 if chunk_ends == "after the last part" else at + 2
     shards = ShardSet(tmp_path / "restored", settings.partitions)
 
@@ -440,7 +444,7 @@ async def test_a_restore_reads_each_record_of_the_log_once(settings: Settings, t
     erase_at = next(i for i, r in enumerate(opened) if b'"op":"erase"' in r.value)
     partition = opened[erase_at].partition
     log = [r for r in opened if r.partition == partition]
-    log = [Record(r.topic, r.partition, i, r.key, r.value, r.headers, r.timestamp_ms) for i, r in enumerate(log)]
+    log = _renumbered(log)
     cut = log.index(next(r for r in log if b'"op":"erase"' in r.value)) + 1
     read: list[int] = []
 
