@@ -92,13 +92,17 @@ async def test_a_worker_with_its_own_data_dir_restores_the_partitions_it_takes_o
     finally:
         stop(b)
     assert not rows(dir_b, "SELECT reason FROM rejections")  # nothing cites a memory the shard lacks
+    assert state_hash(dir_b) == await _embedded_state(tmp_path, first, second)
+
+
+async def _embedded_state(tmp_path: Path, *batches: list[TurnEvent]) -> str:
+    """The embedded runtime's state hash after ``batches``, each derived before the next is published."""
     embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
     async with running(embedded) as rt:
-        await rt.publish(first)
-        await rt.run_until_idle()
-        await rt.publish(second)
-        await rt.run_until_idle()
-    assert state_hash(dir_b) == state_hash(embedded.data_dir)
+        for batch in batches:
+            await rt.publish(batch)
+            await rt.run_until_idle()
+    return state_hash(embedded.data_dir)
 
 
 def _kafka_keys(bootstrap: str) -> dict[str, str]:
@@ -296,10 +300,4 @@ async def test_a_standby_worker_takes_over_a_dead_workers_partitions_without_a_r
     assert takeover > 0, log[-3000:]
     assert "restoring" not in log[takeover:], log[takeover:][-3000:]  # its copies were warm
     assert not rows(dir_b, "SELECT reason FROM rejections")
-    embedded = Settings(data_dir=tmp_path / "embedded", partitions=4, embedder="none")
-    async with running(embedded) as rt:
-        await rt.publish(first)
-        await rt.run_until_idle()
-        await rt.publish(second)
-        await rt.run_until_idle()
-    assert state_hash(dir_b) == state_hash(embedded.data_dir)
+    assert state_hash(dir_b) == await _embedded_state(tmp_path, first, second)

@@ -266,6 +266,19 @@ async def test_a_deferred_record_keeps_its_headers_for_the_retry(settings: Setti
         shards.close()
 
 
+class _Broker:
+    """Publishing to a broker that may be away (``down``): what reached it is in ``sent``."""
+
+    def __init__(self, *, down: bool) -> None:
+        self.down = down
+        self.sent: list[OutgoingRecord] = []
+
+    async def __call__(self, records: Sequence[OutgoingRecord]) -> None:
+        if self.down:
+            raise ConnectionError("the broker is away")
+        self.sent.extend(records)
+
+
 async def test_an_erasure_drops_the_unpublished_changes_of_what_it_erases(settings: Settings) -> None:
     """Found by a review of standby copies: changes committed while the bus was away wait in the outbox; the
     erasure applied meanwhile destroys the session's data key, and the flush after it sealed those changes
@@ -274,13 +287,8 @@ async def test_an_erasure_drops_the_unpublished_changes_of_what_it_erases(settin
     from tests.support.turns import SCOPE
 
     shards = ShardSet(settings.data_dir, settings.partitions)
-    sent: list[OutgoingRecord] = []
-    down = [True]
-
-    async def publish(records: Sequence[OutgoingRecord]) -> None:
-        if down[0]:
-            raise ConnectionError("the broker is away")
-        sent.extend(records)
+    publish = _Broker(down=True)
+    sent = publish.sent
 
     try:
         driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), publish, "log")
@@ -291,7 +299,7 @@ async def test_an_erasure_drops_the_unpublished_changes_of_what_it_erases(settin
             await driver.handle([kept, other])
         erase = EraseProposal(event_id="erase-s1", scope=SCOPE, timestamp=make_turn(9).timestamp,
                               processor="control", erasure=Erasure(target="session", session_id="s1"))
-        down[0] = False
+        publish.down = False
         await driver.handle([Record("altm.proposals", kept.partition, 2, SCOPE.home, encode(erase))])
         assert shards.get(kept.partition).outbox_depth() == 0
     finally:
@@ -310,13 +318,8 @@ async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(set
     from tests.support.turns import SCOPE
 
     shards = ShardSet(settings.data_dir, settings.partitions)
-    sent: list[OutgoingRecord] = []
-    down = [False]
-
-    async def publish(records: Sequence[OutgoingRecord]) -> None:
-        if down[0]:
-            raise ConnectionError("the broker is away")
-        sent.extend(records)
+    publish = _Broker(down=False)
+    sent = publish.sent
 
     try:
         driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), publish, "log")
@@ -327,10 +330,10 @@ async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(set
                                 processor="lifecycle", forget=Forget(memory_ids=(mid,), reason="past retention"))
         erase = EraseProposal(event_id="erase", scope=SCOPE, timestamp=make_turn(9).timestamp, processor="control",
                               erasure=Erasure(target=target))
-        down[0] = True
+        publish.down = True
         with pytest.raises(ConnectionError):
             await driver.handle([Record("altm.proposals", a.partition, 1, SCOPE.home, encode(forget))])
-        down[0] = False
+        publish.down = False
         await driver.handle([Record("altm.proposals", a.partition, 2, SCOPE.home, encode(erase))])
     finally:
         shards.close()
