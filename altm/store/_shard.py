@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
 from altm.store._redaction import redact_json
@@ -148,6 +149,12 @@ class Shard:
     def memory_ids(self) -> list[str]:
         """Every memory id of the shard (what its vector points are named by)."""
         return [str(r[0]) for r in self._db.execute("SELECT memory_id FROM memories")]
+
+    def memory_scopes(self) -> dict[str, Scope]:
+        """Every memory id of the shard with the scope it is stored in (a vector point is put by both)."""
+        return {str(r[0]): Scope(tenant_id=r[1], workspace_id=r[2], user_id=r[3], agent_id=r[4])
+                for r in self._db.execute(
+                    "SELECT memory_id, tenant_id, workspace_id, user_id, agent_id FROM memories")}
 
     def purge(self) -> None:
         """After an erasure: merge the word indexes (no segment keeps the erased terms) and fold the write-ahead

@@ -30,6 +30,8 @@ def server_filter(flt: VectorFilter) -> models.Filter | None:
 
 
 class QdrantServerIndex(VectorIndex):
+    shared = True
+
     def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
         self.client = client
         self.collection = collection

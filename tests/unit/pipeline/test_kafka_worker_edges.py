@@ -23,10 +23,11 @@ from altm.core import Settings, Topic, topic_name
 from altm.pipeline import ProcessorContext
 from altm.pipeline.processors import default_processors
 from altm.pipeline.runtime.kafka import KafkaRuntime, Lane
-from altm.store import ShardSet
+from altm.store import ShardSet, shard_path
 from tests.support.lanes import Member as _Member
 from tests.support.lanes import records as _records
 from tests.support.lanes import until as _until
+from tests.unit.pipeline.test_writer_restore import _log
 
 
 @pytest.fixture
@@ -248,3 +249,88 @@ async def test_a_record_too_large_for_kafka_is_dead_lettered_not_retried_for_eve
     dead = decode_dead_letter(bus.sent[0].value)
     assert "exceeds" in dead.error and dead.original.startswith('{"op":"link_memory"')
     assert bus.sent[0].key == "t/w/u" and bus.sent[1].value == fine.value
+
+
+async def test_deferred_work_a_failed_hand_over_kept_is_handed_over_later(tmp_path: Path) -> None:
+    """Loss before (data dirs of their own, without ALTM_WORKER_DROP_UNOWNED_AFTER_S, as with standby copies):
+    the hand-over of a moved partition's deferred work failed once (the broker was away) and was never tried
+    again: only partitions this worker owns are retried, so the item stayed in this shard for good and the new
+    owner never handled it. Now the deferred-work timer tries the hand-over again until it succeeds."""
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none",
+                        defer_backoff_s=0, worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    rt: Any = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(), "log-id")
+    try:
+        changes = topic_name(Topic.CHANGES, settings.topic_prefix)
+        proposals = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+        owned = {TopicPartition(t, 1) for t in (changes, proposals)}
+        rt._member, rt.bus = _Member(owned, committed=None), _Capture(fail=True)
+        await rt.assigned(frozenset(owned))
+        rt.work.add("extract", changes, 1, 7, "t/w/u", b"a change", "model unavailable")
+        rt._member.assigned = set()
+        await rt.revoked(frozenset(owned))
+        await rt.assigned(frozenset())
+        await _until(lambda: not rt._handovers)  # the hand-over ran and failed
+        assert [i.offset for i in rt.work.pending({1})] == [7]
+        rt.bus = _Capture()  # the broker is back
+        await rt._retry_deferred()
+        assert [(r.topic, r.key) for r in rt.bus.sent] == [(changes, "t/w/u")]
+        assert rt.work.pending({1}) == []
+    finally:
+        shards.close()
+
+
+async def test_deferred_work_a_stop_kept_from_its_new_owner_is_handed_over_at_the_next_start(tmp_path: Path) -> None:
+    """The same loss across a restart: the worker stopped with a moved partition's deferred work still in its
+    shard (the hand-over had failed), and started again owning other partitions; nothing handed it over. With
+    a data dir of its own (standby copies), the first assignment after a start hands over what it does not keep."""
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none",
+                        worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    rt: Any = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(), "log-id")
+    try:
+        changes = topic_name(Topic.CHANGES, settings.topic_prefix)
+        proposals = topic_name(Topic.PROPOSALS, settings.topic_prefix)
+        rt.work.add("extract", changes, 2, 7, "t/w/u", b"a change", "model unavailable")  # left by the last run
+        rt.work.add("extract", changes, 1, 3, "t/w/v", b"its own", "model unavailable")
+        owned = {TopicPartition(t, 1) for t in (changes, proposals)}
+        rt._member, rt.bus = _Member(owned, committed=None), _Capture()
+        await rt.assigned(frozenset(owned))
+        await _until(lambda: not rt._handovers)
+        assert [(r.topic, r.key) for r in rt.bus.sent] == [(changes, "t/w/u")]
+        assert rt.work.pending({2}) == [] and [i.offset for i in rt.work.pending({1})] == [3]
+    finally:
+        shards.close()
+
+
+class _SharedIndex:
+    """A vector index other workers write too (a Qdrant server): records what this worker deletes."""
+
+    shared = True
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.deleted += ids
+
+    def flush(self) -> None:
+        return None
+
+
+async def test_dropping_an_unowned_shard_leaves_a_shared_indexs_points_alone(runtime: Any) -> None:
+    """Loss before: workers with data dirs of their own and one Qdrant server. Dropping the shard of a
+    partition another worker owns deleted its memories' points from the server: the owner's points, since
+    both name them by the same memory ids; the owner's users lost vector recall until a replay."""
+    rt = runtime
+    log = await _log(rt.settings, 2)
+    rt._member, rt.bus = _Member(set(), committed=None), _Capture()
+    await rt.writer.handle(log)
+    partition = log[0].partition
+    assert len(rt.shards.get(partition).memory_ids()) == 2
+    rt.vectors = _SharedIndex()
+    await rt._drop_unowned()
+    await asyncio.sleep(0.05)
+    await rt._drop_unowned()
+    assert not shard_path(rt.settings.data_dir, partition).exists()  # the shard went
+    assert rt.vectors.deleted == []  # its points are the owner's too

@@ -36,6 +36,7 @@ from altm.pipeline.processors import CaptureProcessor, ProcessorContext, default
 from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
 from altm.store import DeferredWork, ShardSet
+from altm.vectors import VectorPoint
 from altm.vectors.edge import EdgeVectorIndex
 from tests.support.lanes import Member
 from tests.support.rows import rows
@@ -657,3 +658,43 @@ async def test_a_proposal_that_never_decides_holds_a_copy_back_only_a_few_tries(
         shards_a.close()
         shards_b.close()
     assert copy_s1 == []
+
+
+async def test_what_a_standby_copy_could_not_embed_before_a_restart_is_embedded_after_it(
+        embedding_standby: Any) -> None:
+    """Loss before: the memories a standby copy's index could not take were noted in memory only. The worker
+    stopped before its embedder came back; the worker that started again on the same data dir never embedded
+    them (they were applied: nothing in the log brings them back), so once it took the partition over they
+    were found by words only. Now a worker's first tick checks each copy's shard against its index."""
+    rt = embedding_standby
+    log = await _log(rt.settings, 3)
+    await _following(rt, log, committed=3)
+    rt.toy.down = True
+    await rt._follow_unowned()  # applied, not embedded
+    ids = _ids(rt)
+    assert len(ids) == 3 and rt.index.points(ids) == {}
+    again: Any = KafkaRuntime(rt.settings, rt.shards, ProcessorContext(settings=rt.settings),
+                              default_processors(None, rt.toy, rt.index), "log-id", vectors=rt.index)
+    again.bus.publish_many = _Published()
+    rt.toy.down = False
+    await _following(again, log, committed=3)
+    await again._follow_unowned()
+    assert set(rt.index.points(ids)) == set(ids)
+    assert again._unembedded == {} and again.bus.publish_many.records == []
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_a_point_no_shard_holds_is_deleted_at_the_start_unless_the_index_is_shared(
+        embedding_standby: Any, shared: bool) -> None:
+    """An erasure a standby copy applied while its index was away left the erased memory's point behind, and a
+    stop lost the note. The first tick deletes points whose memory no shard here holds; not from a server's
+    collection, where they may be another worker's."""
+    rt = embedding_standby
+    log = await _log(rt.settings, 2)
+    await _following(rt, log, committed=2)
+    rt.index.shared = shared
+    rt.index.upsert([VectorPoint("mem_erased_meanwhile", rt.toy.embed(["gone"])[0], {})])
+    await rt._follow_unowned()
+    ids = _ids(rt)
+    assert set(rt.index.points(ids)) == set(ids)
+    assert bool(rt.index.points(["mem_erased_meanwhile"])) is shared

@@ -84,6 +84,7 @@ class KafkaRuntime:
         self._embed_stage = next((stage for stage in self.stages if stage.name == "embed"), None)
         self.standby_applied: dict[int, int] = {}  # partition → proposals its standby copy applied here
         self._unembedded: dict[int, dict[str, Scope]] = {}  # memories a standby copy's index did not take yet
+        self._index_checked = False  # the index against the shards, once per start (``_check_index``)
         prefix = settings.topic_prefix
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
                            ready=lambda partition: True)]
@@ -112,8 +113,11 @@ class KafkaRuntime:
         # generation for a partition another worker now owns, and could move its offset back)
         self._restore_now = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._given_up: set[int] = set()  # partitions revoked at the last rebalance (given back or not)
+        # partitions revoked at the last rebalance (given back or not); with standby copies (a data dir of its
+        # own) every partition at the start: deferred work a stop kept from being handed over goes at the first
+        self._given_up: set[int] = set(range(self.partitions)) if settings.worker_standby else set()
         self._handovers: set[asyncio.Task[bool]] = set()
+        self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
 
     # lifecycle
 
@@ -240,8 +244,9 @@ class KafkaRuntime:
         self._restore_now.set()
         kept = by_topic.get(self.writer.topic, set())
         lost, self._given_up = self._given_up - kept, set()
+        self._hand_over_due -= kept  # its deferred work is this worker's own again
         if lost:  # in a task: never inside the rebalance
-            self._handovers.add(task := asyncio.create_task(self._hand_over(lost), name="altm-hand-over"))
+            self._handovers.add(task := asyncio.create_task(self._hand_over_lost(lost), name="altm-hand-over"))
             task.add_done_callback(self._handovers.discard)
         log.info("given %d partition(s): %s", len(tps), sorted(kept))
 
@@ -406,6 +411,8 @@ class KafkaRuntime:
         applies the proposals the owner has committed, read from the log as a restore reads them; the changes
         they make are embedded into this worker's index and published nowhere (the owner published them before
         it committed). When the partition is given to this worker, its restore has only the last seconds left."""
+        if not self._index_checked:
+            self._check_index()
         for partition in range(self.partitions):
             if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
                 try:
@@ -420,6 +427,29 @@ class KafkaRuntime:
             except Exception:
                 log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
                             partition, exc_info=True)
+
+    def _check_index(self) -> None:
+        """Once per start, before the first tick: what a standby copy could not embed is noted in memory only,
+        so a stop lost it. Every memory of a shard here without a point in this worker's index is noted again
+        (embedded by ``_embed_again``), and a point whose memory no shard here holds any more (erased while
+        its deletion could not reach the index) is deleted."""
+        embed = self._embed_stage.processor if self._embed_stage is not None else None
+        if self.vectors is None or not isinstance(embed, EmbedProcessor) or embed.idle:
+            self._index_checked = True
+            return
+        indexed, stored = set(self.vectors.ids()), set[str]()
+        for shard in self.shards.existing():
+            scopes = shard.memory_scopes()
+            stored.update(scopes)
+            if missing := {mid: scope for mid, scope in scopes.items() if mid not in indexed}:
+                self._unembedded.setdefault(shard.partition, {}).update(missing)
+                log.info("the index of this worker misses %d memories of partition %d: embedding them",
+                         len(missing), shard.partition)
+        if not self.vectors.shared and (orphans := sorted(indexed - stored)):  # a server's: others' points too
+            self.vectors.delete(orphans)
+            self.vectors.flush()
+            log.info("deleted %d vector points whose memories no shard here holds", len(orphans))
+        self._index_checked = True
 
     async def _follow(self, partition: int) -> None:
         end = await self.member.committed(TopicPartition(self.writer.topic, partition))
@@ -438,7 +468,7 @@ class KafkaRuntime:
         """A standby copy's changes, into this worker's own index (never published: the owner did). The memories
         of those the index cannot take now are noted and embedded as the shard then holds them (see
         ``_embed_again``); the copy goes on applying meanwhile (an erasure must not wait for the embedder).
-        Lost if the worker stops first: those memories then have no vector here."""
+        A stop loses the notes; the next start finds those memories again (``_check_index``)."""
         if self._embed_stage is None or not changes:
             return
         try:
@@ -488,6 +518,14 @@ class KafkaRuntime:
             if now - since >= after and await self._hand_over({partition}):
                 self._drop(partition)
 
+    async def _hand_over_lost(self, partitions: set[int]) -> bool:
+        """The hand-over of partitions a rebalance took away; one that fails is tried again by the deferred-work
+        timer (``_retry_deferred``) until it succeeds or the partition comes back."""
+        if await self._hand_over(partitions):
+            return True
+        self._hand_over_due |= partitions
+        return False
+
     async def _hand_over(self, partitions: set[int]) -> bool:
         """Deferred work of partitions another worker now owns, published again to its input topic (the new
         owner handles it there: effects are idempotent) and then removed here: with a data dir of its own, the
@@ -509,7 +547,7 @@ class KafkaRuntime:
 
     def _drop(self, partition: int) -> None:
         ids = self.shards.drop(partition)
-        if self.vectors is not None and ids:
+        if self.vectors is not None and ids and not self.vectors.shared:  # a server's points are the owner's too
             self.vectors.delete(ids)
             self.vectors.flush()
         self._unowned_since.pop(partition, None)
@@ -523,7 +561,11 @@ class KafkaRuntime:
     # timers
 
     async def _retry_deferred(self) -> None:
-        """Deferred work of the partitions this worker owns (workers may share a data dir)."""
+        """Deferred work of the partitions this worker owns (workers may share a data dir), and that of the
+        partitions it gave up whose hand-over failed."""
+        due = self._hand_over_due - self._owned(Topic.PROPOSALS)
+        if due and await self._hand_over(due):
+            self._hand_over_due -= due
         for stage in self.stages:
             await stage.retry_due(self._owned(stage.processor.input_topic))
         await self.writer.retry_due(self._owned(Topic.PROPOSALS))
