@@ -162,7 +162,7 @@ class KafkaBus(Bus):
 
     async def read_all(self, topics: Sequence[str], *, from_offset: int = 0,
                        from_time_ms: int | None = None) -> list[Record]:
-        reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+        reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, **RANGE_READ_OPTIONS)
         await reader.start()
         try:
             tps = [KafkaTP(topic, p) for topic in topics for p in range(await self.partitions(topic))]
@@ -188,13 +188,20 @@ class KafkaBus(Bus):
         return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
 
 
+RANGE_READ_OPTIONS: dict[str, Any] = {"enable_auto_commit": False, "fetch_max_wait_ms": 20}
+"""A consumer that reads a known range and stops (a restore's chunk, a standby copy's tick, a replay): the
+broker answers a fetch once it has the records or after ``fetch_max_wait_ms``. With aiokafka's 500 ms default
+the first fetch after assigning a partition waited it out every time (before the seek takes effect): 519 ms
+per read of 10 records here, 35 ms with 20 ms."""
+
+
 async def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, *,
                      limit: int = 2000) -> list[Record]:
     """Records ``start`` ≤ offset < ``end`` of one partition, at most ``limit`` of them (fewer when the range is
     shorter, or empty when the broker no longer holds it), read without a consumer group."""
     if end <= start:
         return []
-    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, max_poll_records=limit)
+    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, max_poll_records=limit, **RANGE_READ_OPTIONS)
     await reader.start()
     try:
         tp = KafkaTP(topic, partition)
