@@ -476,8 +476,10 @@ class WriterDriver:
                 ahead = [*chunk[at + step:], *beyond]
                 if embed is None:
                     await self._apply(chunk[at:at + step], [partition], ahead, reapplied=True)
-                elif not await self._copy(chunk[at:at + step], ahead, embed):
-                    return applied + at + step  # a copy goes no further than a proposal it had to defer
+                else:
+                    taken, held = await self._copy(chunk[at:at + step], ahead, embed)
+                    if held:  # a copy goes no further than a proposal it had to defer
+                        return applied + at + taken
             applied += len(chunk)
         if applied and not quiet:
             self.restored[partition] = self.restored.get(partition, 0) + applied
@@ -495,16 +497,19 @@ class WriterDriver:
         after = chunk[-1].offset + 1
         return await self.fetch(partition, after, after + BURIAL_PEEK)
 
-    async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record], embed: Changes) -> bool:
+    async def _copy(self, records: Sequence[Record], lookahead: Sequence[Record],
+                    embed: Changes) -> tuple[int, bool]:
         """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``.
-        Returns False when a proposal was deferred (the guard could not decide): it is kept for a retry."""
+        Returns how many records it took (applied or deferred), and whether one was deferred (the guard could
+        not decide): it is kept for a retry, and what follows it waits for the next tick."""
         outcomes = self.writer.apply_batch(
-            records, self.writer.partitions, lookahead=lookahead, enqueue=False, reapplied=True,
+            records, self.writer.partitions, lookahead=lookahead, enqueue=False, reapplied=True, until_deferred=True,
             on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why, reapplied=True))
         changes = [change for outcome in outcomes for change in outcome.changes]
         if changes:
             await embed(changes)
-        return all(outcome.deferred_reason is None for outcome in outcomes)
+        deferred = [i for i, outcome in enumerate(outcomes) if outcome.deferred_reason is not None]
+        return (deferred[0] + 1, True) if deferred else (len(records), False)
 
     async def _retry_copied(self, partition: int, embed: Changes) -> bool:
         """A standby copy's deferred proposals, retried as the copy applies (nothing enqueued, the changes to

@@ -133,7 +133,7 @@ class Writer:
                     headers: Sequence[Headers] | None = None,
                     on_deferred: Callable[[Record, str], None] | None = None,
                     lookahead: Sequence[Record] = (), enqueue: bool = True,
-                    reapplied: bool = False) -> list[WriteOutcome]:
+                    reapplied: bool = False, until_deferred: bool = False) -> list[WriteOutcome]:
         """Apply proposal records, one shard transaction per partition for all of its records (each op in its
         own savepoint: a refused or deferred proposal leaves the others of the batch untouched). Outcomes come
         in the order of ``records``. ``headers`` (one per record) go with the record's changes (a trace).
@@ -148,7 +148,9 @@ class Writer:
         ``enqueue=False`` (a standby copy, whose owner published what they made) puts nothing in the outbox: the
         outcomes carry the changes. ``reapplied``: the records are read from the log, applied by their owner
         before (a restore, a standby copy; a record deferred there carries ``REAPPLIED_HEADER``): an erasure among
-        them leaves alone the keys made after its owner applied it (see ``_shred``)."""
+        them leaves alone the keys made after its owner applied it (see ``_shred``). ``until_deferred`` (a
+        standby copy): a partition's records after one it deferred are left for later (``skipped``, their
+        offsets not stored), so they are judged after it, as on its owner, once its retry has applied it."""
         ahead = _burials_ahead([*records, *lookahead])
         outcomes: dict[int, WriteOutcome] = {}
         by_partition: dict[int, list[int]] = {}
@@ -162,11 +164,12 @@ class Writer:
                 outcomes.update({i: WriteOutcome(skipped=True) for i in indexes})  # redelivered: no transaction
                 continue
             applied: list[int] = []
+            held = False  # ``until_deferred``: a record of this partition was deferred
             with shard.transaction() as tx:
                 # under the write lock: what another writer of this shard applied meanwhile counts too
                 stored = shard.next_offset(WRITER_GROUP, topic, partition)
                 for i in indexes:
-                    if not retry and stored is not None and records[i].offset < stored:
+                    if held or (not retry and stored is not None and records[i].offset < stored):
                         outcomes[i] = WriteOutcome(skipped=True)  # applied before: at-least-once, idempotent
                         continue
                     # each its own "now": a row recorded and superseded in one batch differ in time
@@ -180,6 +183,7 @@ class Writer:
                     reason = outcomes[i].deferred_reason
                     if reason is not None and on_deferred is not None:
                         on_deferred(records[i], reason)
+                    held = until_deferred and reason is not None
             if any(outcomes[i].erased is not None for i in applied):
                 self.destroy_retired_keys()
                 shard.purge()  # the erased content leaves the index segments and the write-ahead log too

@@ -524,11 +524,13 @@ async def test_leftovers_are_not_published_after_the_changes_the_standby_copy_ap
     assert any(memory_a in e.removed_ids for e in embedded.changes)
 
 
-async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(tmp_path: Path,
-                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("transaction", [1, 500])
+async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transaction: int) -> None:
     """Found by a review: the copy deferred A (its guard could not decide), applied the forget of A after it
     (refused: A unknown), and retried A only at the takeover: the new owner held a memory the old one forgot.
-    A copy now goes no further than a proposal it deferred, and retries it first."""
+    A copy now goes no further than a proposal it deferred, and retries it first; also within one of its
+    transactions (500 proposals each: what came after A in it was applied without A)."""
     from altm.pipeline.writer.guard import WriteGuard
 
     s_a = Settings(data_dir=tmp_path / "a", partitions=4)
@@ -546,11 +548,11 @@ async def test_a_proposal_a_standby_copy_deferred_comes_before_what_follows_it(t
         monkeypatch.setattr(WriteGuard, "_tombstone", _undecided)
         work_b = DeferredWork(shards_b, s_b)
         copy = WriterDriver(Writer(shards_b, s_b), work_b, _Published(), "log", fetch)
-        await copy.follow(a.partition, 2, _Embedded(), transaction=1)
+        await copy.follow(a.partition, 2, _Embedded(), transaction=transaction)
         assert work_b.count() == 1
         held_back = copy.writer.resume_offset(copy.topic, a.partition)
         monkeypatch.setattr(WriteGuard, "_tombstone", real)
-        await copy.follow(a.partition, 2, _Embedded(), transaction=1)  # the next tick: A first, then the forget
+        await copy.follow(a.partition, 2, _Embedded(), transaction=transaction)  # the next tick: A, then the forget
         here = rows(s_b.data_dir, "SELECT memory_id FROM memories")
         there = rows(s_a.data_dir, "SELECT memory_id FROM memories")
         waiting = work_b.count()
