@@ -34,7 +34,7 @@ from altm.core.settings import Settings
 from altm.store import count_layer, shard_counts
 from altm.wiring import Deployment, open_deployment, vector_freshness
 from benchmarks._record import config_stamp, write_record
-from benchmarks.ingest import DEFAULT_DATA, load_turns
+from benchmarks.ingest import DEFAULT_DATA, load_turns, turns_source
 from benchmarks.kafka_ingest import PARTITIONS, fresh_topics, lag, spread
 
 TICK_S = 0.1
@@ -184,6 +184,7 @@ def main() -> None:
         print(f"  lag while publishing: max {max(lags)}, last {lags[-1]} records")
     path = write_record("freshness", {
         "config": config_stamp(benchmark="freshness", runtime=args.runtime, rate=args.rate, seconds=args.seconds,
+                               source=turns_source(DEFAULT_DATA),
                                turns=len(turns), embedder=args.embedder if args.runtime == "embedded" else "none",
                                partitions=4 if args.runtime == "embedded" else PARTITIONS),
         "aggregate": {"freshness": result["freshness"], "vector_l0": vec, "drain_s": result["drain_s"],

@@ -35,7 +35,7 @@ from altm.models import shared_local_minilm
 from altm.store import shard_counts
 from altm.vectors import VectorFilter
 from altm.wiring import open_deployment
-from benchmarks._record import config_stamp, write_record
+from benchmarks._record import config_stamp, file_sha256, write_record
 from benchmarks.locomo import conversation_turns
 
 DEFAULT_DATA = (
@@ -43,11 +43,25 @@ DEFAULT_DATA = (
 )
 
 
+def turns_source(data: Path) -> str:
+    """What ``load_turns`` reads, for a record's config stamp: the file (with its hash), or the synthetic turns
+    it falls back to when the file is not there (a checkout outside the project's folder has no dev data)."""
+    return f"{data} sha256:{file_sha256(data)[:16]}" if data.exists() else f"synthetic ({data} not found)"
+
+
 def load_turns(data: Path, limit: int) -> list[TurnEvent]:
+    """``limit`` turns of the LoCoMo file ``data`` (its text again, as other users, past its end), or synthetic
+    turns when it is not there; those derive less per turn, so figures of the two do not compare (said on
+    stderr, and in the record's ``source``)."""
+    if not data.exists():
+        print(f"{data} not found: synthetic turns instead (figures do not compare with LoCoMo text)",
+              file=sys.stderr)
     if data.exists():
         base: list[TurnEvent] = []
         for sample in orjson.loads(data.read_bytes()):
             base += conversation_turns(sample)
+        if not base:
+            raise ValueError(f"{data} holds no conversation turns")
         turns = base[:limit]
         copy = 1
         while len(turns) < limit:  # more than the file holds: its text again, as other users
@@ -164,7 +178,7 @@ def main_rss(args: argparse.Namespace, turns: list[TurnEvent]) -> None:
     path = write_record(
         "ingest_rss",
         {"config": config_stamp(benchmark="ingest_rss", turns=len(turns), embedder="local", partitions=4,
-                                source=str(args.data) if args.data.exists() else "synthetic", model=None),
+                                source=turns_source(args.data), model=None),
          "aggregate": {k: v for k, v in result.items() if k != "timeline"},
          "timeline": result["timeline"]},
         args.out,
@@ -212,7 +226,7 @@ def main() -> None:
             "config": config_stamp(
                 benchmark="ingest",
                 turns=len(turns),
-                source=str(args.data) if args.data.exists() else "synthetic",
+                source=turns_source(args.data),
                 partitions=4,
                 model=None,
             ),

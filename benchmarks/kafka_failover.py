@@ -35,7 +35,7 @@ from altm.bus import host_record
 from altm.core import Role, Scope, TurnEvent, partition_for
 from altm.store import shard_files
 from benchmarks._record import config_stamp, write_record
-from benchmarks.ingest import DEFAULT_DATA, load_turns
+from benchmarks.ingest import DEFAULT_DATA, load_turns, turns_source
 from benchmarks.kafka_ingest import PARTITIONS, BenchTopics, fresh_topics, lag, spread
 from benchmarks.kafka_restore import _stop, _worker
 
@@ -173,7 +173,8 @@ def main() -> None:
               f"{r['probe_turn_s']} s; restores logged {r['restores_logged']}")
     path = write_record("kafka_failover", {
         "config": config_stamp(benchmark="kafka_failover", turns=args.turns, partitions=PARTITIONS, embedder=None,
-                               broker=args.broker, signal=args.signal, session_timeout_s=SESSION_TIMEOUT_S),
+                               broker=args.broker, signal=args.signal, session_timeout_s=SESSION_TIMEOUT_S,
+                               source=turns_source(args.data)),
         "rows": rows,
     }, args.out)
     print(f"record: {path}")

@@ -42,7 +42,7 @@ from altm.core.settings import Settings
 from altm.store import source_times
 from altm.wiring import open_embedding, open_vectors, resolve
 from benchmarks._record import config_stamp, write_record
-from benchmarks.ingest import DEFAULT_DATA, load_turns
+from benchmarks.ingest import DEFAULT_DATA, load_turns, turns_source
 
 PARTITIONS = 4
 
@@ -239,6 +239,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--broker", default="kafka://127.0.0.1:19092")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--turns", type=int, default=600)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--out", type=Path)
@@ -248,7 +249,7 @@ def main() -> None:
                     help="local: the workers embed (each with a data dir of its own) and the time to vector-"
                          "searchable is reported")
     args = ap.parse_args()
-    turns = spread(load_turns(DEFAULT_DATA, args.turns))
+    turns = spread(load_turns(args.data, args.turns))
     results = []
     for n in [int(w) for w in args.workers.split(",")]:
         r = asyncio.run(run(args.broker, turns, n, args.profile / f"{n}-workers" if args.profile else None,
@@ -277,7 +278,8 @@ def main() -> None:
         "kafka_ingest",
         {
             "config": config_stamp(
-                benchmark="kafka_ingest", turns=args.turns, partitions=PARTITIONS, embedder=args.embedder
+                benchmark="kafka_ingest", turns=args.turns, partitions=PARTITIONS, embedder=args.embedder,
+                source=turns_source(args.data),
             ),
             "aggregate": {
                 str(r["workers"]): {

@@ -29,7 +29,7 @@ from altm.bus import host_record
 from altm.core import TurnEvent
 from altm.store import count_layer
 from benchmarks._record import config_stamp, write_record
-from benchmarks.ingest import DEFAULT_DATA, load_turns
+from benchmarks.ingest import DEFAULT_DATA, load_turns, turns_source
 from benchmarks.kafka_ingest import PARTITIONS, BenchTopics, fresh_topics, lag, spread
 
 
@@ -135,7 +135,7 @@ def main() -> None:
           f"{result['proposals_per_s']} proposals/s while restoring")
     path = write_record("kafka_restore", {
         "config": config_stamp(benchmark="kafka_restore", turns=args.turns, partitions=args.partitions, embedder=None,
-                               broker=args.broker),
+                               broker=args.broker, source=turns_source(args.data)),
         "aggregate": {k: v for k, v in result.items() if k != "samples"}, "samples": result["samples"],
     }, args.out)
     print(f"record: {path}")

@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from altm.wiring import replay_into, state_hash
 from benchmarks._record import config_stamp, write_record
-from benchmarks.ingest import DEFAULT_DATA, load_turns, run
+from benchmarks.ingest import DEFAULT_DATA, load_turns, run, turns_source
 
 
 def model_calls() -> dict[str, float]:
@@ -59,7 +59,7 @@ def main() -> None:
     path = write_record(
         "replay",
         {
-            "config": config_stamp(benchmark="replay", turns=len(turns), model=None),
+            "config": config_stamp(benchmark="replay", turns=len(turns), model=None, source=turns_source(args.data)),
             "aggregate": {
                 "events_per_s": summary.events_per_s,
                 "events": summary.events,

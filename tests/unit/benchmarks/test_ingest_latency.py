@@ -7,8 +7,10 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import latency
-from benchmarks.ingest import load_turns, run
+from benchmarks.ingest import load_turns, run, turns_source
 
 
 def test_ingest_reports_searchable_then_fully_derived(tmp_path: Path) -> None:
@@ -19,6 +21,18 @@ def test_ingest_reports_searchable_then_fully_derived(tmp_path: Path) -> None:
     assert result["searchable_turns_per_s"] >= result["turns_per_s"]
     assert result["memories"] > len(turns)  # derived layers were written too
     assert result["stages"]["embed"]["records"] > 0 and result["stages"]["fold"]["records"] > 0
+
+
+def test_a_record_says_which_turns_it_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A checkout outside the project's folder (a worktree) has no dev data: the benchmarks fell back to
+    synthetic turns silently, and their figures were read as LoCoMo's (they derive less per turn)."""
+    missing = tmp_path / "no-such-file.json"
+    load_turns(missing, 3)
+    assert "synthetic turns instead" in capsys.readouterr().err
+    assert turns_source(missing).startswith("synthetic")
+    present = tmp_path / "dev.json"
+    present.write_bytes(b"[]")
+    assert turns_source(present) == f"{present} sha256:4f53cda18c2baa0c"
 
 
 def test_latency_generates_a_store_and_serves_prepare_turn(tmp_path: Path) -> None:
