@@ -700,3 +700,25 @@ async def test_a_point_no_shard_holds_is_deleted_at_the_start_unless_the_index_i
     ids = _ids(rt)
     assert set(rt.index.points(ids)) == set(ids)
     assert bool(rt.index.points(["mem_erased_meanwhile"])) is shared
+
+
+async def test_memories_to_embed_again_go_a_thousand_per_tick(embedding_standby: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker whose index was lost whole notes every memory of its shards at its start: one tick embedding
+    them all (one embedder call, one SQL statement with an id per memory) would keep its copies from applying
+    for as long, and fail on a large shard. They go EMBED_AGAIN per tick and partition."""
+    from altm.pipeline.runtime.kafka import _runtime
+
+    monkeypatch.setattr(_runtime, "EMBED_AGAIN", 2)
+    rt = embedding_standby
+    log = await _log(rt.settings, 5)
+    await _following(rt, log, committed=5)
+    rt.toy.down = True
+    await rt._follow_unowned()
+    ids = _ids(rt)
+    rt.toy.down = False
+    seen = []
+    for _ in range(3):
+        await rt._follow_unowned()
+        seen.append(len(rt.index.points(ids)))
+    assert seen == [2, 4, 5] and rt._unembedded == {}

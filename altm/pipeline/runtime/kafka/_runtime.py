@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -50,6 +51,7 @@ STANDBY_EVERY_S = 2.0
 """How often a worker with ``ALTM_WORKER_STANDBY`` brings its copies of the partitions it does not own up to
 what their owners have committed."""
 STANDBY_TRANSACTION = 500
+EMBED_AGAIN = 1000  # memories a standby copy embeds again per tick and partition (``_embed_again``)
 """Proposals a standby copy applies in one transaction (it reads ``RESTORE_CHUNK`` at a time, as a restore does):
 few enough that the worker's own lanes wait a fraction of a second for it, where they wait for a restore anyway."""
 QUEUED_BATCHES = 4
@@ -484,11 +486,15 @@ class KafkaRuntime:
 
     async def _embed_again(self, partition: int) -> None:
         """The memories a standby copy's index could not take, as the shard holds them now: those still there
-        embedded, the points of the others (erased, forgotten since) deleted."""
-        noted = self._unembedded.pop(partition, {})
+        embedded, the points of the others (erased, forgotten since) deleted; at most ``EMBED_AGAIN`` per tick
+        (an index lost whole is rebuilt over several ticks, and the copy applies between them)."""
         embed = self._embed_stage.processor if self._embed_stage is not None else None
-        if not noted or not isinstance(embed, EmbedProcessor):
+        waiting = self._unembedded.pop(partition, {})
+        if not waiting or not isinstance(embed, EmbedProcessor):
             return
+        noted = dict(itertools.islice(waiting.items(), EMBED_AGAIN))
+        if len(waiting) > len(noted):
+            self._unembedded[partition] = {k: v for k, v in waiting.items() if k not in noted}
         by_scope: dict[Scope, list[str]] = {}
         for memory_id, scope in noted.items():
             by_scope.setdefault(scope, []).append(memory_id)
