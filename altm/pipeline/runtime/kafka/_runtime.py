@@ -414,7 +414,7 @@ class KafkaRuntime:
         they make are embedded into this worker's index and published nowhere (the owner published them before
         it committed). When the partition is given to this worker, its restore has only the last seconds left."""
         if not self._index_checked:
-            self._check_index()
+            await self._check_index()
         for partition in range(self.partitions):
             if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
                 try:
@@ -430,7 +430,7 @@ class KafkaRuntime:
                 log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
                             partition, exc_info=True)
 
-    def _check_index(self) -> None:
+    async def _check_index(self) -> None:
         """Once per start, before the first tick: what a standby copy could not embed is noted in memory only,
         so a stop lost it. Every memory of a shard here without a point in this worker's index is noted again
         (embedded by ``_embed_again``), and a point whose memory no shard here holds any more (erased while
@@ -439,7 +439,7 @@ class KafkaRuntime:
         if self.vectors is None or not isinstance(embed, EmbedProcessor) or embed.idle:
             self._index_checked = True
             return
-        indexed, stored = set(self.vectors.ids()), set[str]()
+        indexed, stored = set(await asyncio.to_thread(self.vectors.ids)), set[str]()  # a large index: off the loop
         for shard in self.shards.existing():
             scopes = shard.memory_scopes()
             stored.update(scopes)
