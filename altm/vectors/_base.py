@@ -66,8 +66,8 @@ class VectorIndex(ABC):
     """One collection per embedding model and dimension (:attr:`Embedder.collection`)."""
 
     dim: int
-    shared = False  # other processes may write the same collection (a server): a worker deletes no point it
-    # did not remove itself (a shard it drops, a point no shard of its own holds may be another worker's)
+    shared: bool = False  # other processes may write the same collection (a server): a worker deletes no point
+    # it did not remove itself (a shard it drops, a point no shard of its own holds may be another worker's)
 
     def _check_dims(self, points: Sequence[VectorPoint]) -> None:
         for p in points:

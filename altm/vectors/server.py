@@ -30,9 +30,8 @@ def server_filter(flt: VectorFilter) -> models.Filter | None:
 
 
 class QdrantServerIndex(VectorIndex):
-    shared = True
-
-    def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
+    def __init__(self, client: QdrantClient, collection: str, dim: int, *, shared: bool = True) -> None:
+        self.shared = shared  # a server's collection; not a client's private ``:memory:`` one
         self.client = client
         self.collection = collection
         self.dim = dim

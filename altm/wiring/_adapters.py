@@ -255,7 +255,7 @@ def open_vectors(settings: Settings, embedding: EmbeddingModel | None, *, read_o
 
         client = QdrantClient(":memory:") if url == "memory://" else QdrantClient(
             url=url, api_key=settings.qdrant_api_key)
-        index = QdrantServerIndex(client, embedding.collection, embedding.dim)
+        index = QdrantServerIndex(client, embedding.collection, embedding.dim, shared=url != "memory://")
     else:
         raise WiringError(f"unknown vector index {url!r}: expected edge:///PATH, http(s)://HOST:PORT, memory:// "
                           "or none")

@@ -7,7 +7,7 @@ Embedding is batched over a poll batch. The vectors are a derived store: this pr
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp
@@ -91,17 +91,27 @@ class EmbedProcessor(Processor):
         await self.put(list(latest.values()), removed)
         return []
 
-    async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str]) -> None:
-        """Points for ``memories`` as they are, none for ``gone`` (durable when this returns)."""
+    async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str],
+                  current: Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None = None) -> None:
+        """Points for ``memories`` as they are, none for ``gone`` (durable when this returns). ``current``
+        (work outside the stage's own order, which an erasure may overtake while the vectors are computed):
+        the memories as the store holds them right before the upsert; a point goes only to those unchanged,
+        and those no longer stored lose theirs."""
         if self.vectors is None or self.embedding is None:
             return
         if gone:
             self.vectors.delete(list(gone))
         if memories:
-            vectors = await self._vectors(memories, self.embedding)
+            vectors = dict(zip((m.memory_id for m in memories), await self._vectors(memories, self.embedding),
+                               strict=True))
+            if current is not None:  # no await from here to the upsert: nothing overtakes it any more
+                now = {m.memory_id: m.content_hash for m in current(memories)}
+                if left := [m.memory_id for m in memories if m.memory_id not in now]:
+                    self.vectors.delete(left)
+                memories = [m for m in memories if now.get(m.memory_id) == m.content_hash]
             now_ms = int(time.time() * 1000)
-            self.vectors.upsert([VectorPoint(m.memory_id, v, vector_payload(m, now_ms))
-                                 for m, v in zip(memories, vectors, strict=True)])
+            self.vectors.upsert([VectorPoint(m.memory_id, vectors[m.memory_id], vector_payload(m, now_ms))
+                                 for m in memories])
         if gone or memories:
             self.vectors.flush()  # durable before the stage commits its offsets
 

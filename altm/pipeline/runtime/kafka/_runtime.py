@@ -35,12 +35,12 @@ from pathlib import Path
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
-from altm.core import ChangeEvent, DeadLetter, Scope, Settings, Topic, encode, partition_for, topic_name
+from altm.core import ChangeEvent, DeadLetter, MemoryUnit, Scope, Settings, Topic, encode, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import EmbedProcessor, Processor, ProcessorContext
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
-from altm.pipeline.writer import TextSimilarity, Writer
+from altm.pipeline.writer import REAPPLIED_HEADER, TextSimilarity, Writer
 from altm.store import DeferredWork, MemoryReader, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
@@ -51,9 +51,10 @@ STANDBY_EVERY_S = 2.0
 """How often a worker with ``ALTM_WORKER_STANDBY`` brings its copies of the partitions it does not own up to
 what their owners have committed."""
 STANDBY_TRANSACTION = 500
-EMBED_AGAIN = 1000  # memories a standby copy embeds again per tick and partition (``_embed_again``)
 """Proposals a standby copy applies in one transaction (it reads ``RESTORE_CHUNK`` at a time, as a restore does):
 few enough that the worker's own lanes wait a fraction of a second for it, where they wait for a restore anyway."""
+EMBED_AGAIN = 1000
+"""Memories a standby copy embeds again per tick and partition (``_embed_again``)."""
 QUEUED_BATCHES = 4
 SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 """The lanes that make a turn searchable; the deriving lane of the changes topic yields to them (see
@@ -414,7 +415,11 @@ class KafkaRuntime:
         they make are embedded into this worker's index and published nowhere (the owner published them before
         it committed). When the partition is given to this worker, its restore has only the last seconds left."""
         if not self._index_checked:
-            await self._check_index()
+            try:  # never in the way of the copies (an erasure must not wait for the index)
+                await self._check_index()
+            except Exception:
+                log.warning("checking this worker's vector index against its shards failed; the next tick tries "
+                            "again", exc_info=True)
         for partition in range(self.partitions):
             if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
                 try:
@@ -499,9 +504,14 @@ class KafkaRuntime:
         for memory_id, scope in noted.items():
             by_scope.setdefault(scope, []).append(memory_id)
         reader = MemoryReader(self.shards)
+
+        def stored(memories: Sequence[MemoryUnit]) -> list[MemoryUnit]:  # the writer lane may erase meanwhile
+            ids = [m.memory_id for m in memories]
+            return [m for scope in {m.scope for m in memories} for m in reader.get_many(scope, ids)]
+
         held = [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
         try:
-            await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}))
+            await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}), current=stored)
         except BaseException:
             self._unembedded.setdefault(partition, {}).update(noted)
             raise
@@ -529,15 +539,16 @@ class KafkaRuntime:
         timer (``_retry_deferred``) until it succeeds or the partition comes back."""
         if await self._hand_over(partitions):
             return True
-        self._hand_over_due |= partitions
+        self._hand_over_due |= partitions - self._owned(Topic.PROPOSALS)  # one given back meanwhile is kept
         return False
 
     async def _hand_over(self, partitions: set[int]) -> bool:
         """Deferred work of partitions another worker now owns, published again to its input topic (the new
         owner handles it there: effects are idempotent) and then removed here: with a data dir of its own, the
         new owner never had it. Returns whether nothing is left (a failure keeps it here, for the next try)."""
-        try:
-            items = self.work.pending(partitions)
+        try:  # what a restore or a standby copy deferred was applied by its owner already: never handed over
+            items = [i for i in self.work.pending(partitions)
+                     if not any(k == REAPPLIED_HEADER for k, _ in unpack_headers(i.headers))]
             if items:
                 await self._publish([OutgoingRecord(i.topic, i.value, i.key, unpack_headers(i.headers))
                                      for i in items])
