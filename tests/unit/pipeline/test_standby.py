@@ -722,3 +722,47 @@ async def test_memories_to_embed_again_go_a_thousand_per_tick(embedding_standby:
         await rt._follow_unowned()
         seen.append(len(rt.index.points(ids)))
     assert seen == [2, 4, 5] and rt._unembedded == {}
+
+
+@pytest.mark.parametrize("second_standby", [True, False])
+def test_a_standby_worker_and_another_worker_never_share_a_data_dir(tmp_path: Path, second_standby: bool) -> None:
+    """Documented but not enforced before: a worker with standby copies on a data dir another worker uses writes
+    the shards of that worker's partitions and hands over (republishes, then deletes) its deferred work. The
+    second to start of the two is refused, with the reason; workers without standby still share a data dir."""
+    from altm.pipeline.runtime.kafka import DataDirTaken
+    from altm.pipeline.runtime.kafka._claim import DataDirClaim
+
+    first = DataDirClaim(tmp_path, alone=not second_standby)
+    first.take()
+    try:
+        with pytest.raises(DataDirTaken, match="data dir of its own"):
+            DataDirClaim(tmp_path, alone=second_standby).take()
+        plain = [DataDirClaim(tmp_path / "plain", alone=False) for _ in range(2)]
+        for claim in plain:
+            claim.take()  # workers without standby copies share one
+        for claim in plain:
+            claim.release()
+    finally:
+        first.release()
+    again = DataDirClaim(tmp_path, alone=True)
+    again.take()  # released: taken again
+    again.release()
+
+
+async def test_a_worker_refused_its_data_dir_joins_no_group(tmp_path: Path) -> None:
+    from altm.pipeline.runtime.kafka import DataDirTaken
+    from altm.pipeline.runtime.kafka._claim import DataDirClaim
+
+    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none",
+                        worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    other = DataDirClaim(settings.data_dir, alone=False)
+    other.take()
+    try:
+        rt = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(), "log-id")
+        with pytest.raises(DataDirTaken):
+            await rt.start()
+        assert rt._member is None  # refused before it reached for the broker
+    finally:
+        other.release()
+        shards.close()

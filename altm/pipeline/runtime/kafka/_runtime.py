@@ -39,6 +39,7 @@ from altm.core import ChangeEvent, DeadLetter, MemoryUnit, Scope, Settings, Topi
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import EmbedProcessor, Processor, ProcessorContext
+from altm.pipeline.runtime.kafka._claim import DataDirClaim
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
 from altm.pipeline.writer import REAPPLIED_HEADER, TextSimilarity, Writer
 from altm.store import DeferredWork, MemoryReader, ShardSet, shard_files
@@ -120,6 +121,7 @@ class KafkaRuntime:
         # own) every partition at the start: deferred work a stop kept from being handed over goes at the first
         self._given_up: set[int] = set(range(self.partitions)) if settings.worker_standby else set()
         self._handovers: set[asyncio.Task[bool]] = set()
+        self._claim = DataDirClaim(Path(settings.data_dir), alone=settings.worker_standby)
         self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
 
     # lifecycle
@@ -135,7 +137,15 @@ class KafkaRuntime:
         return f"{self.settings.topic_prefix}workers"
 
     async def start(self) -> None:
-        """Join the group and start the lanes, the fetch loop and the timers."""
+        """Claim the data dir, join the group and start the lanes, the fetch loop and the timers."""
+        self._claim.take()
+        try:
+            await self._join()
+        except BaseException:
+            self._claim.release()
+            raise
+
+    async def _join(self) -> None:
         self._member = GroupMember(
             self.bootstrap, self.group_id, sorted(self._by_topic), self, client_id="altm-worker",
             session_timeout_s=self.settings.worker_session_timeout_s, max_records=self.settings.poll_batch * 4)
@@ -185,7 +195,10 @@ class KafkaRuntime:
             try:
                 await self.member.stop()
             finally:
-                await self.bus.stop()
+                try:
+                    await self.bus.stop()
+                finally:
+                    self._claim.release()
 
     def _every(self, seconds: float, call: Callable[[], Awaitable[None]], what: str,
                now: asyncio.Event | None = None) -> asyncio.Task[None]:
