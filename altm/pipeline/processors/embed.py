@@ -108,12 +108,14 @@ class EmbedProcessor(Processor):
                 now = {m.memory_id: m.content_hash for m in current(memories)}
                 if left := [m.memory_id for m in memories if m.memory_id not in now]:
                     self.vectors.delete(left)
-                memories = [m for m in memories if now.get(m.memory_id) == m.content_hash]
+                kept = [m for m in memories if now.get(m.memory_id) == m.content_hash]
+            else:
+                kept = list(memories)
             now_ms = int(time.time() * 1000)
             self.vectors.upsert([VectorPoint(m.memory_id, vectors[m.memory_id], vector_payload(m, now_ms))
-                                 for m in memories])
+                                 for m in kept])
         if gone or memories:
-            self.vectors.flush()  # durable before the stage commits its offsets
+            self.vectors.flush()  # durable before the stage commits its offsets (a deletion of ``current``'s too)
 
     async def _vectors(self, mems: Sequence[MemoryUnit], embedding: EmbeddingModel) -> list[Sequence[float]]:
         """One vector per memory: from ``reuse`` where it holds the memory with the same content (same model:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from altm.bus import OutgoingRecord, Record
@@ -23,6 +24,7 @@ from altm.core import ChangeEvent, DecodeError, Settings, Topic, decode_event, t
 from altm.models import EmbeddingModel
 from altm.pipeline._drivers import WriterDriver, until_done
 from altm.pipeline.processors import EmbedProcessor, ProcessorContext
+from altm.pipeline.runtime._claim import DataDirClaim
 from altm.pipeline.writer import GuardKeys, TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 from altm.vectors import VectorIndex
@@ -63,6 +65,8 @@ class ReplicaRuntime:
         self.reader = reader
         self.driver: WriterDriver | None = None
         self._task: asyncio.Task[None] | None = None
+        self._claim = DataDirClaim(Path(settings.data_dir),
+                                   alone="a read replica writes the shards of every partition there")
         self.applied = 0
 
     async def start(self, identity: str) -> None:
@@ -70,6 +74,14 @@ class ReplicaRuntime:
         stopped."""
         if self._task is not None:
             return
+        self._claim.take()
+        try:
+            await self._follow_from(identity)
+        except BaseException:
+            self._claim.release()
+            raise
+
+    async def _follow_from(self, identity: str) -> None:
         driver = WriterDriver(self.writer, DeferredWork(self.shards, self.settings), self._embed, identity)
         starts = {p: driver.bind(p, None) or 0 for p in range(self.settings.partitions)}
         await self.reader.start(starts)
@@ -77,6 +89,12 @@ class ReplicaRuntime:
         self._task = asyncio.create_task(self._follow(driver), name="altm-replica")
 
     async def stop(self) -> None:
+        try:
+            await self._stop_following()
+        finally:
+            self._claim.release()
+
+    async def _stop_following(self) -> None:
         if self._task is not None:
             task, self._task = self._task, None
             task.cancel()

@@ -39,7 +39,7 @@ from altm.core import ChangeEvent, DeadLetter, MemoryUnit, Scope, Settings, Topi
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import EmbedProcessor, Processor, ProcessorContext
-from altm.pipeline.runtime.kafka._claim import DataDirClaim
+from altm.pipeline.runtime._claim import DataDirClaim
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
 from altm.pipeline.writer import REAPPLIED_HEADER, TextSimilarity, Writer
 from altm.store import DeferredWork, MemoryReader, ShardSet, shard_files
@@ -121,7 +121,10 @@ class KafkaRuntime:
         # own) every partition at the start: deferred work a stop kept from being handed over goes at the first
         self._given_up: set[int] = set(range(self.partitions)) if settings.worker_standby else set()
         self._handovers: set[asyncio.Task[bool]] = set()
-        self._claim = DataDirClaim(Path(settings.data_dir), alone=settings.worker_standby)
+        self._claim = DataDirClaim(Path(settings.data_dir), alone=(
+            "ALTM_WORKER_STANDBY keeps copies of every partition there" if settings.worker_standby else
+            "ALTM_WORKER_DROP_UNOWNED_AFTER_S deletes the shards of the partitions it does not own"
+            if settings.worker_drop_unowned_after_s is not None else None))
         self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
 
     # lifecycle
@@ -172,7 +175,14 @@ class KafkaRuntime:
                                            "dropping unowned shards"))
 
     async def stop(self) -> None:
-        """Finish the batches in flight, commit what was handled, publish the outboxes and leave the group."""
+        """Finish the batches in flight, commit what was handled, publish the outboxes and leave the group; the
+        data dir's claim goes however the stop ends (cut short by a caller's timeout too)."""
+        try:
+            await self._leave()
+        finally:
+            self._claim.release()
+
+    async def _leave(self) -> None:
         fetch, timers = self._tasks[:1], self._tasks[1:]
         for task in fetch:
             task.cancel()
@@ -195,10 +205,7 @@ class KafkaRuntime:
             try:
                 await self.member.stop()
             finally:
-                try:
-                    await self.bus.stop()
-                finally:
-                    self._claim.release()
+                await self.bus.stop()
 
     def _every(self, seconds: float, call: Callable[[], Awaitable[None]], what: str,
                now: asyncio.Event | None = None) -> asyncio.Task[None]:
