@@ -149,11 +149,11 @@ async def test_a_worker_keeps_warm_copies_of_the_partitions_it_does_not_own(stan
     standby.bus.publish_many = published
     await standby._follow_unowned()
     assert _stored(standby.settings.data_dir) == [f"s1-t{i}" for i in range(1, 6)]
-    assert standby.standby_applied == {partition: 5}
+    assert standby.standby.applied == {partition: 5}
     assert other not in {p for p, _, _ in fetched}  # its own partition is its lanes' (and its restore's)
     assert published.records == []
     await standby._follow_unowned()  # nothing new committed: nothing read again
-    assert standby.standby_applied == {partition: 5} and len([f for f in fetched if f[0] == partition]) == 1
+    assert standby.standby.applied == {partition: 5} and len([f for f in fetched if f[0] == partition]) == 1
 
     taken = TopicPartition(proposals, partition)  # then the partition is given to this worker
     standby._member = Member({owned, taken}, committed=6)
@@ -271,7 +271,7 @@ async def test_applying_an_erasure_from_the_log_leaves_the_keys_made_after_it_al
             owned = TopicPartition(topic_name(Topic.PROPOSALS, s.topic_prefix), (erase.partition + 1) % s.partitions)
             rt._member = Member({owned}, committed=log[-1].offset + 1)
             await rt.assigned(frozenset({owned}))
-            await rt._follow(erase.partition)
+            await rt.standby.follow(erase.partition)
         else:
             await rt.writer.catch_up(erase.partition, log[-1].offset + 1)
         erased_here = rows(s.data_dir, "SELECT 1 FROM tombstones")
@@ -459,7 +459,7 @@ async def test_what_the_index_could_not_take_is_embedded_at_the_next_tick_and_ne
     await rt._follow_unowned()
     ids = _ids(rt)
     assert len(ids) == 4 and set(rt.index.points(ids)) == set(ids)
-    assert rt._unembedded == {} and rt.bus.publish_many.records == []
+    assert rt.standby.unembedded == {} and rt.bus.publish_many.records == []
     assert shards_outbox(rt) == 0
 
 
@@ -484,12 +484,12 @@ async def test_what_a_standby_copy_could_not_embed_is_not_embedded_after_its_era
     member = await _following(rt, log, committed=2)
     rt.toy.down = True
     await rt._follow_unowned()
-    noted = set(rt._unembedded.get(log[0].partition, {}))
+    noted = set(rt.standby.unembedded.get(log[0].partition, {}))
     assert len(noted) == 2
     rt.toy.down = False
     member._committed = 3  # the owner erased session s1
     await rt._follow_unowned()
-    assert rt.index.points(sorted(noted)) == {} and rt._unembedded == {}
+    assert rt.index.points(sorted(noted)) == {} and rt.standby.unembedded == {}
 
 
 async def test_leftovers_are_not_published_after_the_changes_the_standby_copy_applied_since(tmp_path: Path) -> None:
@@ -682,7 +682,7 @@ async def test_what_a_standby_copy_could_not_embed_before_a_restart_is_embedded_
     await _following(again, log, committed=3)
     await again._follow_unowned()
     assert set(rt.index.points(ids)) == set(ids)
-    assert again._unembedded == {} and again.bus.publish_many.records == []
+    assert again.standby.unembedded == {} and again.bus.publish_many.records == []
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -707,9 +707,9 @@ async def test_memories_to_embed_again_go_a_thousand_per_tick(embedding_standby:
     """A worker whose index was lost whole notes every memory of its shards at its start: one tick embedding
     them all (one embedder call, one SQL statement with an id per memory) would keep its copies from applying
     for as long, and fail on a large shard. They go EMBED_AGAIN per tick and partition."""
-    from altm.pipeline.runtime.kafka import _runtime
+    from altm.pipeline.runtime.kafka import _standby
 
-    monkeypatch.setattr(_runtime, "EMBED_AGAIN", 2)
+    monkeypatch.setattr(_standby, "EMBED_AGAIN", 2)
     rt = embedding_standby
     log = await _log(rt.settings, 5)
     await _following(rt, log, committed=5)
@@ -721,5 +721,5 @@ async def test_memories_to_embed_again_go_a_thousand_per_tick(embedding_standby:
     for _ in range(3):
         await rt._follow_unowned()
         seen.append(len(rt.index.points(ids)))
-    assert seen == [2, 4, 5] and rt._unembedded == {}
+    assert seen == [2, 4, 5] and rt.standby.unembedded == {}
 

@@ -18,14 +18,14 @@ writer stores its proposals offset in the shard transaction and skips anything b
 through the shard's outbox.
 
 The proposals log is each shard's changelog (see ``WriterDriver``): a partition this worker is given is first
-restored up to the group's committed offset, and its stages wait for that (they read the shard).
+restored up to the group's committed offset, and its stages wait for that (they read the shard). With
+``ALTM_WORKER_STANDBY`` the worker also keeps warm copies of the partitions it does not own (:mod:`._standby`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,27 +35,20 @@ from pathlib import Path
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
 from altm.bus.sealing import Sealer
-from altm.core import ChangeEvent, DeadLetter, MemoryUnit, Scope, Settings, Topic, encode, partition_for, topic_name
+from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
-from altm.pipeline.processors import EmbedProcessor, Processor, ProcessorContext
+from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.runtime._claim import DataDirClaim
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
+from altm.pipeline.runtime.kafka._standby import STANDBY_EVERY_S, StandbyCopies
 from altm.pipeline.writer import REAPPLIED_HEADER, TextSimilarity, Writer
-from altm.store import DeferredWork, MemoryReader, ShardSet, shard_files
+from altm.store import DeferredWork, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
 log = logging.getLogger("altm.worker")
 RESTORE_CHUNK = 5000
 """Proposals read from the broker and applied in one transaction while a shard is restored."""
-STANDBY_EVERY_S = 2.0
-"""How often a worker with ``ALTM_WORKER_STANDBY`` brings its copies of the partitions it does not own up to
-what their owners have committed."""
-STANDBY_TRANSACTION = 500
-"""Proposals a standby copy applies in one transaction (it reads ``RESTORE_CHUNK`` at a time, as a restore does):
-few enough that the worker's own lanes wait a fraction of a second for it, where they wait for a restore anyway."""
-EMBED_AGAIN = 1000
-"""Memories a standby copy embeds again per tick and partition (``_embed_again``)."""
 QUEUED_BATCHES = 4
 SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 """The lanes that make a turn searchable; the deriving lane of the changes topic yields to them (see
@@ -86,9 +79,8 @@ class KafkaRuntime:
                                    self._fetch_proposals)
         self.vectors = vectors  # this worker's own index: a dropped partition's points go with its shard
         self._embed_stage = next((stage for stage in self.stages if stage.name == "embed"), None)
-        self.standby_applied: dict[int, int] = {}  # partition → proposals its standby copy applied here
-        self._unembedded: dict[int, dict[str, Scope]] = {}  # memories a standby copy's index did not take yet
-        self._index_checked = False  # the index against the shards, once per start (``_check_index``)
+        self.standby = StandbyCopies(self.writer, shards, vectors, self._embed_stage, self._committed_proposals,
+                                     self.partitions)
         prefix = settings.topic_prefix
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
                            ready=lambda partition: True)]
@@ -393,6 +385,10 @@ class KafkaRuntime:
     def _is_ready(self, partition: int) -> bool:
         return partition in self._ready
 
+    async def _committed_proposals(self, partition: int) -> int | None:
+        """What the group has committed of the proposals partition (its owner's progress)."""
+        return await self.member.committed(TopicPartition(self.writer.topic, partition))
+
     async def _fetch_proposals(self, partition: int, start: int, end: int) -> list[Record]:
         """Proposals of one partition read from the broker (the shard's changelog: see ``WriterDriver``)."""
         records = await read_range(self.bootstrap, self.writer.topic, partition, start, end, limit=RESTORE_CHUNK)
@@ -430,111 +426,8 @@ class KafkaRuntime:
                             exc_info=True)
 
     async def _follow_unowned(self) -> None:
-        """``ALTM_WORKER_STANDBY``: every partition this worker does not own is kept as a warm copy. Its shard
-        applies the proposals the owner has committed, read from the log as a restore reads them; the changes
-        they make are embedded into this worker's index and published nowhere (the owner published them before
-        it committed). When the partition is given to this worker, its restore has only the last seconds left."""
-        if not self._index_checked:
-            try:  # never in the way of the copies (an erasure must not wait for the index)
-                await self._check_index()
-            except Exception:
-                log.warning("checking this worker's vector index against its shards failed; the next tick tries "
-                            "again", exc_info=True)
-        for partition in range(self.partitions):
-            if self._unembedded.get(partition):  # owned by now or not: what the index could not take before
-                try:
-                    await self._embed_again(partition)
-                except Exception:
-                    log.warning("the standby copy of partition %d could not embed %d memories yet; the next tick "
-                                "tries again", partition, len(self._unembedded.get(partition, {})), exc_info=True)
-            if partition in self._owned(Topic.PROPOSALS):
-                continue
-            try:  # each on its own: one that cannot be read now never keeps the others behind
-                await self._follow(partition)
-            except Exception:
-                log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
-                            partition, exc_info=True)
-
-    async def _check_index(self) -> None:
-        """Once per start, before the first tick: what a standby copy could not embed is noted in memory only,
-        so a stop lost it. Every memory of a shard here without a point in this worker's index is noted again
-        (embedded by ``_embed_again``), and a point whose memory no shard here holds any more (erased while
-        its deletion could not reach the index) is deleted."""
-        embed = self._embed_stage.processor if self._embed_stage is not None else None
-        if self.vectors is None or not isinstance(embed, EmbedProcessor) or embed.idle:
-            self._index_checked = True
-            return
-        indexed, stored = set(await asyncio.to_thread(self.vectors.ids)), set[str]()  # a large index: off the loop
-        for shard in self.shards.existing():
-            scopes = shard.memory_scopes()
-            stored.update(scopes)
-            if missing := {mid: scope for mid, scope in scopes.items() if mid not in indexed}:
-                self._unembedded.setdefault(shard.partition, {}).update(missing)
-                log.info("the index of this worker misses %d memories of partition %d: embedding them",
-                         len(missing), shard.partition)
-        if not self.vectors.shared and (orphans := sorted(indexed - stored)):  # a server's: others' points too
-            self.vectors.delete(orphans)
-            self.vectors.flush()
-            log.info("deleted %d vector points whose memories no shard here holds", len(orphans))
-        self._index_checked = True
-
-    async def _follow(self, partition: int) -> None:
-        end = await self.member.committed(TopicPartition(self.writer.topic, partition))
-        if not end:
-            return
-
-        async def embed(changes: Sequence[ChangeEvent]) -> None:
-            await self._embed_copy(partition, changes)
-
-        applied = await self.writer.follow(partition, end, embed, transaction=STANDBY_TRANSACTION)
-        if applied:
-            self.standby_applied[partition] = self.standby_applied.get(partition, 0) + applied
-            log.debug("standby copy of partition %d: %d proposal(s) applied", partition, applied)
-
-    async def _embed_copy(self, partition: int, changes: Sequence[ChangeEvent]) -> None:
-        """A standby copy's changes, into this worker's own index (never published: the owner did). The memories
-        of those the index cannot take now are noted and embedded as the shard then holds them (see
-        ``_embed_again``); the copy goes on applying meanwhile (an erasure must not wait for the embedder).
-        A stop loses the notes; the next start finds those memories again (``_check_index``)."""
-        if self._embed_stage is None or not changes:
-            return
-        try:
-            await self._embed_stage.processor.process_batch(changes, self._embed_stage.ctx)
-        except Exception:
-            noted = self._unembedded.setdefault(partition, {})
-            for change in changes:
-                if change.memory is not None:
-                    noted[change.memory.memory_id] = change.memory.scope
-                noted.update(dict.fromkeys(change.removed_ids, change.scope))
-            log.warning("the standby copy of partition %d could not embed %d change(s) now; tried again at the "
-                        "next tick", partition, len(changes), exc_info=True)
-
-    async def _embed_again(self, partition: int) -> None:
-        """The memories a standby copy's index could not take, as the shard holds them now: those still there
-        embedded, the points of the others (erased, forgotten since) deleted; at most ``EMBED_AGAIN`` per tick
-        (an index lost whole is rebuilt over several ticks, and the copy applies between them)."""
-        embed = self._embed_stage.processor if self._embed_stage is not None else None
-        waiting = self._unembedded.pop(partition, {})
-        if not waiting or not isinstance(embed, EmbedProcessor):
-            return
-        noted = dict(itertools.islice(waiting.items(), EMBED_AGAIN))
-        if len(waiting) > len(noted):
-            self._unembedded[partition] = {k: v for k, v in waiting.items() if k not in noted}
-        by_scope: dict[Scope, list[str]] = {}
-        for memory_id, scope in noted.items():
-            by_scope.setdefault(scope, []).append(memory_id)
-        reader = MemoryReader(self.shards)
-
-        def stored(memories: Sequence[MemoryUnit]) -> list[MemoryUnit]:  # the writer lane may erase meanwhile
-            ids = [m.memory_id for m in memories]
-            return [m for scope in {m.scope for m in memories} for m in reader.get_many(scope, ids)]
-
-        held = [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
-        try:
-            await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}), current=stored)
-        except BaseException:
-            self._unembedded.setdefault(partition, {}).update(noted)
-            raise
+        """``ALTM_WORKER_STANDBY``: a tick of the warm copies of the partitions this worker does not own."""
+        await self.standby.tick(self._owned(Topic.PROPOSALS))
 
     async def _drop_unowned(self) -> None:
         """Delete the shards (and their vector points) of partitions this worker has not owned for
