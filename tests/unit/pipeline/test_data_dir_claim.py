@@ -11,13 +11,13 @@ import contextlib
 import errno
 import fcntl
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from altm.bus import OutgoingRecord, Record
+from altm.bus import OutgoingRecord
 from altm.core import Settings, UpsertMemoryProposal
 from altm.pipeline import WriterDriver
 from altm.pipeline.processors import CaptureProcessor, EmbedProcessor, ProcessorContext, default_processors
@@ -30,6 +30,7 @@ from altm.vectors.edge import EdgeVectorIndex
 from tests.support.lanes import Member
 from tests.support.lanes import until as _until
 from tests.support.turns import make_turn
+from tests.unit.pipeline.test_replica import _Log
 from tests.unit.pipeline.test_standby import _Toy
 from tests.unit.pipeline.test_writer_restore import _log
 
@@ -165,23 +166,6 @@ async def test_what_current_deletes_is_flushed_before_put_returns(tmp_path: Path
     assert calls == ["delete", "flush"], "put() returned with its deletion not durable ('durable when this returns')"
 
 
-class _Reader:
-    def __init__(self, log: Sequence[Record]) -> None:
-        self.log = list(log)
-
-    async def start(self, starts: Mapping[int, int]) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-    async def poll(self, timeout_s: float = 0.5) -> list[Record]:
-        out, self.log = self.log, []
-        if not out:
-            await asyncio.sleep(0.01)
-        return out
-
-
 async def test_a_read_replica_is_refused_the_data_dir_of_a_running_worker(tmp_path: Path) -> None:
     """ALTM_READ_REPLICA=true with the workers' ALTM_DATA_DIR (the data dir the service read without it): the
     replica applied every partition's proposals into the worker's shards, ahead of the worker, which then took
@@ -191,7 +175,7 @@ async def test_a_read_replica_is_refused_the_data_dir_of_a_running_worker(tmp_pa
     worker = DataDirClaim(s.data_dir, alone=None)  # what a running worker (no standby) holds
     worker.take()
     shards, mine = ShardSet(s.data_dir, 4), ShardSet(s.data_dir, 4)
-    replica = ReplicaRuntime(s, shards, _Reader(log))
+    replica = ReplicaRuntime(s, shards, _Log(list(log)))
     published: list[OutgoingRecord] = []
 
     async def publish(records: Sequence[OutgoingRecord]) -> None:
