@@ -245,7 +245,7 @@ def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
 def _defer(work: DeferredWork, stage: str, record: Record, reason: str, *, reapplied: bool = False) -> None:
     """Keep ``record`` for a retry (``reapplied``: it was read from the log, applied by its owner before)."""
     headers = record.headers
-    if reapplied and not is_reapplied(record):
+    if reapplied and not is_reapplied(record.headers):
         headers = (*headers, (REAPPLIED_HEADER, b"1"))
     work.add(stage, record.topic, record.partition, record.offset, record.key, record.value, reason,
              headers=pack_headers(headers), timestamp_ms=record.timestamp_ms)

@@ -170,8 +170,8 @@ class Writer:
                 stored = shard.next_offset(WRITER_GROUP, topic, partition)
                 for i in indexes:
                     if held or (not retry and stored is not None and records[i].offset < stored):
-                        outcomes[i] = WriteOutcome(skipped=True)  # applied before: at-least-once, idempotent
-                        continue
+                        outcomes[i] = WriteOutcome(skipped=True)  # applied before (at-least-once, idempotent),
+                        continue                                  # or held back behind a deferral
                     # each its own "now": a row recorded and superseded in one batch differ in time
                     ctx = OpContext(now=datetime.now(UTC).isoformat(), settings=self.settings, guard=self.guard,
                                     rules=self.rules, source_ms=source_ms(records[i]) or None,
@@ -197,7 +197,7 @@ class Writer:
         outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
                                                                                      ahead)
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
-            again = reapplied or is_reapplied(record)
+            again = reapplied or is_reapplied(record.headers)
             self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
         if not retry:
             tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
@@ -301,9 +301,10 @@ REAPPLIED_HEADER = "altm-reapplied"
 is a re-application too."""
 
 
-def is_reapplied(record: Record) -> bool:
-    """Whether ``record`` was deferred where it was applied again from the log (see ``REAPPLIED_HEADER``)."""
-    return any(k == REAPPLIED_HEADER for k, _ in record.headers)
+def is_reapplied(headers: Headers) -> bool:
+    """Whether a record with these headers was deferred where it was applied again from the log (see
+    ``REAPPLIED_HEADER``): a restore's or a standby copy's, which its owner had applied."""
+    return any(k == REAPPLIED_HEADER for k, _ in headers)
 
 
 def _owner_applied_ms(p: EraseProposal, record: Record, ahead: Mapping[str, Sequence[BuryProposal]]) -> int | None:

@@ -42,7 +42,7 @@ from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.runtime._claim import DataDirClaim
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
 from altm.pipeline.runtime.kafka._standby import STANDBY_EVERY_S, StandbyCopies
-from altm.pipeline.writer import REAPPLIED_HEADER, TextSimilarity, Writer
+from altm.pipeline.writer import TextSimilarity, Writer, is_reapplied
 from altm.store import DeferredWork, ShardSet, shard_files
 from altm.vectors import VectorIndex
 
@@ -57,6 +57,15 @@ SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 
 MAX_RECORD_BYTES = 1_000_000
 """The largest record a worker sends (the producer's max_request_size is 1 MiB; sealing adds a few dozen bytes)."""
+
+
+def _needs_alone(settings: Settings) -> str | None:
+    """Why a worker with these settings needs its data dir to itself (see ``DataDirClaim``), or None."""
+    if settings.worker_standby:
+        return "ALTM_WORKER_STANDBY keeps copies of every partition there"
+    if settings.worker_drop_unowned_after_s is not None:
+        return "ALTM_WORKER_DROP_UNOWNED_AFTER_S deletes the shards of the partitions it does not own"
+    return None
 
 
 class KafkaRuntime:
@@ -113,10 +122,7 @@ class KafkaRuntime:
         # own) every partition at the start: deferred work a stop kept from being handed over goes at the first
         self._given_up: set[int] = set(range(self.partitions)) if settings.worker_standby else set()
         self._handovers: set[asyncio.Task[bool]] = set()
-        self._claim = DataDirClaim(Path(settings.data_dir), alone=(
-            "ALTM_WORKER_STANDBY keeps copies of every partition there" if settings.worker_standby else
-            "ALTM_WORKER_DROP_UNOWNED_AFTER_S deletes the shards of the partitions it does not own"
-            if settings.worker_drop_unowned_after_s is not None else None))
+        self._claim = DataDirClaim(Path(settings.data_dir), alone=_needs_alone(settings))
         self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
 
     # lifecycle
@@ -460,8 +466,7 @@ class KafkaRuntime:
         owner handles it there: effects are idempotent) and then removed here: with a data dir of its own, the
         new owner never had it. Returns whether nothing is left (a failure keeps it here, for the next try)."""
         try:  # what a restore or a standby copy deferred was applied by its owner already: never handed over
-            items = [i for i in self.work.pending(partitions)
-                     if not any(k == REAPPLIED_HEADER for k, _ in unpack_headers(i.headers))]
+            items = [i for i in self.work.pending(partitions) if not is_reapplied(unpack_headers(i.headers))]
             if items:
                 await self._publish([OutgoingRecord(i.topic, i.value, i.key, unpack_headers(i.headers))
                                      for i in items])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from altm.core import ChangeEvent, MemoryUnit, Scope
 from altm.pipeline._drivers import StageDriver, WriterDriver
@@ -140,18 +140,19 @@ class StandbyCopies:
         noted = dict(itertools.islice(waiting.items(), EMBED_AGAIN))
         if len(waiting) > len(noted):
             self.unembedded[partition] = {k: v for k, v in waiting.items() if k not in noted}
-        by_scope: dict[Scope, list[str]] = {}
-        for memory_id, scope in noted.items():
-            by_scope.setdefault(scope, []).append(memory_id)
         reader = MemoryReader(self.shards)
 
-        def stored(memories: Sequence[MemoryUnit]) -> list[MemoryUnit]:  # the writer lane may erase meanwhile
-            ids = [m.memory_id for m in memories]
-            return [m for scope in {m.scope for m in memories} for m in reader.get_many(scope, ids)]
+        def stored(homes: Mapping[str, Scope]) -> list[MemoryUnit]:
+            """The memories of ``homes`` (memory id → scope) the shards hold now, read scope by scope."""
+            by_scope: dict[Scope, list[str]] = {}
+            for memory_id, scope in homes.items():
+                by_scope.setdefault(scope, []).append(memory_id)
+            return [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
 
-        held = [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
-        try:
-            await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}), current=stored)
+        held = stored(noted)
+        try:  # read again once the vectors are computed: the writer lane may have erased some meanwhile
+            await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}),
+                            current=lambda memories: stored({m.memory_id: m.scope for m in memories}))
         except BaseException:
             self.unembedded.setdefault(partition, {}).update(noted)
             raise
