@@ -16,7 +16,7 @@ from altm.bus import TopicPartition
 from altm.bus.kafka import KafkaBus
 from altm.core import Settings, Topic, all_topic_specs, topic_name
 from altm.pipeline import ProcessorContext, check_log_binding, default_processors
-from altm.pipeline.runtime.kafka import KafkaRuntime
+from altm.pipeline.runtime.kafka import DataDirClaim, KafkaRuntime, worker_claim
 from altm.store import MemoryReader, ShardSet, shard_files
 from altm.wiring._adapters import (
     WiringError,
@@ -114,6 +114,15 @@ def run_worker(settings: Settings) -> None:
     if not (settings.bus or "").startswith("kafka://"):
         raise WiringError("a worker needs a Kafka bus (--broker kafka://HOST:PORT or ALTM_BUS=kafka://…)")
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    claim = worker_claim(settings)
+    claim.take()  # first: a refused worker touches neither the data dir nor the broker
+    try:
+        _run_claimed(settings, claim)
+    finally:
+        claim.release()
+
+
+def _run_claimed(settings: Settings, claim: DataDirClaim) -> None:
     identity = asyncio.run(prepare_kafka(settings))
     serve_metrics(settings)
     configure_tracing(settings)
@@ -124,7 +133,7 @@ def run_worker(settings: Settings) -> None:
     sealer = open_sealer(settings)
     try:
         runtime = KafkaRuntime(settings, shards, ctx, default_processors(models.chat, models.embedding, vectors),
-                               identity, sealer, guard_similarity(settings), vectors)
+                               identity, sealer, guard_similarity(settings), vectors, claim=claim)
         asyncio.run(run_until_signalled(runtime, settings.worker_stop_timeout_s))
     finally:
         if vectors is not None:

@@ -196,3 +196,44 @@ async def test_a_read_replica_is_refused_the_data_dir_of_a_running_worker(tmp_pa
         shards.close()
         mine.close()
     assert refused, f"the replica ran on the worker's data dir; the worker then published {len(published)} change(s)"
+
+
+def test_altm_worker_is_refused_a_taken_data_dir_before_it_reaches_for_the_broker(tmp_path: Path) -> None:
+    """``altm worker`` bound the data dir's shards to the log and opened its vector index before the runtime
+    claimed the data dir: a second standby worker on the same data dir wrote the first one's shards (their log
+    binding), and was refused by the vector index's lock or by a broker that was away, never with the reason."""
+    from altm.wiring import run_worker
+
+    settings = _worker(tmp_path, worker_standby=True)
+    settings.data_dir.mkdir(parents=True)
+    running = DataDirClaim(settings.data_dir, alone=ALONE)  # the first standby worker
+    running.take()
+    try:
+        with pytest.raises(DataDirTaken, match="data dir of its own"):
+            run_worker(settings)  # the broker (port 1) is never reached: the refusal comes first
+    finally:
+        running.release()
+    assert not list(settings.data_dir.glob("shard-*")), "the refused worker wrote shards of the data dir"
+
+
+async def test_a_claim_handed_to_the_runtime_is_its_callers_to_release(tmp_path: Path) -> None:
+    """``altm worker`` closes the shards and the vector index after the runtime stopped: the claim it handed in
+    must hold until then, or a second worker could take the data dir while they are still open."""
+    settings = _worker(tmp_path, worker_standby=True)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    claim = DataDirClaim(settings.data_dir, alone=ALONE)
+    claim.take()
+    rt = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(), "log-id",
+                      claim=claim)
+    try:
+        with contextlib.suppress(Exception):
+            await rt.start()  # no broker on port 1: the start fails
+        await rt.stop()
+        with pytest.raises(DataDirTaken):
+            DataDirClaim(settings.data_dir, alone=ALONE).take()
+    finally:
+        claim.release()
+        shards.close()
+    again = DataDirClaim(settings.data_dir, alone=ALONE)
+    again.take()  # released by its caller: free again
+    again.release()

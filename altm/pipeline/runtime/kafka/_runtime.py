@@ -68,12 +68,20 @@ def _needs_alone(settings: Settings) -> str | None:
     return None
 
 
+def worker_claim(settings: Settings) -> DataDirClaim:
+    """The claim a worker with these settings takes on its data dir (not taken yet). ``altm worker`` takes it
+    before anything touches the data dir or the broker, hands it to the runtime, and releases it once the runtime
+    stopped and the shards and the vector index are closed."""
+    return DataDirClaim(Path(settings.data_dir), alone=_needs_alone(settings))
+
+
 class KafkaRuntime:
     """Builds a worker's lanes over drivers; ``altm worker`` (wiring) starts and stops it."""
 
     def __init__(self, settings: Settings, shards: ShardSet, ctx: ProcessorContext,
                  processors: Sequence[Processor], identity: str, sealer: Sealer | None = None,
-                 similarity: TextSimilarity | None = None, vectors: VectorIndex | None = None) -> None:
+                 similarity: TextSimilarity | None = None, vectors: VectorIndex | None = None, *,
+                 claim: DataDirClaim | None = None) -> None:
         if not settings.broker:
             raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
         self.settings = settings
@@ -122,7 +130,10 @@ class KafkaRuntime:
         # own) every partition at the start: deferred work a stop kept from being handed over goes at the first
         self._given_up: set[int] = set(range(self.partitions)) if settings.worker_standby else set()
         self._handovers: set[asyncio.Task[bool]] = set()
-        self._claim = DataDirClaim(Path(settings.data_dir), alone=_needs_alone(settings))
+        # the data dir's claim: one handed in (taken) is its caller's to release, after it closed the shards
+        # and the index; one of its own is taken at the start and released at the stop
+        self._claim = claim if claim is not None else worker_claim(settings)
+        self._releases_claim = claim is None
         self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
 
     # lifecycle
@@ -143,7 +154,7 @@ class KafkaRuntime:
         try:
             await self._join()
         except BaseException:
-            self._claim.release()
+            self._release_claim()
             raise
 
     async def _join(self) -> None:
@@ -174,10 +185,15 @@ class KafkaRuntime:
 
     async def stop(self) -> None:
         """Finish the batches in flight, commit what was handled, publish the outboxes and leave the group; the
-        data dir's claim goes however the stop ends (cut short by a caller's timeout too)."""
+        data dir's claim, if the runtime took it, goes however the stop ends (cut short by a caller's timeout
+        too)."""
         try:
             await self._leave()
         finally:
+            self._release_claim()
+
+    def _release_claim(self) -> None:
+        if self._releases_claim:
             self._claim.release()
 
     async def _leave(self) -> None:
