@@ -13,7 +13,7 @@ import pytest
 
 from altm.app.ingest import IngestSummary, publish_file
 from altm.bus import OutgoingRecord, Record, TopicPartition
-from altm.bus.kafka import KafkaBus
+from altm.bus.kafka import GroupMember, KafkaBus
 from altm.core import TopicSpec, all_topic_specs, partition_for
 from altm.core.settings import Settings
 from altm.interfaces.cli import sample_path
@@ -76,6 +76,42 @@ async def test_publish_consume_commit_and_resume(kafka_bootstrap: str) -> None:
         assert sum(ends.values()) == 40
     finally:
         await bus.stop()
+
+
+class _Quiet:
+    async def revoked(self, tps: frozenset[TopicPartition]) -> None:
+        return None
+
+    async def assigned(self, tps: frozenset[TopicPartition]) -> None:
+        return None
+
+
+async def test_a_group_member_reads_many_committed_offsets_in_one_request(kafka_bootstrap: str) -> None:
+    """What a standby tick asks for: the committed offsets of many partitions, None where none was committed,
+    equal to what ``committed`` says of each."""
+    prefix = _prefix()
+    topic = f"{prefix}proposals"
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.ensure_topics([TopicSpec(topic, 3)])
+        await bus.publish_many([OutgoingRecord(topic, b"x", key=f"t/w/u{i}") for i in range(30)])
+    finally:
+        await bus.stop()
+    member = GroupMember(kafka_bootstrap, f"{prefix}workers", [topic], _Quiet())
+    await member.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(3)]
+        deadline = time.monotonic() + 30
+        while len(member.assignment()) < 3 and time.monotonic() < deadline:
+            await member.fetch(0.5)
+        await member.commit({tps[0]: 1, tps[1]: 2})
+        many = await member.committed_many(tps)
+        assert many == {tps[0]: 1, tps[1]: 2, tps[2]: None}
+        assert many == {tp: await member.committed(tp) for tp in tps}
+        assert await member.committed_many([]) == {}
+    finally:
+        await member.stop()
 
 
 async def test_topic_partition_mismatch_is_refused(kafka_bootstrap: str) -> None:

@@ -27,13 +27,19 @@ class Member:
         self.assigned = assigned
         self.commits: list[dict[TopicPartition, int]] = []
         self._committed = committed
+        self.asked: list[list[TopicPartition]] = []  # the partitions of each committed_many request
         self.stopped = False
 
     def assignment(self) -> frozenset[TopicPartition]:
         return frozenset(self.assigned)
 
     async def committed(self, tp: TopicPartition) -> int | None:
+        self.asked.append([tp])
         return self._committed
+
+    async def committed_many(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        self.asked.append(sorted(tps))
+        return dict.fromkeys(tps, self._committed)
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.commits.append({tp: o for tp, o in offsets.items() if tp in self.assigned})

@@ -113,6 +113,20 @@ class GroupMember:
             raise BusError(f"reading the committed offset of {tp.topic}[{tp.partition}] failed: {exc}") from exc
         return None if off is None or off < 0 else int(off)
 
+    async def committed_many(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets of ``tps`` in one request to its coordinator (None where it never
+        committed one). ``AIOKafkaConsumer.committed`` asks for one partition at a time; this is the request
+        it makes, for all of them."""
+        if not tps:
+            return {}
+        try:
+            found = await self._consumer._coordinator.fetch_committed_offsets(
+                [KafkaTP(tp.topic, tp.partition) for tp in tps])
+        except KafkaError as exc:
+            raise BusError(f"reading the committed offsets of {len(tps)} partitions failed: {exc}") from exc
+        offsets = {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in found.items()}
+        return {tp: off if (off := offsets.get(tp, -1)) >= 0 else None for tp in tps}
+
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         try:
             ends = await self._consumer.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])

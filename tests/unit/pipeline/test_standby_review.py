@@ -70,7 +70,7 @@ async def test_the_start_hand_over_leaves_a_standby_copys_held_proposal_alone(
         first.writer.fetch = _reading(log)
         await first.assigned(frozenset({owned}))
         await _until(lambda: not first._handovers)
-        await first.standby.follow(p)  # A deferred: the copy holds back at offset 1
+        await first.standby.follow(p, 2)  # A deferred: the copy holds back at offset 1
         assert [i.offset for i in first.work.pending({p})] == [0]
         monkeypatch.setattr(WriteGuard, "_tombstone", real)
 
@@ -84,7 +84,7 @@ async def test_the_start_hand_over_leaves_a_standby_copys_held_proposal_alone(
         full = [*log, *republished]  # what the proposals log holds now
         again.writer.fetch = _reading(full)
         again._member._committed = len(full)  # the owner applied it (unchanged) and committed
-        await again.standby.follow(p)
+        await again.standby.follow(p, len(full))
         here = rows(s.data_dir, "SELECT memory_id FROM memories")
     finally:
         shards.close()
@@ -192,7 +192,7 @@ async def test_the_hand_over_retry_leaves_a_standby_copys_held_proposal_alone(
         monkeypatch.setattr(WriteGuard, "_tombstone", _undecided)
         rt._member._committed = 2
         rt.writer.fetch = _reading(log)
-        await rt.standby.follow(p)  # the copy of p defers A and holds back
+        await rt.standby.follow(p, 2)  # the copy of p defers A and holds back
         rt.bus = _Capture()  # the broker is back
         await rt._retry_deferred()
         sent = [r.topic for r in rt.bus.sent]

@@ -407,9 +407,10 @@ class KafkaRuntime:
     def _is_ready(self, partition: int) -> bool:
         return partition in self._ready
 
-    async def _committed_proposals(self, partition: int) -> int | None:
-        """What the group has committed of the proposals partition (its owner's progress)."""
-        return await self.member.committed(TopicPartition(self.writer.topic, partition))
+    async def _committed_proposals(self, partitions: Sequence[int]) -> dict[int, int | None]:
+        """What the group has committed of these proposals partitions (their owners' progress), in one request."""
+        found = await self.member.committed_many([TopicPartition(self.writer.topic, p) for p in partitions])
+        return {tp.partition: offset for tp, offset in found.items()}
 
     async def _fetch_proposals(self, partition: int, start: int, end: int) -> list[Record]:
         """Proposals of one partition read from the broker (the shard's changelog: see ``WriterDriver``)."""

@@ -34,11 +34,12 @@ EMBED_AGAIN = 1000
 
 
 class StandbyCopies:
-    """The copies of one worker. ``committed(partition)``: what the group has committed of that proposals
-    partition (how far its owner is)."""
+    """The copies of one worker. ``committed(partitions)``: what the group has committed of those proposals
+    partitions (how far their owners are; None where nothing), in one request."""
 
     def __init__(self, writer: WriterDriver, shards: ShardSet, vectors: VectorIndex | None,
-                 embed_stage: StageDriver | None, committed: Callable[[int], Awaitable[int | None]],
+                 embed_stage: StageDriver | None,
+                 committed: Callable[[Sequence[int]], Awaitable[Mapping[int, int | None]]],
                  partitions: int) -> None:
         self.writer = writer
         self.shards = shards
@@ -59,6 +60,7 @@ class StandbyCopies:
             except Exception:
                 log.warning("checking this worker's vector index against its shards failed; the next tick tries "
                             "again", exc_info=True)
+        ends = await self._owners_progress([p for p in range(self.partitions) if p not in owned])
         for partition in range(self.partitions):
             if self.unembedded.get(partition):
                 try:
@@ -66,13 +68,25 @@ class StandbyCopies:
                 except Exception:
                     log.warning("the standby copy of partition %d could not embed %d memories yet; the next tick "
                                 "tries again", partition, len(self.unembedded.get(partition, {})), exc_info=True)
-            if partition in owned:
+            if partition in owned or partition not in ends:
                 continue
             try:  # each on its own: one that cannot be read now never keeps the others behind
-                await self.follow(partition)
+                await self.follow(partition, ends[partition])
             except Exception:
                 log.warning("keeping the standby copy of partition %d warm failed; the next tick tries again",
                             partition, exc_info=True)
+
+    async def _owners_progress(self, partitions: Sequence[int]) -> Mapping[int, int | None]:
+        """What the owners of ``partitions`` have committed, in one request; none this tick when the group's
+        coordinator cannot be asked (what waits to be embedded again still is)."""
+        if not partitions:
+            return {}
+        try:
+            return await self.committed(partitions)
+        except Exception:
+            log.warning("the committed offsets of %d partitions could not be read; the standby copies wait for the "
+                        "next tick", len(partitions), exc_info=True)
+            return {}
 
     async def _check_index(self) -> None:
         """Once per start, before the first tick: what a standby copy could not embed is noted in memory only,
@@ -97,9 +111,8 @@ class StandbyCopies:
             log.info("deleted %d vector points whose memories no shard here holds", len(orphans))
         self._index_checked = True
 
-    async def follow(self, partition: int) -> None:
-        """The copy of ``partition`` up to what its owner has committed."""
-        end = await self.committed(partition)
+    async def follow(self, partition: int, end: int | None) -> None:
+        """The copy of ``partition`` up to ``end``, what its owner has committed."""
         if not end:
             return
 
