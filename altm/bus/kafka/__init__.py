@@ -1,6 +1,13 @@
-from altm.bus.kafka._bus import KafkaBus, KafkaConsumer, PartitionReader, parse_broker_url, read_range
+from altm.bus.kafka._bus import (
+    KafkaBus,
+    KafkaConsumer,
+    PartitionReader,
+    RangeReader,
+    parse_broker_url,
+    read_range,
+)
 from altm.bus.kafka._group import GroupMember, Rebalance
 from altm.bus.kafka._keys import KEYS_TOPIC, KafkaKeyStore, KeyTopicMissing
 
 __all__ = ["KEYS_TOPIC", "GroupMember", "KafkaBus", "KafkaConsumer", "KafkaKeyStore", "KeyTopicMissing",
-           "PartitionReader", "Rebalance", "parse_broker_url", "read_range"]
+           "PartitionReader", "RangeReader", "Rebalance", "parse_broker_url", "read_range"]

@@ -11,7 +11,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as KafkaTP
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
 from altm.bus._base import (
     Bus,
@@ -198,23 +198,68 @@ per read of 10 records here, 35 ms with 20 ms."""
 async def read_range(bootstrap: str, topic: str, partition: int, start: int, end: int, *,
                      limit: int = 2000) -> list[Record]:
     """Records ``start`` ≤ offset < ``end`` of one partition, at most ``limit`` of them (fewer when the range is
-    shorter, or empty when the broker no longer holds it), read without a consumer group."""
+    shorter, or empty when the broker no longer holds it), read without a consumer group, by a consumer of its
+    own (a process that reads ranges often keeps a ``RangeReader``)."""
     if end <= start:
         return []
-    reader = AIOKafkaConsumer(bootstrap_servers=bootstrap, max_poll_records=limit, **RANGE_READ_OPTIONS)
-    await reader.start()
+    ranges = RangeReader(bootstrap)
+    await ranges.start()
     try:
-        tp = KafkaTP(topic, partition)
-        reader.assign([tp])
-        first = (await reader.beginning_offsets([tp]))[tp]
-        last = (await reader.end_offsets([tp]))[tp]
-        stop = min(end, last, max(start, first) + limit)
-        if max(start, first) >= stop:
-            return []
-        reader.seek(tp, max(start, first))
-        return await _read_until(reader, {tp: stop})
+        return await ranges.read(topic, partition, start, end, limit=limit)
     finally:
-        await reader.stop()
+        await ranges.stop()
+
+
+class RangeReader:
+    """Ranges of partitions read, one after the other, by one consumer kept between reads (no consumer group). A
+    consumer of its own per read cost 30 ms and 4.6 ms of CPU here (connecting, fetching the metadata), against
+    0.6 and 0.4 ms for 10 records read by a kept one: a standby worker reads every partition it does not own
+    every 2 s. Reads made together wait for each other (the consumer reads one range at a time)."""
+
+    def __init__(self, bootstrap: str, *, max_records: int = 2000) -> None:
+        self.bootstrap = bootstrap
+        self.max_records = max_records
+        self._reader: AIOKafkaConsumer | None = None
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        if self._reader is not None:
+            return
+        reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, max_poll_records=self.max_records,
+                                  **RANGE_READ_OPTIONS)
+        try:
+            await reader.start()
+        except BaseException as exc:
+            await reader.stop()
+            if isinstance(exc, KafkaError):
+                raise BusError(f"cannot reach Kafka at {self.bootstrap}: {exc}") from exc
+            raise
+        self._reader = reader
+
+    async def stop(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            async with self._lock:  # a read in flight finishes (or is cancelled) first
+                await reader.stop()
+
+    async def read(self, topic: str, partition: int, start: int, end: int, *, limit: int = 2000) -> list[Record]:
+        """Records ``start`` ≤ offset < ``end`` of one partition, at most ``limit`` of them (fewer when the range
+        is shorter, or empty when the broker no longer holds it)."""
+        if end <= start:
+            return []
+        async with self._lock:
+            reader = self._reader
+            if reader is None:
+                raise BusError("the range reader is not started")
+            tp = KafkaTP(topic, partition)
+            reader.assign([tp])
+            first = (await reader.beginning_offsets([tp]))[tp]
+            last = (await reader.end_offsets([tp]))[tp]
+            stop = min(end, last, max(start, first) + limit)
+            if max(start, first) >= stop:
+                return []
+            reader.seek(tp, max(start, first))
+            return await _read_until(reader, {tp: stop})
 
 
 class PartitionReader:

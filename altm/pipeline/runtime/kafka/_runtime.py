@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
-from altm.bus.kafka import GroupMember, KafkaBus, parse_broker_url, read_range
+from altm.bus.kafka import GroupMember, KafkaBus, RangeReader, parse_broker_url
 from altm.bus.sealing import Sealer
 from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver
@@ -86,6 +86,7 @@ class KafkaRuntime:
             raise ValueError("the Kafka runtime needs a broker (ALTM_BROKER or --broker kafka://HOST:PORT)")
         self.settings = settings
         self.bootstrap = parse_broker_url(settings.broker)
+        self._ranges = RangeReader(self.bootstrap, max_records=RESTORE_CHUNK)  # the log's ranges, read by one consumer
         self.sealer = sealer
         self.partitions = settings.partitions
         self.shards = shards
@@ -163,8 +164,10 @@ class KafkaRuntime:
             session_timeout_s=self.settings.worker_session_timeout_s, max_records=self.settings.poll_batch * 4)
         await self.bus.start()
         try:
+            await self._ranges.start()
             await self.member.start()
         except BaseException:
+            await self._ranges.stop()
             await self.bus.stop()
             raise
         for lane in self.lanes:
@@ -219,7 +222,10 @@ class KafkaRuntime:
             try:
                 await self.member.stop()
             finally:
-                await self.bus.stop()
+                try:
+                    await self._ranges.stop()
+                finally:
+                    await self.bus.stop()
 
     def _every(self, seconds: float, call: Callable[[], Awaitable[None]], what: str,
                now: asyncio.Event | None = None) -> asyncio.Task[None]:
@@ -414,7 +420,7 @@ class KafkaRuntime:
 
     async def _fetch_proposals(self, partition: int, start: int, end: int) -> list[Record]:
         """Proposals of one partition read from the broker (the shard's changelog: see ``WriterDriver``)."""
-        records = await read_range(self.bootstrap, self.writer.topic, partition, start, end, limit=RESTORE_CHUNK)
+        records = await self._ranges.read(self.writer.topic, partition, start, end, limit=RESTORE_CHUNK)
         return [self.sealer.open(r, retired=False) for r in records] if self.sealer is not None else records
 
     async def _restored(self, partition: int) -> None:
