@@ -219,12 +219,18 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
 
 async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
                    result: StageResult, traces: dict[str, Headers]) -> None:
-    """Batched when the processor supports it, else record by record (each failure its own)."""
+    """Batched when the processor supports it, else record by record (each failure its own). A batched form
+    that fails (not a deferral) is tried again record by record, so the record that broke it is dead-lettered
+    alone and the others get their outputs: one record never stops a partition."""
     try:
         batched = await processor.process_batch([ev for _, ev in decoded], ctx)
     except Deferred as exc:
         result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
         return
+    except Exception:
+        log.warning("processor %s failed on a batch of %d record(s); processing them one by one",
+                    processor.name, len(decoded), exc_info=True)
+        batched = None
     if batched is not None:
         sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
         latest = max(sources.values())

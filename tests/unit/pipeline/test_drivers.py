@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from altm.bus import OutgoingRecord, Record
-from altm.core import Scope, Settings, encode, partition_for
-from altm.pipeline import ProcessorContext, WriterDriver
+from altm.core import Event, Proposal, Scope, Settings, TurnEvent, encode, partition_for
+from altm.pipeline import ProcessorContext, StageDriver, WriterDriver
 from altm.pipeline._drivers import handle_until_done
 from altm.pipeline.processors import CaptureProcessor
 from altm.pipeline.runtime.kafka import KafkaRuntime
@@ -340,3 +340,43 @@ async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(set
     changes = [e for e in (decode_event(r.value) for r in sent if r.topic.endswith("changes"))
                if isinstance(e, ChangeEvent) and e.status is ChangeStatus.COMMITTED]
     assert any(mid in e.removed_ids for e in changes)  # the stages are told the forgotten memory is gone
+
+
+# -- a batched processor's failure on one record (found while batching govern's scenes) -------------------------
+
+
+class _BatchedCapture(CaptureProcessor):
+    """Capture with a batched form, as fold and embed have: it fails the whole batch when one turn breaks it."""
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
+        if isinstance(event, TurnEvent) and event.content == "poison":
+            raise RuntimeError("a processor bug this turn trips")
+        return await super().process(event, ctx)
+
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal] | None:
+        return [p for event in events for p in await self.process(event, ctx)]
+
+
+async def test_one_record_that_breaks_a_batched_processor_is_dead_lettered_and_the_rest_go_on(
+        settings: Settings) -> None:
+    """A processor's batched form that raised (not a deferral) took the whole batch with it: the driver raised,
+    and a runtime retried the same batch for ever. The batch is processed record by record then: the record
+    that breaks it gets a dead letter with the stage and reason, the others their outputs."""
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    sent: list[OutgoingRecord] = []
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        sent.extend(records)
+
+    try:
+        driver = StageDriver(_BatchedCapture(), ProcessorContext(settings=settings), DeferredWork(shards, settings),
+                             publish)
+        turns = [make_turn(i, text) for i, text in enumerate(["first words", "poison", "last words"])]
+        records = [Record("altm.turns", partition_for(t.key, settings.partitions), i, t.key, encode(t))
+                   for i, t in enumerate(turns)]
+        assert await asyncio.wait_for(driver.handle(records), 5) == 3
+        assert [r.topic for r in sent] == ["altm.proposals", "altm.dlq", "altm.proposals"]
+        assert b"first words" in sent[0].value and b"last words" in sent[2].value
+        assert b"a processor bug this turn trips" in sent[1].value and b'"stage":"capture"' in sent[1].value
+    finally:
+        shards.close()
