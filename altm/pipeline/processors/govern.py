@@ -86,18 +86,54 @@ class GovernProcessor(Processor):
         reader = ctx.require_reader()
         mem = committed_memory(event, _ATOMS)
         if mem is not None:
-            merges = self._merge_duplicates(event, reader, mem)
-            if any(p.merge.duplicate_id == mem.memory_id for p in merges):
-                return merges  # a duplicate adds evidence to its canonical atom, not a facet of its own
-            return [*merges, *await self._facet(event, ctx, reader, mem)]
-        if not isinstance(event, ChangeEvent) or event.status is not ChangeStatus.COMMITTED:
+            return await self._atom(event, ctx, reader, mem)
+        if not isinstance(event, ChangeEvent):
+            return []
+        return [p for node_id in self._scene_nodes(event, reader) for p in self._scene(event, reader, node_id)]
+
+    async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal] | None:
+        """The scene of a node once per batch, however many of its changes name it (a batch of one
+        conversation's links names the same people and dates again and again: 3,184 scenes computed for 778
+        distinct in a replay of 500 LoCoMo turns). A scene is a function of the atoms stored when it is read, so
+        reading it once after the batch's changes gives what reading it after each would have given, and a
+        change committed after the read names the node again in a later batch. Its cause is the batch's last
+        change naming it. With a governance model, per event (``None``): a facet's supersede asks the model,
+        and a deferral must keep back that change alone, not the batch."""
+        if self._chat is not None:
+            return None
+        reader = ctx.require_reader()
+        out: list[Proposal] = []
+        last: dict[tuple[str, str], ChangeEvent] = {}  # (scope path, node id) → the batch's last change naming it
+        for event in events:
+            mem = committed_memory(event, _ATOMS)
+            if mem is not None:
+                out += await self._atom(event, ctx, reader, mem)
+            elif isinstance(event, ChangeEvent):
+                for node_id in self._scene_nodes(event, reader):
+                    key = (event.scope.path, node_id)
+                    last.pop(key, None)  # in the order of the last mention
+                    last[key] = event
+        for (_, node_id), change in last.items():
+            out += self._scene(change, reader, node_id)
+        return out
+
+    async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
+                    ) -> list[Proposal]:
+        merges = self._merge_duplicates(event, reader, mem)
+        if any(p.merge.duplicate_id == mem.memory_id for p in merges):
+            return [*merges]  # a duplicate adds evidence to its canonical atom, not a facet of its own
+        return [*merges, *await self._facet(event, ctx, reader, mem)]
+
+    def _scene_nodes(self, event: ChangeEvent, reader: MemoryReader) -> list[str]:
+        """The nodes whose scene a committed change (a link, an edge) may have changed."""
+        if event.status is not ChangeStatus.COMMITTED:
             return []
         if event.op is ProposalOp.LINK_MEMORY:
-            return [p for node_id in event.mentioned_ids for p in self._scene(event, reader, node_id)]
+            return list(event.mentioned_ids)
         if event.op is ProposalOp.UPSERT_EDGE and event.memory_id:  # an edge an older link proposed alone
             edge = reader.edge(event.scope, event.memory_id)
             if edge is not None and edge["edge_type"] == EdgeType.MENTIONS.value:
-                return self._scene(event, reader, str(edge["dst_id"]))
+                return [str(edge["dst_id"])]
         return []
 
     def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[MergeProposal]:
