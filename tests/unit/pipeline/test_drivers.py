@@ -12,7 +12,7 @@ import pytest
 from altm.bus import OutgoingRecord, Record
 from altm.core import Event, Proposal, Scope, Settings, TurnEvent, encode, partition_for
 from altm.pipeline import ProcessorContext, StageDriver, WriterDriver
-from altm.pipeline._drivers import handle_until_done
+from altm.pipeline._drivers import BatchFailed, handle_until_done
 from altm.pipeline.processors import CaptureProcessor
 from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
@@ -378,5 +378,38 @@ async def test_one_record_that_breaks_a_batched_processor_is_dead_lettered_and_t
         assert [r.topic for r in sent] == ["altm.proposals", "altm.dlq", "altm.proposals"]
         assert b"first words" in sent[0].value and b"last words" in sent[2].value
         assert b"a processor bug this turn trips" in sent[1].value and b'"stage":"capture"' in sent[1].value
+    finally:
+        shards.close()
+
+
+class _IndexAway(_BatchedCapture):
+    """A batched processor whose dependency (a vector index, a store) is away: every record fails."""
+
+    async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
+        raise ConnectionError("the vector index does not answer")
+
+
+async def test_a_batched_processor_whose_dependency_is_away_dead_letters_nothing_and_is_tried_again(
+        settings: Settings) -> None:
+    """The other side of the fallback above: when every record fails on its own too, no record is at fault
+    (the index or a store is away), so none is dead-lettered and the driver raises: a runtime tries the batch
+    again (``handle_until_done``), as it did before, until the dependency is back."""
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    sent: list[OutgoingRecord] = []
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        sent.extend(records)
+
+    try:
+        driver = StageDriver(_IndexAway(), ProcessorContext(settings=settings), DeferredWork(shards, settings),
+                             publish)
+        turns = [make_turn(i, f"words {i}") for i in range(3)]
+        records = [Record("altm.turns", partition_for(t.key, settings.partitions), i, t.key, encode(t))
+                   for i, t in enumerate(turns)]
+        with pytest.raises(BatchFailed):
+            await driver.handle(records)
+        with pytest.raises(ConnectionError):
+            await driver.handle(records[:1])  # one record alone: nothing to tell it from
+        assert sent == []
     finally:
         shards.close()
