@@ -77,7 +77,9 @@ class MemoryReader:
     def same_content(self, scope: Scope, layer: Layer, kind: str, content_hash: str) -> list[MemoryUnit]:
         return self._query(
             scope,
-            f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND layer=? AND kind=? AND content_hash=? "
+            # the content hash picks a row or two; the scope index would visit every atom of the agent
+            f"SELECT {_COLS} FROM memories INDEXED BY memories_content_hash WHERE {_AGENT} AND layer=? AND kind=? "
+            "AND content_hash=? "
             "ORDER BY valid_from, memory_id",
             [*_agent_args(scope), layer.value, kind, content_hash],
         )
