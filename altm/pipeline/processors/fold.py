@@ -44,25 +44,68 @@ def capsule_id_parts(mem: MemoryUnit) -> list[str]:
     return [mem.scope.path, mem.session_id or "", "L1", "capsule"]
 
 
-def extractive_sections(messages: Sequence[MemoryUnit]) -> dict[str, list[str]]:
-    sections: dict[str, list[str]] = {
-        "decisions": [], "constraints": [], "corrections": [], "open_questions": [], "numbers": [], "paths": [],
-    }
+_SECTIONS = ("decisions", "constraints", "corrections", "open_questions", "numbers", "paths")
+SILENT_KEPT = 200_000
+"""L0 message ids a fold processor remembers as silent (see :class:`SilentMessages`)."""
+
+
+class SilentMessages:
+    """Ids of L0 messages that give a capsule nothing (no decision, constraint, correction, question, number,
+    date or path): a session is folded again after each batch of its messages, and a long session's every
+    message was classified again each time (a 2,000-turn session: 88,822 sentences classified). An L0 message
+    is append-only (its id stands for its content and speaker), so a silent one stays silent. Ids only, never
+    content: an erased message leaves nothing readable here. The oldest are let go past ``limit``."""
+
+    def __init__(self, limit: int = SILENT_KEPT) -> None:
+        self.limit = limit
+        self._ids: dict[str, None] = {}
+
+    def __contains__(self, memory_id: object) -> bool:
+        return memory_id in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, memory_id: str) -> None:
+        self._ids[memory_id] = None
+        if len(self._ids) > self.limit:
+            del self._ids[next(iter(self._ids))]
+
+
+def _sections_of(msg: MemoryUnit) -> dict[str, list[str]]:
+    """What one message gives each section of its session's capsule."""
+    sections: dict[str, list[str]] = {key: [] for key in _SECTIONS}
+    for sentence in rules.sentences(msg.content):
+        match = rules.classify(sentence)
+        # what another speaker said is labelled: a tool's "correction" is not the user's
+        said = sentence if msg.role in (None, "user") else f"({msg.role}) {sentence}"
+        if sentence.endswith("?") and msg.role == "user":
+            sections["open_questions"].append(sentence)
+        elif rules.CORRECTION_CUES.search(sentence):
+            sections["corrections"].append(said)
+        elif match is not None and match.kind is Kind.DECISION:
+            sections["decisions"].append(said)
+        elif _CONSTRAINT.search(sentence) and msg.role == "user":
+            sections["constraints"].append(sentence)
+    sections["numbers"] += rules.numbers(msg.content) + rules.dates(msg.content)
+    sections["paths"] += rules.paths(msg.content)
+    return sections
+
+
+def extractive_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None) -> dict[str, list[str]]:
+    """The capsule's sections, from its messages in order; ``silent`` skips the messages known to give none
+    (and learns the new ones)."""
+    sections: dict[str, list[str]] = {key: [] for key in _SECTIONS}
     for msg in messages:
-        for sentence in rules.sentences(msg.content):
-            match = rules.classify(sentence)
-            # what another speaker said is labelled: a tool's "correction" is not the user's
-            said = sentence if msg.role in (None, "user") else f"({msg.role}) {sentence}"
-            if sentence.endswith("?") and msg.role == "user":
-                sections["open_questions"].append(sentence)
-            elif rules.CORRECTION_CUES.search(sentence):
-                sections["corrections"].append(said)
-            elif match is not None and match.kind is Kind.DECISION:
-                sections["decisions"].append(said)
-            elif _CONSTRAINT.search(sentence) and msg.role == "user":
-                sections["constraints"].append(sentence)
-        sections["numbers"] += rules.numbers(msg.content) + rules.dates(msg.content)
-        sections["paths"] += rules.paths(msg.content)
+        if silent is not None and msg.memory_id in silent:
+            continue
+        said = _sections_of(msg)
+        if not any(said.values()):
+            if silent is not None and msg.layer is Layer.L0:
+                silent.add(msg.memory_id)
+            continue
+        for key, items in said.items():
+            sections[key] += items
     return {k: _first_unique(v) for k, v in sections.items()}
 
 
@@ -94,6 +137,7 @@ class FoldProcessor(Processor):
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None
+        self.silent = SilentMessages()
 
     def accepts(self, marker: ChangeMarker) -> bool:
         return committed_upsert(marker, _FROM)
@@ -122,7 +166,7 @@ class FoldProcessor(Processor):
         messages = ctx.require_reader().session_messages(mem.scope, mem.session_id)
         if not messages:
             return []
-        sections = extractive_sections(messages)
+        sections = extractive_sections(messages, self.silent)
         if self._chat is not None:
             transcript = "\n".join(f"[{m.source_id}] {m.role}: {m.content}" for m in messages)
             result = await self._chat.structured(ModelTask.L1, mem.scope, [
