@@ -357,23 +357,32 @@ class _BatchedCapture(CaptureProcessor):
         return [p for event in events for p in await self.process(event, ctx)]
 
 
+def _turn_records(settings: Settings, texts: Sequence[str]) -> list[Record]:
+    turns = [make_turn(i, text) for i, text in enumerate(texts)]
+    return [Record("altm.turns", partition_for(t.key, settings.partitions), i, t.key, encode(t))
+            for i, t in enumerate(turns)]
+
+
+def _stage(processor: CaptureProcessor, settings: Settings, shards: ShardSet) -> tuple[StageDriver,
+                                                                                     list[OutgoingRecord]]:
+    """A stage driver over ``processor`` and what it publishes."""
+    sent: list[OutgoingRecord] = []
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        sent.extend(records)
+
+    return StageDriver(processor, ProcessorContext(settings=settings), DeferredWork(shards, settings), publish), sent
+
+
 async def test_one_record_that_breaks_a_batched_processor_is_dead_lettered_and_the_rest_go_on(
         settings: Settings) -> None:
     """A processor's batched form that raised (not a deferral) took the whole batch with it: the driver raised,
     and a runtime retried the same batch for ever. The batch is processed record by record then: the record
     that breaks it gets a dead letter with the stage and reason, the others their outputs."""
     shards = ShardSet(settings.data_dir, settings.partitions)
-    sent: list[OutgoingRecord] = []
-
-    async def publish(records: Sequence[OutgoingRecord]) -> None:
-        sent.extend(records)
-
     try:
-        driver = StageDriver(_BatchedCapture(), ProcessorContext(settings=settings), DeferredWork(shards, settings),
-                             publish)
-        turns = [make_turn(i, text) for i, text in enumerate(["first words", "poison", "last words"])]
-        records = [Record("altm.turns", partition_for(t.key, settings.partitions), i, t.key, encode(t))
-                   for i, t in enumerate(turns)]
+        driver, sent = _stage(_BatchedCapture(), settings, shards)
+        records = _turn_records(settings, ["first words", "poison", "last words"])
         assert await asyncio.wait_for(driver.handle(records), 5) == 3
         assert [r.topic for r in sent] == ["altm.proposals", "altm.dlq", "altm.proposals"]
         assert b"first words" in sent[0].value and b"last words" in sent[2].value
@@ -395,17 +404,9 @@ async def test_a_batched_processor_whose_dependency_is_away_dead_letters_nothing
     (the index or a store is away), so none is dead-lettered and the driver raises: a runtime tries the batch
     again (``handle_until_done``), as it did before, until the dependency is back."""
     shards = ShardSet(settings.data_dir, settings.partitions)
-    sent: list[OutgoingRecord] = []
-
-    async def publish(records: Sequence[OutgoingRecord]) -> None:
-        sent.extend(records)
-
     try:
-        driver = StageDriver(_IndexAway(), ProcessorContext(settings=settings), DeferredWork(shards, settings),
-                             publish)
-        turns = [make_turn(i, f"words {i}") for i in range(3)]
-        records = [Record("altm.turns", partition_for(t.key, settings.partitions), i, t.key, encode(t))
-                   for i, t in enumerate(turns)]
+        driver, sent = _stage(_IndexAway(), settings, shards)
+        records = _turn_records(settings, ["words 0", "words 1", "words 2"])
         with pytest.raises(BatchFailed):
             await driver.handle(records)
         with pytest.raises(ConnectionError):
