@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -50,26 +52,32 @@ SILENT_KEPT = 200_000
 
 
 class SilentMessages:
-    """Ids of L0 messages that give a capsule nothing (no decision, constraint, correction, question, number,
-    date or path): a session is folded again after each batch of its messages, and a long session's every
-    message was classified again each time (a 2,000-turn session: 88,822 sentences classified). An L0 message
-    is append-only (its id stands for its content and speaker), so a silent one stays silent. Ids only, never
-    content: an erased message leaves nothing readable here. The oldest are let go past ``limit``."""
+    """L0 messages that give a capsule nothing (no decision, constraint, correction, question, number, date or
+    path): a session is folded again after each batch of its messages, and a long session's every message was
+    classified again each time (a 2,000-turn session: 88,822 sentences classified). A message is known by its
+    id and content hash, so one re-sent under the same id with other content (after a forget) is read again.
+    Only a keyed digest of the two is kept (the key is this process's, random), never content: an erased
+    message leaves nothing readable here. The oldest are let go past ``limit``."""
 
     def __init__(self, limit: int = SILENT_KEPT) -> None:
         self.limit = limit
-        self._ids: dict[str, None] = {}
+        self._key = secrets.token_bytes(16)
+        self._known: dict[bytes, None] = {}
 
-    def __contains__(self, memory_id: object) -> bool:
-        return memory_id in self._ids
+    def _digest(self, msg: MemoryUnit) -> bytes:
+        return hashlib.blake2b(f"{msg.memory_id}\0{msg.content_hash}".encode(), key=self._key,
+                               digest_size=16).digest()
+
+    def __contains__(self, msg: object) -> bool:
+        return isinstance(msg, MemoryUnit) and self._digest(msg) in self._known
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._known)
 
-    def add(self, memory_id: str) -> None:
-        self._ids[memory_id] = None
-        if len(self._ids) > self.limit:
-            del self._ids[next(iter(self._ids))]
+    def add(self, msg: MemoryUnit) -> None:
+        self._known[self._digest(msg)] = None
+        if len(self._known) > self.limit:
+            del self._known[next(iter(self._known))]
 
 
 def _sections_of(msg: MemoryUnit) -> dict[str, list[str]]:
@@ -97,12 +105,12 @@ def extractive_sections(messages: Sequence[MemoryUnit], silent: SilentMessages |
     (and learns the new ones)."""
     sections: dict[str, list[str]] = {key: [] for key in _SECTIONS}
     for msg in messages:
-        if silent is not None and msg.memory_id in silent:
+        if silent is not None and msg in silent:
             continue
         said = _sections_of(msg)
         if not any(said.values()):
             if silent is not None and msg.layer is Layer.L0:
-                silent.add(msg.memory_id)
+                silent.add(msg)
             continue
         for key, items in said.items():
             sections[key] += items

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from altm.core import Kind, Layer, MemoryUnit, Method, Role, Scope
+from altm.core import Kind, Layer, MemoryUnit, Method, Role, Scope, content_hash
 from altm.pipeline.processors import _rules as rules
 from altm.pipeline.processors import fold
 from altm.pipeline.processors._base import derived_memory
@@ -60,6 +60,18 @@ def test_refolding_a_long_session_classifies_only_what_can_give_the_capsule_some
 
 def test_silent_messages_are_let_go_oldest_first_past_the_limit() -> None:
     silent = fold.SilentMessages(limit=3)
-    for memory_id in ("a", "b", "c", "d"):
-        silent.add(memory_id)
-    assert "a" not in silent and all(m in silent for m in ("b", "c", "d")) and len(silent) == 3
+    messages = [_message(i) for i in range(4)]
+    for msg in messages:
+        silent.add(msg)
+    assert messages[0] not in silent and all(m in silent for m in messages[1:]) and len(silent) == 3
+
+
+def test_a_message_sent_again_under_its_id_with_other_content_is_read_again() -> None:
+    """After a forget (no tombstone), a turn may come back under the same id with other content: it is not
+    the silent message that was."""
+    silent = fold.SilentMessages()
+    chit_chat = _message(0)
+    assert fold.extractive_sections([chit_chat], silent)["decisions"] == [] and chit_chat in silent
+    decided = chit_chat.model_copy(update={"content": TEXTS[1], "content_hash": content_hash(TEXTS[1])})
+    assert decided not in silent
+    assert fold.extractive_sections([decided], silent)["decisions"] == [f"(assistant) {TEXTS[1]}"]
