@@ -220,19 +220,20 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
 async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
                    result: StageResult, traces: dict[str, Headers]) -> None:
     """Batched when the processor supports it, else record by record (each failure its own). A batched form
-    that fails (not a deferral) is tried again record by record (see :func:`_one_by_one`)."""
+    that fails (not a deferral) is raised, so the runtime tries the batch again (a dependency away: nothing
+    is dead-lettered), unless the processor's batched form only saves work (``batch_per_event``): then the
+    batch is processed record by record, and the record that broke it is dead-lettered alone."""
     try:
         batched = await processor.process_batch([ev for _, ev in decoded], ctx)
     except Deferred as exc:
         result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
         return
     except Exception:
-        if len(decoded) == 1:
-            raise  # nothing to tell it from: the runtime tries again
+        if not processor.batch_per_event:
+            raise
         log.warning("processor %s failed on a batch of %d record(s); processing them one by one",
                     processor.name, len(decoded), exc_info=True)
-        await _one_by_one(processor, decoded, ctx, result, traces)
-        return
+        batched = None
     if batched is not None:
         sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
         latest = max(sources.values())
@@ -241,25 +242,6 @@ async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]]
         return
     for rec, ev in decoded:
         await _one(processor, rec, ev, ctx, result, traces.get(ev.event_id, ()))
-
-
-class BatchFailed(RuntimeError):
-    """Every record of a batch whose batched form failed failed on its own too: not a record's fault (a store,
-    the vector index), so nothing is dead-lettered and the runtime tries the batch again."""
-
-
-async def _one_by_one(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
-                      result: StageResult, traces: dict[str, Headers]) -> None:
-    """The records of a batch whose batched form failed, each on its own: the one that broke it is
-    dead-lettered alone and the others get their outputs (one record never stops a partition). When every one
-    fails on its own, what failed is not a record (the index or a store is away): nothing of the attempt is
-    kept and :class:`BatchFailed` is raised, so the runtime waits it out as before."""
-    outgoing, dead = len(result.outgoing), len(result.dead_reasons)
-    for rec, ev in decoded:
-        await _one(processor, rec, ev, ctx, result, traces.get(ev.event_id, ()))
-    if result.dead_reasons[dead:].count("internal_error") == len(decoded):
-        del result.outgoing[outgoing:], result.dead_reasons[dead:]
-        raise BatchFailed(f"{processor.name} failed on each of {len(decoded)} record(s) on its own")
 
 
 def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:

@@ -60,6 +60,10 @@ class ProcessorContext:
 class Processor(ABC):
     name: ClassVar[str]
     input_topic: ClassVar[Topic]
+    batch_per_event: ClassVar[bool] = False
+    """The batched form proposes what :meth:`process` proposes event by event (it only saves work): when it
+    fails, the driver processes the batch event by event, as for a processor without one, so the record that
+    broke it is dead-lettered alone. Otherwise a failing batched form is retried whole (a dependency away)."""
 
     @abstractmethod
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]: ...

@@ -73,6 +73,7 @@ _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE})
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
+    batch_per_event = True
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
@@ -92,29 +93,28 @@ class GovernProcessor(Processor):
         return [p for node_id in self._scene_nodes(event, reader) for p in self._scene(event, reader, node_id)]
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal] | None:
-        """The scene of a node once per batch, however many of its changes name it (a batch of one
+        """What :meth:`process` proposes event by event, with a node's scene computed once per batch: at the
+        first change of the batch that names it, where it would be proposed first (a batch of one
         conversation's links names the same people and dates again and again: 3,184 scenes computed for 778
-        distinct in a replay of 500 LoCoMo turns). A scene is a function of the atoms stored when it is read, so
-        reading it once after the batch's changes gives what reading it after each would have given, and a
-        change committed after the read names the node again in a later batch. Its cause is the batch's last
-        change naming it. With a governance model, per event (``None``): a facet's supersede asks the model,
-        and a deferral must keep back that change alone, not the batch."""
+        distinct in a replay of 500 LoCoMo turns). What a batch proposes is applied after it, so the later
+        computations gave the same scene, which the driver sent once; an atom another batch commits meanwhile
+        names the node again in a later batch, which computes the scene again. With a governance model, per
+        event (``None``): a facet's supersede asks the model, and a deferral must keep back that change alone,
+        not the batch."""
         if self._chat is not None:
             return None
         reader = ctx.require_reader()
         out: list[Proposal] = []
-        last: dict[tuple[str, str], ChangeEvent] = {}  # (scope path, node id) → the batch's last change naming it
+        computed: set[tuple[str, str]] = set()  # (scope path, node id) whose scene this batch computed
         for event in events:
             mem = committed_memory(event, _ATOMS)
             if mem is not None:
                 out += await self._atom(event, ctx, reader, mem)
             elif isinstance(event, ChangeEvent):
                 for node_id in self._scene_nodes(event, reader):
-                    key = (event.scope.path, node_id)
-                    last.pop(key, None)  # in the order of the last mention
-                    last[key] = event
-        for (_, node_id), change in last.items():
-            out += self._scene(change, reader, node_id)
+                    if (event.scope.path, node_id) not in computed:
+                        computed.add((event.scope.path, node_id))
+                        out += self._scene(event, reader, node_id)
         return out
 
     async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit

@@ -5,21 +5,37 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from altm.bus import OutgoingRecord, Record
-from altm.core import Event, Proposal, Scope, Settings, TurnEvent, encode, partition_for
+from altm.core import (
+    ChangeEvent,
+    ChangeStatus,
+    Event,
+    Kind,
+    Layer,
+    Method,
+    Proposal,
+    ProposalOp,
+    Scope,
+    Settings,
+    TurnEvent,
+    encode,
+    partition_for,
+)
 from altm.pipeline import ProcessorContext, StageDriver, WriterDriver
-from altm.pipeline._drivers import BatchFailed, handle_until_done
-from altm.pipeline.processors import CaptureProcessor
+from altm.pipeline._drivers import handle_until_done
+from altm.pipeline.processors import CaptureProcessor, EmbedProcessor
+from altm.pipeline.processors._base import derived_memory
 from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
 from altm.pipeline.writer.guard import WriteGuard
 from altm.store import DeferredWork, MemoryReader, ShardSet
 from tests.support.rows import rows
-from tests.support.turns import make_turn
+from tests.support.turns import SCOPE, make_turn
 
 
 async def _proposal_record(settings: Settings, offset: int = 0) -> Record:
@@ -346,7 +362,10 @@ async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(set
 
 
 class _BatchedCapture(CaptureProcessor):
-    """Capture with a batched form, as fold and embed have: it fails the whole batch when one turn breaks it."""
+    """Capture with a batched form that only saves work, as govern's: it fails the whole batch when one turn
+    breaks it."""
+
+    batch_per_event = True
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if isinstance(event, TurnEvent) and event.content == "poison":
@@ -392,7 +411,9 @@ async def test_one_record_that_breaks_a_batched_processor_is_dead_lettered_and_t
 
 
 class _IndexAway(_BatchedCapture):
-    """A batched processor whose dependency (a vector index, a store) is away: every record fails."""
+    """A batched processor that needs a dependency (a vector index), as embed: it is away, every record fails."""
+
+    batch_per_event = False
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         raise ConnectionError("the vector index does not answer")
@@ -400,17 +421,67 @@ class _IndexAway(_BatchedCapture):
 
 async def test_a_batched_processor_whose_dependency_is_away_dead_letters_nothing_and_is_tried_again(
         settings: Settings) -> None:
-    """The other side of the fallback above: when every record fails on its own too, no record is at fault
-    (the index or a store is away), so none is dead-lettered and the driver raises: a runtime tries the batch
-    again (``handle_until_done``), as it did before, until the dependency is back."""
+    """The other side of the fallback above: a batched form that needs a dependency (embed and its vector
+    index) is not processed record by record when it fails: in an outage the records that do not reach the
+    index would go through and those that do be dead-lettered (a vector never made, an erased point never
+    deleted). The driver raises, and the runtime tries the batch again until the dependency is back."""
     shards = ShardSet(settings.data_dir, settings.partitions)
     try:
         driver, sent = _stage(_IndexAway(), settings, shards)
-        records = _turn_records(settings, ["words 0", "words 1", "words 2"])
-        with pytest.raises(BatchFailed):
-            await driver.handle(records)
         with pytest.raises(ConnectionError):
-            await driver.handle(records[:1])  # one record alone: nothing to tell it from
+            await driver.handle(_turn_records(settings, ["words 0", "words 1", "words 2"]))
+        assert sent == []
+    finally:
+        shards.close()
+
+
+class _Away:
+    """A vector index that does not answer (a Qdrant server out of reach)."""
+
+    def upsert(self, points: object) -> None:
+        raise ConnectionError("the Qdrant server does not answer")
+
+    delete = flush = upsert
+
+
+class _Embedder:
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[0.1, 0.2] for _ in texts]
+
+
+def _change_records(settings: Settings, events: Sequence[ChangeEvent]) -> list[Record]:
+    return [Record("altm.changes", partition_for(e.key, settings.partitions), i, e.key, encode(e))
+            for i, e in enumerate(events)]
+
+
+async def test_embed_with_its_index_away_dead_letters_none_of_a_batch_that_partly_reaches_it(
+        settings: Settings) -> None:
+    """From the review of the fallback (its first version dead-lettered these): a batch of two upserts and a
+    rollback's own change (no memory, nothing removed: embed never reaches the index for it). Record by
+    record, the rollback went through and both upserts were dead-lettered: two memories never embedded."""
+    at = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+    def upsert(i: int) -> ChangeEvent:
+        mem = derived_memory(scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content=f"fact {i}",
+                             evidence=["mem_e"], processor="t", method=Method.HEURISTIC, id_parts=[str(i)],
+                             valid_from=at)
+        return ChangeEvent(event_id=f"chg_u{i}", scope=SCOPE, timestamp=at, proposal_id=f"p{i}",
+                           op=ProposalOp.UPSERT_MEMORY, status=ChangeStatus.COMMITTED, memory_id=mem.memory_id,
+                           layer=Layer.L2, kind=Kind.FACT, memory=mem)
+
+    rollback = ChangeEvent(event_id="chg_rb", scope=SCOPE, timestamp=at, proposal_id="pr", op=ProposalOp.ROLLBACK,
+                           status=ChangeStatus.COMMITTED)
+    shards = ShardSet(settings.data_dir, settings.partitions)
+    sent: list[OutgoingRecord] = []
+
+    async def publish(records: Sequence[OutgoingRecord]) -> None:
+        sent.extend(records)
+
+    try:
+        embed = EmbedProcessor(_Embedder(), _Away())  # type: ignore[arg-type]
+        driver = StageDriver(embed, ProcessorContext(settings=settings), DeferredWork(shards, settings), publish)
+        with pytest.raises(ConnectionError):
+            await driver.handle(_change_records(settings, [upsert(1), rollback, upsert(2)]))
         assert sent == []
     finally:
         shards.close()

@@ -136,8 +136,9 @@ async def test_a_scene_of_a_node_mentioned_by_many_atoms_builds_only_the_atoms_i
 async def test_a_batch_computes_the_scene_of_each_node_once_and_proposes_what_each_change_would_have(
         store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Govern computed a node's scene for every change of a batch that named it (a replay of 500 LoCoMo turns:
-    3,184 scenes for 778 distinct per batch). Batched, each node's scene is read once, after the batch's
-    changes, and the scenes proposed are those the changes one by one proposed (the driver sends a repeat once)."""
+    3,184 scenes for 778 distinct per batch). Batched, each node's scene is read once, at the first change
+    naming it, and the proposals are those the changes one by one proposed, less the repeats the driver
+    would not send, with the same causes, in the same order."""
     shards = ShardSet(store, 1)
     try:
         reader = MemoryReader(shards)
@@ -160,11 +161,11 @@ async def test_a_batch_computes_the_scene_of_each_node_once_and_proposes_what_ea
         assert batched is not None
         assert sorted(read) == sorted(set(read)) and set(read) == {c for ch in changes for c in ch.mentioned_ids}
         assert len(one_by_one) > len(batched) > 0
-        scenes = {p.memory.memory_id: p.memory.content for p in batched if isinstance(p, UpsertMemoryProposal)}
-        assert scenes == {p.memory.memory_id: p.memory.content for p in one_by_one
-                          if isinstance(p, UpsertMemoryProposal)}
-        assert len(scenes) == len(batched)  # each scene once
-        last = {node: ch.event_id for ch in changes for node in ch.mentioned_ids}
-        assert {p.cause_event_id for p in batched} <= set(last.values())  # caused by the last change naming it
+        sent_once: dict[str, UpsertMemoryProposal] = {}  # what the driver sends of the changes one by one
+        for p in one_by_one:
+            assert isinstance(p, UpsertMemoryProposal)
+            sent_once.setdefault(p.event_id, p)
+        assert [(p.event_id, p.cause_event_id) for p in batched] == [
+            (p.event_id, p.cause_event_id) for p in sent_once.values()]  # the same, in the same order
     finally:
         shards.close()
