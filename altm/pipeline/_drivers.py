@@ -221,15 +221,15 @@ async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]]
                    result: StageResult, traces: dict[str, Headers]) -> None:
     """Batched when the processor supports it, else record by record (each failure its own). A batched form
     that fails (not a deferral) is raised, so the runtime tries the batch again (a dependency away: nothing
-    is dead-lettered), unless the processor's batched form only saves work (``batch_per_event``): then the
-    batch is processed record by record, and the record that broke it is dead-lettered alone."""
+    is dead-lettered), unless the processor says otherwise (``per_event_on_failure``): then the batch is
+    processed record by record, and the record that broke it is dead-lettered alone."""
     try:
         batched = await processor.process_batch([ev for _, ev in decoded], ctx)
     except Deferred as exc:
         result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
         return
     except Exception:
-        if not processor.batch_per_event:
+        if not processor.per_event_on_failure:
             raise
         log.warning("processor %s failed on a batch of %d record(s); processing them one by one",
                     processor.name, len(decoded), exc_info=True)

@@ -177,3 +177,32 @@ async def test_a_worker_retries_a_batch_until_its_outputs_are_published() -> Non
     driver: Any = Flaky()
     handled = await handle_until_done(driver, ["r1", "r2"], first_delay_s=0.001)  # type: ignore[list-item]
     assert handled == 2 and calls == [2, 2, 2]
+
+
+async def test_a_message_that_breaks_fold_is_dead_lettered_and_other_sessions_get_their_capsules(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fold folds a batch at once; a message that tripped a bug in it failed the whole batch, so no session of
+    the batch got its capsule and the step raised every time it was tried. Now the batch is folded change by
+    change: the session with that message gets dead letters (the stage, the reason), the others their
+    capsules."""
+    from altm.pipeline.processors import fold
+
+    sections_of = fold._sections_of
+
+    def tripped(msg: Any) -> dict[str, list[str]]:
+        if "trips the fold" in msg.content:
+            raise ValueError("a bug this message trips")
+        return sections_of(msg)
+
+    monkeypatch.setattr(fold, "_sections_of", tripped)
+    s = settings.model_copy(update={"embedder": "none"})
+    async with embedded(s) as d:
+        rt = runtime_of(d)
+        await rt.publish([make_turn(1, "We decided to ship on Friday.", session="ok"),
+                          make_turn(2, "This one trips the fold.", session="bad"),
+                          make_turn(3, "We decided to use Postgres.", session="ok")])
+        await rt.run_until_idle()
+        letters = [decode_dead_letter(r.value) for r in await rt.log.read_all(["altm.dlq"])]
+    capsules = {r["session_id"] for r in rows(s.data_dir, "SELECT session_id FROM memories WHERE layer='L1'")}
+    assert capsules == {"ok"}
+    assert [(dl.stage, "a bug this message trips" in dl.error) for dl in letters] == [("fold", True)]

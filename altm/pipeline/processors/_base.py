@@ -60,10 +60,12 @@ class ProcessorContext:
 class Processor(ABC):
     name: ClassVar[str]
     input_topic: ClassVar[Topic]
-    batch_per_event: ClassVar[bool] = False
-    """The batched form proposes what :meth:`process` proposes event by event (it only saves work): when it
-    fails, the driver processes the batch event by event, as for a processor without one, so the record that
-    broke it is dead-lettered alone. Otherwise a failing batched form is retried whole (a dependency away)."""
+    per_event_on_failure: ClassVar[bool] = False
+    """When the batched form fails (not a deferral), the driver processes the batch event by event, as for a
+    processor without one: the record that broke it is dead-lettered alone. For a batched form that needs
+    nothing that can be away but the shard it reads (govern, fold). Otherwise (embed and its vector index) a
+    failing batch is retried whole: record by record, an outage would let through the records that do not
+    reach the index and dead-letter those that do."""
 
     @abstractmethod
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]: ...

@@ -142,6 +142,7 @@ def render_capsule(session_id: str, messages: Sequence[MemoryUnit], sections: di
 class FoldProcessor(Processor):
     name = "fold"
     input_topic = Topic.CHANGES
+    per_event_on_failure = True  # a change dead-lettered alone: the session's next message folds it in again
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None

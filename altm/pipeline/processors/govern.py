@@ -73,7 +73,7 @@ _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE})
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
-    batch_per_event = True
+    per_event_on_failure = True
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None

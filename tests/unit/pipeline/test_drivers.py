@@ -362,10 +362,10 @@ async def test_an_erasure_keeps_the_unpublished_change_of_a_forget_before_it(set
 
 
 class _BatchedCapture(CaptureProcessor):
-    """Capture with a batched form that only saves work, as govern's: it fails the whole batch when one turn
-    breaks it."""
+    """Capture with a batched form processed event by event when it fails, as govern's and fold's: it fails
+    the whole batch when one turn breaks it."""
 
-    batch_per_event = True
+    per_event_on_failure = True
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if isinstance(event, TurnEvent) and event.content == "poison":
@@ -413,7 +413,7 @@ async def test_one_record_that_breaks_a_batched_processor_is_dead_lettered_and_t
 class _IndexAway(_BatchedCapture):
     """A batched processor that needs a dependency (a vector index), as embed: it is away, every record fails."""
 
-    batch_per_event = False
+    per_event_on_failure = False
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         raise ConnectionError("the vector index does not answer")
