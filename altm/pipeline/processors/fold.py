@@ -48,7 +48,7 @@ def capsule_id_parts(mem: MemoryUnit) -> list[str]:
 
 _SECTIONS = ("decisions", "constraints", "corrections", "open_questions", "numbers", "paths")
 SILENT_KEPT = 200_000
-"""L0 message ids a fold processor remembers as silent (see :class:`SilentMessages`)."""
+"""L0 messages a fold processor remembers as silent (see :class:`SilentMessages`)."""
 
 
 class SilentMessages:

@@ -84,13 +84,7 @@ class GovernProcessor(Processor):
             marker.status is ChangeStatus.COMMITTED and marker.op in _SCENE_OPS)
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        reader = ctx.require_reader()
-        mem = committed_memory(event, _ATOMS)
-        if mem is not None:
-            return await self._atom(event, ctx, reader, mem)
-        if not isinstance(event, ChangeEvent):
-            return []
-        return [p for node_id in self._scene_nodes(event, reader) for p in self._scene(event, reader, node_id)]
+        return await self._proposals(event, ctx, ctx.require_reader(), scened=set())
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal] | None:
         """What :meth:`process` proposes event by event, with a node's scene computed once per batch: at the
@@ -104,17 +98,23 @@ class GovernProcessor(Processor):
         if self._chat is not None:
             return None
         reader = ctx.require_reader()
+        scened: set[tuple[str, str]] = set()  # (scope path, node id) whose scene this batch computed
+        return [p for event in events for p in await self._proposals(event, ctx, reader, scened)]
+
+    async def _proposals(self, event: Event, ctx: ProcessorContext, reader: MemoryReader,
+                         scened: set[tuple[str, str]]) -> list[Proposal]:
+        """An atom's merges and facet, or the scenes of the nodes a change names, less those in ``scened``
+        (which gains the ones computed here)."""
+        mem = committed_memory(event, _ATOMS)
+        if mem is not None:
+            return await self._atom(event, ctx, reader, mem)
+        if not isinstance(event, ChangeEvent):
+            return []
         out: list[Proposal] = []
-        computed: set[tuple[str, str]] = set()  # (scope path, node id) whose scene this batch computed
-        for event in events:
-            mem = committed_memory(event, _ATOMS)
-            if mem is not None:
-                out += await self._atom(event, ctx, reader, mem)
-            elif isinstance(event, ChangeEvent):
-                for node_id in self._scene_nodes(event, reader):
-                    if (event.scope.path, node_id) not in computed:
-                        computed.add((event.scope.path, node_id))
-                        out += self._scene(event, reader, node_id)
+        for node_id in self._scene_nodes(event, reader):
+            if (event.scope.path, node_id) not in scened:
+                scened.add((event.scope.path, node_id))
+                out += self._scene(event, reader, node_id)
         return out
 
     async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
