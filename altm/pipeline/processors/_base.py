@@ -50,6 +50,9 @@ class ProcessorContext:
 
     settings: Settings
     reader: MemoryReader | None = None
+    retrying: bool = False
+    """The events are deferred work tried again, after later events of their stage: a processor that writes
+    a derived store itself (embed) writes what the shard holds now, not what the event carried."""
 
     def require_reader(self) -> MemoryReader:
         if self.reader is None:

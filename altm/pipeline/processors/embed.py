@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp
+from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp, Scope
 from altm.core.topics import Topic
 from altm.models import EmbeddingModel
 from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, committed_upsert
@@ -39,6 +39,23 @@ def embedding_text(mem: MemoryUnit) -> str:
     the word index only: with score fusion, session prior and neighbours it no longer helps the vectors
     (LoCoMo R@10 0.858 with it, 0.859 without), and it doubled the cost of embedding a turn."""
     return mem.content
+
+
+def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None:
+    """How to read memories as the shard holds them now (None without a reader): for embed work tried again
+    after later changes, which may have changed the memory (a capsule folded again under the same id) or
+    removed it (an erasure whose point deletion already went through)."""
+    reader = ctx.reader
+    if reader is None:
+        return None
+
+    def stored(memories: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+        by_scope: dict[Scope, list[str]] = {}
+        for m in memories:
+            by_scope.setdefault(m.scope, []).append(m.memory_id)
+        return [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
+
+    return stored
 
 
 def _restored(event: Event) -> MemoryUnit | None:
@@ -88,15 +105,15 @@ class EmbedProcessor(Processor):
                 removed += event.removed_ids
                 for mid in event.removed_ids:
                     latest.pop(mid, None)
-        await self.put(list(latest.values()), removed)
+        await self.put(list(latest.values()), removed, current=_stored(ctx) if ctx.retrying else None)
         return []
 
     async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str],
                   current: Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None = None) -> None:
         """Points for ``memories`` as they are, none for ``gone`` (durable when this returns). ``current``
         (work outside the stage's own order, which an erasure may overtake while the vectors are computed):
-        the memories as the store holds them right before the upsert; a point goes only to those unchanged,
-        and those no longer stored lose theirs."""
+        the memories as the store holds them right before the upsert; a point goes only to those whose content
+        is unchanged, as the store holds them, and those no longer stored lose theirs."""
         if self.vectors is None or self.embedding is None:
             return
         if gone:
@@ -105,10 +122,11 @@ class EmbedProcessor(Processor):
             vectors = dict(zip((m.memory_id for m in memories), await self._vectors(memories, self.embedding),
                                strict=True))
             if current is not None:  # no await from here to the upsert: nothing overtakes it any more
-                now = {m.memory_id: m.content_hash for m in current(memories)}
+                now = {m.memory_id: m for m in current(memories)}
                 if left := [m.memory_id for m in memories if m.memory_id not in now]:
                     self.vectors.delete(left)
-                kept = [m for m in memories if now.get(m.memory_id) == m.content_hash]
+                kept = [now[m.memory_id] for m in memories
+                        if m.memory_id in now and now[m.memory_id].content_hash == m.content_hash]
             else:
                 kept = list(memories)
             now_ms = int(time.time() * 1000)
