@@ -14,7 +14,7 @@ from altm.store._queries import (
     ProposalOutcome,
     ReviewQueries,
 )
-from altm.store._reader import MemoryReader, SceneMembers
+from altm.store._reader import MemoryReader, SceneMembers, SessionLine
 from altm.store._rows import (
     MEMORY_COLUMNS,
     WALL_CLOCK_COLUMNS,
@@ -65,6 +65,7 @@ __all__ = [
     "SceneMembers",
     "ScopePolicy",
     "SearchQueries",
+    "SessionLine",
     "SessionNeighbours",
     "Shard",
     "ShardError",

@@ -19,6 +19,13 @@ _AGENT = "tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?"
 _HOME = "tenant_id=? AND workspace_id=? AND user_id=?"
 
 
+class SessionLine(NamedTuple):
+    """One message of a session as fold first reads it: enough to tell whether it must be read in full."""
+
+    memory_id: str
+    content_hash: str
+
+
 class SceneMembers(NamedTuple):
     """What a scene is made of: the sessions its atoms come from (sorted) and its first atoms' ids."""
 
@@ -61,6 +68,13 @@ class MemoryReader:
             "ORDER BY valid_from, source_id, memory_id",
             [*_agent_args(scope), session_id],
         )
+
+    def session_outline(self, scope: Scope, session_id: str) -> list[SessionLine]:
+        """The ids and content hashes of :meth:`session_messages`, in the same order (no memory decoded)."""
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return [SessionLine(str(r[0]), str(r[1])) for r in shard._db.execute(
+            f"SELECT memory_id, content_hash FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' "
+            "ORDER BY valid_from, source_id, memory_id", [*_agent_args(scope), session_id])]
 
     def atoms_with(
         self, scope: Scope, attribute: str, value: str, layer: Layer = Layer.L2, *, user_wide: bool = False

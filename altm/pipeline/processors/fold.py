@@ -21,6 +21,7 @@ from altm.pipeline.processors._base import (
     derived_memory,
     upsert_proposal,
 )
+from altm.store import SessionLine
 
 _CONSTRAINT = re.compile(
     r"\b(?:must|must not|mustn't|should not|shouldn't|never|always|cannot|can't|has to|have to|need to|"
@@ -64,12 +65,12 @@ class SilentMessages:
         self._key = secrets.token_bytes(16)
         self._known: dict[bytes, None] = {}
 
-    def _digest(self, msg: MemoryUnit) -> bytes:
+    def _digest(self, msg: MemoryUnit | SessionLine) -> bytes:
         return hashlib.blake2b(f"{msg.memory_id}\0{msg.content_hash}".encode(), key=self._key,
                                digest_size=16).digest()
 
     def __contains__(self, msg: object) -> bool:
-        return isinstance(msg, MemoryUnit) and self._digest(msg) in self._known
+        return isinstance(msg, MemoryUnit | SessionLine) and self._digest(msg) in self._known
 
     def __len__(self) -> int:
         return len(self._known)
@@ -103,7 +104,13 @@ def _sections_of(msg: MemoryUnit) -> dict[str, list[str]]:
 def extractive_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None) -> dict[str, list[str]]:
     """The capsule's sections, from its messages in order; ``silent`` skips the messages known to give none
     (and learns the new ones)."""
-    sections: dict[str, list[str]] = {key: [] for key in _SECTIONS}
+    return capsule_sections(messages, silent)[0]
+
+
+def capsule_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None
+                     ) -> tuple[dict[str, list[str]], list[str]]:
+    """:func:`extractive_sections`, and the ids of the messages the items kept come from, in message order."""
+    sections: dict[str, list[tuple[str, str]]] = {key: [] for key in _SECTIONS}
     for msg in messages:
         if silent is not None and msg in silent:
             continue
@@ -113,21 +120,27 @@ def extractive_sections(messages: Sequence[MemoryUnit], silent: SilentMessages |
                 silent.add(msg)
             continue
         for key, items in said.items():
-            sections[key] += items
-    return {k: _first_unique(v) for k, v in sections.items()}
+            sections[key] += [(item, msg.memory_id) for item in items]
+    kept = {k: _first_unique(v) for k, v in sections.items()}
+    sources = {mid for items in kept.values() for _, mid in items}
+    return ({k: [item for item, _ in v] for k, v in kept.items()},
+            [m.memory_id for m in messages if m.memory_id in sources])
 
 
-def _first_unique(items: list[str]) -> list[str]:
-    seen: dict[str, str] = {}
+def _first_unique(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The first of each item (case aside), with the id of the message it comes from; at most
+    ``_SECTION_LIMIT`` (three times as many short ones: numbers, dates, paths)."""
+    seen: dict[str, tuple[str, str]] = {}
     for item in items:
-        seen.setdefault(item.casefold(), item)
-    return list(seen.values())[: _SECTION_LIMIT * (3 if len(items) and len(items[0]) < 25 else 1)]
+        seen.setdefault(item[0].casefold(), item)
+    return list(seen.values())[: _SECTION_LIMIT * (3 if len(items) and len(items[0][0]) < 25 else 1)]
 
 
-def render_capsule(session_id: str, messages: Sequence[MemoryUnit], sections: dict[str, list[str]],
+def render_capsule(session_id: str, count: int, first: MemoryUnit, sections: dict[str, list[str]],
                    summary: str | None = None) -> str:
-    first = messages[0].valid_from.date().isoformat() if messages[0].valid_from else "unknown date"
-    lines = [f"Session {session_id} ({len(messages)} messages, {first})"]
+    """The capsule's text: ``count`` messages, the first of them ``first``."""
+    date = first.valid_from.date().isoformat() if first.valid_from else "unknown date"
+    lines = [f"Session {session_id} ({count} messages, {date})"]
     if summary:
         lines.append(f"Summary: {summary}")
     titles = {"decisions": "Decisions", "constraints": "Constraints", "corrections": "Corrections",
@@ -172,33 +185,51 @@ class FoldProcessor(Processor):
 
     async def _fold(self, event: Event, mem: MemoryUnit, ctx: ProcessorContext) -> list[Proposal]:
         assert mem.session_id is not None
-        messages = ctx.require_reader().session_messages(mem.scope, mem.session_id)
+        reader = ctx.require_reader()
+        if self._chat is not None:
+            return await self._summarised(event, mem, reader.session_messages(mem.scope, mem.session_id))
+        outline = reader.session_outline(mem.scope, mem.session_id)
+        if not outline:
+            return []
+        # read in full: the first message (the capsule's date) and those not known to give the capsule nothing
+        wanted = [outline[0].memory_id, *(line.memory_id for line in outline[1:] if line not in self.silent)]
+        messages = reader.get_many(mem.scope, wanted)
+        if not messages or messages[0].memory_id != outline[0].memory_id:
+            return []
+        sections, sources = capsule_sections(messages, self.silent)
+        evidence = [messages[0].memory_id, *(mid for mid in sources if mid != messages[0].memory_id)]
+        content = render_capsule(mem.session_id, len(outline), messages[0], sections)
+        return [self._capsule(event, mem, content, evidence, messages[0], Method.EXTRACTIVE,
+                              {"sections": sections, "turns": len(outline)})]
+
+    async def _summarised(self, event: Event, mem: MemoryUnit, messages: Sequence[MemoryUnit]) -> list[Proposal]:
+        """The capsule a model writes from the whole transcript (so it cites every message)."""
+        assert mem.session_id is not None and self._chat is not None
         if not messages:
             return []
         sections = extractive_sections(messages, self.silent)
-        if self._chat is not None:
-            transcript = "\n".join(f"[{m.source_id}] {m.role}: {m.content}" for m in messages)
-            result = await self._chat.structured(ModelTask.L1, mem.scope, [
-                {"role": "system", "content": "Summarise this conversation session for long-term memory. "
-                 "Return JSON with summary, decisions, constraints, corrections, open_questions. Quote facts; "
-                 "do not invent anything that is not in the transcript."},
-                {"role": "user", "content": transcript},
-            ], CapsuleSummary)
-            s = result.value
-            llm_sections = {"decisions": s.decisions, "constraints": s.constraints, "corrections": s.corrections,
-                            "open_questions": s.open_questions, "numbers": sections["numbers"],
-                            "paths": sections["paths"]}
-            content = render_capsule(mem.session_id, messages, llm_sections, s.summary)
-            method, model, phash = Method.LLM, result.model, result.prompt_hash
-            attributes = {"sections": llm_sections, "turns": len(messages)}
-        else:
-            content = render_capsule(mem.session_id, messages, sections)
-            method, model, phash = Method.EXTRACTIVE, None, None
-            attributes = {"sections": sections, "turns": len(messages)}
+        transcript = "\n".join(f"[{m.source_id}] {m.role}: {m.content}" for m in messages)
+        result = await self._chat.structured(ModelTask.L1, mem.scope, [
+            {"role": "system", "content": "Summarise this conversation session for long-term memory. "
+             "Return JSON with summary, decisions, constraints, corrections, open_questions. Quote facts; "
+             "do not invent anything that is not in the transcript."},
+            {"role": "user", "content": transcript},
+        ], CapsuleSummary)
+        s = result.value
+        llm_sections = {"decisions": s.decisions, "constraints": s.constraints, "corrections": s.corrections,
+                        "open_questions": s.open_questions, "numbers": sections["numbers"],
+                        "paths": sections["paths"]}
+        content = render_capsule(mem.session_id, len(messages), messages[0], llm_sections, s.summary)
+        return [self._capsule(event, mem, content, [m.memory_id for m in messages], messages[0], Method.LLM,
+                              {"sections": llm_sections, "turns": len(messages)}, result.model, result.prompt_hash)]
+
+    def _capsule(self, event: Event, mem: MemoryUnit, content: str, evidence: list[str], first: MemoryUnit,
+                 method: Method, attributes: dict[str, object], model: str | None = None,
+                 prompt_hash: str | None = None) -> Proposal:
         capsule = derived_memory(
             scope=mem.scope, session_id=mem.session_id, layer=Layer.L1, kind=Kind.CAPSULE, content=content,
-            evidence=[m.memory_id for m in messages], processor=self.name, method=method,
-            id_parts=capsule_id_parts(mem), valid_from=messages[0].valid_from, attributes=attributes,
-            model=model, prompt_hash=phash,  # no source event: a capsule is derived from all of them
+            evidence=evidence, processor=self.name, method=method, id_parts=capsule_id_parts(mem),
+            valid_from=first.valid_from, attributes=attributes, model=model,
+            prompt_hash=prompt_hash,  # no source event: a capsule is derived from all of them
         )
-        return [upsert_proposal(capsule, processor=self.name, cause=event)]
+        return upsert_proposal(capsule, processor=self.name, cause=event)

@@ -6,14 +6,31 @@ the same."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import orjson
 import pytest
 
-from altm.core import Kind, Layer, MemoryUnit, Method, Role, Scope, content_hash
+from altm.core import (
+    Kind,
+    Layer,
+    MemoryUnit,
+    Method,
+    Proposal,
+    Role,
+    Scope,
+    Settings,
+    TurnEvent,
+    content_hash,
+    partition_for,
+)
 from altm.pipeline.processors import _rules as rules
 from altm.pipeline.processors import fold
 from altm.pipeline.processors._base import derived_memory
+from altm.store._rows import row_to_memory
+from tests.support.memories import running
 
 SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -34,6 +51,11 @@ def _message(i: int) -> MemoryUnit:
                           if i % len(TEXTS) in (0, 4, 6) else TEXTS[i % len(TEXTS)],
                           evidence=[], processor="capture", method=Method.EXTRACTIVE, id_parts=["m", str(i)],
                           valid_from=T0 + timedelta(minutes=i), role=(Role.USER if i % 2 else Role.ASSISTANT).value)
+
+
+def _message_with(memory_id: str, text: str) -> MemoryUnit:
+    return _message(0).model_copy(update={"memory_id": memory_id, "content": text, "content_hash": content_hash(text),
+                                          "role": Role.USER.value})
 
 
 def test_refolding_a_long_session_classifies_only_what_can_give_the_capsule_something(
@@ -75,3 +97,63 @@ def test_a_message_sent_again_under_its_id_with_other_content_is_read_again() ->
     decided = chit_chat.model_copy(update={"content": TEXTS[1], "content_hash": content_hash(TEXTS[1])})
     assert decided not in silent
     assert fold.extractive_sections([decided], silent)["decisions"] == [f"(assistant) {TEXTS[1]}"]
+
+
+def _turns(n: int) -> list[TurnEvent]:
+    return [TurnEvent(scope=SCOPE, session_id="s1", turn_id=f"t{i}", role=Role.USER if i % 2 else Role.ASSISTANT,
+                      content=_message(i).content, timestamp=T0 + timedelta(minutes=i)) for i in range(n)]
+
+
+async def test_a_long_sessions_capsule_cites_what_its_text_comes_from_and_stays_bounded(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The capsule cited every message of its session, so each fold (after every batch) wrote the whole
+    session's ids again: into the evidence edges, the proposal and change records, and the audit row (old and
+    new value): storage quadratic in the session's length. And fold read every message of the session as a
+    full memory each time. Now it cites the first message (the capsule's date) and those its sections come
+    from, and reads in full only the messages not known to give it nothing."""
+    decoded, folding = 0, False
+
+    def counted(row: Any) -> MemoryUnit:
+        nonlocal decoded
+        decoded += folding
+        return row_to_memory(row)
+
+    real_fold = fold.FoldProcessor._fold
+
+    async def folded(self: fold.FoldProcessor, *args: Any) -> list[Proposal]:
+        nonlocal folding
+        folding = True
+        try:
+            return await real_fold(self, *args)
+        finally:
+            folding = False
+
+    monkeypatch.setattr("altm.store._reader.row_to_memory", counted)
+    monkeypatch.setattr(fold.FoldProcessor, "_fold", folded)
+    turns = _turns(280)
+    async with running(settings.model_copy(update={"embedder": "none"})) as rt:
+        for start in range(0, len(turns), 20):  # 14 batches: the session is folded after each
+            await rt.publish(turns[start:start + 20])
+            await rt.run_until_idle()
+        fold_decoded = decoded
+        shard = rt.shards.get(partition_for(SCOPE.home, settings.partitions))
+        ((evidence, content, capsule_id),) = shard._db.execute(
+            "SELECT evidence, content, memory_id FROM memories WHERE layer='L1'").fetchall()
+        audit = shard._db.execute("SELECT SUM(LENGTH(old_value)) + SUM(LENGTH(new_value)) FROM audit_log "
+                                  "WHERE target_id=?", (capsule_id,)).fetchone()[0]
+        messages = {r[0]: r[1] for r in shard._db.execute(
+            "SELECT memory_id, content FROM memories WHERE layer='L0' ORDER BY valid_from")}
+    cited = orjson.loads(evidence)
+    first = next(iter(messages))
+    giving = [mid for mid, text in messages.items()
+              if any(fold.extractive_sections([_message_with(mid, text)]).values())]
+    sections = fold.extractive_sections([_message_with(mid, text) for mid, text in messages.items()])
+    said = [re.sub(r"^\(\w+\) ", "", item) for key in ("decisions", "constraints", "corrections", "open_questions")
+            for item in sections[key]]
+    assert f"Session s1 ({len(messages)} messages" in content
+    assert cited[0] == first and set(cited) <= {first, *giving}  # on main: all 280 messages
+    assert said and all(any(item in messages[mid] for mid in cited) for item in said)  # each from a cited one
+    assert len(cited) < 0.5 * len(messages)
+    assert audit < 120_000  # on main: 14 folds each writing the growing list twice (~330 KB)
+    every_time = sum(range(20, len(turns) + 1, 20))  # on main: every message of the session, at every fold
+    assert fold_decoded < 0.7 * every_time  # 4 of the 7 texts give the capsule something: read each time

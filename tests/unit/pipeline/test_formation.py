@@ -95,7 +95,11 @@ def test_capsules_scenes_and_facets(sample_dir: Path) -> None:
     s3 = next(c for c in capsules if c["session_id"] == "s3")
     assert "Corrections: Actually the deadline moved" in s3["content"]
     assert "billing/webhooks.py" in s3["content"]
-    assert len(json.loads(s3["evidence"])) == 8  # every L0 turn of the session
+    turns = {r["memory_id"]: r["source_id"] for r in _rows(
+        sample_dir, "SELECT memory_id, source_id FROM memories WHERE layer='L0' AND session_id='s3'")}
+    assert len(turns) == 8
+    # the first turn (the date; its numbers), the 25 %, the path (t7 names it again), the correction; no other
+    assert [turns[m] for m in json.loads(s3["evidence"])] == ["s3-t1", "s3-t2", "s3-t6", "s3-t8"]
     scenes = _rows(sample_dir, "SELECT content, attributes FROM memories WHERE layer='L3'")
     assert any(len(json.loads(s["attributes"])["sessions"]) >= 2 for s in scenes)
     facets = _rows(sample_dir, "SELECT user_id, content, attributes FROM memories WHERE layer='L4'")

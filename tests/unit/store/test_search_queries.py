@@ -73,7 +73,9 @@ async def test_rows_are_typed_and_stand_for_their_turns(queries: SearchQueries) 
     sources = queries.source_ids([first, atom, facet, capsule])
     assert sources[first.memory_id] == sources[atom.memory_id] == ["s1-t1"]
     assert sources[facet.memory_id] == ["s1-t1"]  # down the evidence chain
-    assert sources[capsule.memory_id] == ["s1-t1", "s1-t2", "s1-t3", "s1-t4"]  # in conversation order
+    # a capsule stands for the turns it quotes, in conversation order: t1 (the first; "300 lines") and t2 (a
+    # day); t3 and t4 give it nothing
+    assert sources[capsule.memory_id] == ["s1-t1", "s1-t2"]
 
 
 async def test_session_neighbours_follow_the_conversation(queries: SearchQueries) -> None:
