@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from altm.recall.retrieval import PRESETS, SearchConfig
+from benchmarks.locomo import score_question
 from benchmarks.locomo_cv import (
     AXES,
     Choice,
@@ -15,9 +19,11 @@ from benchmarks.locomo_cv import (
     choice_of,
     config_at,
     coordinate_ascent,
+    main,
     nested_cv,
     with_value,
 )
+from tests.unit.benchmarks.test_locomo import SAMPLE
 
 
 def test_the_shipped_preset_lies_on_the_grid_and_comes_back_from_it() -> None:
@@ -94,3 +100,25 @@ def test_every_configuration_is_searched_once_per_conversation() -> None:
     assert searched == [("a", 0.4)]
     nested_cv(grid, ["a", "b"], start, passes=2)
     assert len(searched) == len(grid.rows)  # one question per conversation: one search per (choice, conversation)
+
+
+def test_the_script_ingests_each_conversation_once_and_writes_its_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end on two tiny conversations through the full pipeline: one record with the folds, the held-out
+    rows (each recomputes to its metrics) and the shipped preset's in-sample figure."""
+    monkeypatch.setenv("ALTM_EMBEDDER", "none")
+    other = {**SAMPLE, "sample_id": "conv-other"}
+    data = tmp_path / "two.json"
+    data.write_bytes(orjson.dumps([SAMPLE, other]))
+    out = tmp_path / "cv.json"
+    monkeypatch.setattr(sys, "argv", ["locomo_cv.py", "--data", str(data), "--out", str(out), "--passes", "1"])
+    main()
+    record = orjson.loads(out.read_bytes())
+    assert [f["held_out"] for f in record["folds"]] == ["conv-test", "conv-other"]
+    held = record["held_out_questions"]
+    assert len(held) == 8 and record["cross_validated"]["questions"] == 8  # 4 queries each
+    assert all(score_question(r["gold_ids"], r["ranked_source_ids"]) == r["metrics"] for r in held)
+    camping = next(r for r in held if r["question"] == "Where did Ben go camping?")
+    assert camping["ranked_source_ids"][0] == ["D2:1"]
+    assert record["shipped_in_sample"]["questions"] == 8 and record["config"]["objective"] == "recall_any@10"
+    assert record["grid"]["configurations_scored"] >= 1 + sum(len(v) - 1 for v in AXES.values())
