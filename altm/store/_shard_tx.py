@@ -382,7 +382,22 @@ class ShardTx:
         self._put_row("graph_nodes", "node_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
     def put_edge(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
-        self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+        """Insert or update a graph edge. An update that only adds evidence is audited as what it added, with
+        the counts before and after (``{"count": n}`` for the old value's evidence, ``{"count": m, "added":
+        [...]}`` for the new one's), not as the whole list twice: an edge's evidence is the union of every
+        memory that ever linked its ends, and the audit would grow with its square (:meth:`restore` takes out
+        what such an addition added)."""
+        if old is None:
+            self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+            return
+        before, after = orjson.loads(str(old["evidence"])), orjson.loads(str(row["evidence"]))
+        if not set(before) <= set(after):
+            self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
+            return
+        audit_old = {**old, "evidence": {"count": len(before)}}
+        audit_new = {**row, "evidence": {"count": len(after), "added": sorted(set(after) - set(before))}}
+        self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor,
+                      audited=(audit_old, audit_new))
 
     def put_held_action(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("held_actions", "action_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
@@ -391,10 +406,12 @@ class ShardTx:
         self._put_row("runtime_cycles", "cycle_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
     def _put_row(self, table: str, key_column: str, row: Row, old: Row | None, *, at: str, proposal_id: str,
-                 actor: str) -> None:
-        """Insert or replace one row of a graph/governance table, audited with its old value."""
+                 actor: str, audited: tuple[Row, Row] | None = None) -> None:
+        """Insert or replace one row of a graph/governance table, audited with its old value (or with the
+        ``audited`` old and new values instead of the rows)."""
+        audit_old, audit_new = audited if audited is not None else (old, row)
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert" if old is None else "update",
-                    table=table, target_id=row[key_column], old=old, new=row)
+                    table=table, target_id=row[key_column], old=audit_old, new=audit_new)
         cols = list(row)
         if old is None:
             self._db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({_marks(cols)})",
@@ -626,6 +643,8 @@ class ShardTx:
         table, target_id, old, new = entry.table, entry.target_id, entry.old, entry.new
         if table == "memories":
             return self._restore_memory(target_id, old, at=at, proposal_id=proposal_id)
+        if table == "graph_edges" and old is not None and isinstance(old.get("evidence"), dict):
+            return self._restore_edge_addition(target_id, old, new, at=at, proposal_id=proposal_id)
         if table in self._KEYS:
             key = self._KEYS[table]
             current = self._row(table, key, target_id)
@@ -656,6 +675,23 @@ class ShardTx:
                              (old["review_status"], int(target_id.removeprefix("rej_"))))
             return "restored"
         raise ShardError(f"cannot roll back a change to {table}")
+
+    def _restore_edge_addition(self, edge_id: str, old: Row, new: Row | None, *, at: str, proposal_id: str) -> str:
+        """Undo an addition to an edge's evidence (audited as what it added, see :meth:`put_edge`): the edge
+        takes its other columns back and loses what the addition added; what was added since stays."""
+        current = self.edge(edge_id)
+        if current is None:
+            return "removed"  # gone since (a forget took its last evidence): nothing is left to take out
+        added = set((new or {}).get("evidence", {}).get("added", ()))
+        kept = sorted(set(orjson.loads(str(current["evidence"]))) - added)
+        if not kept:
+            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table="graph_edges",
+                        target_id=edge_id, old=current, new=None)
+            self._db.execute("DELETE FROM graph_edges WHERE edge_id=?", (edge_id,))
+            return "removed"
+        row = {**old, "evidence": _json(kept), "weight": float(old["unit_weight"]) * len(kept)}
+        self.put_edge(row, current, at=at, proposal_id=proposal_id, actor="rollback")
+        return "restored"
 
     def _restore_memory(self, memory_id: str, old: Row | None, *, at: str, proposal_id: str) -> str:
         current = self.memory_row(memory_id)
