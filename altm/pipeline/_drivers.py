@@ -54,7 +54,7 @@ from altm.pipeline._telemetry import (
     start_record_spans,
     writer_transactions,
 )
-from altm.pipeline.processors import Processor, ProcessorContext
+from altm.pipeline.processors import BatchFailure, Processor, ProcessorContext
 from altm.pipeline.writer import REAPPLIED_HEADER, WRITER_GROUP, Writer, burials_to_find, is_reapplied
 from altm.store import DeferredWork, Shard, WorkItem
 
@@ -220,19 +220,25 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
 async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
                    result: StageResult, traces: dict[str, Headers]) -> None:
     """Batched when the processor supports it, else record by record (each failure its own). A batched form
-    that fails (not a deferral) is raised, so the runtime tries the batch again (a dependency away: nothing
-    is dead-lettered), unless the processor says otherwise (``per_event_on_failure``): then the batch is
-    processed record by record, and the record that broke it is dead-lettered alone."""
+    that fails (not a deferral) is handled as the processor says (:class:`BatchFailure`): raised, so the
+    runtime tries the batch again; or processed record by record, the record that broke it dead-lettered or
+    kept as deferred work."""
     try:
         batched = await processor.process_batch([ev for _, ev in decoded], ctx)
     except Deferred as exc:
         result.deferred.extend((rec, str(exc)) for rec, _ in decoded)
         return
-    except Exception:
-        if not processor.per_event_on_failure:
+    except Exception as exc:
+        if processor.on_batch_failure is BatchFailure.RETRY:
             raise
+        if processor.on_batch_failure is BatchFailure.DEFER_EACH and len(decoded) == 1:  # tried alone already
+            result.deferred.append((decoded[0][0], f"{processor.name} failed: {type(exc).__name__}: {exc}"))
+            return
         log.warning("processor %s failed on a batch of %d record(s); processing them one by one",
                     processor.name, len(decoded), exc_info=True)
+        if processor.on_batch_failure is BatchFailure.DEFER_EACH:
+            await _each_or_defer(processor, decoded, ctx, result, traces)
+            return
         batched = None
     if batched is not None:
         sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
@@ -242,6 +248,30 @@ async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]]
         return
     for rec, ev in decoded:
         await _one(processor, rec, ev, ctx, result, traces.get(ev.event_id, ()))
+
+
+async def _each_or_defer(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
+                         result: StageResult, traces: dict[str, Headers]) -> None:
+    """Record by record after a failed batch (``BatchFailure.DEFER_EACH``): one that fails alone is deferred;
+    when the first does, the rest are deferred untried (what the stage needs is likely away: not one failing
+    call per record)."""
+    for i, (rec, ev) in enumerate(decoded):
+        try:
+            proposals = await processor.process(ev, ctx)
+        except Deferred as exc:
+            result.deferred.append((rec, str(exc)))
+            continue
+        except Exception as exc:
+            reason = f"{processor.name} failed: {type(exc).__name__}: {exc}"
+            log.warning("processor %s failed on %s[%d]@%d alone; kept for a retry: %s", processor.name, rec.topic,
+                        rec.partition, rec.offset, reason)
+            result.deferred.extend((r, reason) for r, _ in (decoded[i:] if i == 0 else [(rec, ev)]))
+            if i == 0:
+                return
+            continue
+        result.outgoing.extend(_proposal_records(_new(proposals, ctx, result), ctx.settings, {}, source_ms(rec),
+                                                 {ev.event_id: traces.get(ev.event_id, ())}))
+        result.finished.append((_layer_of(ev), source_ms(rec)))
 
 
 def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:

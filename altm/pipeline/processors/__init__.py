@@ -3,6 +3,7 @@
 from altm.core.errors import Deferred, ProcessingError
 from altm.models import ChatModel, EmbeddingModel
 from altm.pipeline.processors._base import (
+    BatchFailure,
     Processor,
     ProcessorContext,
     committed_memory,
@@ -38,6 +39,7 @@ def default_processors(chat: ChatModel | None = None, embedding: EmbeddingModel 
 
 
 __all__ = [
+    "BatchFailure",
     "CaptureProcessor",
     "ControlProcessor",
     "Deferred",

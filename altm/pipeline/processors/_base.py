@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
@@ -60,15 +61,28 @@ class ProcessorContext:
         return self.reader
 
 
+class BatchFailure(Enum):
+    """What the stage driver does when a processor's batched form fails (raises anything but a deferral)."""
+
+    RETRY = "retry"
+    """Raised: the runtime tries the whole batch again (nothing dead-lettered, nothing kept aside)."""
+    DEAD_LETTER_EACH = "dead_letter_each"
+    """Processed record by record, as by a processor without a batched form: the record that broke it is
+    dead-lettered alone. For a batched form that needs nothing that can be away but the shard it reads (govern,
+    fold): a failure there is the record's."""
+    DEFER_EACH = "defer_each"
+    """Processed record by record; a record that fails alone is kept as deferred work and tried again later,
+    never dead-lettered. When the first record fails alone too, what the stage needs is likely away (an
+    index, an endpoint): the rest are kept untried. For a stage that writes a derived store itself (embed):
+    one memory that breaks it on every try no longer holds its partition back, and an outage loses nothing.
+    Its retries come after later records, so such a stage reads the shard then (``ProcessorContext.retrying``)."""
+
+
 class Processor(ABC):
     name: ClassVar[str]
     input_topic: ClassVar[Topic]
-    per_event_on_failure: ClassVar[bool] = False
-    """When the batched form fails (not a deferral), the driver processes the batch event by event, as for a
-    processor without one: the record that broke it is dead-lettered alone. For a batched form that needs
-    nothing that can be away but the shard it reads (govern, fold). Otherwise (embed and its vector index) a
-    failing batch is retried whole: record by record, an outage would let through the records that do not
-    reach the index and dead-letter those that do."""
+    on_batch_failure: ClassVar[BatchFailure] = BatchFailure.RETRY
+    """See :class:`BatchFailure`."""
 
     @abstractmethod
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]: ...

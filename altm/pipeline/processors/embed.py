@@ -13,7 +13,13 @@ from typing import Any
 from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp, Scope
 from altm.core.topics import Topic
 from altm.models import EmbeddingModel
-from altm.pipeline.processors._base import Processor, ProcessorContext, committed_memory, committed_upsert
+from altm.pipeline.processors._base import (
+    BatchFailure,
+    Processor,
+    ProcessorContext,
+    committed_memory,
+    committed_upsert,
+)
 from altm.vectors import VectorIndex, VectorPoint
 
 
@@ -71,6 +77,7 @@ class EmbedProcessor(Processor):
 
     name = "embed"
     input_topic = Topic.CHANGES
+    on_batch_failure = BatchFailure.DEFER_EACH  # a memory that breaks it waits aside; its retry reads the shard
 
     def __init__(self, embedding: EmbeddingModel | None = None, vectors: VectorIndex | None = None,
                  reuse: VectorIndex | None = None) -> None:

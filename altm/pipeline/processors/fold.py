@@ -14,6 +14,7 @@ from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
 from altm.pipeline.processors._base import (
+    BatchFailure,
     Processor,
     ProcessorContext,
     committed_memory,
@@ -155,7 +156,7 @@ def render_capsule(session_id: str, count: int, first: MemoryUnit, sections: dic
 class FoldProcessor(Processor):
     name = "fold"
     input_topic = Topic.CHANGES
-    per_event_on_failure = True  # a change dead-lettered alone: the session's next message folds it in again
+    on_batch_failure = BatchFailure.DEAD_LETTER_EACH  # the session's next message folds a dead letter's in
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None

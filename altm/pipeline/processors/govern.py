@@ -34,6 +34,7 @@ from altm.core import (
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors._base import (
+    BatchFailure,
     Processor,
     ProcessorContext,
     committed_memory,
@@ -73,7 +74,7 @@ _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE})
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
-    per_event_on_failure = True
+    on_batch_failure = BatchFailure.DEAD_LETTER_EACH
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None

@@ -28,7 +28,7 @@ from altm.core import (
 )
 from altm.pipeline import ProcessorContext, StageDriver, WriterDriver
 from altm.pipeline._drivers import handle_until_done
-from altm.pipeline.processors import CaptureProcessor, EmbedProcessor
+from altm.pipeline.processors import BatchFailure, CaptureProcessor, EmbedProcessor
 from altm.pipeline.processors._base import derived_memory
 from altm.pipeline.runtime.kafka import KafkaRuntime
 from altm.pipeline.writer import Writer
@@ -365,7 +365,7 @@ class _BatchedCapture(CaptureProcessor):
     """Capture with a batched form processed event by event when it fails, as govern's and fold's: it fails
     the whole batch when one turn breaks it."""
 
-    per_event_on_failure = True
+    on_batch_failure = BatchFailure.DEAD_LETTER_EACH
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if isinstance(event, TurnEvent) and event.content == "poison":
@@ -413,7 +413,7 @@ async def test_one_record_that_breaks_a_batched_processor_is_dead_lettered_and_t
 class _IndexAway(_BatchedCapture):
     """A batched processor that needs a dependency (a vector index), as embed: it is away, every record fails."""
 
-    per_event_on_failure = False
+    on_batch_failure = BatchFailure.RETRY
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         raise ConnectionError("the vector index does not answer")
@@ -458,7 +458,8 @@ async def test_embed_with_its_index_away_dead_letters_none_of_a_batch_that_partl
         settings: Settings) -> None:
     """From the review of the fallback (its first version dead-lettered these): a batch of two upserts and a
     rollback's own change (no memory, nothing removed: embed never reaches the index for it). Record by
-    record, the rollback went through and both upserts were dead-lettered: two memories never embedded."""
+    record, the rollback went through and both upserts were dead-lettered: two memories never embedded. Now
+    nothing is dead-lettered: the first upsert fails alone too, so the batch is kept whole for a retry."""
     at = datetime(2026, 3, 1, 12, tzinfo=UTC)
 
     def upsert(i: int) -> ChangeEvent:
@@ -479,9 +480,9 @@ async def test_embed_with_its_index_away_dead_letters_none_of_a_batch_that_partl
 
     try:
         embed = EmbedProcessor(_Embedder(), _Away())  # type: ignore[arg-type]
-        driver = StageDriver(embed, ProcessorContext(settings=settings), DeferredWork(shards, settings), publish)
-        with pytest.raises(ConnectionError):
-            await driver.handle(_change_records(settings, [upsert(1), rollback, upsert(2)]))
-        assert sent == []
+        work = DeferredWork(shards, settings)
+        driver = StageDriver(embed, ProcessorContext(settings=settings), work, publish)
+        assert await driver.handle(_change_records(settings, [upsert(1), rollback, upsert(2)])) == 3
+        assert sent == [] and work.count() == 3  # all kept for a retry (the first failed alone too)
     finally:
         shards.close()

@@ -154,3 +154,60 @@ async def test_a_deferred_embedding_of_a_memory_erased_since_leaves_no_point(set
         tx.delete_memory(row, at=AT.isoformat(), proposal_id="p-erase", actor="test")
     assert await driver.retry_due() == 1
     assert setup.index.points([mid]) == {}
+
+
+def _id(change: ChangeEvent) -> str:
+    assert change.memory_id is not None
+    return change.memory_id
+
+
+class _Poisoned:
+    """A local embedder that breaks on one text (a bug in a tokenizer, say), on every try."""
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        if any("poison" in t for t in texts):
+            raise ValueError("tokenizer failed on a text")
+        return [_vector(t) for t in texts]
+
+
+async def test_a_memory_that_breaks_embed_on_every_try_is_kept_aside_and_the_partition_goes_on(
+        setup: _Setup) -> None:
+    """On main the stage raised on every try: the runtime retried the same batch for ever (an embedded ingest
+    stopped there), and nothing after it in the partition became searchable."""
+    message = await _message(setup)
+    changes = [setup.commit(derived_memory(
+        scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content=text, evidence=[message],
+        processor="extract", method=Method.HEURISTIC, id_parts=[text], valid_from=AT))
+        for text in ("Ana lives in Lisbon", "a poison text", "Ben moved to Porto")]
+    ids = [_id(c) for c in changes]
+    driver, sent = await _driver(setup, _Poisoned())  # type: ignore[arg-type]
+    assert await driver.handle([setup.record(c) for c in changes]) == 3
+    assert set(setup.index.points(ids)) == {ids[0], ids[2]}
+    (kept,) = driver.work.pending({partition_for(SCOPE.home, setup.settings.partitions)})
+    assert kept.stage == "embed" and b"poison" in kept.value and sent == []  # kept for a retry, not dead-lettered
+    assert await driver.retry_due() == 0 and driver.work.count() == 1  # it still fails: still kept
+
+
+async def test_a_batch_whose_first_record_also_fails_alone_is_kept_aside_whole(setup: _Setup) -> None:
+    """The vector index away: the batch fails, and so does its first record alone. The others are not tried
+    one by one against an index that does not answer: the whole batch is kept, nothing dead-lettered, and each
+    is embedded when it is tried again with the index back."""
+    message = await _message(setup)
+    changes = [setup.commit(_capsule(message, f"the session so far, version {i}")) for i in range(2)]
+    calls = 0
+
+    class _Away(_Poisoned):
+        async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+            nonlocal calls
+            calls += 1
+            raise ConnectionError("the embedding server does not answer")
+
+    driver, sent = await _driver(setup, _Away())  # type: ignore[arg-type]
+    other = setup.commit(derived_memory(
+        scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content="Ana lives in Lisbon",
+        evidence=[message], processor="extract", method=Method.HEURISTIC, id_parts=["ana"], valid_from=AT))
+    assert await driver.handle([setup.record(c) for c in (*changes, other)]) == 3
+    assert calls == 2 and driver.work.count() == 3 and sent == []
+    driver.processor.embedding = _Flaky(failures=0)  # type: ignore[attr-defined]
+    assert await driver.retry_due() == 3 and driver.work.count() == 0
+    assert set(setup.index.points([_id(changes[1]), _id(other)])) == {_id(changes[1]), _id(other)}
