@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from altm.bus import (
@@ -330,11 +330,10 @@ class StageDriver:
     async def retry_due(self, partitions: set[int] | None = None) -> int:
         """Retry deferred work whose time has come (of ``partitions`` only, when given)."""
         done = 0
-        ctx = replace(self.ctx, retrying=True)  # after later records: see ProcessorContext.retrying
         for item in self.work.due(self.name, partitions):
             rec = _record(item)
             start = time.perf_counter()
-            result = await run_records(self.processor, [rec], ctx)
+            result = await run_records(self.processor, [rec], self.ctx)
             if result.deferred:
                 _defer(self.work, self.name, rec, result.deferred[0][1])
                 continue

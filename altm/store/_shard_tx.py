@@ -29,6 +29,11 @@ def _json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def _chunks(ids: Sequence[str], size: int = 400) -> list[list[str]]:
+    """``ids`` in lists of at most ``size`` (SQLite bounds the parameters of one statement)."""
+    return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
+
+
 def _marks(values: Sequence[object]) -> str:
     return ", ".join("?" for _ in values)
 
@@ -158,9 +163,16 @@ class ShardTx:
 
     def dependants(self, memory_ids: Sequence[str]) -> list[str]:
         """Memories that cite any of ``memory_ids`` as evidence."""
-        return [r[0] for r in self._db.execute(
-            f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({_marks(memory_ids)})",
-            list(memory_ids)).fetchall()]
+        return sorted({str(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
+            f"SELECT DISTINCT memory_id FROM evidence_edges WHERE evidence_id IN ({_marks(chunk)})", chunk)})
+
+    def session_capsules(self, memory_ids: Sequence[str]) -> list[str]:
+        """The L1 capsules of the sessions of the L0 messages among ``memory_ids``."""
+        return sorted({str(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
+            "SELECT DISTINCT c.memory_id FROM memories m JOIN memories c ON c.tenant_id = m.tenant_id "
+            "AND c.workspace_id = m.workspace_id AND c.user_id = m.user_id AND c.agent_id = m.agent_id "
+            "AND c.session_id = m.session_id AND c.layer = 'L1' AND c.kind = 'capsule' "
+            f"WHERE m.layer = 'L0' AND m.memory_id IN ({_marks(chunk)})", chunk)})
 
     def erasure_seeds(self, scope: Scope, erasure: Erasure) -> list[str]:
         """The memories an erasure names directly (what was derived from them is found with :meth:`dependants`)."""

@@ -51,9 +51,6 @@ class ProcessorContext:
 
     settings: Settings
     reader: MemoryReader | None = None
-    retrying: bool = False
-    """The events are deferred work tried again, after later events of their stage: a processor that writes
-    a derived store itself (embed) writes what the shard holds now, not what the event carried."""
 
     def require_reader(self) -> MemoryReader:
         if self.reader is None:
@@ -75,7 +72,8 @@ class BatchFailure(Enum):
     never dead-lettered. When the first record fails alone too, what the stage needs is likely away (an
     index, an endpoint): the rest are kept untried. For a stage that writes a derived store itself (embed):
     one memory that breaks it on every try no longer holds its partition back, and an outage loses nothing.
-    Its retries come after later records, so such a stage reads the shard then (``ProcessorContext.retrying``)."""
+    Its retries come after later records, so such a stage writes what the shard holds then, not what the
+    record carried."""
 
 
 class Processor(ABC):

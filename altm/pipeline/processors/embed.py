@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp, Scope
 from altm.core.topics import Topic
@@ -47,15 +47,24 @@ def embedding_text(mem: MemoryUnit) -> str:
     return mem.content
 
 
-def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None:
-    """How to read memories as the shard holds them now (None without a reader): for embed work tried again
-    after later changes, which may have changed the memory (a capsule folded again under the same id) or
-    removed it (an erasure whose point deletion already went through)."""
+class _Ref(NamedTuple):
+    """A memory known by id and scope only (a removed one, looked up in the shard)."""
+
+    memory_id: str
+    scope: Scope
+
+
+def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit | _Ref]], Sequence[MemoryUnit]] | None:
+    """How to read memories as the shard holds them now (None without a reader). A change may reach embed
+    after later ones were applied: a retry of deferred work, work a partition's previous owner handed over, a
+    stage behind its writer. The shard may then hold the memory changed (a capsule folded again under the same
+    id: its own later change embeds it), removed (an erasure whose deletion went through already) or stored
+    again after a removal (a capsule forgotten, then folded again): embed writes what the shard holds."""
     reader = ctx.reader
     if reader is None:
         return None
 
-    def stored(memories: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+    def stored(memories: Sequence[MemoryUnit | _Ref]) -> list[MemoryUnit]:
         by_scope: dict[Scope, list[str]] = {}
         for m in memories:
             by_scope.setdefault(m.scope, []).append(m.memory_id)
@@ -103,24 +112,29 @@ class EmbedProcessor(Processor):
         if self.vectors is None or self.embedding is None:
             return []
         latest: dict[str, MemoryUnit] = {}
-        removed: list[str] = []
+        removed: dict[str, Scope] = {}
         for event in events:
             mem = committed_memory(event) or _restored(event)
             if mem is not None:
                 latest[mem.memory_id] = mem
+                removed.pop(mem.memory_id, None)
             elif isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.removed_ids:
-                removed += event.removed_ids
                 for mid in event.removed_ids:
+                    removed[mid] = event.scope
                     latest.pop(mid, None)
-        await self.put(list(latest.values()), removed, current=_stored(ctx) if ctx.retrying else None)
+        stored = _stored(ctx)
+        if stored is not None and removed:  # stored again since (forgotten, then folded again): its point stays
+            again = {m.memory_id for m in stored([_Ref(mid, scope) for mid, scope in removed.items()])}
+            removed = {mid: scope for mid, scope in removed.items() if mid not in again}
+        await self.put(list(latest.values()), list(removed), current=stored)
         return []
 
     async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str],
                   current: Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None = None) -> None:
-        """Points for ``memories`` as they are, none for ``gone`` (durable when this returns). ``current``
-        (work outside the stage's own order, which an erasure may overtake while the vectors are computed):
-        the memories as the store holds them right before the upsert; a point goes only to those whose content
-        is unchanged, as the store holds them, and those no longer stored lose theirs."""
+        """Points for ``memories`` as they are, none for ``gone`` (durable when this returns). ``current``: the
+        memories as the store holds them, read right before the upsert (an erasure may overtake the stage
+        while the vectors are computed); a point goes only to those whose content is unchanged, as the store
+        holds them, and those no longer stored lose theirs."""
         if self.vectors is None or self.embedding is None:
             return
         if gone:

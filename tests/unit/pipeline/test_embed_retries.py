@@ -17,6 +17,8 @@ from altm.core import (
     ChangeEvent,
     ChangeStatus,
     Deferred,
+    Forget,
+    ForgetProposal,
     Kind,
     Layer,
     MemoryUnit,
@@ -211,3 +213,73 @@ async def test_a_batch_whose_first_record_also_fails_alone_is_kept_aside_whole(s
     driver.processor.embedding = _Flaky(failures=0)  # type: ignore[attr-defined]
     assert await driver.retry_due() == 3 and driver.work.count() == 0
     assert set(setup.index.points([_id(changes[1]), _id(other)])) == {_id(changes[1]), _id(other)}
+
+
+class _DownThenUp:
+    def __init__(self) -> None:
+        self.down = False
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.down:
+            raise ConnectionError("the embedding server does not answer")
+        return [_vector(t) for t in texts]
+
+
+def _forget(setup: _Setup, mid: str) -> ChangeEvent:
+    prop = ForgetProposal(event_id="forget-capsule", scope=SCOPE, timestamp=make_turn(8).timestamp,
+                          processor="lifecycle", forget=Forget(memory_ids=(mid,), reason="past retention"))
+    rec = Record("altm.proposals", partition_for(prop.key, setup.settings.partitions), setup.offset, prop.key,
+                 encode(prop))
+    setup.offset += 1
+    (change,) = [c for c in setup.writer.apply(rec, setup.settings.partitions).changes
+                 if c.status is ChangeStatus.COMMITTED and c.removed_ids]
+    assert mid in change.removed_ids
+    return change
+
+
+async def test_a_deferred_removal_retried_after_the_memory_is_stored_again_keeps_its_point(setup: _Setup) -> None:
+    """From the review: a capsule forgotten (no tombstone) and folded again under its id; the forget's change
+    was kept aside with its batch (the endpoint away), and its retry deleted the new capsule's point."""
+    message = await _message(setup)
+    first = setup.commit(_capsule(message, "the session so far: a trip to Lisbon"))
+    capsule = _id(first)
+    embedder = _DownThenUp()
+    driver, _ = await _driver(setup, embedder)  # type: ignore[arg-type]
+    await driver.handle([setup.record(first)])
+    fact = setup.commit(derived_memory(
+        scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content="Ana lives in Lisbon",
+        evidence=[message], processor="extract", method=Method.HEURISTIC, id_parts=["ana"], valid_from=AT))
+    forgot = _forget(setup, capsule)
+    embedder.down = True  # the batch fails, and so does its first record alone: the forget is kept untried
+    await driver.handle([setup.record(fact), setup.record(forgot)])
+    assert driver.work.count() == 2
+    embedder.down = False
+    again = setup.commit(_capsule(message, "the session so far: a trip to Lisbon, then Porto"))
+    assert _id(again) == capsule
+    await driver.handle([setup.record(again)])
+    assert await driver.retry_due() == 2  # the fact, then the forget's removal
+    assert MemoryReader(setup.shards).get(SCOPE, capsule) is not None
+    assert set(setup.index.points([capsule])) == {capsule}  # on the first fix: deleted
+
+
+async def test_embed_work_handed_over_by_a_partitions_previous_owner_writes_what_the_shard_holds(
+        setup: _Setup) -> None:
+    """From the review: a partition that moves has its deferred work published again to its topic, and the new
+    owner handled it as a new change, as the record carried it: a memory erased meanwhile got its point back."""
+    message = await _message(setup)
+    change = setup.commit(_capsule(message, "the session so far: a trip to Lisbon"))
+    mid = _id(change)
+    old_owner, _ = await _driver(setup, _Flaky(failures=1))
+    await old_owner.handle([setup.record(change)])  # deferred on the old owner
+    (item,) = old_owner.work.pending({partition_for(SCOPE.home, setup.settings.partitions)})
+    shard = setup.shards.get(partition_for(SCOPE.home, setup.settings.partitions))
+    with shard.transaction() as tx:  # erased meanwhile
+        row = tx.memory_row(mid)
+        assert row is not None
+        tx.delete_memory(row, at=AT.isoformat(), proposal_id="p-erase", actor="test")
+    old_owner.work.done(item)  # handed over: published again to the changes topic, handled by the new owner
+    new_owner, _ = await _driver(setup, _Flaky(failures=0))
+    setup.offset += 1
+    await new_owner.handle([Record("altm.changes", item.partition, setup.offset, item.key, item.value,
+                                   timestamp_ms=item.timestamp_ms)])
+    assert setup.index.points([mid]) == {}

@@ -93,10 +93,12 @@ def _drop_unpublished(tx: ShardTx, p: EraseProposal, doomed: set[str]) -> None:
 
 
 def _with_derivatives(tx: ShardTx, seeds: list[str]) -> set[str]:
-    """Memories derived from erased ones are erased too (their content came from it)."""
+    """Memories derived from erased ones are erased too (their content came from it), and so is the capsule of
+    an erased message's session, cited or not: it counts the session's messages (the next message folds it
+    again from those left)."""
     doomed = set(seeds)
     frontier = list(seeds)
     while frontier:
-        frontier = [m for m in tx.dependants(frontier) if m not in doomed]
+        frontier = [m for m in (*tx.dependants(frontier), *tx.session_capsules(frontier)) if m not in doomed]
         doomed.update(frontier)
     return doomed
