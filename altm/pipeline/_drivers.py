@@ -178,7 +178,13 @@ async def _one(processor: Processor, record: Record, event: Event, ctx: Processo
         result.outgoing.append(
             dead_letter_record(settings, record, stage=processor.name, error=error, original=record.value))
         return
-    result.outgoing.extend(_proposal_records(_new(proposals, ctx, result), settings, {}, source_ms(record),
+    _processed(record, event, proposals, ctx, result, trace_of)
+
+
+def _processed(record: Record, event: Event, proposals: Sequence[Proposal], ctx: ProcessorContext,
+               result: StageResult, trace_of: Headers) -> None:
+    """What one record's processing gave: its proposals' records, and the record counted as finished."""
+    result.outgoing.extend(_proposal_records(_new(proposals, ctx, result), ctx.settings, {}, source_ms(record),
                                              {event.event_id: trace_of}))
     result.finished.append((_layer_of(event), source_ms(record)))
 
@@ -269,9 +275,7 @@ async def _each_or_defer(processor: Processor, decoded: Sequence[tuple[Record, E
             if i == 0:
                 return
             continue
-        result.outgoing.extend(_proposal_records(_new(proposals, ctx, result), ctx.settings, {}, source_ms(rec),
-                                                 {ev.event_id: traces.get(ev.event_id, ())}))
-        result.finished.append((_layer_of(ev), source_ms(rec)))
+        _processed(rec, ev, proposals, ctx, result, traces.get(ev.event_id, ()))
 
 
 def next_offsets(records: Sequence[Record]) -> dict[tuple[str, int], int]:
