@@ -5,7 +5,7 @@ Every query is filtered by scope inside SQL. Processors get this through their c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from altm.core import Layer, MemoryUnit, Scope
@@ -69,12 +69,19 @@ class MemoryReader:
             [*_agent_args(scope), session_id],
         )
 
-    def session_outline(self, scope: Scope, session_id: str) -> list[SessionLine]:
-        """The ids and content hashes of :meth:`session_messages`, in the same order (no memory decoded)."""
+    def session_read(self, scope: Scope, session_id: str, wanted: Callable[[SessionLine], bool]
+                     ) -> tuple[int, list[MemoryUnit]]:
+        """How many L0 messages the session has, and those of them ``wanted`` (the first always), decoded, in
+        the order of :meth:`session_messages`; one read, and only the wanted rows become memories."""
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        return [SessionLine(str(r[0]), str(r[1])) for r in shard._db.execute(
-            f"SELECT memory_id, content_hash FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' "
-            "ORDER BY valid_from, source_id, memory_id", [*_agent_args(scope), session_id])]
+        count, out = 0, []
+        for r in shard._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' "
+                "ORDER BY valid_from, source_id, memory_id", [*_agent_args(scope), session_id]):
+            if count == 0 or wanted(SessionLine(str(r["memory_id"]), str(r["content_hash"]))):
+                out.append(row_to_memory(r))
+            count += 1
+        return count, out
 
     def atoms_with(
         self, scope: Scope, attribute: str, value: str, layer: Layer = Layer.L2, *, user_wide: bool = False

@@ -189,19 +189,15 @@ class FoldProcessor(Processor):
         reader = ctx.require_reader()
         if self._chat is not None:
             return await self._summarised(event, mem, reader.session_messages(mem.scope, mem.session_id))
-        outline = reader.session_outline(mem.scope, mem.session_id)
-        if not outline:
-            return []
-        # read in full: the first message (the capsule's date) and those not known to give the capsule nothing
-        wanted = [outline[0].memory_id, *(line.memory_id for line in outline[1:] if line not in self.silent)]
-        messages = reader.get_many(mem.scope, wanted)
-        if not messages or messages[0].memory_id != outline[0].memory_id:
+        # decoded: the first message (the capsule's date) and those not known to give the capsule nothing
+        count, messages = reader.session_read(mem.scope, mem.session_id, lambda line: line not in self.silent)
+        if not messages:
             return []
         sections, sources = capsule_sections(messages, self.silent)
         evidence = [messages[0].memory_id, *(mid for mid in sources if mid != messages[0].memory_id)]
-        content = render_capsule(mem.session_id, len(outline), messages[0], sections)
+        content = render_capsule(mem.session_id, count, messages[0], sections)
         return [self._capsule(event, mem, content, evidence, messages[0], Method.EXTRACTIVE,
-                              {"sections": sections, "turns": len(outline)})]
+                              {"sections": sections, "turns": count})]
 
     async def _summarised(self, event: Event, mem: MemoryUnit, messages: Sequence[MemoryUnit]) -> list[Proposal]:
         """The capsule a model writes from the whole transcript (so it cites every message)."""
