@@ -9,7 +9,7 @@ inside SQL (:meth:`SearchQueries.allowed`, and the word channel's own ``MATCH`` 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
@@ -19,6 +19,7 @@ from altm.core import Scope, partition_for
 from altm.store._policy import ScopePolicy
 from altm.store._shard import Shard
 from altm.store._shardset import ShardSet
+from altm.store._sql import chunks, marks
 
 _CHUNK = 500  # ids per statement (SQLite binds at most 32766 parameters; this keeps statements small)
 
@@ -89,15 +90,6 @@ _DOCUMENTS = "SELECT COUNT(*) FROM memories"
 _TERM_DOCUMENTS = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?"
 
 
-def _marks(values: Sequence[Any]) -> str:
-    return ", ".join("?" for _ in values)
-
-
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(ids), _CHUNK):
-        yield list(ids[start : start + _CHUNK])
-
-
 def _phrase(term: str) -> str:
     """A term as one FTS5 string (quotes doubled), so query syntax in it is taken literally."""
     return '"' + term.replace('"', '""') + '"'
@@ -163,7 +155,7 @@ class SearchQueries:
         """The candidates the scope policy admits (primary-key lookups, then the policy predicate)."""
         where, args = policy.sql("m")
         out: set[str] = set()
-        for chunk in _chunks(ids):
+        for chunk in chunks(ids, _CHUNK):
             sql = _ALLOWED.format(values=", ".join("(?)" for _ in chunk), where=where)
             out.update(r[0] for r in self._conn.execute(sql, [*chunk, *args]))
         return out
@@ -177,8 +169,8 @@ class SearchQueries:
     def rows(self, ids: Sequence[str]) -> dict[str, CandidateRow]:
         """The rows of the memories among ``ids`` that exist (no scope check: pass admitted ids)."""
         out: dict[str, CandidateRow] = {}
-        for chunk in _chunks(ids):
-            for r in self._conn.execute(_CANDIDATES.format(marks=_marks(chunk)), chunk):
+        for chunk in chunks(ids, _CHUNK):
+            for r in self._conn.execute(_CANDIDATES.format(marks=marks(chunk)), chunk):
                 out[r[0]] = _candidate(r)
         return out
 
@@ -201,7 +193,7 @@ class SearchQueries:
         """Append the source ids of the L0 messages among ``batch`` to ``found`` (oldest first, once each);
         the evidence of the others, one layer further down."""
         below: list[str] = []
-        for _mid, layer, source_id, evidence in self._conn.execute(_EVIDENCE.format(marks=_marks(batch)), batch):
+        for _mid, layer, source_id, evidence in self._conn.execute(_EVIDENCE.format(marks=marks(batch)), batch):
             if layer != "L0":
                 below += orjson.loads(evidence)
             elif source_id and source_id not in found:
@@ -214,7 +206,7 @@ class SearchQueries:
         its session of its agent (by time, then source id, then id). Other seeds are left out."""
         if not seeds:
             return {}
-        found = self._conn.execute(_SESSION_SEEDS.format(marks=_marks(seeds)), list(seeds)).fetchall()
+        found = self._conn.execute(_SESSION_SEEDS.format(marks=marks(seeds)), list(seeds)).fetchall()
         out: dict[str, SessionNeighbours] = {}
         for row in found:
             keys = [*row[1:6], row[6], row[7], row[0]]

@@ -21,21 +21,14 @@ from altm.core import Erasure, LifecycleSignal, Scope, derive_id, sha256_hex
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
+from altm.store._sql import chunks as _chunks
+from altm.store._sql import marks as _marks
 
 Row = dict[str, Any]
 
 
 def _json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def _chunks(ids: Sequence[str], size: int = 400) -> list[list[str]]:
-    """``ids`` in lists of at most ``size`` (SQLite bounds the parameters of one statement)."""
-    return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ", ".join("?" for _ in values)
 
 
 @dataclass(frozen=True)
@@ -399,17 +392,14 @@ class ShardTx:
         [...]}`` for the new one's), not as the whole list twice: an edge's evidence is the union of every
         memory that ever linked its ends, and the audit would grow with its square (:meth:`restore` takes out
         what such an addition added)."""
-        if old is None:
-            self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
-            return
-        before, after = orjson.loads(str(old["evidence"])), orjson.loads(str(row["evidence"]))
-        if not set(before) <= set(after):
-            self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
-            return
-        audit_old = {**old, "evidence": {"count": len(before)}}
-        audit_new = {**row, "evidence": {"count": len(after), "added": sorted(set(after) - set(before))}}
+        audited = None
+        if old is not None:
+            before, after = set(orjson.loads(str(old["evidence"]))), set(orjson.loads(str(row["evidence"])))
+            if before <= after:
+                audited = ({**old, "evidence": {"count": len(before)}},
+                           {**row, "evidence": {"count": len(after), "added": sorted(after - before)}})
         self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor,
-                      audited=(audit_old, audit_new))
+                      audited=audited)
 
     def put_held_action(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("held_actions", "action_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
@@ -528,8 +518,7 @@ class ShardTx:
         """Stored memories whose evidence ``forgets`` repaired by taking ``forgotten`` ones out of it (they were
         derived from them)."""
         gone, out = set(forgotten), set[str]()
-        for start in range(0, len(forgets), 400):
-            chunk = list(forgets[start:start + 400])
+        for chunk in _chunks(forgets):
             for target, old in self._db.execute(
                     "SELECT target_id, old_value FROM audit_log WHERE target_table='memories' AND action='update' "
                     f"AND redacted=0 AND proposal_id IN ({_marks(chunk)})", chunk):
@@ -546,15 +535,14 @@ class ShardTx:
         forget of several sessions removed with them)."""
         self.redact_audit("memories", forgotten)
         for table in ("graph_nodes", "graph_edges"):
-            graph = [str(r[0]) for start in range(0, len(forgets), 400) for r in self._db.execute(
+            graph = [str(r[0]) for chunk in _chunks(forgets) for r in self._db.execute(
                 f"SELECT DISTINCT target_id FROM audit_log WHERE target_table=? AND proposal_id IN "
-                f"({_marks(list(forgets[start:start + 400]))})", [table, *forgets[start:start + 400]])]
+                f"({_marks(chunk)})", [table, *chunk])]
             self.redact_audit(table, graph)
 
     def redact_audit(self, table: str, ids: Sequence[str]) -> None:
         """Replace the text values of earlier audit rows about ``ids`` by their hashes (rows stay)."""
-        for start in range(0, len(ids), 400):
-            chunk = list(ids[start : start + 400])
+        for chunk in _chunks(ids):
             self._db.execute(
                 "UPDATE audit_log SET old_value = redact_json(old_value), new_value = redact_json(new_value), "
                 f"redacted = 1 WHERE redacted = 0 AND target_table = ? AND target_id IN ({_marks(chunk)})",
@@ -564,8 +552,7 @@ class ShardTx:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
         that still held the erased content. Every deletion is audited (values redacted)."""
         db, home = self._db, _home(scope)
-        for start in range(0, len(memory_ids), 400):
-            chunk = list(memory_ids[start : start + 400])
+        for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
             for table, key, where in (
                 ("evidence_edges", "memory_id", f"memory_id IN ({marks}) OR evidence_id IN ({marks})"),
@@ -662,9 +649,7 @@ class ShardTx:
             current = self._row(table, key, target_id)
             if old is None:
                 if current is not None:
-                    self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
-                                target_id=target_id, old=current, new=None)
-                    self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (target_id,))
+                    self._rollback_delete(table, key, current, at=at, proposal_id=proposal_id)
                 return "removed"
             self._put_row(table, key, old, current, at=at, proposal_id=proposal_id, actor="rollback")
             return "restored" if current is not None else "reinserted"
@@ -688,6 +673,12 @@ class ShardTx:
             return "restored"
         raise ShardError(f"cannot roll back a change to {table}")
 
+    def _rollback_delete(self, table: str, key: str, current: Row, *, at: str, proposal_id: str) -> None:
+        """A rollback deletes ``current`` (audited with its value)."""
+        self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
+                    target_id=str(current[key]), old=current, new=None)
+        self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (current[key],))
+
     def _restore_edge_addition(self, edge_id: str, old: Row, new: Row | None, *, at: str, proposal_id: str) -> str:
         """Undo an addition to an edge's evidence (audited as what it added, see :meth:`put_edge`): the edge
         takes its other columns back and loses what the addition added; what was added since stays."""
@@ -697,9 +688,7 @@ class ShardTx:
         added = set((new or {}).get("evidence", {}).get("added", ()))
         kept = sorted(set(orjson.loads(str(current["evidence"]))) - added)
         if not kept:
-            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table="graph_edges",
-                        target_id=edge_id, old=current, new=None)
-            self._db.execute("DELETE FROM graph_edges WHERE edge_id=?", (edge_id,))
+            self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
             return "removed"
         row = {**old, "evidence": _json(kept), "weight": float(old["unit_weight"]) * len(kept)}
         self.put_edge(row, current, at=at, proposal_id=proposal_id, actor="rollback")
