@@ -5,7 +5,7 @@ Every query is filtered by scope inside SQL. Processors get this through their c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from altm.core import Layer, MemoryUnit, Scope
@@ -20,7 +20,8 @@ _HOME = "tenant_id=? AND workspace_id=? AND user_id=?"
 
 
 class SessionLine(NamedTuple):
-    """One message of a session as fold first reads it: enough to tell whether it must be read in full."""
+    """One message of a session as :meth:`MemoryReader.session_read` first sees it: enough to tell whether to
+    decode it."""
 
     memory_id: str
     content_hash: str
@@ -142,6 +143,13 @@ class MemoryReader:
         ).fetchall()
         return SceneMembers(sessions=sorted({session or "" for _, session in rows}),
                             memory_ids=[memory_id for memory_id, _ in rows[:limit]])
+
+    def get_each(self, refs: Iterable[tuple[str, Scope]]) -> list[MemoryUnit]:
+        """The memories of ``refs`` (memory id, scope) still stored, read scope by scope (:meth:`get_many`)."""
+        by_scope: dict[Scope, list[str]] = {}
+        for memory_id, scope in refs:
+            by_scope.setdefault(scope, []).append(memory_id)
+        return [m for scope, ids in by_scope.items() for m in self.get_many(scope, ids)]
 
     def get_many(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryUnit]:
         """The memories of ``memory_ids`` stored in the scope's home, in the order given (missing ones left out)."""

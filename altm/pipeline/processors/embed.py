@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp, Scope
 from altm.core.topics import Topic
@@ -47,14 +47,7 @@ def embedding_text(mem: MemoryUnit) -> str:
     return mem.content
 
 
-class _Ref(NamedTuple):
-    """A memory known by id and scope only (a removed one, looked up in the shard)."""
-
-    memory_id: str
-    scope: Scope
-
-
-def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit | _Ref]], Sequence[MemoryUnit]] | None:
+def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None:
     """How to read memories as the shard holds them now (None without a reader). A change may reach embed
     after later ones were applied: a retry of deferred work, work a partition's previous owner handed over, a
     stage behind its writer. The shard may then hold the memory changed (a capsule folded again under the same
@@ -63,14 +56,7 @@ def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit | _Ref]], Se
     reader = ctx.reader
     if reader is None:
         return None
-
-    def stored(memories: Sequence[MemoryUnit | _Ref]) -> list[MemoryUnit]:
-        by_scope: dict[Scope, list[str]] = {}
-        for m in memories:
-            by_scope.setdefault(m.scope, []).append(m.memory_id)
-        return [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
-
-    return stored
+    return lambda memories: reader.get_each((m.memory_id, m.scope) for m in memories)
 
 
 def _restored(event: Event) -> MemoryUnit | None:
@@ -122,11 +108,10 @@ class EmbedProcessor(Processor):
                 for mid in event.removed_ids:
                     removed[mid] = event.scope
                     latest.pop(mid, None)
-        stored = _stored(ctx)
-        if stored is not None and removed:  # stored again since (forgotten, then folded again): its point stays
-            again = {m.memory_id for m in stored([_Ref(mid, scope) for mid, scope in removed.items()])}
+        if ctx.reader is not None and removed:  # stored again since (forgotten, then folded again): it keeps its point
+            again = {m.memory_id for m in ctx.reader.get_each(removed.items())}
             removed = {mid: scope for mid, scope in removed.items() if mid not in again}
-        await self.put(list(latest.values()), list(removed), current=stored)
+        await self.put(list(latest.values()), list(removed), current=_stored(ctx))
         return []
 
     async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str],

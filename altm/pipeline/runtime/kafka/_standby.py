@@ -15,7 +15,7 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from altm.core import ChangeEvent, MemoryUnit, Scope
+from altm.core import ChangeEvent, Scope
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline.processors import EmbedProcessor
 from altm.store import MemoryReader, ShardSet
@@ -154,18 +154,10 @@ class StandbyCopies:
         if len(waiting) > len(noted):
             self.unembedded[partition] = {k: v for k, v in waiting.items() if k not in noted}
         reader = MemoryReader(self.shards)
-
-        def stored(homes: Mapping[str, Scope]) -> list[MemoryUnit]:
-            """The memories of ``homes`` (memory id → scope) the shards hold now, read scope by scope."""
-            by_scope: dict[Scope, list[str]] = {}
-            for memory_id, scope in homes.items():
-                by_scope.setdefault(scope, []).append(memory_id)
-            return [m for scope, ids in by_scope.items() for m in reader.get_many(scope, ids)]
-
-        held = stored(noted)
+        held = reader.get_each(noted.items())
         try:  # read again once the vectors are computed: the writer lane may have erased some meanwhile
             await embed.put(held, sorted(set(noted) - {m.memory_id for m in held}),
-                            current=lambda memories: stored({m.memory_id: m.scope for m in memories}))
+                            current=lambda memories: reader.get_each((m.memory_id, m.scope) for m in memories))
         except BaseException:
             self.unembedded.setdefault(partition, {}).update(noted)
             raise
