@@ -237,14 +237,11 @@ async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]]
     except Exception as exc:
         if processor.on_batch_failure is BatchFailure.RETRY:
             raise
-        if processor.on_batch_failure is BatchFailure.DEFER_EACH and len(decoded) == 1:  # tried alone already
-            result.deferred.append((decoded[0][0], f"{processor.name} failed: {type(exc).__name__}: {exc}"))
+        if processor.on_batch_failure is BatchFailure.DEFER_EACH:
+            await _each_or_defer(processor, decoded, ctx, result, traces, exc)
             return
         log.warning("processor %s failed on a batch of %d record(s); processing them one by one",
                     processor.name, len(decoded), exc_info=True)
-        if processor.on_batch_failure is BatchFailure.DEFER_EACH:
-            await _each_or_defer(processor, decoded, ctx, result, traces)
-            return
         batched = None
     if batched is not None:
         sources = {ev.event_id: source_ms(rec) for rec, ev in decoded}
@@ -257,10 +254,18 @@ async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]]
 
 
 async def _each_or_defer(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,
-                         result: StageResult, traces: dict[str, Headers]) -> None:
-    """Record by record after a failed batch (``BatchFailure.DEFER_EACH``): one that fails alone is deferred;
-    when the first does, the rest are deferred untried (what the stage needs is likely away: not one failing
-    call per record)."""
+                         result: StageResult, traces: dict[str, Headers], failure: Exception) -> None:
+    """Record by record after a batch failed with ``failure`` (``BatchFailure.DEFER_EACH``): one that fails
+    alone is deferred; when the first does (a batch of one already has), the rest are deferred untried (what
+    the stage needs is likely away: not one failing call per record)."""
+    def why(exc: Exception) -> str:
+        return f"{processor.name} failed: {type(exc).__name__}: {exc}"
+
+    if len(decoded) == 1:
+        result.deferred.append((decoded[0][0], why(failure)))
+        return
+    log.warning("processor %s failed on a batch of %d record(s); processing them one by one", processor.name,
+                len(decoded), exc_info=failure)
     for i, (rec, ev) in enumerate(decoded):
         try:
             proposals = await processor.process(ev, ctx)
@@ -268,12 +273,12 @@ async def _each_or_defer(processor: Processor, decoded: Sequence[tuple[Record, E
             result.deferred.append((rec, str(exc)))
             continue
         except Exception as exc:
-            reason = f"{processor.name} failed: {type(exc).__name__}: {exc}"
             log.warning("processor %s failed on %s[%d]@%d alone; kept for a retry: %s", processor.name, rec.topic,
-                        rec.partition, rec.offset, reason)
-            result.deferred.extend((r, reason) for r, _ in (decoded[i:] if i == 0 else [(rec, ev)]))
+                        rec.partition, rec.offset, why(exc))
             if i == 0:
+                result.deferred.extend((r, why(exc)) for r, _ in decoded)
                 return
+            result.deferred.append((rec, why(exc)))
             continue
         _processed(rec, ev, proposals, ctx, result, traces.get(ev.event_id, ()))
 
