@@ -193,11 +193,15 @@ class ShardTx:
             (value_hash, *_home(scope))).fetchone()
         return None if found is None else (str(found[0]), str(found[1]), bool(found[2]))
 
-    def tombstone_of_memory(self, scope: Scope, memory_id: str) -> tuple[str, str] | None:
-        """(tombstone id, reason) of the erased memory ``memory_id`` of the user."""
+    def tombstone_of_memory(self, scope: Scope, memory_id: str, value_hash: str | None = None
+                            ) -> tuple[str, str] | None:
+        """(tombstone id, reason) of the erased memory ``memory_id`` of the user (erased with exactly this
+        value hash, when given)."""
+        same = " AND value_hash=?" if value_hash is not None else ""
         found = self._db.execute(
             "SELECT tombstone_id, reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? "
-            "AND user_id=? LIMIT 1", (memory_id, *_home(scope))).fetchone()
+            f"AND user_id=?{same} LIMIT 1", (memory_id, *_home(scope), *([value_hash] if value_hash else []))
+        ).fetchone()
         return None if found is None else (str(found[0]), str(found[1]))
 
     def tombstones(self, scope: Scope, *, raw_only: bool = False) -> list[Tombstone]:
@@ -589,9 +593,11 @@ class ShardTx:
         db = self._db
         self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True)
         user = "tenant_id=? AND workspace_id=? AND user_id=?"
+        rejections: list[tuple[str, str, str, str, str, Sequence[object]]] = [
+            ("rejections", "rejection_id", "memory_id", "payload", f"rejection_id IN ({_marks(chunk)})", chunk)
+            for chunk in _chunks(self._rejections_about(sorted(erased)))]
         for table, key, ids, column, where, args in (  # fixed names; values are bound
-            ("rejections", "rejection_id", "memory_id", "payload", f"memory_id IN ({_marks(list(erased))})",
-             list(erased)),
+            *rejections,
             ("held_actions", "action_id", "target_ids", "inputs", user, home),
             ("governance_events", "event_id", "decision_id", "inputs", user, home),
         ):
@@ -606,6 +612,21 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table=table,
                             target_id=str(row_id), old=digest, new=digest)
                 db.execute(f"UPDATE {table} SET {column}=? WHERE {key}=?", (orjson.dumps(digest).decode(), row_id))
+
+    _CITED = ("SELECT r.rejection_id FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN CASE WHEN "
+              "json_type(r.payload, '$.memory.evidence') = 'array' THEN json_extract(r.payload, '$.memory.evidence') "
+              "END END) e WHERE e.value IN ({})")
+
+    def _rejections_about(self, memory_ids: list[str]) -> list[int]:
+        """Rejections of proposals about ``memory_ids``: of one of them, or of a memory citing one of them (a
+        capsule the guard refused quotes the session's messages)."""
+        found: set[int] = set()
+        for chunk in _chunks(memory_ids):
+            marks = _marks(chunk)
+            found.update(int(r[0]) for r in self._db.execute(
+                f"SELECT rejection_id FROM rejections WHERE memory_id IN ({marks})", chunk))
+            found.update(int(r[0]) for r in self._db.execute(self._CITED.format(marks), chunk))
+        return sorted(found)
 
     def _prune_edges(self, home: list[str], gone: set[str], *, at: str, proposal_id: str, actor: str, action: str,
                      redact: bool) -> set[str]:

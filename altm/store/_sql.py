@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 
 def marks(values: Sequence[object]) -> str:
@@ -10,7 +13,7 @@ def marks(values: Sequence[object]) -> str:
     return ", ".join("?" for _ in values)
 
 
-def chunks(ids: Sequence[str], size: int = 400) -> list[list[str]]:
+def chunks(ids: Sequence[_T], size: int = 400) -> list[list[_T]]:
     """``ids`` in lists of at most ``size`` (SQLite bounds the parameters of one statement; small statements
     also keep a long erasure's steps short)."""
     return [list(ids[start:start + size]) for start in range(0, len(ids), size)]

@@ -37,8 +37,10 @@ async def test_ordinary_messages_are_kept_after_an_erasure_and_erased_ones_stay_
     assert {"Sounds good to me.", "Thank you so much for the help!",
             "The vault code for the billing migration is not in the binder any more."} <= stored
     assert SECRET not in stored
-    refused = rows(s.data_dir, "SELECT reason FROM rejections WHERE reason LIKE '%matches erased content%'")
-    assert len(refused) == 2  # the re-send and the replayed message, nothing else
+    refused = rows(s.data_dir, "SELECT reason, payload FROM rejections WHERE reason LIKE '%matches erased content%'")
+    assert len(refused) == 1  # the re-send, nothing else
+    # the erased message itself is void (a rejection kept its text for review): only the re-send's is kept
+    assert [ERASED[0].turn_id not in str(r["payload"]) for r in refused] == [True]
 
 
 async def test_a_tombstone_keeps_no_erased_text(settings: Settings) -> None:

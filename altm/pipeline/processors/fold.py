@@ -9,7 +9,18 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from altm.core import ChangeMarker, Event, Kind, Layer, MemoryUnit, Method, Proposal
+from altm.core import (
+    ChangeEvent,
+    ChangeMarker,
+    ChangeStatus,
+    Event,
+    Kind,
+    Layer,
+    MemoryUnit,
+    Method,
+    Proposal,
+    ProposalOp,
+)
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import _rules as rules
@@ -153,6 +164,14 @@ def render_capsule(session_id: str, count: int, first: MemoryUnit, sections: dic
     return "\n".join(lines)
 
 
+def _session_message(event: Event) -> MemoryUnit | None:
+    """The message whose session is folded: a committed one, or one an erasure names (the erasure took the
+    session's capsule with a message, and the session is folded again from the messages left)."""
+    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op is ProposalOp.ERASE:
+        return event.memory if event.memory is not None and event.memory.layer is Layer.L0 else None
+    return committed_memory(event, _FROM)
+
+
 class FoldProcessor(Processor):
     name = "fold"
     input_topic = Topic.CHANGES
@@ -163,14 +182,16 @@ class FoldProcessor(Processor):
         self.silent = SilentMessages()
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        return committed_upsert(marker, _FROM)
+        """Committed messages, and the message an erasure names for each session it took a message from."""
+        return committed_upsert(marker, _FROM) or (
+            marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.ERASE and marker.layer is Layer.L0)
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,
         so folding once after the batch's last message gives the same result as folding after each."""
         last: dict[tuple[str, str], tuple[Event, MemoryUnit]] = {}
         for event in events:
-            mem = committed_memory(event, _FROM)
+            mem = _session_message(event)
             if mem is not None and mem.session_id is not None:
                 last[(mem.scope.path, mem.session_id)] = (event, mem)
         out: list[Proposal] = []
@@ -179,7 +200,7 @@ class FoldProcessor(Processor):
         return out
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        mem = committed_memory(event, _FROM)
+        mem = _session_message(event)
         if mem is None or mem.session_id is None:
             return []
         return await self._fold(event, mem, ctx)

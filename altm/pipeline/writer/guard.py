@@ -320,5 +320,18 @@ class WriteGuard:
         return flagged
 
 
+def erased_itself(tx: ShardTx, mem: MemoryUnit) -> str | None:
+    """The tombstone of an L0 message that arrives again as it was when erased: the same id and content (a
+    replay of a log whose records still open, after one memory was erased; a redelivery). Nothing to store and
+    nothing to review: the writer voids it, where a rejection kept the erased text in the rejections table."""
+    if mem.layer is not Layer.L0:
+        return None
+    key = tx.existing_guard_key(mem.scope.home)
+    if key is None:
+        return None
+    found = tx.tombstone_of_memory(mem.scope, mem.memory_id, value_hash(key, mem.content))
+    return None if found is None else found[0]
+
+
 def _erased(tombstone_id: str, reason: str) -> GuardVerdict:
     return GuardVerdict(tombstone_id, f"matches erased content (tombstone {tombstone_id}: {reason})")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from altm.bus.sealing import owner_of
-from altm.core import BuriedContent, ChangeEvent, ChangeStatus, DecodeError, EraseProposal, decode_event
+from altm.core import BuriedContent, ChangeEvent, ChangeStatus, DecodeError, EraseProposal, MemoryUnit, decode_event
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.memory import previous_content
-from altm.store import MemoryRow, ShardTx
+from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
@@ -23,31 +23,49 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         session_id=erasure.session_id if erasure.target == "session" else None)
     # what was derived from memories retention forgot before (their evidence was repaired) is erased too
     doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
-    successors: dict[str, MemoryRow] = {}
+    messages: list[MemoryRow] = []  # the erased L0 messages
     buried: list[BuriedContent] = []
     for mid in sorted(doomed):
         row = tx.memory_row(mid)
         if row is None:
             continue
         if row["layer"] == "L0":
-            following = tx.session_neighbour(row, "next")
-            if following is not None and following["memory_id"] not in doomed:
-                successors[following["memory_id"]] = following
+            messages.append(row)
         buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
                            keys=ctx.guard_keys))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    for following in successors.values():  # the next message's context held erased content
-        fresh = tx.memory_row(following["memory_id"])
-        if fresh is not None:
-            relinked: MemoryRow = {**fresh, "context": previous_content(tx, fresh)}
-            tx.update_memory(fresh, relinked, at=ctx.now,
-                             proposal_id=p.event_id, actor="writer")
-    tx.redact_audit("memories", sorted(successors))
+    left = _messages_left(tx, messages, p, ctx)
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     tx.scrub(scope, sorted(doomed | set(forgotten)), all_cache=True, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
     _drop_unpublished(tx, p, doomed)
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried))
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left)
+
+
+def _messages_left(tx: ShardTx, erased: list[MemoryRow], p: EraseProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """The messages that follow erased ones are relinked (their context held erased content), and one message
+    of each session that keeps messages is returned for the erasure's change: the session's capsule went with
+    the erased message (:func:`_with_derivatives`), and fold folds it again from what is left, at once, as a
+    replay of the log without the erased message does (the state must not depend on whether the session's
+    next message ever comes)."""
+    relinked: dict[str, MemoryRow] = {}
+    last: dict[tuple[object, ...], MemoryRow] = {}  # per session: its message nearest an erased one
+    for row in erased:
+        following = tx.session_neighbour(row, "next")
+        if following is not None:
+            fresh: MemoryRow = {**following, "context": previous_content(tx, following)}
+            if following["memory_id"] not in relinked:
+                tx.update_memory(following, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
+            relinked[following["memory_id"]] = fresh
+        near = following or tx.session_neighbour(row, "previous")
+        if near is not None and near["session_id"] is not None:
+            last.setdefault(_session_of(near), near)
+    tx.redact_audit("memories", sorted(relinked))
+    return [row_to_memory(relinked.get(r["memory_id"], r)) for r in sorted(last.values(), key=lambda r: r["memory_id"])]
+
+
+def _session_of(row: MemoryRow) -> tuple[object, ...]:
+    return (row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"])
 
 
 def _sealed_with_erased_key(p: EraseProposal, value: bytes) -> bool:

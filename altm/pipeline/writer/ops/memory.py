@@ -6,8 +6,8 @@ from datetime import datetime
 
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
 from altm.core.bounds import content_over_limit
-from altm.pipeline.writer.guard import GuardVerdict
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
+from altm.pipeline.writer.guard import GuardVerdict, erased_itself
+from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
 # What a re-derivation may not reset: other stages wrote it (trust, lifecycle, supersession, L0 context).
@@ -76,9 +76,15 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | No
     if mem.layer is not Layer.L0 and not mem.evidence:
         raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0", code="invalid")
     for ev in mem.evidence:
+        if not tx.has_memory(ev) and tx.tombstone_of_memory(mem.scope, ev) is not None:
+            # derived from an erased memory (a stage met its change again: a rewind, a replay): void, where a
+            # rejection kept the derived text, the erased content, for review
+            raise Erased(f"evidence {ev} was erased")
         if not tx.has_memory(ev):
             raise Rejection(f"evidence {ev} is not in this shard (derived memories cite stored memories)",
                             code="missing_evidence")
+    if (tombstone := erased_itself(tx, mem)) is not None:
+        raise Erased(f"message {mem.memory_id} was erased (tombstone {tombstone})")
     verdict = ctx.guard.check(tx, mem)
     if verdict is not None and verdict.action == "refuse":
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
