@@ -70,8 +70,12 @@ def upsert_applied(db: sqlite3.Connection, memory_id: str, proposal_id: str, hom
     ``proposal_id`` was applied (the audit log names it): the writer applies a memory upsert once, so delivered
     again it changes nothing. The writer and the stages (which then do not send it) ask the same question."""
     where = " AND tenant_id=? AND workspace_id=? AND user_id=?" if home else ""
-    return db.execute(f"SELECT 1 FROM memories WHERE memory_id=?{where} "
-                      "AND EXISTS (SELECT 1 FROM audit_log WHERE proposal_id=?)",
+    # applied to the memory as stored now: an audit row of this proposal on it since it was last removed (an
+    # erasure or a forget, after which the same proposal may rightly store it again)
+    return db.execute(f"SELECT 1 FROM memories m WHERE m.memory_id=?{where} AND EXISTS ("
+                      "SELECT 1 FROM audit_log a WHERE a.proposal_id=? AND a.target_table='memories' "
+                      "AND a.target_id=m.memory_id AND a.audit_id > COALESCE((SELECT MAX(d.audit_id) FROM audit_log d "
+                      "WHERE d.target_table='memories' AND d.target_id=m.memory_id AND d.new_value IS NULL), 0))",
                       [memory_id, *home, proposal_id]).fetchone() is not None
 
 
@@ -613,19 +617,19 @@ class ShardTx:
                             target_id=str(row_id), old=digest, new=digest)
                 db.execute(f"UPDATE {table} SET {column}=? WHERE {key}=?", (orjson.dumps(digest).decode(), row_id))
 
-    _CITED = ("SELECT r.rejection_id FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN CASE WHEN "
-              "json_type(r.payload, '$.memory.evidence') = 'array' THEN json_extract(r.payload, '$.memory.evidence') "
-              "END END) e WHERE e.value IN ({})")
+    _CITED = ("SELECT r.rejection_id, e.value FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN "
+              "CASE WHEN json_type(r.payload, '$.memory.evidence') = 'array' THEN "
+              "json_extract(r.payload, '$.memory.evidence') END END) e "
+              "WHERE r.payload NOT LIKE '{\"redacted_sha256\"%'")
 
     def _rejections_about(self, memory_ids: list[str]) -> list[int]:
         """Rejections of proposals about ``memory_ids``: of one of them, or of a memory citing one of them (a
-        capsule the guard refused quotes the session's messages)."""
-        found: set[int] = set()
-        for chunk in _chunks(memory_ids):
-            marks = _marks(chunk)
-            found.update(int(r[0]) for r in self._db.execute(
-                f"SELECT rejection_id FROM rejections WHERE memory_id IN ({marks})", chunk))
-            found.update(int(r[0]) for r in self._db.execute(self._CITED.format(marks), chunk))
+        capsule the guard refused quotes the session's messages). The citing ones in one scan of the shard's
+        rejections not yet redacted (they name no user outside their payload)."""
+        wanted = set(memory_ids)
+        found = {int(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
+            f"SELECT rejection_id FROM rejections WHERE memory_id IN ({_marks(chunk)})", chunk)}
+        found.update(int(r[0]) for r in self._db.execute(self._CITED) if r[1] in wanted)
         return sorted(found)
 
     def _prune_edges(self, home: list[str], gone: set[str], *, at: str, proposal_id: str, actor: str, action: str,

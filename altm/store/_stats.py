@@ -35,7 +35,7 @@ HASHED_TABLES: dict[str, tuple[str, ...]] = {
                           "decision", "step", "inputs", "reason"),
     "held_actions": ("action_id", "tenant_id", "workspace_id", "user_id", "agent_id", "action", "target_ids",
                          "reason", "inputs", "status"),
-    "rejections": ("proposal_id", "memory_id", "reason", "payload", "review_status"),
+    "rejections": ("proposal_id", "memory_id", "reason", "payload", "review_status"),  # see _delivery_free
     "runtime_cycles": ("cycle_id", "tenant_id", "workspace_id", "user_id", "agent_id", "session_id", "turn_id",
                        "state", "idempotency_key", "request_hash", "bundle_memory_ids", "token_budget",
                        "commit_hash", "created_at", "closed_at", "abort_reason"),
@@ -53,7 +53,8 @@ def state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
         try:
             shard.open()
             for table, cols in HASHED_TABLES.items():
-                out[table].extend(tuple(r) for r in shard._db.execute(f"SELECT {', '.join(cols)} FROM {table}"))
+                found = [tuple(r) for r in shard._db.execute(f"SELECT {', '.join(cols)} FROM {table}")]
+                out[table].extend([_delivery_free(r) for r in found] if table == "rejections" else found)
         except sqlite3.OperationalError as exc:
             raise DataDirError(f"shard {path} is not initialised yet ({exc}); is a worker starting?") from None
         finally:
@@ -61,6 +62,25 @@ def state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
     for rows in out.values():
         rows.sort(key=lambda r: orjson.dumps(r))
     return out
+
+
+_DELIVERY = ("cause_event_id", "timestamp")
+"""A refused proposal's envelope fields that name the event it was derived after: a stage that reads the state
+(fold folds a session after a batch's last message, or after an erasure) derives the same proposal after
+another event in another run (other batches, another runtime), so they are not state."""
+
+
+def _delivery_free(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A rejections row (as :data:`HASHED_TABLES` selects it) with its payload's delivery fields left out."""
+    payload = row[3]
+    try:
+        value = orjson.loads(payload) if isinstance(payload, str) and payload.startswith("{") else None
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict) or not any(k in value for k in _DELIVERY):
+        return row
+    kept = {k: v for k, v in value.items() if k not in _DELIVERY}
+    return (*row[:3], orjson.dumps(kept, option=orjson.OPT_SORT_KEYS).decode(), *row[4:])
 
 
 def _read_only_shards(data_dir: Path) -> Iterator[Shard]:

@@ -418,6 +418,9 @@ def _kept_payload(p: Proposal, value: bytes) -> str:
         "event_type": "proposal", "op": p.op.value, "event_id": p.event_id, "processor": p.processor,
         "scope": p.scope.model_dump(mode="json"), "target_id": p.target_id, "truncated": True, "bytes": len(value),
         "sha256": hashlib.sha256(value).hexdigest(), "head": original_text(value[:4096]),
+        # what it cites, so an erasure of those finds it (``ShardTx._rejections_about``) and scrubs its head
+        **({"memory": {"memory_id": p.memory.memory_id, "evidence": list(p.memory.evidence)}}
+           if isinstance(p, UpsertMemoryProposal) else {}),
     }).decode()
 
 

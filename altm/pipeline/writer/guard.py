@@ -321,11 +321,10 @@ class WriteGuard:
 
 
 def erased_itself(tx: ShardTx, mem: MemoryUnit) -> str | None:
-    """The tombstone of an L0 message that arrives again as it was when erased: the same id and content (a
-    replay of a log whose records still open, after one memory was erased; a redelivery). Nothing to store and
-    nothing to review: the writer voids it, where a rejection kept the erased text in the rejections table."""
-    if mem.layer is not Layer.L0:
-        return None
+    """The tombstone of a memory that arrives again as it was when erased: the same id and content (a replay
+    of a log whose records still open, after one memory was erased: the message, or a capsule derived again;
+    a redelivery). Nothing to store and nothing to review: the writer voids it, where a rejection kept the
+    erased text in the rejections table."""
     key = tx.existing_guard_key(mem.scope.home)
     if key is None:
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import orjson
+
 from altm.bus.sealing import owner_of
 from altm.core import BuriedContent, ChangeEvent, ChangeStatus, DecodeError, EraseProposal, MemoryUnit, decode_event
 from altm.pipeline.writer.guard import bury
@@ -31,8 +33,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             continue
         if row["layer"] == "L0":
             messages.append(row)
-        buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
-                           keys=ctx.guard_keys))
+        if mid in seeds or not _swept(row, doomed):
+            buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
+                               keys=ctx.guard_keys))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     left = _messages_left(tx, messages, p, ctx)
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
@@ -62,6 +65,14 @@ def _messages_left(tx: ShardTx, erased: list[MemoryRow], p: EraseProposal, ctx: 
             last.setdefault(_session_of(near), near)
     tx.redact_audit("memories", sorted(relinked))
     return [row_to_memory(relinked.get(r["memory_id"], r)) for r in sorted(last.values(), key=lambda r: r["memory_id"])]
+
+
+def _swept(row: MemoryRow, doomed: set[str]) -> bool:
+    """A capsule that goes only because a message of its session does, citing none of what is erased: it
+    holds nothing of the erased content (its count aside), so it leaves no tombstone, which would refuse the
+    same capsule folded again from the same messages later (after a chit-chat message was erased, the next
+    one gives the capsule it had)."""
+    return row["kind"] == "capsule" and not set(orjson.loads(row["evidence"])) & doomed
 
 
 def _session_of(row: MemoryRow) -> tuple[object, ...]:
