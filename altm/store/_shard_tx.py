@@ -130,7 +130,22 @@ class ShardTx:
         return self._row("graph_nodes", "node_id", node_id)
 
     def edge(self, edge_id: str) -> Row | None:
+        """The edge's row: its evidence is counted there (``evidence_count``) and listed in
+        ``graph_edge_evidence`` (:meth:`edge_evidence`)."""
         return self._row("graph_edges", "edge_id", edge_id)
+
+    def edge_evidence(self, edge_id: str) -> list[str]:
+        """Every memory the edge cites, sorted."""
+        return [str(r[0]) for r in self._db.execute(
+            "SELECT memory_id FROM graph_edge_evidence WHERE edge_id=? ORDER BY memory_id", (edge_id,))]
+
+    def new_edge_evidence(self, edge_id: str, memory_ids: Sequence[str]) -> list[str]:
+        """Those of ``memory_ids`` the edge does not cite yet, sorted (one indexed lookup each, whatever the
+        edge's evidence)."""
+        have = {str(r[0]) for chunk in _chunks(sorted(set(memory_ids))) for r in self._db.execute(
+            f"SELECT memory_id FROM graph_edge_evidence WHERE edge_id=? AND memory_id IN ({_marks(chunk)})",
+            [edge_id, *chunk])}
+        return sorted(set(memory_ids) - have)
 
     def held_action(self, action_id: str) -> Row | None:
         return self._row("held_actions", "action_id", action_id)
@@ -394,20 +409,25 @@ class ShardTx:
     def put_node(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("graph_nodes", "node_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
-    def put_edge(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
-        """Insert or update a graph edge. An update that only adds evidence is audited as what it added, with
-        the counts before and after (``{"count": n}`` for the old value's evidence, ``{"count": m, "added":
-        [...]}`` for the new one's), not as the whole list twice: an edge's evidence is the union of every
-        memory that ever linked its ends, and the audit would grow with its square (:meth:`restore` takes out
-        what such an addition added)."""
-        audited = None
-        if old is not None:
-            before, after = set(orjson.loads(str(old["evidence"]))), set(orjson.loads(str(row["evidence"])))
-            if before <= after:
-                audited = ({**old, "evidence": {"count": len(before)}},
-                           {**row, "evidence": {"count": len(after), "added": sorted(after - before)}})
+    def put_edge(self, row: Row, old: Row | None, *, added: Sequence[str], at: str, proposal_id: str,
+                 actor: str) -> None:
+        """Insert or update a graph edge whose evidence gains ``added`` (``row["evidence_count"]`` counts them
+        in). A new edge is audited with its evidence; an update as what it added, with the counts before and
+        after (``{"count": n}`` for the old value's evidence, ``{"count": m, "added": [...]}`` for the new
+        one's), not as the whole list twice: an edge's evidence is the union of every memory that ever linked
+        its ends, and the audit would grow with its square (:meth:`restore` takes out what such an addition
+        added)."""
+        ids = sorted(set(added))
+        audited: tuple[Row | None, Row]
+        if old is None:
+            audited = (None, {**row, "evidence": ids})
+        else:
+            audited = ({**old, "evidence": {"count": int(old["evidence_count"])}},
+                       {**row, "evidence": {"count": int(row["evidence_count"]), "added": ids}})
         self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor,
                       audited=audited)
+        self._db.executemany("INSERT OR IGNORE INTO graph_edge_evidence (edge_id, memory_id) VALUES (?, ?)",
+                             [(row["edge_id"], mid) for mid in ids])
 
     def put_held_action(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("held_actions", "action_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
@@ -416,7 +436,7 @@ class ShardTx:
         self._put_row("runtime_cycles", "cycle_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
     def _put_row(self, table: str, key_column: str, row: Row, old: Row | None, *, at: str, proposal_id: str,
-                 actor: str, audited: tuple[Row, Row] | None = None) -> None:
+                 actor: str, audited: tuple[Row | None, Row] | None = None) -> None:
         """Insert or replace one row of a graph/governance table, audited with its old value (or with the
         ``audited`` old and new values instead of the rows)."""
         audit_old, audit_new = audited if audited is not None else (old, row)
@@ -443,6 +463,7 @@ class ShardTx:
                 d = dict(r)
                 if table == "graph_edges":
                     ends.update({str(d["src_id"]), str(d["dst_id"])} - set(ids))
+                    d = self._edge_image(d)
                 self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table=table,
                             target_id=str(d.get("edge_id") or f"{d['memory_id']}->{d['evidence_id']}"), old=d,
                             new=None)
@@ -635,28 +656,40 @@ class ShardTx:
     def _prune_edges(self, home: list[str], gone: set[str], *, at: str, proposal_id: str, actor: str, action: str,
                      redact: bool) -> set[str]:
         """Graph edges of the user whose evidence was only ``gone`` memories go; the others lose them from their
-        evidence and weight (weight = unit weight × evidence), as if those memories never were. Returns the
-        ends of the edges that went."""
+        evidence and weight (weight = unit weight × evidence), as if those memories never were, audited as what
+        they lost (``{"count": n}`` before, ``{"count": m, "removed": [...]}`` after). The edges are found
+        through the evidence index. Returns the ends of the edges that went."""
         db, ends = self._db, set[str]()
-        for r in db.execute("SELECT * FROM graph_edges WHERE tenant_id=? AND workspace_id=? AND user_id=? "
-                            "AND evidence != '[]'", home).fetchall():
-            evidence = [e for e in orjson.loads(r["evidence"]) if isinstance(e, str)]
-            if not set(evidence) & gone:
-                continue
-            old = redacted(dict(r)) if redact else dict(r)
-            if set(evidence) <= gone:
+        cited: dict[str, set[str]] = {}
+        for chunk in _chunks(sorted(gone)):
+            for edge_id, memory_id in db.execute(
+                    "SELECT v.edge_id, v.memory_id FROM graph_edge_evidence v JOIN graph_edges g ON g.edge_id = "
+                    f"v.edge_id WHERE v.memory_id IN ({_marks(chunk)}) AND g.tenant_id=? AND g.workspace_id=? "
+                    "AND g.user_id=?", [*chunk, *home]):
+                cited.setdefault(str(edge_id), set()).add(str(memory_id))
+        for edge_id, removed in sorted(cited.items()):
+            r = self.edge(edge_id)
+            assert r is not None
+            count = int(r["evidence_count"]) - len(removed)
+            if count <= 0:
+                old = redacted(self._edge_image(r)) if redact else self._edge_image(r)
                 self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
-                            target_id=r["edge_id"], old=old, new=None)
-                db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
+                            target_id=edge_id, old=old, new=None)
+                db.execute("DELETE FROM graph_edges WHERE edge_id=?", (edge_id,))
                 ends.update({str(r["src_id"]), str(r["dst_id"])})
-            else:
-                kept = sorted(set(evidence) - gone)
-                new = {"evidence": orjson.dumps(kept).decode(), "weight": float(r["unit_weight"]) * len(kept)}
-                self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
-                            target_id=r["edge_id"], old=old, new=new)
-                db.execute("UPDATE graph_edges SET evidence=?, weight=? WHERE edge_id=?",
-                           (new["evidence"], new["weight"], r["edge_id"]))
+                continue
+            weight = float(r["unit_weight"]) * count
+            self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
+                        target_id=edge_id, old={"evidence": {"count": int(r["evidence_count"])}, "weight": r["weight"]},
+                        new={"evidence": {"count": count, "removed": sorted(removed)}, "weight": weight})
+            db.executemany("DELETE FROM graph_edge_evidence WHERE edge_id=? AND memory_id=?",
+                           [(edge_id, mid) for mid in sorted(removed)])
+            db.execute("UPDATE graph_edges SET evidence_count=?, weight=? WHERE edge_id=?", (count, weight, edge_id))
         return ends
+
+    def _edge_image(self, row: Row) -> Row:
+        """An edge's row with its evidence listed (what a deletion or a rollback audits)."""
+        return {**row, "evidence": self.edge_evidence(str(row["edge_id"]))}
 
     _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
                                        "held_actions": "action_id", "tombstones": "tombstone_id"}
@@ -667,8 +700,8 @@ class ShardTx:
         table, target_id, old, new = entry.table, entry.target_id, entry.old, entry.new
         if table == "memories":
             return self._restore_memory(target_id, old, at=at, proposal_id=proposal_id)
-        if table == "graph_edges" and old is not None and isinstance(old.get("evidence"), dict):
-            return self._restore_edge_addition(target_id, old, new, at=at, proposal_id=proposal_id)
+        if table == "graph_edges":
+            return self._restore_edge(target_id, old, new, at=at, proposal_id=proposal_id)
         if table in self._KEYS:
             key = self._KEYS[table]
             current = self._row(table, key, target_id)
@@ -700,23 +733,60 @@ class ShardTx:
 
     def _rollback_delete(self, table: str, key: str, current: Row, *, at: str, proposal_id: str) -> None:
         """A rollback deletes ``current`` (audited with its value)."""
+        image = self._edge_image(current) if table == "graph_edges" else current
         self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
-                    target_id=str(current[key]), old=current, new=None)
+                    target_id=str(current[key]), old=image, new=None)
         self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (current[key],))
 
-    def _restore_edge_addition(self, edge_id: str, old: Row, new: Row | None, *, at: str, proposal_id: str) -> str:
-        """Undo an addition to an edge's evidence (audited as what it added, see :meth:`put_edge`): the edge
-        takes its other columns back and loses what the addition added; what was added since stays."""
+    def _restore_edge(self, edge_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str) -> str:
+        """Undo one audited change of a graph edge: an addition to its evidence loses what it added (what was
+        added since stays), a removal gets back what it removed, and a whole value (an insert, a deletion)
+        goes or comes back with its evidence."""
         current = self.edge(edge_id)
-        if current is None:
-            return "removed"  # gone since (a forget took its last evidence): nothing is left to take out
-        added = set((new or {}).get("evidence", {}).get("added", ()))
-        kept = sorted(set(orjson.loads(str(current["evidence"]))) - added)
-        if not kept:
+        delta = (new or {}).get("evidence")
+        if isinstance(delta, dict):
+            if current is None:
+                return "removed"  # gone since (a forget took its last evidence): nothing is left to change
+            return self._restore_edge_delta(current, old or {}, delta, at=at, proposal_id=proposal_id)
+        if old is None:
+            if current is not None:
+                self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
+            return "removed"
+        listed = old.get("evidence")
+        evidence = orjson.loads(listed) if isinstance(listed, str) else list(listed or [])
+        row = {k: v for k, v in old.items() if k != "evidence"}
+        if current is not None:
+            self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
+        row["evidence_count"] = len(set(evidence))
+        self.put_edge(row, None, added=[str(e) for e in evidence], at=at, proposal_id=proposal_id, actor="rollback")
+        return "restored" if current is not None else "reinserted"
+
+    def _restore_edge_delta(self, current: Row, old: Row, delta: dict[str, Any], *, at: str,
+                            proposal_id: str) -> str:
+        edge_id = str(current["edge_id"])
+        added, removed = set(delta.get("added", ())), set(delta.get("removed", ()))
+        if removed:  # a forget's pruning, undone: the memories it removed are evidence again
+            back = self.new_edge_evidence(edge_id, sorted(removed))
+            count = int(current["evidence_count"]) + len(back)
+            row = {**current, "evidence_count": count, "weight": float(current["unit_weight"]) * count}
+            self.put_edge(row, current, added=back, at=at, proposal_id=proposal_id, actor="rollback")
+            return "restored"
+        taken = added - set(self.new_edge_evidence(edge_id, sorted(added)))  # those it still cites
+        count = int(current["evidence_count"]) - len(taken)
+        if count <= 0:
             self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
             return "removed"
-        row = {**old, "evidence": _json(kept), "weight": float(old["unit_weight"]) * len(kept)}
-        self.put_edge(row, current, at=at, proposal_id=proposal_id, actor="rollback")
+        unit = float(old.get("unit_weight") or current["unit_weight"])
+        row = {**current, **{k: v for k, v in old.items() if k != "evidence"}, "evidence_count": count,
+               "weight": unit * count}
+        self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="update", table="graph_edges",
+                    target_id=edge_id, old={**current, "evidence": {"count": int(current["evidence_count"])}},
+                    new={**row, "evidence": {"count": count, "removed": sorted(taken)}})
+        cols = [c for c in row if c != "edge_id"]
+        self._db.execute(f"UPDATE graph_edges SET {', '.join(f'{c}=?' for c in cols)} WHERE edge_id=?",
+                         [row[c] for c in cols] + [edge_id])
+        self._db.executemany("DELETE FROM graph_edge_evidence WHERE edge_id=? AND memory_id=?",
+                             [(edge_id, mid) for mid in sorted(taken)])
         return "restored"
 
     def _restore_memory(self, memory_id: str, old: Row | None, *, at: str, proposal_id: str) -> str:

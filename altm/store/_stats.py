@@ -27,7 +27,9 @@ HASHED_TABLES: dict[str, tuple[str, ...]] = {
     "graph_nodes": ("node_id", "tenant_id", "workspace_id", "user_id", "agent_id", "node_type", "name",
                     "attributes", "method"),
     "graph_edges": ("edge_id", "src_id", "dst_id", "edge_type", "weight", "confidence", "rejected",
-                    "evidence", "method"),
+                    # its evidence, listed as the edge's row held it before version 13
+                    "(SELECT json_group_array(memory_id) FROM (SELECT memory_id FROM graph_edge_evidence v "
+                    "WHERE v.edge_id = graph_edges.edge_id ORDER BY memory_id))", "method"),
     "tombstones": ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "memory_id", "layer",
                    "reason"),  # its hashes are keyed by a random per-user key: not in the state hash
     "lifecycle_signals": ("memory_id", "signal_id", "kind", "at", "level", "seq"),

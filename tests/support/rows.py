@@ -6,6 +6,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+EVIDENCE = ("(SELECT json_group_array(memory_id) FROM (SELECT memory_id FROM graph_edge_evidence v "
+            "WHERE v.edge_id = graph_edges.edge_id ORDER BY memory_id)) AS evidence")
+"""A graph edge's evidence as a JSON list, in a ``SELECT … FROM graph_edges`` (it is a table of its own)."""
+
 
 def rows(data_dir: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     out = []

@@ -7,12 +7,14 @@ it added, with the counts before and after; a rollback of it takes out what it a
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import orjson
 
 from altm.core import Role, Scope, Settings, TurnEvent, partition_for
 from altm.store import Shard
 from tests.support.memories import running
+from tests.support.rows import EVIDENCE
 
 SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -27,7 +29,7 @@ def _turns(start: int, n: int) -> list[TurnEvent]:
 def _busiest_edge(shard: Shard) -> tuple[str, int, int]:
     """(edge id, its evidence, the audit bytes written about it) of the edge with the most evidence."""
     edge_id, evidence = max(((str(r[0]), len(orjson.loads(r[1]))) for r in shard._db.execute(
-        "SELECT edge_id, evidence FROM graph_edges WHERE edge_type='CO_OCCURS'")), key=lambda e: e[1])
+        f"SELECT edge_id, {EVIDENCE} FROM graph_edges WHERE edge_type='CO_OCCURS'")), key=lambda e: e[1])
     written = shard._db.execute("SELECT SUM(LENGTH(COALESCE(old_value, ''))) + SUM(LENGTH(new_value)) "
                                 "FROM audit_log WHERE target_id=?", (edge_id,)).fetchone()[0]
     return edge_id, evidence, int(written)
@@ -63,8 +65,45 @@ async def test_rolling_back_an_addition_takes_out_what_it_added_and_keeps_the_re
             added = entry.new["evidence"]["added"]
             assert len(added) == 1 and entry.old is not None and entry.old["evidence"] == {"count": 1}
             assert tx.restore(entry, at=T0.isoformat(), proposal_id="p-undo") == "restored"
-        row = shard._db.execute("SELECT evidence, weight, unit_weight FROM graph_edges WHERE edge_id=?",
+        row = shard._db.execute(f"SELECT {EVIDENCE}, weight, unit_weight FROM graph_edges WHERE edge_id=?",
                                 (edge_id,)).fetchone()
     kept = orjson.loads(row[0])
     assert len(kept) == before - 1 and added[0] not in kept  # the later additions stay
     assert row[1] == row[2] * len(kept)
+
+
+def _edge_row(edge_id: str, count: int) -> dict[str, object]:
+    return {"edge_id": edge_id, "tenant_id": "t", "workspace_id": "w", "user_id": "u", "agent_id": "a",
+            "src_id": "node_a", "dst_id": "node_b", "edge_type": "CO_OCCURS", "label": None, "unit_weight": 0.5,
+            "weight": 0.5 * count, "confidence": 1.0, "rejected": 0, "evidence_count": count,
+            "method": "heuristic", "recorded_at": T0.isoformat()}
+
+
+def _evidence(shard: Shard, edge_id: str) -> tuple[list[str], float] | None:
+    row = shard._db.execute(f"SELECT {EVIDENCE}, weight FROM graph_edges WHERE edge_id=?", (edge_id,)).fetchone()
+    return None if row is None else (orjson.loads(row[0]), float(row[1]))
+
+
+def test_a_forgets_pruning_is_audited_as_what_it_removed_and_rolls_back(tmp_path: Path) -> None:
+    """Since version 13 an edge's evidence is a table: a forget finds the edges of what it forgot through its
+    index, takes those out (audited as what it removed, not the whole list), and a rollback puts them back; an
+    edge left with no evidence goes, audited with it, and comes back whole."""
+    shard = Shard(tmp_path / "s.db", 0).open()
+    at = T0.isoformat()
+    try:
+        with shard.transaction() as tx:
+            tx.put_edge(_edge_row("e1", 3), None, added=["m1", "m2", "m3"], at=at, proposal_id="p-link", actor="link")
+            tx.put_edge(_edge_row("e2", 1), None, added=["m2"], at=at, proposal_id="p-link", actor="link")
+            tx.prune_graph(SCOPE, ["m2"], set(), at=at, proposal_id="p-forget", actor="lifecycle")
+        assert _evidence(shard, "e1") == (["m1", "m3"], 1.0)
+        assert _evidence(shard, "e2") is None  # its only evidence was forgotten
+        with shard.transaction() as tx:
+            entries = {a.target_id: a for a in tx.decision_audit("p-forget") if a.table == "graph_edges"}
+            assert entries["e1"].new == {"evidence": {"count": 2, "removed": ["m2"]}, "weight": 1.0}
+            assert entries["e2"].old is not None and entries["e2"].old["evidence"] == ["m2"]
+            assert [tx.restore(entries[e], at=at, proposal_id="p-undo") for e in ("e1", "e2")] == [
+                "restored", "reinserted"]
+        assert _evidence(shard, "e1") == (["m1", "m2", "m3"], 1.5)
+        assert _evidence(shard, "e2") == (["m2"], 0.5)
+    finally:
+        shard.close()

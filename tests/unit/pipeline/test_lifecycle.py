@@ -14,6 +14,7 @@ from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.store import state_rows
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.rows import EVIDENCE
 from tests.support.rows import rows as _rows
 from tests.support.turns import SCOPE, make_turn
 
@@ -229,7 +230,7 @@ async def test_forgetting_takes_the_graph_that_stood_only_on_the_forgotten_memor
         await rt.run_until_idle()
         kept = {r["memory_id"] for r in _rows(s.data_dir, "SELECT memory_id FROM memories")}
         nodes = {r["node_id"]: r["name"] for r in _rows(s.data_dir, "SELECT node_id, name FROM graph_nodes")}
-        edges = _rows(s.data_dir, "SELECT src_id, dst_id, evidence FROM graph_edges")
+        edges = _rows(s.data_dir, f"SELECT src_id, dst_id, {EVIDENCE} FROM graph_edges")
     assert "Dublin" not in nodes.values() and "Frankfurt" in nodes.values()
     for edge in edges:  # what is left stands on memories that are still there
         assert set(orjson.loads(edge["evidence"])) <= kept, edge

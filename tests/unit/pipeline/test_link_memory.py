@@ -53,7 +53,7 @@ from altm.pipeline.writer import Writer
 from altm.store import ShardSet
 from altm.wiring import state_hash
 from tests.support.memories import embedded, runtime_of
-from tests.support.rows import rows
+from tests.support.rows import EVIDENCE, rows
 from tests.support.turns import SCOPE, make_turn
 
 N = 4
@@ -244,7 +244,7 @@ async def test_an_erasure_leaves_the_same_graph_whether_a_shared_edge_came_befor
             if erase_between:
                 await rt.publish([second])
                 await rt.run_until_idle()
-        return rows(data_dir, "SELECT edge_id, src_id, dst_id, evidence, weight FROM graph_edges ORDER BY edge_id")
+        return rows(data_dir, f"SELECT edge_id, src_id, dst_id, {EVIDENCE}, weight FROM graph_edges ORDER BY edge_id")
 
     before = await graph(tmp_path / "both_then_erase", erase_between=False)
     after = await graph(tmp_path / "erase_between", erase_between=True)

@@ -124,3 +124,30 @@ def test_both_word_indexes_follow_their_columns_and_only_those(tmp_path: Path) -
     conn.execute("UPDATE memories SET content=? WHERE memory_id='m1'", ("the payroll rollout starts",))
     assert trigrams('"payroll"') == ["m1"] and trigrams('"migration"') == []
     assert words("payroll") == ["m1"] and words("billing") == []
+
+
+def _at_version(conn: sqlite3.Connection, version: int) -> None:
+    """A shard as ``version`` left it."""
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                 "applied_at TEXT NOT NULL)")
+    for mig in load_migrations()[:version]:
+        conn.executescript(f"BEGIN;\n{mig.sql}\nCOMMIT;")
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", [mig.version, mig.name])
+
+
+def test_version_13_moves_each_edges_evidence_into_its_table_and_counts_it(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    _at_version(conn, 12)
+    for edge_id, evidence in (("e1", '["m1", "m2", "m3"]'), ("e2", "[]"), ("e3", "not json"), ("e4", '["m1", 7]')):
+        conn.execute("INSERT INTO graph_edges (edge_id, tenant_id, workspace_id, user_id, agent_id, src_id, dst_id, "
+                     "edge_type, evidence, method, recorded_at) VALUES (?, 't', 'w', 'u', 'a', 'n1', 'n2', "
+                     "'CO_OCCURS', ?, 'heuristic', 'then')", [edge_id, evidence])
+    assert migrate(conn) == LATEST_VERSION
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(graph_edges)")}
+    assert "evidence" not in columns and "evidence_count" in columns
+    assert dict(conn.execute("SELECT edge_id, evidence_count FROM graph_edges").fetchall()) == {
+        "e1": 3, "e2": 0, "e3": 0, "e4": 1}  # what was not a list of ids is not evidence
+    assert sorted(conn.execute("SELECT edge_id, memory_id FROM graph_edge_evidence").fetchall()) == [
+        ("e1", "m1"), ("e1", "m2"), ("e1", "m3"), ("e4", "m1")]
+    conn.execute("DELETE FROM graph_edges WHERE edge_id='e1'")  # an edge's evidence goes with it
+    assert conn.execute("SELECT COUNT(*) FROM graph_edge_evidence WHERE edge_id='e1'").fetchone()[0] == 0

@@ -196,6 +196,6 @@ def _evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType
         "edge_id": edge_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id, "user_id": scope.user_id,
         "agent_id": scope.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
         "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
-        "evidence": as_json(sorted({src, dst})), "method": "ground_truth", "recorded_at": ctx.now,
+        "evidence_count": len({src, dst}), "method": "ground_truth", "recorded_at": ctx.now,
     }
-    tx.put_edge(row, None, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    tx.put_edge(row, None, added=sorted({src, dst}), at=ctx.now, proposal_id=p.event_id, actor=p.processor)

@@ -81,7 +81,8 @@ def _put_node(tx: ShardTx, node: GraphNode, p: Proposal, ctx: OpContext) -> bool
 
 def _put_edge(tx: ShardTx, edge: GraphEdge, p: Proposal, ctx: OpContext) -> bool:
     """An edge whose ends and evidence are in the shard; its evidence is the union of what was proposed and its
-    weight follows from it (order-independent). True when the row changed."""
+    weight follows from it (order-independent): only what it does not cite yet is written. True when the row
+    changed."""
     for end in (edge.src_id, edge.dst_id):
         if not tx.has_memory(end) and tx.node(end) is None:
             raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard",
@@ -90,17 +91,19 @@ def _put_edge(tx: ShardTx, edge: GraphEdge, p: Proposal, ctx: OpContext) -> bool
         if not tx.has_memory(ev):
             raise Rejection(f"edge evidence {ev} is not in this shard", code="missing_evidence")
     old = tx.edge(edge.edge_id)
-    evidence = sorted(set(edge.evidence) | set(orjson.loads(old["evidence"]) if old else ()))
+    added = tx.new_edge_evidence(edge.edge_id, edge.evidence) if old else sorted(set(edge.evidence))
+    count = (int(old["evidence_count"]) if old else 0) + len(added)
     confidence = max(edge.confidence, float(old["confidence"]) if old else 0.0)
     row = {
         "edge_id": edge.edge_id, "tenant_id": edge.scope.tenant_id, "workspace_id": edge.scope.workspace_id,
         "user_id": edge.scope.user_id, "agent_id": edge.scope.agent_id, "src_id": edge.src_id,
         "dst_id": edge.dst_id, "edge_type": edge.edge_type.value, "label": edge.label,
-        "unit_weight": edge.unit_weight, "weight": edge.unit_weight * len(evidence),
+        "unit_weight": edge.unit_weight, "weight": edge.unit_weight * count,
         "confidence": confidence, "rejected": int(old["rejected"]) if old else 0,
-        "evidence": as_json(evidence), "method": edge.method.value,
+        "evidence_count": count, "method": edge.method.value,
     }
-    if _holds(old, row):
+    if _holds(old, row):  # the count holds: nothing added
         return False
-    tx.put_edge({**row, "recorded_at": ctx.now}, old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    tx.put_edge({**row, "recorded_at": ctx.now}, old, added=added, at=ctx.now, proposal_id=p.event_id,
+                actor=p.processor)
     return True
