@@ -40,7 +40,9 @@ def largest_edge(data_dir: Path) -> int:
     most = 0
     for _, path in shard_files(data_dir):
         with sqlite3.connect(path) as db:
-            found = db.execute("SELECT MAX(evidence_count) FROM graph_edges").fetchone()[0]
+            columns = {r[1] for r in db.execute("PRAGMA table_info(graph_edges)")}
+            count = "evidence_count" if "evidence_count" in columns else "json_array_length(evidence)"  # before 13
+            found = db.execute(f"SELECT MAX({count}) FROM graph_edges").fetchone()[0]
         most = max(most, int(found or 0))
     return most
 
