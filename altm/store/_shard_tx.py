@@ -147,6 +147,18 @@ class ShardTx:
             [edge_id, *chunk])}
         return sorted(set(memory_ids) - have)
 
+    def cached(self, model: str, key: str) -> str | None:
+        """An entry of the shard's model cache (the LLM's answers; the write guard's vectors)."""
+        found = self._db.execute("SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?",
+                                 (model, key)).fetchone()
+        return None if found is None else str(found[0])
+
+    def keep_cached(self, model: str, key: str, value: str, home: str, *, at: str) -> None:
+        """Keep an entry in the model cache, under the ``home`` whose content it comes from: an erasure of that
+        user's content clears it (:meth:`scrub`), a replay copies it."""
+        self._db.execute("INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) "
+                         "VALUES (?,?,?,?,?)", (model, key, home, value, at))
+
     def held_action(self, action_id: str) -> Row | None:
         return self._row("held_actions", "action_id", action_id)
 

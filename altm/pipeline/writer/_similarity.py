@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections import OrderedDict
+from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
 
 from altm.models import EmbeddingModel
+from altm.pipeline.writer.guard import TextSimilarity
+from altm.store import ShardTx
+
+CACHE_PREFIX = "guard-vector:"
+"""The model name under which the guard's vectors are kept in the shard's model cache (then the model's id)."""
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class EmbeddingSimilarity:
@@ -21,12 +33,38 @@ class EmbeddingSimilarity:
         self.model = model
         self.cache_size = cache_size
         self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._cache_model = f"{CACHE_PREFIX}{model.model_id}"
+
+    def _from_shard(self, text: str, tx: ShardTx, home: str) -> bool:
+        """The text's vector from the shard's model cache into this one's (False when it holds none)."""
+        found = tx.cached(self._cache_model, _key(text))
+        if found is None:
+            return False
+        vector = np.frombuffer(base64.b64decode(found), dtype="<f4").astype(np.float32)
+        if vector.shape != (self.model.dim,):
+            return False  # another model's, or damaged: embedded again
+        self._vectors[text] = vector
+        return True
 
     def __call__(self, a: str, b: str) -> float:
+        return self._similarity(a, b, None)
+
+    def within(self, tx: ShardTx, home: str) -> TextSimilarity:
+        """This similarity, with the vectors also kept in ``tx``'s shard (its model cache, under ``home``): a
+        replay copies them and judges with them without embedding again; an erasure of the user clears them."""
+        return lambda a, b: self._similarity(a, b, (tx, home))
+
+    def _similarity(self, a: str, b: str, kept: tuple[ShardTx, str] | None) -> float:
         missing = [t for t in dict.fromkeys((a, b)) if t not in self._vectors]
+        if kept is not None:
+            missing = [t for t in missing if not self._from_shard(t, *kept)]
         if missing:
             for text, vector in zip(missing, self.model.embed(missing), strict=True):
                 self._vectors[text] = np.asarray(vector, dtype=np.float32)
+                if kept is not None:
+                    kept[0].keep_cached(self._cache_model, _key(text), base64.b64encode(
+                        self._vectors[text].astype("<f4").tobytes()).decode("ascii"), kept[1],
+                        at=datetime.now(UTC).isoformat())
         for text in (a, b):
             self._vectors.move_to_end(text)
         while len(self._vectors) > self.cache_size:

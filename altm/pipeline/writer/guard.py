@@ -28,7 +28,7 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
@@ -58,6 +58,15 @@ class GuardUnavailable(RuntimeError):
 
 TextSimilarity = Callable[[str, str], float]
 """Cosine similarity of two texts' meanings (the local embedder's; see ``_similarity``)."""
+
+
+@runtime_checkable
+class KeptSimilarity(Protocol):
+    """A similarity whose vectors can be kept in the shard the guard judges in (``EmbeddingSimilarity``)."""
+
+    def __call__(self, a: str, b: str) -> float: ...
+
+    def within(self, tx: ShardTx, home: str) -> TextSimilarity: ...
 
 REFUSE_COVER = 0.75
 TERMS_ALONE = 3
@@ -303,6 +312,8 @@ class WriteGuard:
         if mem.kind.value == "outcome" and mem.attributes.get("success") is False:
             return None
         flagged: GuardVerdict | None = None
+        meaning = self.similarity.within(tx, mem.scope.home) if isinstance(self.similarity, KeptSimilarity) \
+            else self.similarity
         for mid, attributes in tx.anti_patterns(mem.scope):
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
@@ -311,7 +322,7 @@ class WriteGuard:
             why = attrs.get("why_bad") or "no reason recorded"
             if matches(mem.content, pattern, self.threshold):
                 return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why})")
-            found = reassertion(mem.content, pattern, self.similarity)
+            found = reassertion(mem.content, pattern, meaning)
             if found is not None and found[0] == "refuse":
                 return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why}; {found[1]})")
             if found is not None and flagged is None:

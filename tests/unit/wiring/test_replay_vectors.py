@@ -16,6 +16,7 @@ from altm.vectors import VectorPoint
 from altm.vectors.edge import EdgeVectorIndex
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 
 
@@ -93,3 +94,33 @@ async def test_only_a_memory_with_the_same_content_takes_the_stored_vector(setti
     assert embedding.texts == ["Billing moved to MySQL."] and embed.reused == 1
     assert {p.memory_id: list(p.vector) for p in vectors.upserted} == {same.memory_id: [0.0, 1.0],
                                                                        changed.memory_id: [1.0, 0.0]}
+
+
+async def test_a_replay_judges_anti_patterns_by_meaning_without_embedding(settings: Settings, tmp_path: Path) -> None:
+    """The write guard compares a derived memory with a stored anti-pattern by meaning (the local embedder's
+    vectors of both texts): a replay embedded those texts again (3 in 500 LoCoMo turns), its only model calls.
+    The guard's vectors are kept in the shard's model cache, which a replay copies and an erasure clears."""
+    turns = [make_turn(1, "Don't deploy on Fridays because nobody is around when it breaks; deploy on Tuesdays."),
+             make_turn(2, "I prefer deploying late in the week when the office is quiet."),  # shares a term
+             make_turn(3, "We decided the release goes out on Friday evening.")]
+    before = _embedded_texts()
+    async with store_with(settings, turns):
+        pass
+    guard_vectors = rows(settings.data_dir, "SELECT 1 FROM llm_cache WHERE model LIKE 'guard-vector:%'")
+    assert guard_vectors  # the guard compared meanings in the source
+    assert _embedded_texts() > before
+    before = _embedded_texts()
+    await replay_into(settings.data_dir, tmp_path / "rebuilt")
+    assert _embedded_texts() == before  # not one text embedded: vectors and guard vectors came from the source
+    assert state_hash(settings.data_dir) == state_hash(tmp_path / "rebuilt")
+
+
+async def test_an_erasure_clears_the_guards_vectors_of_the_user(settings: Settings) -> None:
+    turns = [make_turn(1, "Don't deploy on Fridays because nobody is around when it breaks; deploy on Tuesdays."),
+             make_turn(2, "I prefer deploying late in the week when the office is quiet.")]
+    query = "SELECT 1 FROM llm_cache WHERE model LIKE 'guard-vector:%'"
+    async with store_with(settings, turns) as (rt, app):
+        assert rows(settings.data_dir, query)
+        await app.erase(SCOPE, "session", session_id="s1")
+        await rt.run_until_idle()
+        assert rows(settings.data_dir, query) == []  # a vector says something of its text
