@@ -236,9 +236,9 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
                     1.0,
                     1.0,
                     0,
-                    f'["{mid}"]',
                     "heuristic",
                     t0.isoformat(),
+                    1,  # evidence_count: the memory itself, in graph_edge_evidence
                 )
             )
             vec = nprng.standard_normal(emb.dim).astype(np.float32)
@@ -264,10 +264,13 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
             conn = shards.get(part)._db
             conn.execute("BEGIN")
             conn.executemany(f"INSERT INTO memories ({cols}) VALUES ({marks})", rows)
+            edges = edges_by_part.get(part, [])
             conn.executemany(
-                "INSERT OR IGNORE INTO graph_edges VALUES (" + ",".join("?" * 16) + ")",
-                edges_by_part.get(part, []),
-            )
+                "INSERT OR IGNORE INTO graph_edges (edge_id, tenant_id, workspace_id, user_id, agent_id, src_id, "
+                "dst_id, edge_type, label, unit_weight, weight, confidence, rejected, method, recorded_at, "
+                "evidence_count) VALUES (" + ",".join("?" * 16) + ")", edges)
+            conn.executemany("INSERT OR IGNORE INTO graph_edge_evidence (edge_id, memory_id) VALUES (?, ?)",
+                             [(e[0], e[5]) for e in edges])
             conn.execute("COMMIT")
         index.upsert(points)
         print(f"  generated {min(size, start + batch)}/{size}", flush=True)

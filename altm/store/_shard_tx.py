@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import orjson
 
-from altm.core import Erasure, LifecycleSignal, Scope, derive_id, sha256_hex
+from altm.core import FORGOTTEN_PREFIX, Erasure, LifecycleSignal, Scope, derive_id, sha256_hex
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
@@ -77,6 +77,31 @@ def upsert_applied(db: sqlite3.Connection, memory_id: str, proposal_id: str, hom
                       "AND a.target_id=m.memory_id AND a.audit_id > COALESCE((SELECT MAX(d.audit_id) FROM audit_log d "
                       "WHERE d.target_table='memories' AND d.target_id=m.memory_id AND d.new_value IS NULL), 0))",
                       [memory_id, *home, proposal_id]).fetchone() is not None
+
+
+def _evidence_of(image: Row | None) -> list[str]:
+    """The evidence an audited edge image lists (a JSON string before version 13, a list since)."""
+    listed = (image or {}).get("evidence")
+    try:
+        found = orjson.loads(listed) if isinstance(listed, str) else listed
+    except orjson.JSONDecodeError:
+        return []
+    return [str(e) for e in found] if isinstance(found, list) else []
+
+
+def _edge_delta(old: Row | None, new: Row | None) -> tuple[list[str], list[str]] | None:
+    """(added, removed) by an audited change of an edge's evidence, or None for a whole insert or deletion:
+    a delta since version 13 (``{"count", "added"}``, ``{"count", "removed"}``), the difference of the two
+    lists of an update audited before it."""
+    if new is None:
+        return None
+    evidence = new.get("evidence")
+    if isinstance(evidence, dict):
+        return [str(e) for e in evidence.get("added", ())], [str(e) for e in evidence.get("removed", ())]
+    if old is None or "evidence" not in old or evidence is None:
+        return None
+    before, after = set(_evidence_of(old)), set(_evidence_of(new))
+    return sorted(after - before), sorted(before - after)
 
 
 class ShardTx:
@@ -430,14 +455,14 @@ class ShardTx:
         its ends, and the audit would grow with its square (:meth:`restore` takes out what such an addition
         added)."""
         ids = sorted(set(added))
-        audited: tuple[Row | None, Row]
         if old is None:
-            audited = (None, {**row, "evidence": ids})
+            before, after = None, {**row, "evidence": ids}
         else:
-            audited = ({**old, "evidence": {"count": int(old["evidence_count"])}},
-                       {**row, "evidence": {"count": int(row["evidence_count"]), "added": ids}})
-        self._put_row("graph_edges", "edge_id", row, old, at=at, proposal_id=proposal_id, actor=actor,
-                      audited=audited)
+            before = {**old, "evidence": {"count": int(old["evidence_count"])}}
+            after = {**row, "evidence": {"count": int(row["evidence_count"]), "added": ids}}
+        self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert" if old is None else "update",
+                    table="graph_edges", target_id=row["edge_id"], old=before, new=after)
+        self._write_row("graph_edges", "edge_id", row, old)
         self._db.executemany("INSERT OR IGNORE INTO graph_edge_evidence (edge_id, memory_id) VALUES (?, ?)",
                              [(row["edge_id"], mid) for mid in ids])
 
@@ -454,6 +479,10 @@ class ShardTx:
         audit_old, audit_new = audited if audited is not None else (old, row)
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert" if old is None else "update",
                     table=table, target_id=row[key_column], old=audit_old, new=audit_new)
+        self._write_row(table, key_column, row, old)
+
+    def _write_row(self, table: str, key_column: str, row: Row, old: Row | None) -> None:
+        """The statement of :meth:`_put_row` (its caller has audited it)."""
         cols = list(row)
         if old is None:
             self._db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({_marks(cols)})",
@@ -692,7 +721,8 @@ class ShardTx:
                 continue
             weight = float(r["unit_weight"]) * count
             self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
-                        target_id=edge_id, old={"evidence": {"count": int(r["evidence_count"])}, "weight": r["weight"]},
+                        target_id=edge_id, old={**(redacted(r) if redact else r),
+                                                "evidence": {"count": int(r["evidence_count"])}},
                         new={"evidence": {"count": count, "removed": sorted(removed)}, "weight": weight})
             db.executemany("DELETE FROM graph_edge_evidence WHERE edge_id=? AND memory_id=?",
                            [(edge_id, mid) for mid in sorted(removed)])
@@ -751,46 +781,53 @@ class ShardTx:
         self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (current[key],))
 
     def _restore_edge(self, edge_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str) -> str:
-        """Undo one audited change of a graph edge: an addition to its evidence loses what it added (what was
-        added since stays), a removal gets back what it removed, and a whole value (an insert, a deletion)
-        goes or comes back with its evidence."""
+        """Undo one audited change of a graph edge, whatever came after it: an addition to its evidence loses
+        what it added (what was added since stays), a removal gives back what it removed, an insert takes the
+        edge away, and a deletion brings it back with what it cited, into the edge made again since if there
+        is one. Evidence or an end erased since does not come back."""
         current = self.edge(edge_id)
-        delta = (new or {}).get("evidence")
-        if isinstance(delta, dict):
-            if current is None:
-                return "removed"  # gone since (a forget took its last evidence): nothing is left to change
-            return self._restore_edge_delta(current, old or {}, delta, at=at, proposal_id=proposal_id)
-        if old is None:
+        delta = _edge_delta(old, new)
+        if delta is None and old is None:  # an insert
             if current is not None:
                 self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
             return "removed"
-        listed = old.get("evidence")
-        evidence = orjson.loads(listed) if isinstance(listed, str) else list(listed or [])
-        row = {k: v for k, v in old.items() if k != "evidence"}
-        if current is not None:
-            self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
-        row["evidence_count"] = len(set(evidence))
-        self.put_edge(row, None, added=[str(e) for e in evidence], at=at, proposal_id=proposal_id, actor="rollback")
+        added, removed = delta if delta is not None else ((), _evidence_of(old))
+        outcome = "restored"
+        if removed:
+            outcome = self._edge_back(edge_id, current, old or {}, removed, at=at, proposal_id=proposal_id)
+        if added:
+            outcome = self._edge_without(edge_id, old or {}, added, at=at, proposal_id=proposal_id)
+        return outcome
+
+    def _edge_back(self, edge_id: str, current: Row | None, image: Row, evidence: Sequence[str], *, at: str,
+                   proposal_id: str) -> str:
+        """The edge cites ``evidence`` again: added to ``current``, or, when it is gone, made again from
+        ``image`` (its audited row) with that evidence alone. An erased memory is neither evidence nor an end."""
+        base = current if current is not None else {k: v for k, v in image.items() if k != "evidence"}
+        if "src_id" not in base or any(self._erased(base, str(base[end])) for end in ("src_id", "dst_id")):
+            return "removed"  # no row to make it from (a partial image), or an end was erased since
+        wanted = [e for e in evidence if not self._erased(base, e)]
+        back = self.new_edge_evidence(edge_id, wanted) if current is not None else sorted(set(wanted))
+        if not back:
+            return "removed" if current is None else "restored"
+        count = (int(current["evidence_count"]) if current is not None else 0) + len(back)
+        row = {**base, "evidence_count": count, "weight": float(base["unit_weight"]) * count}
+        self.put_edge(row, current, added=back, at=at, proposal_id=proposal_id, actor="rollback")
         return "restored" if current is not None else "reinserted"
 
-    def _restore_edge_delta(self, current: Row, old: Row, delta: dict[str, Any], *, at: str,
-                            proposal_id: str) -> str:
-        edge_id = str(current["edge_id"])
-        added, removed = set(delta.get("added", ())), set(delta.get("removed", ()))
-        if removed:  # a forget's pruning, undone: the memories it removed are evidence again
-            back = self.new_edge_evidence(edge_id, sorted(removed))
-            count = int(current["evidence_count"]) + len(back)
-            row = {**current, "evidence_count": count, "weight": float(current["unit_weight"]) * count}
-            self.put_edge(row, current, added=back, at=at, proposal_id=proposal_id, actor="rollback")
-            return "restored"
-        taken = added - set(self.new_edge_evidence(edge_id, sorted(added)))  # those it still cites
+    def _edge_without(self, edge_id: str, old: Row, added: Sequence[str], *, at: str, proposal_id: str) -> str:
+        """The edge loses what an addition added and takes the addition's other old values back."""
+        current = self.edge(edge_id)
+        if current is None:
+            return "removed"  # gone since (a forget took its last evidence): nothing is left to take out
+        taken = set(added) - set(self.new_edge_evidence(edge_id, sorted(set(added))))  # those it still cites
         count = int(current["evidence_count"]) - len(taken)
         if count <= 0:
             self._rollback_delete("graph_edges", "edge_id", current, at=at, proposal_id=proposal_id)
             return "removed"
         unit = float(old.get("unit_weight") or current["unit_weight"])
-        row = {**current, **{k: v for k, v in old.items() if k != "evidence"}, "evidence_count": count,
-               "weight": unit * count}
+        row = {**current, **{k: v for k, v in old.items() if k in current and k != "evidence"},
+               "evidence_count": count, "weight": unit * count}
         self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="update", table="graph_edges",
                     target_id=edge_id, old={**current, "evidence": {"count": int(current["evidence_count"])}},
                     new={**row, "evidence": {"count": count, "removed": sorted(taken)}})
@@ -800,6 +837,13 @@ class ShardTx:
         self._db.executemany("DELETE FROM graph_edge_evidence WHERE edge_id=? AND memory_id=?",
                              [(edge_id, mid) for mid in sorted(taken)])
         return "restored"
+
+    def _erased(self, edge: Row, memory_id: str) -> bool:
+        """``memory_id`` is a memory of the edge's user that an erasure (not retention) removed."""
+        found = self._db.execute(
+            "SELECT reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? AND user_id=?",
+            (memory_id, edge["tenant_id"], edge["workspace_id"], edge["user_id"])).fetchall()
+        return any(not str(r[0]).startswith(FORGOTTEN_PREFIX) for r in found)
 
     def _restore_memory(self, memory_id: str, old: Row | None, *, at: str, proposal_id: str) -> str:
         current = self.memory_row(memory_id)

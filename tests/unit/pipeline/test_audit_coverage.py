@@ -21,7 +21,8 @@ import altm
 
 ROOT = Path(altm.__file__).parent
 SHARD_TX = ROOT / "store" / "_shard_tx.py"
-STATE_TABLES = ("memories", "evidence_edges", "graph_nodes", "graph_edges", "tombstones", "held_actions",
+STATE_TABLES = ("memories", "evidence_edges", "graph_nodes", "graph_edges", "graph_edge_evidence", "tombstones",
+                "held_actions",
                 "rejections", "lifecycle_signals", "governance_events", "{table}")
 MUTATION = re.compile(r"\b(?:UPDATE|DELETE\s+FROM|INSERT(?:\s+OR\s+\w+)?\s+INTO)\s+(" +
                       "|".join(re.escape(t) for t in STATE_TABLES) + r")\b", re.IGNORECASE)
