@@ -661,7 +661,7 @@ class ShardTx:
         user = "tenant_id=? AND workspace_id=? AND user_id=?"
         rejections: list[tuple[str, str, str, str, str, Sequence[object]]] = [
             ("rejections", "rejection_id", "memory_id", "payload", f"rejection_id IN ({_marks(chunk)})", chunk)
-            for chunk in _chunks(self._rejections_about(sorted(erased)))]
+            for chunk in _chunks(self._rejections_about(sorted(erased), str(home[2])))]
         for table, key, ids, column, where, args in (  # fixed names; values are bound
             *rejections,
             ("held_actions", "action_id", "target_ids", "inputs", user, home),
@@ -682,16 +682,18 @@ class ShardTx:
     _CITED = ("SELECT r.rejection_id, e.value FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN "
               "CASE WHEN json_type(r.payload, '$.memory.evidence') = 'array' THEN "
               "json_extract(r.payload, '$.memory.evidence') END END) e "
-              "WHERE r.payload NOT LIKE '{\"redacted_sha256\"%'")
+              "WHERE instr(r.payload, ?) > 0 AND r.payload NOT LIKE '{\"redacted_sha256\"%'")
 
-    def _rejections_about(self, memory_ids: list[str]) -> list[int]:
+    def _rejections_about(self, memory_ids: list[str], user_id: str) -> list[int]:
         """Rejections of proposals about ``memory_ids``: of one of them, or of a memory citing one of them (a
         capsule the guard refused quotes the session's messages). The citing ones in one scan of the shard's
-        rejections not yet redacted (they name no user outside their payload)."""
+        rejections not yet redacted whose payload names the user (a rejection row has no scope columns: its
+        payload names it), so only those are read as JSON."""
         wanted = set(memory_ids)
         found = {int(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
             f"SELECT rejection_id FROM rejections WHERE memory_id IN ({_marks(chunk)})", chunk)}
-        found.update(int(r[0]) for r in self._db.execute(self._CITED) if r[1] in wanted)
+        named = orjson.dumps(user_id).decode()  # as the stages' encoder writes it in a payload
+        found.update(int(r[0]) for r in self._db.execute(self._CITED, (named,)) if r[1] in wanted)
         return sorted(found)
 
     def _prune_edges(self, home: list[str], gone: set[str], *, at: str, proposal_id: str, actor: str, action: str,
