@@ -648,6 +648,34 @@ class ShardTx:
                             target_id=scope.home, old={"entries": n}, new=None)
                 db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
 
+    def erase_records(self, scope: Scope, erasure: Erasure, memory_ids: Sequence[str], *, at: str,
+                      proposal_id: str) -> None:
+        """After an erasure, the records about what it erased that the log can no longer rebuild (a replay
+        meets none of them: their records no longer open): the erased memories' lifecycle signals, the runtime
+        cycles of the erased session, agent or user, and, for a user, their governance events and held actions.
+        Each deletion is audited, its value redacted."""
+        home = _home(scope)
+        user = "tenant_id=? AND workspace_id=? AND user_id=?"
+        owners: dict[str, tuple[str, list[str | None]]] = {
+            "session": (" AND agent_id=? AND session_id=?", [scope.agent_id, erasure.session_id]),
+            "agent": (" AND agent_id=?", [scope.agent_id]), "user": ("", [])}
+        found: list[tuple[str, str, str, list[Any]]] = [
+            ("lifecycle_signals", "memory_id", f"memory_id IN ({_marks(chunk)})", list(chunk))
+            for chunk in _chunks(sorted(memory_ids))]
+        if erasure.target in owners:
+            where, args = owners[erasure.target]
+            found.append(("runtime_cycles", "cycle_id", user + where, [*home, *args]))
+        if erasure.target == "user":
+            found += [("governance_events", "event_id", user, list(home)),
+                      ("held_actions", "action_id", user, list(home))]
+        for table, key, where, args in found:  # fixed names; values are bound
+            for r in self._db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
+                d = dict(r)
+                target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}" if table == "lifecycle_signals" else d[key]
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
+                            target_id=str(target), old=redacted(d), new=None)
+            self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
+
     def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
         whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
