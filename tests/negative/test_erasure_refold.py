@@ -96,3 +96,24 @@ async def test_a_capsule_folded_after_a_chit_chat_erasure_counts_the_new_message
         assert len(rows(s.data_dir, "SELECT 1 FROM memories WHERE layer='L0'")) == 2
         (capsule,) = rows(s.data_dir, "SELECT content FROM memories WHERE layer='L1'")
     assert "(2 messages" in str(capsule["content"])
+
+
+async def test_a_message_an_erasure_relinked_is_sealed_on_the_log(settings: Settings) -> None:
+    """Found by a randomized replay check: the erasure's change naming the message its session is folded from
+    again carries that message's after-image, and an erasure's records stay readable (they carry ids), so the
+    message's text lay in the clear on the log, beyond the reach of a later erasure of its session."""
+    from tests.support.rows import rows_of
+
+    s = _settings(settings)
+    secret = "ZEBRAQAAC"
+    said = [make_turn(1, "Marco Bellini met Priya Raman in Dublin to review the billing service.", session="s3"),
+            make_turn(2, f"The ledger API runs in Dublin on Redis 11.8, ticket {secret}.", session="s3")]
+    async with store_with(s, said) as (rt, app):
+        await app.erase(SCOPE, "memory", memory_id=_l0(s.data_dir, "Marco%"))
+        await rt.run_until_idle()
+        clear = rows_of(s.data_dir / "log.db", "SELECT 1 FROM records WHERE instr(value, ?) > 0", (secret.encode(),))
+        assert clear == []
+        await app.erase(SCOPE, "session", session_id="s3")
+        await rt.run_until_idle()
+    assert [str(p) for p in s.data_dir.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
+

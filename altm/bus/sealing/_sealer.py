@@ -73,7 +73,12 @@ def _session_of(obj: dict[str, Any]) -> str:
 
 
 def _is_erasure(obj: dict[str, Any]) -> bool:
+    """A record of an erasure, which carries ids, not content. A change of an erasure that carries an
+    after-image (a message the erasure relinked, for fold to fold its session again) carries content: it is
+    sealed as any other."""
     etype = obj.get("event_type")
+    if etype == "change" and obj.get("memory") is not None:
+        return False
     return (etype == "control" and obj.get("action") == "erase") or (
         etype in ("proposal", "change") and obj.get("op") in ("erase", "bury"))  # bury: its tombstones' hashes
 
