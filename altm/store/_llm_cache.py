@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from altm.store._shard import Shard
+from altm.store._sql import CACHE_GET, CACHE_PUT
 
 
 class ShardLLMCache:
@@ -17,23 +18,16 @@ class ShardLLMCache:
         self.shard = shard
 
     def get(self, model: str, prompt_hash: str) -> str | None:
-        row = self.shard._db.execute(
-            "SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?", (model, prompt_hash)
-        ).fetchone()
+        row = self.shard._db.execute(CACHE_GET, (model, prompt_hash)).fetchone()
         return None if row is None else str(row[0])
 
     def put_many(self, rows: list[tuple[str, str, str, str, str]]) -> None:
         """Copy cached answers (model, prompt hash, home, response, recorded at), e.g. into a replay."""
-        self.shard._db.executemany(
-            "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
-            rows)
+        self.shard._db.executemany(CACHE_PUT, rows)
 
     def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
         """``home`` records whose content the prompt held, so an erasure can remove the entry. A process that
         opened the shard read-only (a Kafka client beside the workers) keeps nothing: it is only a cache."""
         if self.shard.read_only:
             return
-        self.shard._db.execute(
-            "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)",
-            (model, prompt_hash, home, response, datetime.now(UTC).isoformat()),
-        )
+        self.shard._db.execute(CACHE_PUT, (model, prompt_hash, home, response, datetime.now(UTC).isoformat()))

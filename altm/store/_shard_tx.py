@@ -21,6 +21,7 @@ from altm.core import FORGOTTEN_PREFIX, Erasure, LifecycleSignal, Scope, derive_
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
+from altm.store._sql import CACHE_GET, CACHE_PUT
 from altm.store._sql import chunks as _chunks
 from altm.store._sql import marks as _marks
 
@@ -174,15 +175,13 @@ class ShardTx:
 
     def cached(self, model: str, key: str) -> str | None:
         """An entry of the shard's model cache (the LLM's answers; the write guard's vectors)."""
-        found = self._db.execute("SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?",
-                                 (model, key)).fetchone()
+        found = self._db.execute(CACHE_GET, (model, key)).fetchone()
         return None if found is None else str(found[0])
 
     def keep_cached(self, model: str, key: str, value: str, home: str, *, at: str) -> None:
         """Keep an entry in the model cache, under the ``home`` whose content it comes from: an erasure of that
         user's content clears it (:meth:`scrub`), a replay copies it."""
-        self._db.execute("INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) "
-                         "VALUES (?,?,?,?,?)", (model, key, home, value, at))
+        self._db.execute(CACHE_PUT, (model, key, home, value, at))
 
     def held_action(self, action_id: str) -> Row | None:
         return self._row("held_actions", "action_id", action_id)
@@ -473,12 +472,10 @@ class ShardTx:
         self._put_row("runtime_cycles", "cycle_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
 
     def _put_row(self, table: str, key_column: str, row: Row, old: Row | None, *, at: str, proposal_id: str,
-                 actor: str, audited: tuple[Row | None, Row] | None = None) -> None:
-        """Insert or replace one row of a graph/governance table, audited with its old value (or with the
-        ``audited`` old and new values instead of the rows)."""
-        audit_old, audit_new = audited if audited is not None else (old, row)
+                 actor: str) -> None:
+        """Insert or replace one row of a graph/governance table, audited with its old value."""
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert" if old is None else "update",
-                    table=table, target_id=row[key_column], old=audit_old, new=audit_new)
+                    table=table, target_id=row[key_column], old=old, new=row)
         self._write_row(table, key_column, row, old)
 
     def _write_row(self, table: str, key_column: str, row: Row, old: Row | None) -> None:
@@ -834,9 +831,9 @@ class ShardTx:
         """The edge cites ``evidence`` again: added to ``current``, or, when it is gone, made again from
         ``image`` (its audited row) with that evidence alone. An erased memory is neither evidence nor an end."""
         base = current if current is not None else {k: v for k, v in image.items() if k != "evidence"}
-        if "src_id" not in base or any(self._erased(base, str(base[end])) for end in ("src_id", "dst_id")):
+        if "src_id" not in base or any(self._edge_erased(base, str(base[end])) for end in ("src_id", "dst_id")):
             return "removed"  # no row to make it from (a partial image), or an end was erased since
-        wanted = [e for e in evidence if not self._erased(base, e)]
+        wanted = [e for e in evidence if not self._edge_erased(base, e)]
         back = self.new_edge_evidence(edge_id, wanted) if current is not None else sorted(set(wanted))
         if not back:
             return "removed" if current is None else "restored"
@@ -861,19 +858,23 @@ class ShardTx:
         self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="update", table="graph_edges",
                     target_id=edge_id, old={**current, "evidence": {"count": int(current["evidence_count"])}},
                     new={**row, "evidence": {"count": count, "removed": sorted(taken)}})
-        cols = [c for c in row if c != "edge_id"]
-        self._db.execute(f"UPDATE graph_edges SET {', '.join(f'{c}=?' for c in cols)} WHERE edge_id=?",
-                         [row[c] for c in cols] + [edge_id])
+        self._write_row("graph_edges", "edge_id", row, current)
         self._db.executemany("DELETE FROM graph_edge_evidence WHERE edge_id=? AND memory_id=?",
                              [(edge_id, mid) for mid in sorted(taken)])
         return "restored"
 
-    def _erased(self, edge: Row, memory_id: str) -> bool:
-        """``memory_id`` is a memory of the edge's user that an erasure (not retention) removed."""
+    def erased(self, scope: Scope, memory_id: str) -> bool:
+        """``memory_id`` is a memory of the scope's user that an erasure (not retention) removed."""
+        return self._erased_of(_home(scope), memory_id)
+
+    def _erased_of(self, home: Sequence[str], memory_id: str) -> bool:
         found = self._db.execute(
             "SELECT reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? AND user_id=?",
-            (memory_id, edge["tenant_id"], edge["workspace_id"], edge["user_id"])).fetchall()
+            (memory_id, *home)).fetchall()
         return any(not str(r[0]).startswith(FORGOTTEN_PREFIX) for r in found)
+
+    def _edge_erased(self, edge: Row, memory_id: str) -> bool:
+        return self._erased_of([edge["tenant_id"], edge["workspace_id"], edge["user_id"]], memory_id)
 
     def _restore_memory(self, memory_id: str, old: Row | None, *, at: str, proposal_id: str) -> str:
         current = self.memory_row(memory_id)

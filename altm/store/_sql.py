@@ -17,3 +17,9 @@ def chunks(ids: Sequence[_T], size: int = 400) -> list[list[_T]]:
     """``ids`` in lists of at most ``size`` (SQLite bounds the parameters of one statement; small statements
     also keep a long erasure's steps short)."""
     return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
+
+
+CACHE_GET = "SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?"
+"""An entry of a shard's model cache (model, key)."""
+CACHE_PUT = "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)"
+"""Keep an entry (model, key, home, response, recorded at); the first kept stays."""

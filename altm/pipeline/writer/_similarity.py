@@ -35,7 +35,7 @@ class EmbeddingSimilarity:
         self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._cache_model = f"{CACHE_PREFIX}{model.model_id}"
 
-    def _from_shard(self, text: str, tx: ShardTx, home: str) -> bool:
+    def _from_shard(self, text: str, tx: ShardTx) -> bool:
         """The text's vector from the shard's model cache into this one's (False when it holds none)."""
         found = tx.cached(self._cache_model, _key(text))
         if found is None:
@@ -57,7 +57,7 @@ class EmbeddingSimilarity:
     def _similarity(self, a: str, b: str, kept: tuple[ShardTx, str] | None) -> float:
         missing = [t for t in dict.fromkeys((a, b)) if t not in self._vectors]
         if kept is not None:
-            missing = [t for t in missing if not self._from_shard(t, *kept)]
+            missing = [t for t in missing if not self._from_shard(t, kept[0])]
         if missing:
             for text, vector in zip(missing, self.model.embed(missing), strict=True):
                 self._vectors[text] = np.asarray(vector, dtype=np.float32)

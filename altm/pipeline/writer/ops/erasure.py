@@ -39,8 +39,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     left = _messages_left(tx, messages, p, ctx)
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
-    tx.scrub(scope, sorted(doomed | set(forgotten)), all_cache=True, at=ctx.now, proposal_id=p.event_id)
-    tx.erase_records(scope, erasure, sorted(doomed | set(forgotten)), at=ctx.now, proposal_id=p.event_id)
+    gone = sorted(doomed | set(forgotten))
+    tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
     _drop_unpublished(tx, p, doomed)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left)

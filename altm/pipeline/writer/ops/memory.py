@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from altm.core import FORGOTTEN_PREFIX, ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
+from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
 from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.guard import GuardVerdict, erased_itself
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
@@ -76,7 +76,7 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | No
     if mem.layer is not Layer.L0 and not mem.evidence:
         raise Rejection(f"a derived {mem.layer.value} memory needs evidence reaching L0", code="invalid")
     for ev in mem.evidence:
-        if not tx.has_memory(ev) and _erased(tx, mem, ev):
+        if not tx.has_memory(ev) and tx.erased(mem.scope, ev):
             # derived from an erased memory (a stage met its change again: a rewind, a replay): void, where a
             # rejection kept the derived text, the erased content, for review (a forgotten one's stays reviewable)
             raise Erased(f"evidence {ev} was erased")
@@ -89,12 +89,6 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | No
     if verdict is not None and verdict.action == "refuse":
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     return verdict
-
-
-def _erased(tx: ShardTx, mem: MemoryUnit, memory_id: str) -> bool:
-    """``memory_id`` of ``mem``'s user was erased (not forgotten by retention)."""
-    tombstone = tx.tombstone_of_memory(mem.scope, memory_id)
-    return tombstone is not None and not tombstone[1].startswith(FORGOTTEN_PREFIX)
 
 
 def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
