@@ -8,6 +8,7 @@ are the ones the writer needs inside the transaction (they see its uncommitted w
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -26,6 +27,7 @@ from altm.store._sql import chunks as _chunks
 from altm.store._sql import marks as _marks
 
 Row = dict[str, Any]
+_MEMORY_ID = re.compile(r"\bmem_[0-9a-f]{32}\b")  # a memory's id in a record's inputs (see derive_id)
 
 
 def _json(value: Any) -> str:
@@ -550,6 +552,8 @@ class ShardTx:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
         its text), so the guard refuses it. Returns the tombstone's id."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
+        if self._erased_after_forget(tid, reason, at):
+            return tid
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
@@ -561,6 +565,32 @@ class ShardTx:
              orjson.dumps(sorted(term_hashes)).decode()),
         )
         return tid
+
+    def _erased_after_forget(self, tombstone_id: str, reason: str, at: str) -> bool:
+        """An erasure that reaches a memory retention forgot (and buried) before takes its tombstone over: it
+        holds the same content, and it is now an erasure's, which a replay carries (a forget's it repeats).
+        Whether the tombstone was a forget's and is now the erasure's."""
+        if reason.startswith(FORGOTTEN_PREFIX):
+            return False
+        found = self._db.execute("SELECT reason FROM tombstones WHERE tombstone_id=?", (tombstone_id,)).fetchone()
+        if found is None or not str(found[0]).startswith(FORGOTTEN_PREFIX):
+            return False
+        self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
+                    target_id=tombstone_id, old={"reason": found[0]}, new={"reason": reason})
+        self._db.execute("UPDATE tombstones SET reason=?, at=? WHERE tombstone_id=?", (reason, at, tombstone_id))
+        return True
+
+    def forgotten_rows(self, memory_ids: Sequence[str]) -> list[MemoryRow]:
+        """The last values that retention forgot of ``memory_ids`` (from the audit of their forget, before an
+        erasure redacts it), of those not stored again since (a rollback restores a forgotten memory)."""
+        rows: dict[str, MemoryRow] = {}
+        for chunk in _chunks(memory_ids):
+            for target, old in self._db.execute(
+                    "SELECT target_id, old_value FROM audit_log WHERE target_table='memories' AND action='forget' "
+                    f"AND redacted=0 AND old_value IS NOT NULL AND target_id IN ({_marks(chunk)}) ORDER BY audit_id",
+                    list(chunk)):
+                rows[str(target)] = orjson.loads(old)
+        return [rows[m] for m in sorted(rows) if not self.has_memory(m)]
 
     def forgotten_memories(self, scope: Scope, *, agent_id: str | None,
                            session_id: str | None) -> tuple[list[str], list[str]]:
@@ -677,8 +707,9 @@ class ShardTx:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
         whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
         the others lose the erased memories from their evidence and weight;
-        the payloads of rejected proposals about them, and the inputs of held actions and governance events
-        that name them, are replaced by their hashes. Audited, values redacted."""
+        the payloads of rejected proposals about them and the inputs of held actions that name them are
+        replaced by their hashes, and the governance events of decisions that name them go (a replay records
+        no such decision: its part about the erased memories cannot be rebuilt). Audited, values redacted."""
         if not erased:
             return
         db = self._db
@@ -690,7 +721,6 @@ class ShardTx:
         for table, key, ids, column, where, args in (  # fixed names; values are bound
             *rejections,
             ("held_actions", "action_id", "target_ids", "inputs", user, home),
-            ("governance_events", "event_id", "decision_id", "inputs", user, home),
         ):
             for row_id, named_ids, text in db.execute(
                     f"SELECT {key}, {ids}, {column} FROM {table} WHERE {where}", args).fetchall():
@@ -703,6 +733,18 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table=table,
                             target_id=str(row_id), old=digest, new=digest)
                 db.execute(f"UPDATE {table} SET {column}=? WHERE {key}=?", (orjson.dumps(digest).decode(), row_id))
+        self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
+
+    def _drop_decisions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
+        """Every step of the user's decisions whose inputs name an erased memory, audited (values redacted)."""
+        rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=?",
+                                home).fetchall()
+        doomed = {str(r["decision_id"]) for r in rows if set(_MEMORY_ID.findall(str(r["inputs"] or ""))) & erased}
+        for r in rows:
+            if str(r["decision_id"]) in doomed:
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="governance_events",
+                            target_id=str(r["event_id"]), old=redacted(dict(r)), new=None)
+                self._db.execute("DELETE FROM governance_events WHERE event_id=?", (r["event_id"],))
 
     _CITED = ("SELECT r.rejection_id, e.value FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN "
               "CASE WHEN json_type(r.payload, '$.memory.evidence') = 'array' THEN "
@@ -911,13 +953,24 @@ class ShardTx:
     def record_decision(self, decision_id: str, scope: Scope, decision: str, steps: Sequence[tuple[str, str]],
                         inputs: Mapping[str, Any], *, at: str) -> None:
         """Record the steps (evaluated → decided → applied/held/rolled_back) of an autonomous decision,
-        each once, with its inputs and reason."""
+        each once, with its inputs and reason. Not one that names a memory an erasure removed (a replay meets
+        such a decision again after the erasure, which deleted its record: see :meth:`_scrub_references`)."""
+        named = sorted(set(_MEMORY_ID.findall(_json(dict(inputs)))))
+        if named and self._erased_among(named):
+            return
         for step, reason in steps:
             self._db.execute(
                 "INSERT OR IGNORE INTO governance_events (event_id, decision_id, tenant_id, workspace_id, user_id, "
                 "agent_id, decision, step, inputs, reason, at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (derive_id("gov", decision_id, step), decision_id, scope.tenant_id, scope.workspace_id,
                  scope.user_id, scope.agent_id, decision, step, _json(dict(inputs)), reason, at))
+
+    def _erased_among(self, memory_ids: Sequence[str]) -> bool:
+        """One of ``memory_ids`` is not stored and an erasure (not a forget) buried it."""
+        return any(self._db.execute(
+            f"SELECT 1 FROM tombstones t WHERE t.memory_id IN ({_marks(chunk)}) AND t.reason NOT LIKE ? "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.memory_id = t.memory_id) LIMIT 1",
+            [*chunk, f"{FORGOTTEN_PREFIX}%"]).fetchone() for chunk in _chunks(memory_ids))
 
     # -- the stream position and the outbox, committed with the state they cover -------------------------
     def store_offset(self, group_id: str, topic: str, partition: int, next_offset: int) -> None:

@@ -243,8 +243,9 @@ async def test_forgetting_takes_the_graph_that_stood_only_on_the_forgotten_memor
 async def test_a_rollback_does_not_put_back_content_erased_since(settings: Settings) -> None:
     """A review of the edge evidence table suspected that a forget's rollback (rows restored from the audit log,
     without the guard) could put back text erased since as another memory (a copy said again later, erased as
-    one memory). End to end it does not: the erasure redacts the forget's audit rows, and the rollback is
-    refused, saying why. Kept as a check of that path."""
+    one memory). End to end it does not: the erasure redacts the forget's audit rows and removes the forget's
+    record (it names a memory derived from the erased one), and the rollback is refused, saying why. Kept as a
+    check of that path."""
     s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0})
     secret = "My locker combination is 31-07-1999 and the key sits under the blue ZEBRA-4471 mat."
     said_long_ago = TurnEvent(scope=SCOPE, session_id="s-old", turn_id="s-old-t1", role=Role.USER, content=secret,
@@ -253,9 +254,9 @@ async def test_a_rollback_does_not_put_back_content_erased_since(settings: Setti
         assert await app.admin.retention(datetime(2026, 11, 3, tzinfo=UTC)) > 0  # the old copy goes
         await rt.run_until_idle()
         (kept,) = _rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0' AND content LIKE '%ZEBRA%'")
+        (decision,) = {e["decision_id"] for e in app.governance_events(SCOPE) if e["decision"] == "forget"}
         await app.erase(SCOPE, "memory", memory_id=kept["memory_id"])
         await rt.run_until_idle()
-        (decision,) = {e["decision_id"] for e in app.governance_events(SCOPE) if e["decision"] == "forget"}
         await app.rollback(SCOPE, decision, "too eager")
         await rt.run_until_idle()
         assert _rows(s.data_dir, "SELECT 1 FROM memories WHERE content LIKE '%ZEBRA-4471%'") == []

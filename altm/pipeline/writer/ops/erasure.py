@@ -38,6 +38,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
                                keys=ctx.guard_keys))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     left = _messages_left(tx, messages, p, ctx)
+    for row in tx.forgotten_rows(forgotten):  # an id tombstone: a forget that named it still holds in a replay
+        buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
+                           keys=ctx.guard_keys))
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     gone = sorted(doomed | set(forgotten))
     tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)

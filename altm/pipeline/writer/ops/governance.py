@@ -163,7 +163,9 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     undo, scope = p.rollback, p.scope
     steps = tx.decision_steps(undo.decision_id, scope)
     if not steps:
-        raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home}", code="unknown_target")
+        raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home} (the record of a "
+                        "decision that named memories erased since goes with the erasure: it cannot be undone)",
+                        code="unknown_target")
     if any(step == "rolled_back" for _, step in steps):
         return Applied(ChangeStatus.UNCHANGED)
     audits = tx.decision_audit(undo.decision_id)
