@@ -91,6 +91,7 @@ class BuriedContent(BaseModel):
     distinctive: bool
     reason: str
     at: str = Field(min_length=1, max_length=64)
+    erasure_id: str | None = Field(default=None, max_length=128)  # the erase proposal that made it (None: a forget)
 
 
 class Burial(BaseModel):

@@ -246,18 +246,20 @@ class ShardTx:
         distinctive one first)."""
         found = self._db.execute(
             "SELECT tombstone_id, reason, COALESCE(distinctive, 1) AS d FROM tombstones WHERE value_hash=? "
-            "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY d DESC LIMIT 1",
+            "AND pending=0 AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY d DESC LIMIT 1",
             (value_hash, *_home(scope))).fetchone()
         return None if found is None else (str(found[0]), str(found[1]), bool(found[2]))
 
-    def tombstone_of_memory(self, scope: Scope, memory_id: str, value_hash: str | None = None
-                            ) -> tuple[str, str] | None:
+    def tombstone_of_memory(self, scope: Scope, memory_id: str, value_hash: str | None = None, *,
+                            pending: bool = False) -> tuple[str, str] | None:
         """(tombstone id, reason) of the erased memory ``memory_id`` of the user (erased with exactly this
-        value hash, when given)."""
+        value hash, when given). ``pending``: also one a replay carried for an erasure it has not applied yet
+        (asked about a memory that is not stored: its records no longer open, or it goes with that erasure)."""
         same = " AND value_hash=?" if value_hash is not None else ""
+        active = "" if pending else " AND pending=0"
         found = self._db.execute(
             "SELECT tombstone_id, reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? "
-            f"AND user_id=?{same} LIMIT 1", (memory_id, *_home(scope), *([value_hash] if value_hash else []))
+            f"AND user_id=?{active}{same} LIMIT 1", (memory_id, *_home(scope), *([value_hash] if value_hash else []))
         ).fetchone()
         return None if found is None else (str(found[0]), str(found[1]))
 
@@ -270,7 +272,7 @@ class ShardTx:
                 for r in self._db.execute(
                     "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1), term_hashes "
                     "FROM tombstones "
-                    f"WHERE tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
+                    f"WHERE pending=0 AND tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
 
     def legacy_tombstones(self) -> list[tuple[str, str, str]]:
         """(tombstone id, home, normalised text) of the tombstones written before version 6."""
@@ -335,16 +337,31 @@ class ShardTx:
                          (orjson.dumps(shingled).decode(), orjson.dumps(termed).decode(), tombstone_id))
 
     def carry_tombstone(self, row: Mapping[str, Any], *, at: str, actor: str = "replay",
-                        proposal_id: str | None = None) -> None:
+                        proposal_id: str | None = None, pending: bool = False) -> None:
         """Take over a tombstone (hashes, no text) made in another shard (the data dir a replay rebuilds, or
-        the writer that buried it, from the log), audited as carried."""
+        the writer that buried it, from the log), audited as carried. ``pending``: it refuses nothing until
+        the erasure that made it is applied here (:meth:`activate_tombstones`; a replay from the log's start
+        meets that erasure again); one that names no erasure is never pending."""
+        waits = pending and row.get("erasure_id") is not None
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="tombstones",
                     target_id=str(row["tombstone_id"]), old=None,
                     new={"value_hash": row["value_hash"], "memory_id": row["memory_id"], "reason": row["reason"],
-                         "carried": True})
+                         "carried": True, "pending": waits})
         self._db.execute(
-            f"INSERT OR IGNORE INTO tombstones ({', '.join(TOMBSTONE_COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in TOMBSTONE_COLUMNS)})", [row.get(c) for c in TOMBSTONE_COLUMNS])
+            f"INSERT OR IGNORE INTO tombstones ({', '.join(TOMBSTONE_COLUMNS)}, pending) "
+            f"VALUES ({', '.join('?' for _ in TOMBSTONE_COLUMNS)}, ?)",
+            [*(row.get(c) for c in TOMBSTONE_COLUMNS), int(waits)])
+
+    def activate_tombstones(self, erasure_id: str, *, at: str) -> int:
+        """The tombstones carried pending for the erasure ``erasure_id`` refuse their content from now on (the
+        erasure is being applied). Returns how many."""
+        ids = [str(r[0]) for r in self._db.execute(
+            "SELECT tombstone_id FROM tombstones WHERE erasure_id=? AND pending=1", (erasure_id,))]
+        for tid in ids:
+            self._audit(at=at, proposal_id=erasure_id, actor="writer", action="update", table="tombstones",
+                        target_id=tid, old={"pending": True}, new={"pending": False})
+        self._db.execute("UPDATE tombstones SET pending=0 WHERE erasure_id=? AND pending=1", (erasure_id,))
+        return len(ids)
 
     def existing_guard_key(self, home: str) -> bytes | None:
         """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""
@@ -547,26 +564,26 @@ class ShardTx:
             "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
             (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
 
-    def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str,
-                  shingle_hashes: frozenset[str], term_hashes: frozenset[str], distinctive: bool) -> str:
+    def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str, shingle_hashes: frozenset[str],
+                  term_hashes: frozenset[str], distinctive: bool, erasure_id: str | None = None) -> str:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
         its text), so the guard refuses it. Returns the tombstone's id."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
-        if self._erased_after_forget(tid, reason, at):
+        if self._erased_after_forget(tid, reason, at, erasure_id):
             return tid
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
             "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
-            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive, term_hashes) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive, term_hashes, erasure_id) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash, "", reason, at,
              row["memory_id"], row["layer"], orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive),
-             orjson.dumps(sorted(term_hashes)).decode()),
+             orjson.dumps(sorted(term_hashes)).decode(), erasure_id),
         )
         return tid
 
-    def _erased_after_forget(self, tombstone_id: str, reason: str, at: str) -> bool:
+    def _erased_after_forget(self, tombstone_id: str, reason: str, at: str, erasure_id: str | None) -> bool:
         """An erasure that reaches a memory retention forgot (and buried) before takes its tombstone over: it
         holds the same content, and it is now an erasure's, which a replay carries (a forget's it repeats).
         Whether the tombstone was a forget's and is now the erasure's."""
@@ -576,8 +593,9 @@ class ShardTx:
         if found is None or not str(found[0]).startswith(FORGOTTEN_PREFIX):
             return False
         self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
-                    target_id=tombstone_id, old={"reason": found[0]}, new={"reason": reason})
-        self._db.execute("UPDATE tombstones SET reason=?, at=? WHERE tombstone_id=?", (reason, at, tombstone_id))
+                    target_id=tombstone_id, old={"reason": found[0]}, new={"reason": reason, "erasure_id": erasure_id})
+        self._db.execute("UPDATE tombstones SET reason=?, at=?, erasure_id=? WHERE tombstone_id=?",
+                         (reason, at, erasure_id, tombstone_id))
         return True
 
     def forgotten_rows(self, memory_ids: Sequence[str]) -> list[MemoryRow]:
@@ -906,12 +924,14 @@ class ShardTx:
         return "restored"
 
     def erased(self, scope: Scope, memory_id: str) -> bool:
-        """``memory_id`` is a memory of the scope's user that an erasure (not retention) removed."""
+        """``memory_id`` is a memory of the scope's user that an erasure (not retention) removed (or, in a
+        replay, one not stored that an erasure the replay has not reached yet removes)."""
         return self._erased_of(_home(scope), memory_id)
 
     def _erased_of(self, home: Sequence[str], memory_id: str) -> bool:
         found = self._db.execute(
-            "SELECT reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? AND user_id=?",
+            "SELECT reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? AND user_id=? "
+            "AND (pending=0 OR NOT EXISTS (SELECT 1 FROM memories m WHERE m.memory_id=tombstones.memory_id))",
             (memory_id, *home)).fetchall()
         return any(not str(r[0]).startswith(FORGOTTEN_PREFIX) for r in found)
 
@@ -966,7 +986,7 @@ class ShardTx:
                  scope.user_id, scope.agent_id, decision, step, _json(dict(inputs)), reason, at))
 
     def _erased_among(self, memory_ids: Sequence[str]) -> bool:
-        """One of ``memory_ids`` is not stored and an erasure (not a forget) buried it."""
+        """One of ``memory_ids`` is not stored and an erasure (not a forget) buried it (or, in a replay, will)."""
         return any(self._db.execute(
             f"SELECT 1 FROM tombstones t WHERE t.memory_id IN ({_marks(chunk)}) AND t.reason NOT LIKE ? "
             "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.memory_id = t.memory_id) LIMIT 1",

@@ -19,11 +19,13 @@ def _require_empty(target: Path) -> None:
         raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
 
 
-def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True) -> int:
+def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pending: bool = False) -> int:
     """``source``'s tombstones and guard keys, into the target's shards (routed by home): an erasure made
     before the replay's start point, or whose records no longer open, still refuses its content. A forget's
     tombstones only with ``forgets``: a replay from the log's start repeats the forget (its control event is on
     the log, its records still open) and makes them again, after the turns they bury, as the source did.
+    ``pending`` (a replay from the log's start): an erasure's tombstones refuse nothing until the replay applies
+    that erasure again, so what the source admitted before it, it admits too.
     Returns how many tombstones were carried."""
     tombstones, keys = erasure_rows(source)
     if not forgets:
@@ -40,7 +42,7 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True) -> i
             for home, key in shard_keys:
                 tx.carry_guard_key(home, key)
             for row in shard_tombstones:
-                tx.carry_tombstone(row, at=at)
+                tx.carry_tombstone(row, at=at, pending=pending)
     return len(tombstones)
 
 
@@ -78,7 +80,8 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
         if cache is not None:
             copy_llm_cache(cache, deployment.shards)
         if (source / "shards").exists():
-            carry_erasures(source, deployment.shards, forgets=bool(from_offset or from_time))
+            partial = bool(from_offset or from_time)
+            carry_erasures(source, deployment.shards, forgets=partial, pending=not partial)
         if progress:
             progress("events", len(records))
         processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress)

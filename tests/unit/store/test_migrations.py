@@ -151,3 +151,12 @@ def test_version_13_moves_each_edges_evidence_into_its_table_and_counts_it(tmp_p
         ("e1", "m1"), ("e1", "m2"), ("e1", "m3"), ("e4", "m1")]
     conn.execute("DELETE FROM graph_edges WHERE edge_id='e1'")  # an edge's evidence goes with it
     assert conn.execute("SELECT COUNT(*) FROM graph_edge_evidence WHERE edge_id='e1'").fetchone()[0] == 0
+
+
+def test_version_14_keeps_every_tombstone_active_and_naming_no_erasure(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    _at_version(conn, 13)
+    conn.execute("INSERT INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, value_hash, normalised_text, "
+                 "reason, at, memory_id) VALUES ('t1', 't', 'w', 'u', 'h', '', 'session erased: asked', 'then', 'm1')")
+    assert migrate(conn) == LATEST_VERSION
+    assert conn.execute("SELECT erasure_id, pending FROM tombstones").fetchall() == [(None, 0)]

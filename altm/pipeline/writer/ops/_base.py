@@ -67,7 +67,7 @@ def as_json(value: Any) -> str:
 def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow:
     """The stored row of a memory the proposal acts on, refused when missing or of another scope home."""
     row = tx.memory_row(memory_id)
-    if row is None and tx.tombstone_of_memory(p.scope, memory_id) is not None:
+    if row is None and tx.tombstone_of_memory(p.scope, memory_id, pending=True) is not None:
         raise Erased(f"{what} {memory_id} was erased")
     if row is None:
         raise Rejection(f"{what} {memory_id} is not in this shard", code="unknown_target")

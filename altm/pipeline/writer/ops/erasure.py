@@ -15,8 +15,10 @@ from altm.store import MemoryRow, ShardTx, row_to_memory
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
     erasure, scope = p.erasure, p.scope
+    tx.activate_tombstones(p.event_id, at=ctx.now)  # a replay carried them: they hold from here, as in the source
     seeds = tx.erasure_seeds(scope, erasure)
-    if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "") is not None:
+    if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "",
+                                                                           pending=True) is not None:
         raise Erased(f"memory {erasure.memory_id} was erased already")
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
@@ -35,12 +37,12 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             messages.append(row)
         if mid in seeds or not _swept(row, doomed):
             buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
-                               keys=ctx.guard_keys))
+                               keys=ctx.guard_keys, erasure_id=p.event_id))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     left = _messages_left(tx, messages, p, ctx)
     for row in tx.forgotten_rows(forgotten):  # an id tombstone: a forget that named it still holds in a replay
         buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
-                           keys=ctx.guard_keys))
+                           keys=ctx.guard_keys, erasure_id=p.event_id))
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     gone = sorted(doomed | set(forgotten))
     tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)

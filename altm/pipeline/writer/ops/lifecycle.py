@@ -84,10 +84,10 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
 
 
 def _erased(tx: ShardTx, p: ForgetProposal, memory_id: str) -> bool:
-    """The memory is not stored and an erasure (not a forget) buried it."""
+    """The memory is not stored and an erasure (not a forget) buried it (or, in a replay, will)."""
     if tx.has_memory(memory_id):
         return False
-    tombstone = tx.tombstone_of_memory(p.scope, memory_id)
+    tombstone = tx.tombstone_of_memory(p.scope, memory_id, pending=True)
     return tombstone is not None and not tombstone[1].startswith(FORGOTTEN_PREFIX)
 
 
