@@ -374,7 +374,14 @@ class ShardTx:
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
             "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
             "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? "
-            "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified')", [*_home(scope), scope.agent_id])]
+            "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified') ORDER BY memory_id",
+            [*_home(scope), scope.agent_id])]
+
+    def capsules(self, scope: Scope) -> list[MemoryRow]:
+        """The agent's session capsules (L1)."""
+        return [memory_row(r) for r in self._db.execute(
+            "SELECT * FROM memories WHERE layer='L1' AND kind='capsule' AND tenant_id=? AND workspace_id=? "
+            "AND user_id=? AND agent_id=? ORDER BY memory_id", [*_home(scope), scope.agent_id])]
 
     def signal_seen(self, signal: LifecycleSignal) -> bool:
         return self._db.execute(

@@ -40,7 +40,10 @@ async def test_erased_guarded_and_rejected_material_is_absent(settings: Settings
         derived = [r for r in app.list_memories(SCOPE, limit=500)
                    if r["layer"] != "L0" and "store passwords in the wiki" in r["content"]
                    and "Don't" not in r["content"] and "Instead" not in r["content"]]
-        assert derived == []  # the guard refused every derived re-assertion
+        # the guard refused every derived re-assertion; the capsule quoting it is held for review, naming it
+        assert [(r["layer"], r["trust_status"]) for r in derived] in ([], [("L1", "uncertain")]), derived
+        reviewed = {m["memory_id"]: str(m["trust_reason"]) for m in app.review_queue(SCOPE)["memories"]}
+        assert all("re-asserts anti-pattern" in reviewed[r["memory_id"]] for r in derived)
         with pytest.raises(NotFound):
             app.drilldown(marker, SCOPE)
         rejected = [r for s in rt.shards.existing() for r in s._db.execute(

@@ -83,9 +83,10 @@ many and this share of the shorter text's terms."""
 
 @dataclass(frozen=True)
 class GuardVerdict:
-    record_id: str
+    record_id: str  # the tombstone or the anti-pattern it matched
     reason: str
     action: Literal["refuse", "flag"] = "refuse"
+    anti_pattern: bool = False  # it re-asserts an anti-pattern (not: it matches erased content)
 
 
 _CLAUSE = re.compile(r"[;,:.!?]|\b(?:but|while|whereas|which|although|though)\b", re.IGNORECASE)
@@ -303,6 +304,14 @@ class WriteGuard:
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
+    def reasserts(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+        """Only the anti-pattern half of :meth:`check` (a stored memory judged again when an anti-pattern is
+        stored after it)."""
+        try:
+            return self._anti_pattern(tx, mem)
+        except Exception as exc:  # fail closed, as check does
+            raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
+
     def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         """Refused (or held) when it re-asserts a stored anti-pattern. Not judged: raw messages, anti-patterns
         themselves, and a failed outcome: "I tried X and it locked the table" is the evidence why X is an
@@ -322,13 +331,14 @@ class WriteGuard:
                 continue
             why = attrs.get("why_bad") or "no reason recorded"
             if matches(mem.content, pattern, self.threshold):
-                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why})")
+                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why})", anti_pattern=True)
             found = reassertion(mem.content, pattern, meaning)
             if found is not None and found[0] == "refuse":
-                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why}; {found[1]})")
+                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why}; {found[1]})",
+                                    anti_pattern=True)
             if found is not None and flagged is None:
                 flagged = GuardVerdict(mid, f"may re-assert anti-pattern {mid} ({pattern!r}: {why}; {found[1]})",
-                                       action="flag")
+                                       action="flag", anti_pattern=True)
         return flagged
 
 

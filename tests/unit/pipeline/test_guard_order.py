@@ -29,17 +29,37 @@ async def _stored(settings: Settings, *phases: list[TurnEvent]) -> Settings:
     return s
 
 
+_HELD = ("SELECT trust_status, trust_reason FROM memories WHERE layer='L1' AND content LIKE '%PostgreSQL%' "
+         "AND content LIKE '%decided%'")
+
+
 async def test_a_capsule_of_a_session_that_began_before_the_anti_pattern_is_still_guarded(
         settings: Settings) -> None:
     """Session s1 begins at T0+1, the anti-pattern is stated (s0) at T0+2, and s1 re-asserts it at T0+3:
-    the L2 atom is refused, but s1's L1 capsule (valid_from = its first message, T0+1) quotes the
-    re-assertion under Decisions and is stored, since the anti-pattern is not 'stated before' T0+1."""
+    the L2 atom is refused, and s1's L1 capsule (valid_from = its first message, T0+1), which quotes the
+    re-assertion under Decisions, is held for review naming the anti-pattern (it was stored unguarded, since
+    the anti-pattern is not 'stated before' T0+1). A capsule is held, not refused: it summarises messages
+    that are stored anyway, and whether it or the anti-pattern reaches the writer first depends on batching
+    (see the next test)."""
     s = await _stored(settings, [make_turn(1, "Let's plan the billing service migration."),
                                  make_turn(2, ANTI, session="s0")],
                       [make_turn(3, REASSERT)])
-    capsules = rows(s.data_dir, "SELECT content FROM memories WHERE layer='L1' AND content LIKE '%PostgreSQL%' "
-                                "AND content LIKE '%decided%'")
-    assert capsules == [], capsules
+    capsules = rows(s.data_dir, _HELD)
+    assert [c["trust_status"] for c in capsules] == ["uncertain"], capsules
+    assert "re-asserts anti-pattern" in str(capsules[0]["trust_reason"])
+    assert rows(s.data_dir, "SELECT 1 FROM memories WHERE layer='L2' AND kind='decision'") == []
+
+
+async def test_a_capsule_stored_before_the_anti_pattern_is_held_when_it_comes(settings: Settings) -> None:
+    """The same capsule, stored before the anti-pattern it re-asserts (the session came first): held for
+    review once the anti-pattern is stored, exactly as when the anti-pattern came first."""
+    first = await _stored(settings.model_copy(update={"data_dir": settings.data_dir / "capsule-first"}),
+                          [make_turn(3, REASSERT)], [make_turn(2, ANTI, session="s0")])
+    later = await _stored(settings.model_copy(update={"data_dir": settings.data_dir / "anti-pattern-first"}),
+                          [make_turn(2, ANTI, session="s0")], [make_turn(3, REASSERT)])
+    held = rows(first.data_dir, _HELD)
+    assert [c["trust_status"] for c in held] == ["uncertain"], held
+    assert held == rows(later.data_dir, _HELD)
 
 
 async def test_a_backdated_turn_that_arrives_after_the_anti_pattern_is_refused(settings: Settings) -> None:

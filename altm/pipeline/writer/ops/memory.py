@@ -21,12 +21,13 @@ _KEPT_ON_UPDATE = (
 def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Applied:
     mem = p.memory
     flag = _validate(tx, mem, ctx)
-    new_row = memory_to_row(mem, datetime.fromisoformat(ctx.now))
+    fresh = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
-    if old_row is not None:
-        new_row = carry_over(new_row, old_row, _KEPT_ON_UPDATE)
+    new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
     if flag is not None:
         _held_for_review(new_row, flag)
+    elif _is_capsule(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
+        new_row = carry_over(new_row, fresh, _TRUST)
     also: list[MemoryUnit] = []
     if old_row is None:
         if mem.layer is Layer.L0:
@@ -43,7 +44,34 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
                 "different content", code="conflict"
             )
         tx.update_memory(old_row, new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    if mem.kind.value == "anti_pattern":
+        also += _capsules_judged_again(tx, p, ctx)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
+
+
+_TRUST = ("trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id")
+
+
+def _is_capsule(mem: MemoryUnit) -> bool:
+    return mem.layer is Layer.L1 and mem.kind.value == "capsule"
+
+
+def _capsules_judged_again(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """A capsule that re-asserts an anti-pattern is held for review (see :func:`_validate`) whether it was
+    stored before the anti-pattern or after: fold and extract are separate stages, so which of the two reaches
+    the writer first depends on batching (a replay's differs from the source's), and the state may not. When an
+    anti-pattern is stored, the agent's capsules are judged again against every stored anti-pattern."""
+    changed: list[MemoryUnit] = []
+    for row in tx.capsules(p.memory.scope):
+        verdict = ctx.guard.reasserts(tx, row_to_memory(row))
+        if verdict is None:
+            continue
+        held: MemoryRow = {**row}
+        _held_for_review(held, verdict)
+        if comparable(held) != comparable(row):
+            tx.update_memory(row, held, at=ctx.now, proposal_id=p.event_id, actor="writer")
+            changed.append(row_to_memory(held))
+    return changed
 
 
 GUARD_HOLD = "write guard: "
@@ -86,8 +114,10 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | No
     if (tombstone := erased_itself(tx, mem)) is not None:
         raise Erased(f"memory {mem.memory_id} was erased (tombstone {tombstone})")
     verdict = ctx.guard.check(tx, mem)
-    if verdict is not None and verdict.action == "refuse":
+    if verdict is not None and verdict.action == "refuse" and not (_is_capsule(mem) and verdict.anti_pattern):
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
+    # a capsule re-asserting an anti-pattern is held, not refused: it summarises messages that are stored
+    # anyway, and a refusal could not be made whichever of the two was stored first (_capsules_judged_again)
     return verdict
 
 
