@@ -352,16 +352,18 @@ class ShardTx:
             f"VALUES ({', '.join('?' for _ in TOMBSTONE_COLUMNS)}, ?)",
             [*(row.get(c) for c in TOMBSTONE_COLUMNS), int(waits)])
 
-    def activate_tombstones(self, erasure_id: str, *, at: str) -> int:
+    def activate_tombstones(self, erasure_id: str, *, at: str) -> list[str]:
         """The tombstones carried pending for the erasure ``erasure_id`` refuse their content from now on (the
-        erasure is being applied). Returns how many."""
-        ids = [str(r[0]) for r in self._db.execute(
-            "SELECT tombstone_id FROM tombstones WHERE erasure_id=? AND pending=1", (erasure_id,))]
-        for tid in ids:
+        erasure is being applied). Returns the ids of the memories they bury (in a replay that could not open
+        their records, the erasure meets none of them otherwise)."""
+        found = self._db.execute(
+            "SELECT tombstone_id, memory_id FROM tombstones WHERE erasure_id=? AND pending=1", (erasure_id,)
+        ).fetchall()
+        for tid, _ in found:
             self._audit(at=at, proposal_id=erasure_id, actor="writer", action="update", table="tombstones",
                         target_id=tid, old={"pending": True}, new={"pending": False})
         self._db.execute("UPDATE tombstones SET pending=0 WHERE erasure_id=? AND pending=1", (erasure_id,))
-        return len(ids)
+        return sorted({str(m) for _, m in found if m is not None})
 
     def existing_guard_key(self, home: str) -> bytes | None:
         """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""
@@ -732,39 +734,50 @@ class ShardTx:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
         whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
         the others lose the erased memories from their evidence and weight;
-        the payloads of rejected proposals about them and the inputs of held actions that name them are
-        replaced by their hashes, and the governance events of decisions that name them go (a replay records
-        no such decision: its part about the erased memories cannot be rebuilt). Audited, values redacted."""
+        the payloads of rejected proposals about them are replaced by their hashes, and the held actions and
+        the governance events of decisions that name them go (a replay holds and records none of them: their
+        part about the erased memories cannot be rebuilt). Audited, values redacted."""
         if not erased:
             return
         db = self._db
         self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True)
-        user = "tenant_id=? AND workspace_id=? AND user_id=?"
-        rejections: list[tuple[str, str, str, str, str, Sequence[object]]] = [
-            ("rejections", "rejection_id", "memory_id", "payload", f"rejection_id IN ({_marks(chunk)})", chunk)
-            for chunk in _chunks(self._rejections_about(sorted(erased), str(home[2])))]
-        for table, key, ids, column, where, args in (  # fixed names; values are bound
-            *rejections,
-            ("held_actions", "action_id", "target_ids", "inputs", user, home),
-        ):
-            for row_id, named_ids, text in db.execute(
-                    f"SELECT {key}, {ids}, {column} FROM {table} WHERE {where}", args).fetchall():
+        for chunk in _chunks(self._rejections_about(sorted(erased), str(home[2]))):
+            for row_id, memory_id, text in db.execute(
+                    f"SELECT rejection_id, memory_id, payload FROM rejections WHERE rejection_id IN ({_marks(chunk)})",
+                    chunk).fetchall():
                 value = str(text or "")
                 if not value or value.startswith('{"redacted_sha256"'):
                     continue
-                if not any(mid in value or mid in str(named_ids or "") for mid in erased):
+                if not any(mid in value or mid in str(memory_id or "") for mid in erased):
                     continue
                 digest = {"redacted_sha256": sha256_hex(value)}
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table=table,
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table="rejections",
                             target_id=str(row_id), old=digest, new=digest)
-                db.execute(f"UPDATE {table} SET {column}=? WHERE {key}=?", (orjson.dumps(digest).decode(), row_id))
+                db.execute("UPDATE rejections SET payload=? WHERE rejection_id=?",
+                           (orjson.dumps(digest).decode(), row_id))
+        self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
 
+    def _drop_held_actions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
+        """The user's held actions that name an erased memory (a replay holds no such action: it never meets
+        the erased memory), audited (values redacted); their decisions go with them (they name the targets)."""
+        for r in self._db.execute("SELECT * FROM held_actions WHERE tenant_id=? AND workspace_id=? AND user_id=?",
+                                  home).fetchall():
+            if not set(_MEMORY_ID.findall(f"{r['target_ids'] or ''} {r['inputs'] or ''}")) & erased:
+                continue
+            self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="held_actions",
+                        target_id=str(r["action_id"]), old=redacted(dict(r)), new=None)
+            self._db.execute("DELETE FROM held_actions WHERE action_id=?", (r["action_id"],))
+
     def _drop_decisions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
-        """Every step of the user's decisions whose inputs name an erased memory, audited (values redacted)."""
+        """Every step of the user's decisions whose inputs or reasons name an erased memory, and of the rollbacks
+        of those decisions (a rollback's record counts what it restored), audited (values redacted)."""
         rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=?",
                                 home).fetchall()
-        doomed = {str(r["decision_id"]) for r in rows if set(_MEMORY_ID.findall(str(r["inputs"] or ""))) & erased}
+        doomed = {str(r["decision_id"]) for r in rows
+                  if set(_MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")) & erased}
+        doomed |= {str(r["decision_id"]) for r in rows if r["decision"] == "rollback"
+                   and str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
         for r in rows:
             if str(r["decision_id"]) in doomed:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="governance_events",
@@ -982,7 +995,7 @@ class ShardTx:
         """Record the steps (evaluated → decided → applied/held/rolled_back) of an autonomous decision,
         each once, with its inputs and reason. Not one that names a memory an erasure removed (a replay meets
         such a decision again after the erasure, which deleted its record: see :meth:`_scrub_references`)."""
-        named = sorted(set(_MEMORY_ID.findall(_json(dict(inputs)))))
+        named = sorted(set(_MEMORY_ID.findall(" ".join([_json(dict(inputs)), *(reason for _, reason in steps)]))))
         if named and self._erased_among(named):
             return
         for step, reason in steps:
@@ -993,9 +1006,11 @@ class ShardTx:
                  scope.user_id, scope.agent_id, decision, step, _json(dict(inputs)), reason, at))
 
     def _erased_among(self, memory_ids: Sequence[str]) -> bool:
-        """One of ``memory_ids`` is not stored and an erasure (not a forget) buried it (or, in a replay, will)."""
+        """One of ``memory_ids`` is not stored and an erasure (not a forget) buried it. Not one a replay has not
+        reached yet: the decision was recorded in the source, and that erasure removes its record again."""
         return any(self._db.execute(
-            f"SELECT 1 FROM tombstones t WHERE t.memory_id IN ({_marks(chunk)}) AND t.reason NOT LIKE ? "
+            f"SELECT 1 FROM tombstones t WHERE t.memory_id IN ({_marks(chunk)}) AND t.pending=0 "
+            "AND t.reason NOT LIKE ? "
             "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.memory_id = t.memory_id) LIMIT 1",
             [*chunk, f"{FORGOTTEN_PREFIX}%"]).fetchone() for chunk in _chunks(memory_ids))
 

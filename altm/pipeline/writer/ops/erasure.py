@@ -15,7 +15,8 @@ from altm.store import MemoryRow, ShardTx, row_to_memory
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
     erasure, scope = p.erasure, p.scope
-    tx.activate_tombstones(p.event_id, at=ctx.now)  # a replay carried them: they hold from here, as in the source
+    # a replay carried them: they hold from here, as in the source, and what they bury counts as erased here
+    activated = tx.activate_tombstones(p.event_id, at=ctx.now)
     seeds = tx.erasure_seeds(scope, erasure)
     if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "",
                                                                            pending=True) is not None:
@@ -44,7 +45,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
                            keys=ctx.guard_keys, erasure_id=p.event_id))
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
-    gone = sorted(doomed | set(forgotten))
+    gone = sorted(doomed | set(forgotten) | set(activated))
     tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
     tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
