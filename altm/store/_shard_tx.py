@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import orjson
 
@@ -755,8 +755,29 @@ class ShardTx:
                             target_id=str(row_id), old=digest, new=digest)
                 db.execute("UPDATE rejections SET payload=? WHERE rejection_id=?",
                            (orjson.dumps(digest).decode(), row_id))
+        self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
+
+    _SUPERSESSION = ("superseded_by", "superseded_at", "valid_to", "lc_state")
+
+    def _release_superseded(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
+        """Memories an erased one superseded or merged into itself are as they were before (from the audit of
+        the update that superseded them; a replay never meets the erased memory, so it never supersedes them):
+        a duplicate stayed merged into an erased canonical, out of recall."""
+        for chunk in _chunks(sorted(erased)):
+            for r in self._db.execute(
+                    f"SELECT * FROM memories WHERE superseded_by IN ({_marks(chunk)}) AND tenant_id=? "
+                    "AND workspace_id=? AND user_id=?", [*chunk, *home]).fetchall():
+                row = memory_row(r)
+                before = self._db.execute(
+                    "SELECT old_value FROM audit_log WHERE target_table='memories' AND target_id=? "
+                    "AND action='update' AND redacted=0 AND json_extract(new_value, '$.superseded_by')=? "
+                    "AND COALESCE(json_extract(old_value, '$.superseded_by'), '') != ? ORDER BY audit_id DESC LIMIT 1",
+                    (row["memory_id"], row["superseded_by"], row["superseded_by"])).fetchone()
+                old: dict[str, Any] = orjson.loads(before[0]) if before else {"lc_state": "active"}
+                released = cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
+                self.update_memory(row, released, at=at, proposal_id=proposal_id, actor="writer")
 
     def _drop_held_actions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """The user's held actions that name an erased memory (a replay holds no such action: it never meets
