@@ -352,6 +352,19 @@ class ShardTx:
             f"VALUES ({', '.join('?' for _ in TOMBSTONE_COLUMNS)}, ?)",
             [*(row.get(c) for c in TOMBSTONE_COLUMNS), int(waits)])
 
+    def unbury_forgotten(self, scope: Scope, memory_ids: Sequence[str], *, at: str, proposal_id: str) -> None:
+        """The tombstones retention left of ``memory_ids`` (restored by a rollback) go, audited; an erasure's
+        stay."""
+        for chunk in _chunks(memory_ids):
+            where = (f"memory_id IN ({_marks(chunk)}) AND reason LIKE ? AND tenant_id=? AND workspace_id=? "
+                     "AND user_id=?")
+            args = [*chunk, f"{FORGOTTEN_PREFIX}%", *_home(scope)]
+            for tid, mid, reason in self._db.execute(
+                    f"SELECT tombstone_id, memory_id, reason FROM tombstones WHERE {where}", args).fetchall():
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="delete", table="tombstones",
+                            target_id=str(tid), old={"memory_id": mid, "reason": reason}, new=None)
+            self._db.execute(f"DELETE FROM tombstones WHERE {where}", args)
+
     def activate_tombstones(self, erasure_id: str, *, at: str) -> list[str]:
         """The tombstones carried pending for the erasure ``erasure_id`` refuse their content from now on (the
         erasure is being applied). Returns the ids of the memories they bury (in a replay that could not open

@@ -181,6 +181,8 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
         elif a.table == "memories" and a.old is not None:
             restored.append(row_to_memory(a.old))
     decision = steps[0][0]
+    # a forget's tombstones of what it restored go (the guard refused every later version of them)
+    tx.unbury_forgotten(scope, [m.memory_id for m in restored], at=ctx.now, proposal_id=p.event_id)
     tx.record_decision(p.event_id, scope, "rollback", [("applied", undo.reason)],
                        {"decision_id": undo.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
