@@ -747,9 +747,9 @@ class ShardTx:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
         whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
         the others lose the erased memories from their evidence and weight;
-        the payloads of rejected proposals about them are replaced by their hashes, and the held actions and
-        the governance events of decisions that name them go (a replay holds and records none of them: their
-        part about the erased memories cannot be rebuilt). Audited, values redacted."""
+        the rejected proposals about them (of one, or citing one), the held actions and the governance events
+        of decisions that name them go (a replay refuses, holds and records none of them: it never meets the
+        erased memories, or voids what derives from them). Audited, values redacted."""
         if not erased:
             return
         db = self._db
@@ -759,15 +759,11 @@ class ShardTx:
                     f"SELECT rejection_id, memory_id, payload FROM rejections WHERE rejection_id IN ({_marks(chunk)})",
                     chunk).fetchall():
                 value = str(text or "")
-                if not value or value.startswith('{"redacted_sha256"'):
-                    continue
                 if not any(mid in value or mid in str(memory_id or "") for mid in erased):
                     continue
-                digest = {"redacted_sha256": sha256_hex(value)}
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="redact", table="rejections",
-                            target_id=str(row_id), old=digest, new=digest)
-                db.execute("UPDATE rejections SET payload=? WHERE rejection_id=?",
-                           (orjson.dumps(digest).decode(), row_id))
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="rejections",
+                            target_id=str(row_id), old={"redacted_sha256": sha256_hex(value)}, new=None)
+                db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
         self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
