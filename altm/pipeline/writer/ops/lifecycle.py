@@ -59,7 +59,8 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     forgotten: list[str] = []
     buried: list[BuriedContent] = []
     for mid in retention.memory_ids:
-        if _erased(tx, p, mid):  # gone either way (a replay after the erasure of its session never had it)
+        # erased, so gone either way (a replay after the erasure of its session never had it)
+        if not tx.has_memory(mid) and tx.erased(p.scope, mid):
             forgotten.append(mid)
             continue
         row = target_row(tx, p, mid, "memory to forget")
@@ -81,14 +82,6 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired, buried=tuple(buried))
-
-
-def _erased(tx: ShardTx, p: ForgetProposal, memory_id: str) -> bool:
-    """The memory is not stored and an erasure (not a forget) buried it (or, in a replay, will)."""
-    if tx.has_memory(memory_id):
-        return False
-    tombstone = tx.tombstone_of_memory(p.scope, memory_id, pending=True)
-    return tombstone is not None and not tombstone[1].startswith(FORGOTTEN_PREFIX)
 
 
 def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
