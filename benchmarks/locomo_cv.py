@@ -42,6 +42,7 @@ from benchmarks.locomo import (
     DEFAULT_DATA,
     IngestedConversation,
     aggregate,
+    embedder_stamp,
     ingested_conversation,
     load_samples,
     normalise_gold,
@@ -271,7 +272,7 @@ def main() -> None:
     out = {
         "config": config_stamp(benchmark="locomo_cv", preset=args.preset, search=PRESETS[args.preset].model_dump(),
                                axes={a: list(v) for a, v in AXES.items()}, objective=OBJECTIVE,
-                               passes=args.passes, embedder="all-MiniLM-L6-v2-onnx-int8 (local)", model=None,
+                               passes=args.passes, embedder=embedder_stamp(), model=None,
                                dataset=str(args.data), dataset_sha256=file_sha256(args.data),
                                conversations=[s["sample_id"] for s in samples],
                                limit_questions=args.limit_questions),

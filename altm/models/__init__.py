@@ -3,6 +3,7 @@ MiniLM embedder, and no model at all."""
 
 from altm.models._base import ChatModel, EmbeddingModel, NoChat, Structured, prompt_hash
 from altm.models._cache import LLMCache, MemoryLLMCache
+from altm.models._e5 import LocalE5Small, shared_local_e5
 from altm.models._local import EmbedderError, LocalMiniLM, shared_local_minilm
 from altm.models._openai import OpenAIChat, OpenAIEmbeddings
 from altm.models._settings import LLMSettings, ModelTask, all_task_settings, task_settings, unconfigured
@@ -13,6 +14,7 @@ __all__ = [
     "EmbeddingModel",
     "LLMCache",
     "LLMSettings",
+    "LocalE5Small",
     "LocalMiniLM",
     "MemoryLLMCache",
     "ModelTask",
@@ -22,6 +24,7 @@ __all__ = [
     "Structured",
     "all_task_settings",
     "prompt_hash",
+    "shared_local_e5",
     "shared_local_minilm",
     "task_settings",
     "unconfigured",

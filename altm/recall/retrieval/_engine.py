@@ -175,7 +175,7 @@ class Retriever:
         if self.embedding is None or self.vectors is None:
             return []
         with span("recall.nearest"):  # on the helper thread, beside the word channels
-            (vec,) = self.embedding.embed([query])
+            vec = self.embedding.embed_query(query)
             return self.vectors.search_any(vec, vector_filters(policy), limit)
 
     @staticmethod
