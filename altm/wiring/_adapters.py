@@ -208,7 +208,7 @@ def open_embedding(settings: Settings, llm_settings: dict[ModelTask, LLMSettings
     if settings.embedder == "none":
         return None
     if settings.embedder == "local":
-        return shared_local_minilm()
+        return shared_local_minilm(fold_weights=settings.embedder_weights == "float32")
     if settings.embedder == "e5":
         return shared_local_e5()
     raise WiringError(f"unknown embedder {settings.embedder!r}; expected 'local', 'e5' or 'none'")
@@ -219,7 +219,9 @@ def guard_similarity(settings: Settings) -> EmbeddingSimilarity | None:
     default, or ``e5``: the guard's thresholds are MiniLM's), else none (the guard then judges on canonical
     terms alone). Never a remote model: the writer must not wait on
     the network inside its transaction, and its decisions must replay the same."""
-    return EmbeddingSimilarity(shared_local_minilm()) if settings.embedder in ("local", "e5") else None
+    if settings.embedder not in ("local", "e5"):
+        return None
+    return EmbeddingSimilarity(shared_local_minilm(fold_weights=settings.embedder_weights == "float32"))
 
 
 def open_models(settings: Settings, shards: ShardSet,
