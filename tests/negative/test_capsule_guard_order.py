@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import running
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
@@ -31,8 +30,4 @@ async def test_a_capsule_re_asserting_an_anti_pattern_replays_to_the_same_state(
     held = rows(s.data_dir, "SELECT trust_status FROM memories WHERE layer='L1' AND session_id='s1'")
     assert [r["trust_status"] for r in held] == ["uncertain"], held
     assert rows(s.data_dir, "SELECT 1 FROM rejections WHERE memory_id IN (SELECT memory_id FROM memories)") == []
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)
+    await replayed_equal(s, tmp_path / "replayed")

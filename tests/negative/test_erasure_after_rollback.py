@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from altm.core import Role, Settings, TurnEvent
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0
 
@@ -46,8 +45,4 @@ async def test_a_rollback_before_an_erasure_replays_to_the_same_state(settings: 
             await app.erase(SCOPE, "session", session_id="s2")
         await rt.run_until_idle()
     assert rows(s.data_dir, "SELECT 1 FROM memories WHERE session_id='s1'") != []  # the rollback restored it
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)
+    await replayed_equal(s, tmp_path / "replayed")

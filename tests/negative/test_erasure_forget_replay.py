@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from altm.core import FORGOTTEN_PREFIX, Settings
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 
@@ -44,10 +43,6 @@ async def test_a_replay_after_erasing_a_session_a_forget_covered_forgets_the_res
     for r in forgotten:
         if r["s"] == "s1":
             assert not reasons[str(r["target_id"])].startswith(FORGOTTEN_PREFIX)
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
+    target_dir = await replayed_equal(s, tmp_path / "replayed")
     stored = {str(r["memory_id"]) for r in rows(target_dir, "SELECT memory_id FROM memories")}
     assert not stored & {str(r["target_id"]) for r in forgotten}  # s2's forgotten memories stay forgotten
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)

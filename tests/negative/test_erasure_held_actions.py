@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from altm.core import Settings
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 
@@ -31,8 +30,4 @@ async def test_a_replay_after_erasing_a_session_a_held_action_names_rebuilds_the
         await rt.run_until_idle()
     assert rows(s.data_dir, "SELECT 1 FROM held_actions") == []
     assert rows(s.data_dir, "SELECT 1 FROM governance_events WHERE inputs LIKE '%dark mode%'") == []
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)
+    await replayed_equal(s, tmp_path / "replayed")

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 
@@ -26,8 +25,4 @@ async def test_a_memory_merged_into_an_erased_one_is_released(settings: Settings
         await rt.run_until_idle()
     left = rows(s.data_dir, "SELECT lc_state, superseded_by FROM memories WHERE layer='L2' AND session_id='s2'")
     assert left == [{"lc_state": "active", "superseded_by": None}]
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)
+    await replayed_equal(s, tmp_path / "replayed")

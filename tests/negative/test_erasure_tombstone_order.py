@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, make_turn
 
@@ -30,10 +29,6 @@ async def test_a_replay_admits_what_the_source_admitted_before_an_erasure(settin
         await rt.run_until_idle()
     kept = rows(s.data_dir, "SELECT session_id FROM memories WHERE layer='L0' AND content LIKE '%ZEBRA-4471%'")
     assert [r["session_id"] for r in kept] == ["s1"]  # the copy said before stays; the one after is refused
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
+    target_dir = await replayed_equal(s, tmp_path / "replayed")
     again = rows(target_dir, "SELECT session_id FROM memories WHERE layer='L0' AND content LIKE '%ZEBRA-4471%'")
     assert [r["session_id"] for r in again] == ["s1"]
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)

@@ -9,9 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from altm.core import Role, Settings, TurnEvent
-from altm.store import state_rows
-from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0
 
@@ -38,8 +37,4 @@ async def test_a_rolled_back_forget_leaves_no_tombstone_of_what_it_restored(sett
     buried = {r["memory_id"] for r in rows(s.data_dir, "SELECT memory_id FROM tombstones")}
     assert kept and not kept & buried
     assert rows(s.data_dir, "SELECT reason FROM rejections") == []  # the capsule folded again is stored
-    target_dir = tmp_path / "replayed"
-    await replay_into(s.data_dir, target_dir, settings=s)
-    source, replayed = state_rows(s.data_dir), state_rows(target_dir)
-    assert {t for t in source if source[t] != replayed[t]} == set()
-    assert state_hash(s.data_dir) == state_hash(target_dir)
+    await replayed_equal(s, tmp_path / "replayed")
