@@ -698,9 +698,8 @@ class ShardTx:
             ):
                 for r in db.execute(f"SELECT * FROM {table} WHERE {where}", [*chunk, *chunk]).fetchall():
                     d = dict(r)
-                    self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
-                                target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"),
-                                old=redacted(d), new=None)
+                    self._erase_row(table, key, d, at=at, proposal_id=proposal_id, delete=False,
+                                    target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"))
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
         self._scrub_references(home, set(memory_ids), at=at, proposal_id=proposal_id)
@@ -739,8 +738,7 @@ class ShardTx:
             for r in self._db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
                 d = dict(r)
                 target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}" if table == "lifecycle_signals" else d[key]
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
-                            target_id=str(target), old=redacted(d), new=None)
+                self._erase_row(table, key, d, at=at, proposal_id=proposal_id, target_id=str(target), delete=False)
             self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
 
     def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
@@ -788,16 +786,22 @@ class ShardTx:
                 released = cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
                 self.update_memory(row, released, at=at, proposal_id=proposal_id, actor="writer")
 
+    def _erase_row(self, table: str, key: str, row: dict[str, Any], *, at: str, proposal_id: str,
+                   target_id: str | None = None, delete: bool = True) -> None:
+        """One row an erasure removes: audited (its value redacted), then deleted by ``key`` unless the caller
+        deletes a whole set of them at once (``delete=False``). ``table`` and ``key`` are fixed names."""
+        self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
+                    target_id=target_id if target_id is not None else str(row[key]), old=redacted(row), new=None)
+        if delete:
+            self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (row[key],))
+
     def _drop_held_actions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """The user's held actions that name an erased memory (a replay holds no such action: it never meets
         the erased memory), audited (values redacted); their decisions go with them (they name the targets)."""
         for r in self._db.execute("SELECT * FROM held_actions WHERE tenant_id=? AND workspace_id=? AND user_id=?",
                                   home).fetchall():
-            if not set(_MEMORY_ID.findall(f"{r['target_ids'] or ''} {r['inputs'] or ''}")) & erased:
-                continue
-            self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="held_actions",
-                        target_id=str(r["action_id"]), old=redacted(dict(r)), new=None)
-            self._db.execute("DELETE FROM held_actions WHERE action_id=?", (r["action_id"],))
+            if set(_MEMORY_ID.findall(f"{r['target_ids'] or ''} {r['inputs'] or ''}")) & erased:
+                self._erase_row("held_actions", "action_id", dict(r), at=at, proposal_id=proposal_id)
 
     def _drop_decisions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """Every step of the user's decisions whose inputs or reasons name an erased memory, and of the rollbacks
@@ -810,9 +814,7 @@ class ShardTx:
                    and str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
         for r in rows:
             if str(r["decision_id"]) in doomed:
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="governance_events",
-                            target_id=str(r["event_id"]), old=redacted(dict(r)), new=None)
-                self._db.execute("DELETE FROM governance_events WHERE event_id=?", (r["event_id"],))
+                self._erase_row("governance_events", "event_id", dict(r), at=at, proposal_id=proposal_id)
 
     _CITED = ("SELECT r.rejection_id, e.value FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN "
               "CASE WHEN json_type(r.payload, '$.memory.evidence') = 'array' THEN "
