@@ -31,10 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from altm.app.stats import freshness
 from altm.core import Role, Scope, TurnEvent
 from altm.core.settings import Settings
-from altm.models import shared_local_minilm
 from altm.store import shard_counts
 from altm.vectors import VectorFilter
-from altm.wiring import open_deployment
+from altm.wiring import open_deployment, open_embedding
 from benchmarks._record import config_stamp, file_sha256, write_record
 from benchmarks.locomo import conversation_turns
 
@@ -197,7 +196,9 @@ def main() -> None:
     if args.rss:
         main_rss(args, turns)
         return
-    embedder = shared_local_minilm()
+    embedder = open_embedding(Settings(), {})  # the model the pipeline runs (ALTM_EMBEDDER, its weights)
+    if embedder is None:
+        sys.exit("ingest.py compares the pipeline with its embedder's raw rate: set ALTM_EMBEDDER=local or e5")
     texts = [t.content for t in turns]
     embedder.embed(texts[:64])
     start = time.perf_counter()

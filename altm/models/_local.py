@@ -62,9 +62,10 @@ class LocalMiniLM(EmbeddingModel):
     """all-MiniLM-L6-v2 (384-dim): WordPiece tokens → ONNX encoder → mean pooling → L2 normalisation.
 
     ``fold_weights=True`` (the default) widens the int8 weights to float32 once at load (onnxruntime's constant
-    folding and memory pattern). ``False`` keeps them int8 (the same vectors, ~60 MiB less resident), and every
-    MatMul then widens its weight at each call: a small batch, such as recall's one query, takes three times as
-    long (20.7 against 6.7 ms on the dev machine)."""
+    folding and memory pattern). ``False`` keeps them int8 (the same vectors, ~75 MiB less resident in
+    ``benchmarks/embed.py``, ~165 MiB at the peak of a 2,000-turn ingest), and every MatMul then widens its
+    weight at each call: a small batch, such as recall's one query, takes two to three times as long (p50
+    22.0 against 10.3 ms in ``embed.py`` on the dev machine)."""
 
     model_id = MINILM_MODEL_ID
     dim = MINILM_DIM

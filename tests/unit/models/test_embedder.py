@@ -8,7 +8,9 @@ import pytest
 from altm.core import Settings
 from altm.models import EmbedderError, LocalMiniLM, shared_local_minilm
 from altm.models import _local as embedder_mod
+from altm.wiring import open_embedded
 from altm.wiring._adapters import guard_similarity, open_embedding
+from tests.support.turns import SCOPE, make_turn
 
 
 def _cos(a: list[float], b: list[float]) -> float:
@@ -59,8 +61,9 @@ def test_weights_kept_int8_give_the_vectors_of_weights_widened_at_load() -> None
 
 
 def test_the_deployment_widens_the_weights_unless_told_to_keep_them_int8(tmp_path: Path) -> None:
-    """Kept int8, every MatMul widens its weight at each call: one recall query took 20.7 ms against 6.7 ms
-    folded (2026-12-03), which doubled LoCoMo's retrieval p95. Folded is the default; ``int8`` saves ~60 MiB."""
+    """Kept int8, every MatMul widens its weight at each call: one recall query took p50 22.0 ms against 10.3 ms
+    widened (2026-12-03), and LoCoMo's retrieval p95 43 against 31 ms. Widened is the default; ``int8`` saves
+    75-165 MiB."""
     default = Settings(data_dir=tmp_path)
     assert default.embedder_weights == "float32"
     model = open_embedding(default, {})
@@ -72,3 +75,22 @@ def test_the_deployment_widens_the_weights_unless_told_to_keep_them_int8(tmp_pat
     assert guard is not None and guard.model is lean  # one session per process and setting
     with pytest.raises(ValueError, match="embedder_weights"):
         Settings(data_dir=tmp_path, embedder_weights="int4")
+
+
+async def test_recall_embeds_its_query_as_a_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asymmetric models (E5) embed a query differently from a memory: recall must ask for a query vector."""
+    asked: list[str] = []
+    original = LocalMiniLM.embed_query
+
+    def spy(self: LocalMiniLM, text: str) -> list[float]:
+        asked.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(LocalMiniLM, "embed_query", spy)
+    async with open_embedded(Settings(data_dir=tmp_path / "d"), llm_settings={}) as deployment:
+        assert deployment.runtime is not None
+        await deployment.runtime.publish([make_turn(1, "The deploy runbook lives in ops/deploy.md.")])
+        await deployment.runtime.run_until_idle()
+        result = deployment.app.search(SCOPE, "s1", "where is the deploy runbook", preset_name="vector")
+    assert asked == ["where is the deploy runbook"]
+    assert result.hits and "vector" in result.hits[0].channels
