@@ -17,7 +17,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     erasure, scope = p.erasure, p.scope
     # a replay carried them: they hold from here, as in the source, and what they bury counts as erased here
     activated = tx.activate_tombstones(p.event_id, at=ctx.now)
-    seeds = tx.erasure_seeds(scope, erasure)
+    # a memory the source erased with it (its tombstone names it), which a replay derived again from what it
+    # could open (the same atom said in another session): it goes here too, as it went there
+    seeds = sorted({*tx.erasure_seeds(scope, erasure), *(m for m in activated if tx.has_memory(m))})
     if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "",
                                                                            pending=True) is not None:
         raise Erased(f"memory {erasure.memory_id} was erased already")
