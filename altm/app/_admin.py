@@ -124,7 +124,8 @@ class AdminService:
 
     async def rollback(self, scope: Scope, decision_id: str, reason: str = "rolled back by an operator") -> Request:
         """Undo one autonomous decision: its rows are restored from the audit log."""
-        rollback = Rollback(decision_id=decision_id, reason=reason)
+        rollback = Rollback(decision_id=decision_id, reason=reason,
+                            names=self.recall.decision_names(scope, decision_id))
         ts = _now()
         event_id = derive_id("ctl", scope.path, "rollback", decision_id, ts.isoformat())
         return await self._request(ControlEvent(

@@ -72,6 +72,10 @@ class RecallService:
             raise NotFound(f"no governance decision {decision_id} in scope {scope.home}")
         return steps
 
+    def decision_names(self, scope: Scope, decision_id: str) -> tuple[str, ...]:
+        """The memories one decision's record names (none when this reader has no record of it)."""
+        return self._governance.names(scope, decision_id)
+
     def inspect(self, scope: Scope, memory_id: str) -> Inspection:
         """A memory with its evidence chain, derived memories, graph neighbourhood and audit history."""
         return self._inspector.inspect(scope, memory_id)

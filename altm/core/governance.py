@@ -154,3 +154,8 @@ class Rollback(BaseModel):
 
     decision_id: str
     reason: str = Field(default="rolled back by an operator", max_length=2000)
+    # the memories the decision's record names, as the request read them: a replay that never meets the
+    # decision (it stood on sessions erased later in the log) tells from them that the erasure removes every
+    # trace of this rollback in the source, and voids it instead of refusing it
+    names: tuple[Annotated[str, StringConstraints(pattern=r"^mem_[0-9a-f]{32}$")], ...] = Field(
+        default=(), max_length=10_000)

@@ -12,6 +12,7 @@ from typing import Any
 from altm.core import Layer, Scope, partition_for
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
+from altm.store._shard_tx import MEMORY_ID
 from altm.store._shardset import ShardSet
 
 Row = dict[str, Any]
@@ -109,6 +110,11 @@ class GovernanceQueries(_Routed):
             "SELECT decision_id, decision, step, reason, inputs, at FROM governance_events WHERE decision_id = ? "
             "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY at, rowid"),  # steps of one moment: as recorded
             [decision_id, scope.tenant_id, scope.workspace_id, scope.user_id])
+
+    def names(self, scope: Scope, decision_id: str) -> tuple[str, ...]:
+        """The memories one decision's record names (its inputs and reasons, as an erasure reads them)."""
+        return tuple(sorted({m for r in self.decision(scope, decision_id)
+                             for m in MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")}))
 
 
 @dataclass(frozen=True)

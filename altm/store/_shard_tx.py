@@ -27,7 +27,7 @@ from altm.store._sql import chunks as _chunks
 from altm.store._sql import marks as _marks
 
 Row = dict[str, Any]
-_MEMORY_ID = re.compile(r"\bmem_[0-9a-f]{32}\b")  # a memory's id in a record's inputs (see derive_id)
+MEMORY_ID = re.compile(r"\bmem_[0-9a-f]{32}\b")  # a memory's id in a record's inputs (see derive_id)
 
 
 def _json(value: Any) -> str:
@@ -800,7 +800,7 @@ class ShardTx:
         the erased memory), audited (values redacted); their decisions go with them (they name the targets)."""
         for r in self._db.execute("SELECT * FROM held_actions WHERE tenant_id=? AND workspace_id=? AND user_id=?",
                                   home).fetchall():
-            if set(_MEMORY_ID.findall(f"{r['target_ids'] or ''} {r['inputs'] or ''}")) & erased:
+            if set(MEMORY_ID.findall(f"{r['target_ids'] or ''} {r['inputs'] or ''}")) & erased:
                 self._erase_row("held_actions", "action_id", dict(r), at=at, proposal_id=proposal_id)
 
     def _drop_decisions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
@@ -809,7 +809,7 @@ class ShardTx:
         rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=?",
                                 home).fetchall()
         doomed = {str(r["decision_id"]) for r in rows
-                  if set(_MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")) & erased}
+                  if set(MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")) & erased}
         doomed |= {str(r["decision_id"]) for r in rows if r["decision"] == "rollback"
                    and str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
         for r in rows:
@@ -980,6 +980,15 @@ class ShardTx:
         replay, one not stored that an erasure the replay has not reached yet removes)."""
         return self._erased_of(_home(scope), memory_id)
 
+    def buried_later(self, scope: Scope, memory_ids: Sequence[str]) -> bool:
+        """One of ``memory_ids`` is not stored and an erasure this replay has not reached yet buries it (its
+        tombstone is carried pending). Never true outside a replay from the log's start."""
+        return any(self._db.execute(
+            f"SELECT 1 FROM tombstones t WHERE t.memory_id IN ({_marks(chunk)}) AND t.pending=1 "
+            "AND t.tenant_id=? AND t.workspace_id=? AND t.user_id=? AND t.reason NOT LIKE ? "
+            "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.memory_id = t.memory_id) LIMIT 1",
+            [*chunk, *_home(scope), f"{FORGOTTEN_PREFIX}%"]).fetchone() for chunk in _chunks(list(memory_ids)))
+
     def _erased_of(self, home: Sequence[str], memory_id: str) -> bool:
         found = self._db.execute(
             "SELECT reason FROM tombstones WHERE memory_id=? AND tenant_id=? AND workspace_id=? AND user_id=? "
@@ -1027,7 +1036,7 @@ class ShardTx:
         """Record the steps (evaluated → decided → applied/held/rolled_back) of an autonomous decision,
         each once, with its inputs and reason. Not one that names a memory an erasure removed (a replay meets
         such a decision again after the erasure, which deleted its record: see :meth:`_scrub_references`)."""
-        named = sorted(set(_MEMORY_ID.findall(" ".join([_json(dict(inputs)), *(reason for _, reason in steps)]))))
+        named = sorted(set(MEMORY_ID.findall(" ".join([_json(dict(inputs)), *(reason for _, reason in steps)]))))
         if named and self._erased_among(named):
             return
         for step, reason in steps:

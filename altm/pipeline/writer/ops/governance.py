@@ -162,6 +162,10 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
     undo, scope = p.rollback, p.scope
     steps = tx.decision_steps(undo.decision_id, scope)
+    if not steps and tx.buried_later(scope, undo.names):
+        # a replay that never met the decision: it stood on memories an erasure later in the log removes,
+        # and that erasure removes the decision's record and this rollback's (the source has no trace of it)
+        return Applied(ChangeStatus.UNCHANGED)
     if not steps:
         raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home} (the record of a "
                         "decision that named memories erased since goes with the erasure: it cannot be undone)",
