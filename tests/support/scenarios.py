@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from altm.app import MemoryApp
+from altm.app import MemoryApp, NotFound
 from altm.core import Role, Scope, TurnEvent
 from altm.pipeline import EmbeddedRuntime
 from tests.support.rows import rows
@@ -101,7 +101,10 @@ class _Player:
         if not found:
             return "feedback: nothing"
         mid, signal = self.rng.choice(found), self.rng.choice(("helpful", "harmful", "pin", "unpin"))
-        await self.app.feedback(_scope(agent), [mid], signal)
+        try:
+            await self.app.feedback(_scope(agent), [mid], signal)
+        except NotFound as refused:  # a memory of the shard the scope may not see (forgotten, quarantined)
+            return f"feedback {signal} {mid} refused: {refused}"
         return f"feedback {signal} {mid}"
 
     async def retention(self) -> str:

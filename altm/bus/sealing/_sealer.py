@@ -83,6 +83,16 @@ def _is_erasure(obj: dict[str, Any]) -> bool:
         etype in ("proposal", "change") and obj.get("op") in ("erase", "bury"))  # bury: its tombstones' hashes
 
 
+def _is_users_decision(obj: dict[str, Any]) -> bool:
+    """A rollback request or proposal: a decision about the user's governance record (whichever agent's scope
+    the operator asked from), carrying ids and a reason, no memory content. It is sealed under the user's own
+    key, so an erasure of the asking agent or of a session does not make it unreadable while its effect on the
+    other agents' memories stays; an erasure of the user destroys it."""
+    etype = obj.get("event_type")
+    return (etype == "control" and obj.get("action") == "rollback") or (
+        etype == "proposal" and obj.get("op") == "rollback")
+
+
 def owner_of(value: bytes | str, key: str | None) -> Owner | None:
     """Whose data key seals ``value`` (published under ``key``), or None when it stays readable (erasures)."""
     try:
@@ -101,6 +111,8 @@ def owner_of(value: bytes | str, key: str | None) -> Owner | None:
     if parts is None:
         return Owner(key or "", "", DERIVED)
     home, agent = parts
+    if _is_users_decision(obj):
+        return Owner(home)
     memory = obj.get("memory")
     if isinstance(memory, dict):
         inner_parts = _scope_parts(memory)
