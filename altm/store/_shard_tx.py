@@ -41,6 +41,7 @@ class Tombstone:
     shingle_hashes: frozenset[str]
     distinctive: bool
     term_hashes: frozenset[str] = frozenset()
+    value_hash: str = ""
 
 
 def _home(scope: Scope) -> list[str]:
@@ -241,6 +242,27 @@ class ShardTx:
         """See :func:`upsert_applied` (the writer's apply-once rule)."""
         return upsert_applied(self._db, memory_id, proposal_id)
 
+    def raw_evidence(self, scope: Scope, memory_ids: Sequence[str], *, limit: int = 512) -> list[MemoryRow]:
+        """The stored raw messages (L0) of the scope's user a derived memory rests on: its evidence, down
+        through the derived memories it cites (another user's rows are skipped; at most ``limit`` visited)."""
+        home = _home(scope)
+        seen: set[str] = set()
+        found: list[MemoryRow] = []
+        todo = list(memory_ids)
+        while todo and len(seen) < limit:
+            memory_id = todo.pop()
+            if memory_id in seen:
+                continue
+            seen.add(memory_id)
+            row = self.memory_row(memory_id)
+            if row is None or [row["tenant_id"], row["workspace_id"], row["user_id"]] != home:
+                continue
+            if row["layer"] == "L0":
+                found.append(row)
+            else:
+                todo.extend(str(e) for e in orjson.loads(row["evidence"] or "[]"))
+        return found
+
     def tombstone_of_value(self, scope: Scope, value_hash: str) -> tuple[str, str, bool] | None:
         """(tombstone id, reason, distinctive) of erased content of the user with exactly this value hash (a
         distinctive one first)."""
@@ -268,9 +290,9 @@ class ShardTx:
         a tombstone written before version 6 has no layer and counts as raw)."""
         only = " AND (layer = 'L0' OR layer IS NULL)" if raw_only else ""
         return [Tombstone(str(r[0]), str(r[1]), frozenset(orjson.loads(r[2] or "[]")), bool(r[3]),
-                          frozenset(orjson.loads(r[4] or "[]")))
+                          frozenset(orjson.loads(r[4] or "[]")), str(r[5] or ""))
                 for r in self._db.execute(
-                    "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1), term_hashes "
+                    "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1), term_hashes, value_hash "
                     "FROM tombstones "
                     f"WHERE pending=0 AND tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
 

@@ -290,8 +290,17 @@ class WriteGuard:
         own = tx.tombstone_of_memory(mem.scope, mem.memory_id) if mem.layer is Layer.L0 else None
         if own is not None:
             return _erased(*own)
-        exact = tx.tombstone_of_value(mem.scope, value_hash(key, mem.content))
-        if exact is not None and exact[2]:  # distinctive
+        live: set[str] | None = None  # read only when something matches (see _live_copies)
+
+        def copied(erased_hash: str) -> bool:
+            nonlocal live
+            if live is None:
+                live = _live_copies(tx, mem, key)
+            return erased_hash in live
+
+        mine_hash = value_hash(key, mem.content)
+        exact = tx.tombstone_of_value(mem.scope, mine_hash)
+        if exact is not None and exact[2] and not (mem.layer is not Layer.L0 and copied(mine_hash)):  # distinctive
             return _erased(exact[0], exact[1])
         if mem.layer is Layer.L0:
             return None
@@ -300,7 +309,7 @@ class WriteGuard:
         mine, my_terms = keyed_shingles(key, mem.content), keyed_terms(key, mem.content)
         for tomb in tx.tombstones(mem.scope, raw_only=True):
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
-                    or restates_terms(my_terms, tomb.term_hashes)):
+                    or restates_terms(my_terms, tomb.term_hashes)) and not copied(tomb.value_hash):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
@@ -340,6 +349,14 @@ class WriteGuard:
                 flagged = GuardVerdict(mid, f"may re-assert anti-pattern {mid} ({pattern!r}: {why}; {found[1]})",
                                        action="flag", anti_pattern=True)
         return flagged
+
+
+def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> set[str]:
+    """Value hashes of the stored raw messages a derived memory rests on. An erased message whose very text is
+    one of them was also said elsewhere before the erasure (an exact re-send after it is refused at L0), is
+    still stored and served: a derived memory citing that copy is not refused for the erased one, whether it
+    is formed before or after the erasure (a replay forms it after)."""
+    return {value_hash(key, row["content"]) for row in tx.raw_evidence(mem.scope, mem.evidence)}
 
 
 def erased_itself(tx: ShardTx, mem: MemoryUnit) -> str | None:
