@@ -212,6 +212,22 @@ class ShardTx:
         ).fetchone()
         return None if found is None else self.memory_row(found[0])
 
+    def verdicts_naming(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryRow]:
+        """The user's memories whose trust verdict names one of ``memory_ids`` (contradicted by it, replacing
+        it, conflicting with it)."""
+        return [memory_row(r) for chunk in _chunks(memory_ids) for r in self._db.execute(
+            "SELECT * FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+            f"AND trust_contradicting_id IN ({_marks(chunk)}) ORDER BY memory_id", [*_home(scope), *chunk])]
+
+    def atom_about(self, row: MemoryRow, subject: str) -> MemoryRow | None:
+        """One stored L2 atom of ``row``'s agent about ``subject`` (the trust sweep compares an agent's atoms
+        of one subject)."""
+        found = self._db.execute(
+            "SELECT memory_id FROM memories WHERE tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? "
+            "AND layer='L2' AND json_extract(attributes, '$.subject') = ? ORDER BY memory_id LIMIT 1",
+            [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], subject]).fetchone()
+        return None if found is None else self.memory_row(found[0])
+
     def dependants(self, memory_ids: Sequence[str]) -> list[str]:
         """Memories that cite any of ``memory_ids`` as evidence."""
         return sorted({str(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(

@@ -12,12 +12,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from altm.core import (
+    ChangeEvent,
     ChangeMarker,
+    ChangeStatus,
     Event,
     Kind,
     Layer,
     MemoryUnit,
     Proposal,
+    ProposalOp,
     SetTrustProposal,
     Trust,
     TrustMethod,
@@ -127,6 +130,14 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     return out
 
 
+def _subject_atom(event: Event) -> MemoryUnit | None:
+    """The atom whose subject is verified: a committed one, or one an erasure names (the erasure took an atom
+    of its subject and cleared the verdicts that named it; the subject is verified again from what is left)."""
+    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op is ProposalOp.ERASE:
+        return event.memory if event.memory is not None and event.memory.layer is Layer.L2 else None
+    return committed_memory(event, _FROM)
+
+
 class VerifyProcessor(Processor):
     name = "verify"
     input_topic = Topic.CHANGES
@@ -135,10 +146,12 @@ class VerifyProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        return committed_upsert(marker, _FROM)
+        """Committed atoms, and the atom an erasure names for each subject it took an atom of."""
+        return committed_upsert(marker, _FROM) or (
+            marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.ERASE and marker.layer is Layer.L2)
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        mem = committed_memory(event, _FROM)
+        mem = _subject_atom(event)
         if mem is None:
             return []
         subject = mem.attributes.get("subject")

@@ -5,10 +5,20 @@ from __future__ import annotations
 import orjson
 
 from altm.bus.sealing import owner_of
-from altm.core import BuriedContent, ChangeEvent, ChangeStatus, DecodeError, EraseProposal, MemoryUnit, decode_event
+from altm.core import (
+    BuriedContent,
+    ChangeEvent,
+    ChangeStatus,
+    DecodeError,
+    EraseProposal,
+    MemoryUnit,
+    Scope,
+    TrustStatus,
+    decode_event,
+)
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
-from altm.pipeline.writer.ops.memory import previous_content
+from altm.pipeline.writer.ops.memory import held_by_guard, previous_content
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
@@ -31,6 +41,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     # what was derived from memories retention forgot before (their evidence was repaired) is erased too
     doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
     messages: list[MemoryRow] = []  # the erased L0 messages
+    atoms: list[MemoryRow] = []  # the erased L2 atoms (their subjects are verified again)
     buried: list[BuriedContent] = []
     for mid in sorted(doomed):
         row = tx.memory_row(mid)
@@ -38,6 +49,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             continue
         if row["layer"] == "L0":
             messages.append(row)
+        elif row["layer"] == "L2":
+            atoms.append(row)
         if mid in seeds or not _swept(row, doomed):
             buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
                                keys=ctx.guard_keys, erasure_id=p.event_id))
@@ -48,6 +61,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
                            keys=ctx.guard_keys, erasure_id=p.event_id))
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     gone = sorted(doomed | set(forgotten) | set(activated))
+    left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
     tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
     tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id)
     _drop_deferred(tx, p)
@@ -75,6 +89,30 @@ def _messages_left(tx: ShardTx, erased: list[MemoryRow], p: EraseProposal, ctx: 
             last.setdefault(_session_of(near), near)
     tx.redact_audit("memories", sorted(relinked))
     return [row_to_memory(relinked.get(r["memory_id"], r)) for r in sorted(last.values(), key=lambda r: r["memory_id"])]
+
+
+def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list[str], p: EraseProposal,
+                   ctx: OpContext) -> list[MemoryUnit]:
+    """A verdict of a memory kept that names an erased one (contradicted by it, replacing it) quotes the erased
+    values: it is cleared (a guard's hold stays: only a reviewer lifts it). One atom kept of each subject an
+    erased atom had is returned for the erasure's change: verify verifies the subject again from what is
+    left, as a replay that cannot open the erased content does."""
+    cleared: dict[str, MemoryRow] = {}
+    for row in tx.verdicts_naming(scope, gone):
+        if held_by_guard(row):
+            continue
+        fresh: MemoryRow = {**row, "trust_status": TrustStatus.UNVERIFIED.value, "trust_method": None,
+                            "trust_confidence": None, "trust_reason": None, "trust_contradicting_id": None}
+        tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
+        cleared[row["memory_id"]] = fresh
+    tx.redact_audit("memories", sorted(cleared))
+    kept: dict[str, MemoryRow] = {}
+    for atom in atoms:
+        subject = orjson.loads(atom["attributes"] or "{}").get("subject")
+        other = tx.atom_about(atom, str(subject)) if subject else None
+        if other is not None:
+            kept.setdefault(other["memory_id"], cleared.get(other["memory_id"], other))
+    return [row_to_memory(r) for _, r in sorted(kept.items())]
 
 
 def _swept(row: MemoryRow, doomed: set[str]) -> bool:
