@@ -108,6 +108,11 @@ def _edge_delta(old: Row | None, new: Row | None) -> tuple[list[str], list[str]]
     return sorted(after - before), sorted(before - after)
 
 
+def _owner_is(field: str) -> str:
+    """A rejection's payload names ``field`` of its owner (the memory's, else the proposal's) as a bound value."""
+    return f"COALESCE(json_extract(payload, '$.memory.{field}'), json_extract(payload, '$.{field}'))=?"
+
+
 class ShardTx:
     """One shard's write transaction: every mutation of memory state, audited, and the reads made inside it."""
 
@@ -756,8 +761,9 @@ class ShardTx:
                       proposal_id: str) -> None:
         """After an erasure, the records about what it erased that the log can no longer rebuild (a replay
         meets none of them: their records no longer open): the erased memories' lifecycle signals, the runtime
-        cycles of the erased session, agent or user, and, for a user, their governance events and held actions.
-        Each deletion is audited, its value redacted."""
+        cycles of the erased session, agent or user, the rejections of what that session, agent or user sent
+        and, for a user, their governance events and held actions. Each deletion is audited, its value
+        redacted."""
         home = _home(scope)
         user = "tenant_id=? AND workspace_id=? AND user_id=?"
         owners: dict[str, tuple[str, list[str | None]]] = {
@@ -778,6 +784,37 @@ class ShardTx:
                 target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}" if table == "lifecycle_signals" else d[key]
                 self._erase_row(table, key, d, at=at, proposal_id=proposal_id, target_id=str(target), delete=False)
             self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
+        if erasure.target in owners:
+            sent = {"session": (scope.agent_id, erasure.session_id), "agent": (scope.agent_id, None),
+                    "user": (None, None)}[erasure.target]
+            for row_id, payload in self._rejections_sent(home, *sent):
+                self._erase_rejection(row_id, payload, at=at, proposal_id=proposal_id)
+
+    # The owner of a refused proposal, as the log's sealing reads it: the memory's scope and session, else the
+    # proposal's. Erasures and burials carry ids only and stay readable; a rollback is the user's decision.
+    _SENT = ("SELECT rejection_id, payload FROM rejections WHERE json_valid(payload) "
+             "AND payload NOT LIKE '{\"redacted_sha256\"%' "
+             "AND COALESCE(json_extract(payload, '$.op'), '') NOT IN ('erase', 'bury') AND "
+             + " AND ".join(_owner_is(f"scope.{f}") for f in ("tenant_id", "workspace_id", "user_id")))
+
+    def _rejections_sent(self, home: list[str], agent: str | None, session: str | None) -> list[tuple[int, str]]:
+        """The rejections of what a user (an agent of theirs, a session of that agent) sent, in the clear: a
+        refused proposal of theirs whose record an erasure makes unreadable (a replay never meets it), a message
+        the guard refused among them (never stored, so no erased memory id names it)."""
+        where, args = self._SENT, list(home)
+        if agent is not None:
+            where += f" AND {_owner_is('scope.agent_id')} AND COALESCE(json_extract(payload, '$.op'), '') != 'rollback'"
+            args.append(agent)
+        if session is not None:
+            where += f" AND {_owner_is('session_id')}"
+            args.append(session)
+        return [(int(r[0]), str(r[1])) for r in self._db.execute(where, args)]
+
+    def _erase_rejection(self, row_id: int, payload: str, *, at: str, proposal_id: str) -> None:
+        """One rejection an erasure removes, audited by the hash of its payload."""
+        self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="rejections",
+                    target_id=str(row_id), old={"redacted_sha256": sha256_hex(payload)}, new=None)
+        self._db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
 
     def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
@@ -795,11 +832,8 @@ class ShardTx:
                     f"SELECT rejection_id, memory_id, payload FROM rejections WHERE rejection_id IN ({_marks(chunk)})",
                     chunk).fetchall():
                 value = str(text or "")
-                if not any(mid in value or mid in str(memory_id or "") for mid in erased):
-                    continue
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="rejections",
-                            target_id=str(row_id), old={"redacted_sha256": sha256_hex(value)}, new=None)
-                db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
+                if any(mid in value or mid in str(memory_id or "") for mid in erased):
+                    self._erase_rejection(int(row_id), value, at=at, proposal_id=proposal_id)
         self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
