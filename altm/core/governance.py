@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from altm.core.memory import Trust
+from altm.core.scope import ScopeId
 
 
 class TrustVerdict(BaseModel):
@@ -131,6 +132,8 @@ class LifecycleSignal(BaseModel):
     kind: Literal["injected", "cited_by_agent", "helpful", "harmful", "pin", "unpin", "compress"]
     at: datetime
     level: int | None = Field(default=None, ge=0, le=4, description="compress: the compression level C0-C4")
+    session_id: ScopeId | None = Field(default=None,
+                                       description="the session of the control that sent it (a recall cycle's)")
 
 
 FORGOTTEN_PREFIX = "forgotten: "

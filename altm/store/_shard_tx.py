@@ -620,14 +620,17 @@ class ShardTx:
             self._db.execute("DELETE FROM graph_nodes WHERE node_id=?", (r["node_id"],))
         return [str(r["node_id"]) for r in orphans]
 
-    def insert_signal(self, signal: LifecycleSignal, *, at: str, proposal_id: str, actor: str) -> None:
-        """Record a use signal, numbered in arrival order per memory."""
+    def insert_signal(self, signal: LifecycleSignal, *, agent_id: str, at: str, proposal_id: str,
+                      actor: str) -> None:
+        """Record a use signal sent by ``agent_id`` (in ``signal.session_id``), numbered in arrival order per
+        memory."""
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="lifecycle_signals",
                     target_id=signal.memory_id, old=None, new={"signal_id": signal.signal_id, "kind": signal.kind})
         self._db.execute(
-            "INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at, level, seq) VALUES (?,?,?,?,?, "
-            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?))",
-            (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id))
+            "INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at, level, seq, agent_id, session_id) "
+            "VALUES (?,?,?,?,?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM lifecycle_signals WHERE memory_id = ?), ?, ?)",
+            (signal.memory_id, signal.signal_id, signal.kind, signal.at.isoformat(), signal.level, signal.memory_id,
+             agent_id, signal.session_id))
 
     def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str, shingle_hashes: frozenset[str],
                   term_hashes: frozenset[str], distinctive: bool, erasure_id: str | None = None) -> str:
@@ -758,12 +761,13 @@ class ShardTx:
                 db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
 
     def erase_records(self, scope: Scope, erasure: Erasure, memory_ids: Sequence[str], *, at: str,
-                      proposal_id: str) -> None:
+                      proposal_id: str) -> list[str]:
         """After an erasure, the records about what it erased that the log can no longer rebuild (a replay
         meets none of them: their records no longer open): the erased memories' lifecycle signals, the runtime
-        cycles of the erased session, agent or user, the rejections of what that session, agent or user sent
-        and, for a user, their governance events and held actions. Each deletion is audited, its value
-        redacted."""
+        cycles of the erased session, agent or user and the use signals they (or it) sent to memories kept, the
+        rejections of what that session, agent or user sent and, for a user, their governance events and held
+        actions. Each deletion is audited, its value redacted. Returns the kept memories whose signals went
+        (their counters are tallied again)."""
         home = _home(scope)
         user = "tenant_id=? AND workspace_id=? AND user_id=?"
         owners: dict[str, tuple[str, list[str | None]]] = {
@@ -774,14 +778,20 @@ class ShardTx:
             for chunk in _chunks(sorted(memory_ids))]
         if erasure.target in owners:
             where, args = owners[erasure.target]
-            found.append(("runtime_cycles", "cycle_id", user + where, [*home, *args]))
+            found += [("lifecycle_signals", "memory_id",
+                       f"memory_id IN (SELECT memory_id FROM memories WHERE {user}){where}", [*home, *args]),
+                      ("runtime_cycles", "cycle_id", user + where, [*home, *args])]
         if erasure.target == "user":
             found += [("governance_events", "event_id", user, list(home)),
                       ("held_actions", "action_id", user, list(home))]
+        taken: set[str] = set()
         for table, key, where, args in found:  # fixed names; values are bound
             for r in self._db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
                 d = dict(r)
-                target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}" if table == "lifecycle_signals" else d[key]
+                target = d[key]
+                if table == "lifecycle_signals":
+                    target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}"
+                    taken.add(str(d["memory_id"]))
                 self._erase_row(table, key, d, at=at, proposal_id=proposal_id, target_id=str(target), delete=False)
             self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
         if erasure.target in owners:
@@ -789,6 +799,22 @@ class ShardTx:
                     "user": (None, None)}[erasure.target]
             for row_id, payload in self._rejections_sent(home, *sent):
                 self._erase_rejection(row_id, payload, at=at, proposal_id=proposal_id)
+        kept = sorted(taken - set(memory_ids))
+        for mid in kept:
+            self._renumber_signals(mid, at=at, proposal_id=proposal_id)
+        return kept
+
+    def _renumber_signals(self, memory_id: str, *, at: str, proposal_id: str) -> None:
+        """Number a memory's signals 1.. again in their order, as if the ones an erasure took had never come."""
+        rows = self._db.execute("SELECT signal_id, kind, seq FROM lifecycle_signals WHERE memory_id=? ORDER BY seq",
+                                (memory_id,)).fetchall()
+        for n, (signal_id, kind, seq) in enumerate(rows, start=1):
+            if seq == n:
+                continue
+            self._audit(at=at, proposal_id=proposal_id, actor="writer", action="update", table="lifecycle_signals",
+                        target_id=f"{memory_id}/{signal_id}/{kind}", old={"seq": seq}, new={"seq": n})
+            self._db.execute("UPDATE lifecycle_signals SET seq=? WHERE memory_id=? AND signal_id=? AND kind=?",
+                             (n, memory_id, signal_id, kind))
 
     # The owner of a refused proposal, as the log's sealing reads it: the memory's scope and session, else the
     # proposal's. Erasures and burials carry ids only and stay readable; a rollback is the user's decision.

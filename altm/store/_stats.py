@@ -32,7 +32,7 @@ HASHED_TABLES: dict[str, tuple[str, ...]] = {
                     "WHERE v.edge_id = graph_edges.edge_id ORDER BY memory_id))", "method"),
     "tombstones": ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "memory_id", "layer",
                    "reason"),  # its hashes are keyed by a random per-user key: not in the state hash
-    "lifecycle_signals": ("memory_id", "signal_id", "kind", "at", "level", "seq"),
+    "lifecycle_signals": ("memory_id", "signal_id", "kind", "at", "level", "seq", "agent_id", "session_id"),
     "governance_events": ("event_id", "decision_id", "tenant_id", "workspace_id", "user_id", "agent_id",
                           "decision", "step", "inputs", "reason"),
     "held_actions": ("action_id", "tenant_id", "workspace_id", "user_id", "agent_id", "action", "target_ids",

@@ -56,7 +56,7 @@ class LifecycleProcessor(Processor):
         return [
             proposal(SignalProposal, scope=event.scope, processor=self.name, cause=event,
                      signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind=kind,
-                                            at=event.timestamp))
+                                            at=event.timestamp, session_id=event.session_id))
             for mid, kind in signals_of(event)
         ]
 

@@ -18,8 +18,9 @@ from altm.core import (
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
+from altm.pipeline.writer.ops.lifecycle import tallied
 from altm.pipeline.writer.ops.memory import held_by_guard, previous_content
-from altm.store import MemoryRow, ShardTx, row_to_memory
+from altm.store import MemoryRow, ShardTx, comparable, row_to_memory
 
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
@@ -63,10 +64,22 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     gone = sorted(doomed | set(forgotten) | set(activated))
     left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
     tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
-    tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id)
+    for mid in tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id):
+        _tally_again(tx, mid, p, ctx)  # it was used by what was erased (a recall cycle of the erased session)
     _drop_deferred(tx, p)
     _drop_unpublished(tx, p, doomed)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left)
+
+
+def _tally_again(tx: ShardTx, memory_id: str, p: EraseProposal, ctx: OpContext) -> None:
+    """A kept memory whose use signals the erasure took: its counters, weight and state as the signals left
+    give them (a promotion they caused is undone; its decision record stays)."""
+    row = tx.memory_row(memory_id)
+    if row is None:
+        return
+    fresh = tallied(tx, row, ctx)
+    if comparable(fresh) != comparable(row):
+        tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
 
 
 def _messages_left(tx: ShardTx, erased: list[MemoryRow], p: EraseProposal, ctx: OpContext) -> list[MemoryUnit]:

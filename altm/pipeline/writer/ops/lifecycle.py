@@ -16,28 +16,34 @@ def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
     old = target_row(tx, p, use_signal.memory_id, "signalled memory")
     if tx.signal_seen(use_signal):
         return Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
-    tx.insert_signal(use_signal, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-    tally = tx.signal_tally(use_signal.memory_id)
-    pinned = tally.pinned
-    cited, helpful, harmful, injected = (tally.counts.get(k, 0) for k in
-                                         ("cited_by_agent", "helpful", "harmful", "injected"))
-    weight = ctx.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
-                              contradicted=old["trust_status"] == "contradicted")
-    new: MemoryRow = {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
-           "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": _compression_level(tally),
-           "lc_state": ctx.rules.state(weight, pinned=pinned, current=old["lc_state"])}
+    tx.insert_signal(use_signal, agent_id=p.scope.agent_id, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    new = tallied(tx, old, ctx)
     if comparable(new) == comparable(old):
         return Applied(ChangeStatus.UNCHANGED)
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
     if new["lc_state"] != old["lc_state"] and new["lc_state"] in ("promoted", "demoted"):
         decision = new["lc_state"][:-1]  # promote / demote
         tx.record_decision(p.event_id, p.scope, decision, [
-            ("evaluated", f"{use_signal.kind} signal; weight {old['lc_weight']} -> {weight}"),
-            ("decided", f"weight {weight} crosses the {decision} threshold"),
+            ("evaluated", f"{use_signal.kind} signal; weight {old['lc_weight']} -> {new['lc_weight']}"),
+            ("decided", f"weight {new['lc_weight']} crosses the {decision} threshold"),
             ("applied", f"state {old['lc_state']} -> {new['lc_state']}")],
-            {"memory_id": use_signal.memory_id, "cited": cited, "helpful": helpful, "harmful": harmful,
-             "injected": injected, "pinned": pinned, "weight": weight}, at=ctx.now)
+            {"memory_id": use_signal.memory_id, "cited": new["lc_cited"], "helpful": new["lc_helpful"],
+             "harmful": new["lc_harmful"], "injected": new["lc_injected"], "pinned": bool(new["lc_pinned"]),
+             "weight": new["lc_weight"]}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new))
+
+
+def tallied(tx: ShardTx, old: MemoryRow, ctx: OpContext) -> MemoryRow:
+    """``old`` with its counters, weight, state and compression recomputed from all its stored signals."""
+    tally = tx.signal_tally(old["memory_id"])
+    pinned = tally.pinned
+    cited, helpful, harmful, injected = (tally.counts.get(k, 0) for k in
+                                         ("cited_by_agent", "helpful", "harmful", "injected"))
+    weight = ctx.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
+                              contradicted=old["trust_status"] == "contradicted")
+    return {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
+            "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": _compression_level(tally),
+            "lc_state": ctx.rules.state(weight, pinned=pinned, current=old["lc_state"])}
 
 
 def _compression_level(tally: SignalTally) -> int:
