@@ -798,7 +798,7 @@ class ShardTx:
             sent = {"session": (scope.agent_id, erasure.session_id), "agent": (scope.agent_id, None),
                     "user": (None, None)}[erasure.target]
             for row_id, payload in self._rejections_sent(home, *sent):
-                self._erase_rejection(row_id, payload, at=at, proposal_id=proposal_id)
+                self.erase_rejection(row_id, payload, at=at, proposal_id=proposal_id)
         kept = sorted(taken - set(memory_ids))
         for mid in kept:
             self._renumber_signals(mid, at=at, proposal_id=proposal_id)
@@ -836,11 +836,31 @@ class ShardTx:
             args.append(session)
         return [(int(r[0]), str(r[1])) for r in self._db.execute(where, args)]
 
-    def _erase_rejection(self, row_id: int, payload: str, *, at: str, proposal_id: str) -> None:
+    def erase_rejection(self, row_id: int, payload: str, *, at: str, proposal_id: str) -> None:
         """One rejection an erasure removes, audited by the hash of its payload."""
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="rejections",
                     target_id=str(row_id), old={"redacted_sha256": sha256_hex(payload)}, new=None)
         self._db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
+
+    def refusals(self, scope: Scope, prefix: str) -> list[tuple[int, str, str]]:
+        """(id, reason, payload) of the pending rejections of what the user's scopes sent whose reason begins
+        with ``prefix`` (the guard's refusals), oldest first."""
+        home = " AND ".join(_owner_is(f"scope.{f}") for f in ("tenant_id", "workspace_id", "user_id"))
+        like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in self._db.execute(
+            "SELECT rejection_id, reason, payload FROM rejections WHERE review_status='pending' "
+            f"AND json_valid(payload) AND reason LIKE ? ESCAPE '\\' AND {home} ORDER BY rejection_id",
+            [like, *_home(scope)])]
+
+    def reword_rejection(self, row_id: int, reason: str, *, at: str, proposal_id: str) -> None:
+        """A rejection refused again for another reason: the old reason is audited by its hash (it may quote
+        what an erasure removed)."""
+        old = self._db.execute("SELECT reason FROM rejections WHERE rejection_id=?", (row_id,)).fetchone()
+        if old is None or old[0] == reason:
+            return
+        self._audit(at=at, proposal_id=proposal_id, actor="writer", action="update", table="rejections",
+                    target_id=str(row_id), old={"redacted_sha256": sha256_hex(str(old[0]))}, new={"reason": reason})
+        self._db.execute("UPDATE rejections SET reason=? WHERE rejection_id=?", (reason, row_id))
 
     def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
@@ -859,7 +879,7 @@ class ShardTx:
                     chunk).fetchall():
                 value = str(text or "")
                 if any(mid in value or mid in str(memory_id or "") for mid in erased):
-                    self._erase_rejection(int(row_id), value, at=at, proposal_id=proposal_id)
+                    self.erase_rejection(int(row_id), value, at=at, proposal_id=proposal_id)
         self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)

@@ -475,10 +475,12 @@ def _check_route(p: ProposalEvent, record: Record, partitions: int) -> None:
 
 
 def _changes(p: Proposal, record: Record, applied: Applied) -> list[ChangeEvent]:
-    """The change the proposal made, then one ``committed`` change per row it updated as a consequence."""
+    """The change the proposal made, then one ``committed`` change per row it updated as a consequence, then the
+    changes of the refused proposals it applied after all (as theirs: the changes a replay makes applying them)."""
     return [_change(p, record, applied.status, memory=applied.memory, removed=applied.removed,
                     mentioned=applied.mentioned)] + [
-        _change(p, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id) for m in applied.also_changed]
+        _change(p, record, ChangeStatus.COMMITTED, memory=m, target_id=m.memory_id) for m in applied.also_changed
+    ] + [change for again, done in applied.readmitted for change in _changes(again, record, done)]
 
 
 def _change(

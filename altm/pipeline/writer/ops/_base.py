@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import orjson
 
-from altm.core import BuriedContent, ChangeStatus, MemoryUnit, Proposal
+from altm.core import BuriedContent, ChangeStatus, MemoryUnit, Proposal, UpsertMemoryProposal
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import GuardKeys, WriteGuard
@@ -57,6 +57,9 @@ class Applied:
     removed: tuple[str, ...] = ()  # memories the change deleted (their vectors go too)
     mentioned: tuple[str, ...] = ()  # nodes a link's new or strengthened MENTIONS edges point to
     buried: tuple[BuriedContent, ...] = ()  # tombstones it left (the writer carries them on the log)
+    # refused proposals it applied after all (an erasure of the anti-pattern that alone refused them), each with
+    # what it did: their changes are published as theirs
+    readmitted: tuple[tuple[UpsertMemoryProposal, Applied], ...] = ()
 
 
 def as_json(value: Any) -> str:

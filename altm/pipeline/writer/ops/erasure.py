@@ -14,13 +14,14 @@ from altm.core import (
     MemoryUnit,
     Scope,
     TrustStatus,
+    UpsertMemoryProposal,
     decode_event,
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied
-from altm.pipeline.writer.ops.memory import held_by_guard, previous_content
-from altm.store import MemoryRow, ShardTx, comparable, row_to_memory
+from altm.pipeline.writer.ops.memory import GUARD_HOLD, held_again, held_by_guard, previous_content, upsert_memory
+from altm.store import MEMORY_ID, MemoryRow, ShardTx, comparable, row_to_memory
 
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
@@ -68,7 +69,40 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         _tally_again(tx, mid, p, ctx)  # it was used by what was erased (a recall cycle of the erased session)
     _drop_deferred(tx, p)
     _drop_unpublished(tx, p, doomed)
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left)
+    readmitted = _refusals_lifted(tx, scope, set(gone), p, ctx)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left,
+                   readmitted=readmitted)
+
+
+def _refusals_lifted(tx: ShardTx, scope: Scope, gone: set[str], p: EraseProposal,
+                     ctx: OpContext) -> tuple[tuple[UpsertMemoryProposal, Applied], ...]:
+    """A memory the guard refused for re-asserting an anti-pattern this erasure removed is applied again, in
+    the order refused: a replay, which cannot open the erased anti-pattern, stores it. Refused again for
+    something else, its rejection gives that reason (the old one quoted the erased anti-pattern)."""
+    out: list[tuple[UpsertMemoryProposal, Applied]] = []
+    for row_id, reason, payload in tx.refusals(scope, GUARD_HOLD):
+        if not gone & set(MEMORY_ID.findall(reason)):
+            continue
+        try:
+            refused = decode_event(payload)
+        except DecodeError:  # cut at 64 KiB: the whole proposal is on the log only; its reason goes
+            tx.reword_rejection(row_id, f"{GUARD_HOLD}the anti-pattern it re-asserted was erased; the proposal "
+                                "was too large to keep and is not applied again", at=ctx.now, proposal_id=p.event_id)
+            continue
+        if not isinstance(refused, UpsertMemoryProposal):
+            continue
+        try:
+            with tx.savepoint():
+                applied = upsert_memory(tx, refused, ctx)
+        except Erased:
+            tx.erase_rejection(row_id, payload, at=ctx.now, proposal_id=p.event_id)
+            continue
+        except Rejection as exc:
+            tx.reword_rejection(row_id, str(exc), at=ctx.now, proposal_id=p.event_id)
+            continue
+        tx.erase_rejection(row_id, payload, at=ctx.now, proposal_id=p.event_id)
+        out.append((refused, applied))
+    return tuple(out)
 
 
 def _tally_again(tx: ShardTx, memory_id: str, p: EraseProposal, ctx: OpContext) -> None:
@@ -107,15 +141,16 @@ def _messages_left(tx: ShardTx, erased: list[MemoryRow], p: EraseProposal, ctx: 
 def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list[str], p: EraseProposal,
                    ctx: OpContext) -> list[MemoryUnit]:
     """A verdict of a memory kept that names an erased one (contradicted by it, replacing it) quotes the erased
-    values: it is cleared (a guard's hold stays: only a reviewer lifts it). One atom kept of each subject an
-    erased atom had is returned for the erasure's change: verify verifies the subject again from what is
-    left, as a replay that cannot open the erased content does."""
+    values: it is cleared, and so is a guard's hold for re-asserting an erased anti-pattern (a replay never held
+    it for that one; it is held again for another it re-asserts). One atom kept of each subject an erased atom
+    had is returned for the erasure's change: verify verifies the subject again from what is left, as a replay
+    that cannot open the erased content does."""
     cleared: dict[str, MemoryRow] = {}
     for row in tx.verdicts_naming(scope, gone):
-        if held_by_guard(row):
-            continue
         fresh: MemoryRow = {**row, "trust_status": TrustStatus.UNVERIFIED.value, "trust_method": None,
                             "trust_confidence": None, "trust_reason": None, "trust_contradicting_id": None}
+        if held_by_guard(row):
+            fresh = held_again(tx, fresh, ctx)
         tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
         cleared[row["memory_id"]] = fresh
     tx.redact_audit("memories", sorted(cleared))

@@ -83,6 +83,17 @@ def held_by_guard(row: MemoryRow) -> bool:
     return row["trust_status"] == "uncertain" and str(row["trust_reason"] or "").startswith(GUARD_HOLD)
 
 
+def held_again(tx: ShardTx, row: MemoryRow, ctx: OpContext) -> MemoryRow:
+    """``row`` (its hold lifted: what it re-asserted was erased) held again when it re-asserts another stored
+    anti-pattern, as it would have been held for that one had the erased one never been stored."""
+    verdict = ctx.guard.reasserts(tx, row_to_memory(row))
+    if verdict is None:
+        return row
+    held: MemoryRow = {**row}
+    _held_for_review(held, verdict)
+    return held
+
+
 def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
     """A memory the guard flagged is stored as ``uncertain``, naming what it may re-assert: the review queue
     shows it, and recall weighs it down, until a reviewer decides. A verdict already given stands."""
