@@ -32,3 +32,23 @@ async def test_a_replay_admits_what_the_source_admitted_before_an_erasure(settin
     target_dir = await replayed_equal(s, tmp_path / "replayed")
     again = rows(target_dir, "SELECT session_id FROM memories WHERE layer='L0' AND content LIKE '%ZEBRA-4471%'")
     assert [r["session_id"] for r in again] == ["s1"]
+
+
+async def test_an_erasure_of_a_memory_the_replay_never_derived_still_makes_its_tombstones_hold(
+        settings: Settings, tmp_path: Path) -> None:
+    """Found by the randomized check (seed 113): one memory erased (the user's facet), then its agent; the
+    replay cannot open the agent's records, so it never derived the facet and its erasure of it was void,
+    which left the facet's tombstone pending for good. The same preference said again later formed the same
+    facet: voided in the source (its tombstone held), stored in the replay."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    said = "I prefer dark mode in every editor."
+    async with store_with(s, [make_turn(1, said, session="s1")]) as (rt, app):
+        (facet,) = rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L4'")
+        await app.erase(SCOPE, "memory", memory_id=facet["memory_id"])
+        await rt.run_until_idle()
+        await app.erase(SCOPE, "agent")
+        await rt.run_until_idle()
+        await rt.publish([make_turn(2, said, session="s2")])
+        await rt.run_until_idle()
+    assert rows(s.data_dir, "SELECT 1 FROM memories WHERE memory_id=?", (facet["memory_id"],)) == []
+    await replayed_equal(s, tmp_path / "replayed")

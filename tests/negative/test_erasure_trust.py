@@ -36,3 +36,28 @@ async def test_an_erasure_clears_the_verdicts_that_name_what_it_erased(settings:
     assert not any("friday" in (r["trust_reason"] or "").lower() for r in after)
     target = await replayed_equal(s, tmp_path / "replayed")
     assert rows(target, VERDICTS) == after
+
+
+async def test_the_weight_a_contradiction_lowered_comes_back_when_the_contradiction_is_erased(
+        settings: Settings, tmp_path: Path) -> None:
+    """Found by the randomized check (seed 198, with citations and feedback): an atom contradicted by one of
+    another session was used (a helpful mark), and its weight counted the contradiction; erasing the other
+    session cleared the verdict but kept the lowered weight, where a replay, which never met the contradiction,
+    weighed the same signals in full."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    turns = [make_turn(1, "The release is on Monday.", session="s1"),
+             make_turn(2, "The release moved to Friday.", session="s2")]
+    weights = "SELECT memory_id, trust_status, lc_helpful, lc_weight FROM memories WHERE session_id='s1' AND layer='L2'"
+    async with store_with(s, turns) as (rt, app):
+        (kept,) = rows(s.data_dir, weights)
+        assert kept["trust_status"] == "contradicted", kept
+        await app.feedback(SCOPE, [kept["memory_id"]], "helpful")
+        await rt.run_until_idle()
+        (used,) = rows(s.data_dir, weights)
+        await app.erase(SCOPE, "session", session_id="s2")
+        await rt.run_until_idle()
+    (after,) = rows(s.data_dir, weights)
+    assert after["trust_status"] != "contradicted" and after["lc_helpful"] == 1
+    assert after["lc_weight"] > used["lc_weight"], (used, after)
+    target = await replayed_equal(s, tmp_path / "replayed")
+    assert rows(target, weights) == [after]

@@ -1,6 +1,8 @@
 """Random histories for the randomized replay check: turns of a few sessions and agents, recall cycles with
-citations, feedback, forgets, compaction, rollbacks, review decisions and erasures, driven through a real
-embedded deployment. One seed gives one history (the operations and their order are a function of the seed)."""
+citations, feedback or an abort, feedback outside cycles, forgets, compaction, rollbacks, review decisions
+(held memories and rejections) and erasures (of a memory, a session, an agent, the user), some of them sent
+while the one before is still on its way, driven through a real embedded deployment. One seed gives one
+history (the operations and their order are a function of the seed)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from altm.app import MemoryApp, NotFound
+from altm.app import Feedback, MemoryApp, NotFound
 from altm.core import Role, Scope, TurnEvent
 from altm.pipeline import EmbeddedRuntime
 from tests.support.rows import rows
@@ -91,9 +93,15 @@ class _Player:
         question = self.rng.choice(("Where does staging run?", "When is the release?",
                                     "What about the session cache?"))
         prepared = await self.app.prepare_turn(_scope(agent), session, f"{session}-t{self.counter}", question, 800)
-        ids = [item.memory_id for item in prepared.bundle.items][: self.rng.randint(0, 2)]
-        await self.app.commit_turn(prepared.cycle_id, "Noted.", ids)
-        return f"cycle {agent}/{session} citing {ids}"
+        shown = [item.memory_id for item in prepared.bundle.items]
+        ids = shown[: self.rng.randint(0, 2)]
+        ending = self.rng.choice(("commit", "commit", "feedback", "abort"))
+        if ending == "abort":
+            await self.app.abort_turn(prepared.cycle_id, "randomized")
+            return f"cycle {agent}/{session} aborted (shown {shown})"
+        marks = Feedback(helpful=shown[:1], harmful=shown[1:2]) if ending == "feedback" and shown else None
+        await self.app.commit_turn(prepared.cycle_id, "Noted.", ids, marks)
+        return f"cycle {agent}/{session} citing {ids}" + (f", feedback {marks}" if marks else "")
 
     async def feedback(self) -> str:
         agent = self.rng.choice(AGENTS)
@@ -127,7 +135,9 @@ class _Player:
 
     async def review(self) -> str:
         agent = self.rng.choice(AGENTS)
-        held = sorted(str(m["memory_id"]) for m in self.app.review_queue(_scope(agent))["memories"])
+        queue = self.app.review_queue(_scope(agent))
+        held = sorted([str(m["memory_id"]) for m in queue["memories"]]
+                      + [str(r["item_id"]) for r in queue["rejections"]])
         if not held:
             return "review: nothing"
         item, decision = self.rng.choice(held), self.rng.choice(("approve", "reject"))
@@ -136,7 +146,11 @@ class _Player:
 
     async def erase(self) -> str:
         agent = self.rng.choice(AGENTS)
-        target = self.rng.choice(("memory", "session", "session", "agent"))
+        target = self.rng.choice(("memory", "session", "session", "agent", "memory", "session", "session", "agent",
+                                  "user"))
+        if target == "user":
+            await self.app.erase(_scope(agent), "user")
+            return "erase user"
         if target == "memory":
             found = _memories(self.data_dir, agent)
             if not found:
@@ -157,13 +171,19 @@ WEIGHTS = {"turns": 3, "cycle": 2, "feedback": 1, "retention": 1, "compaction": 
 """How often each operation is drawn."""
 
 
-async def play(seed: int, runtime: EmbeddedRuntime, app: MemoryApp, data_dir: Path) -> History:
-    """Four to seven random operations after the first turns, each run to idle."""
+async def play(seed: int, runtime: EmbeddedRuntime, app: MemoryApp, data_dir: Path, *,
+               overlap: bool = False) -> History:
+    """Four to seven random operations after the first turns, each run to idle (with ``overlap``, three in
+    ten are not: the next one is sent while it is still on its way)."""
     player = _Player(seed, runtime, app, data_dir)
     history = History(seed)
     for _ in range(player.rng.randint(4, 7)):
         name = player.rng.choices(list(WEIGHTS), weights=list(WEIGHTS.values()))[0]
         op: Callable[[], Awaitable[str]] = getattr(player, name)
         history.steps.append(await op())
-        await runtime.run_until_idle()
+        if player.rng.random() < 0.7 or not overlap:
+            await runtime.run_until_idle()
+        else:
+            history.steps.append("(not waited for)")
+    await runtime.run_until_idle()
     return history

@@ -34,6 +34,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     seeds = sorted({*tx.erasure_seeds(scope, erasure), *(m for m in activated if tx.has_memory(m))})
     if erasure.target == "memory" and not seeds and tx.tombstone_of_memory(scope, erasure.memory_id or "",
                                                                            pending=True) is not None:
+        if activated:  # a replay that never derived it: nothing to erase, but its tombstones hold from here
+            return Applied(ChangeStatus.UNCHANGED)
         raise Erased(f"memory {erasure.memory_id} was erased already")
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
@@ -151,6 +153,8 @@ def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list
                             "trust_confidence": None, "trust_reason": None, "trust_contradicting_id": None}
         if held_by_guard(row):
             fresh = held_again(tx, fresh, ctx)
+        if tx.signal_tally(row["memory_id"]).counts:  # its weight counted the contradiction, as a replay did not
+            fresh = tallied(tx, fresh, ctx)
         tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
         cleared[row["memory_id"]] = fresh
     tx.redact_audit("memories", sorted(cleared))
