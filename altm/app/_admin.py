@@ -125,7 +125,8 @@ class AdminService:
     async def rollback(self, scope: Scope, decision_id: str, reason: str = "rolled back by an operator") -> Request:
         """Undo one autonomous decision: its rows are restored from the audit log."""
         rollback = Rollback(decision_id=decision_id, reason=reason,
-                            names=self.recall.decision_names(scope, decision_id))
+                            names=self.recall.decision_names(scope, decision_id),
+                            signal_id=self.recall.decision_signal(scope, decision_id))
         ts = _now()
         event_id = derive_id("ctl", scope.path, "rollback", decision_id, ts.isoformat())
         return await self._request(ControlEvent(

@@ -76,6 +76,10 @@ class RecallService:
         """The memories one decision's record names (none when this reader has no record of it)."""
         return self._governance.names(scope, decision_id)
 
+    def decision_signal(self, scope: Scope, decision_id: str) -> str | None:
+        """The use signal one promotion or demotion was made on (None for other decisions)."""
+        return self._governance.signal(scope, decision_id)
+
     def inspect(self, scope: Scope, memory_id: str) -> Inspection:
         """A memory with its evidence chain, derived memories, graph neighbourhood and audit history."""
         return self._inspector.inspect(scope, memory_id)

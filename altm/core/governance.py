@@ -162,3 +162,7 @@ class Rollback(BaseModel):
     # trace of this rollback in the source, and voids it instead of refusing it
     names: tuple[Annotated[str, StringConstraints(pattern=r"^mem_[0-9a-f]{32}$")], ...] = Field(
         default=(), max_length=10_000)
+    # the use signal a promotion or demotion was made on: a replay that never counted it (its sender's records
+    # no longer open: erased later in the log, which removes the decision's record and this rollback's in the
+    # source) voids the rollback too
+    signal_id: str | None = Field(default=None, max_length=128)

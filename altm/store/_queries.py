@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from altm.core import Layer, Scope, partition_for
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
@@ -115,6 +117,16 @@ class GovernanceQueries(_Routed):
         """The memories one decision's record names (its inputs and reasons, as an erasure reads them)."""
         return tuple(sorted({m for r in self.decision(scope, decision_id)
                              for m in MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")}))
+
+    def signal(self, scope: Scope, decision_id: str) -> str | None:
+        """The use signal a promotion or demotion was made on (its record's inputs name it), if any."""
+        for r in self.decision(scope, decision_id):
+            if r["decision"] not in ("promote", "demote"):
+                continue
+            found = orjson.loads(r["inputs"] or "{}").get("signal_id")
+            if isinstance(found, str):
+                return found
+        return None
 
 
 @dataclass(frozen=True)

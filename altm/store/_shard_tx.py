@@ -108,6 +108,19 @@ def _edge_delta(old: Row | None, new: Row | None) -> tuple[list[str], list[str]]
     return sorted(after - before), sorted(before - after)
 
 
+def _signal_of(decision: sqlite3.Row) -> tuple[str, str]:
+    """(memory id, signal id) of the use signal a lifecycle decision was made on (its inputs name them)."""
+    inputs = orjson.loads(decision["inputs"] or "{}")
+    return str(inputs.get("memory_id")), str(inputs.get("signal_id"))
+
+
+def _sent_by(decision: sqlite3.Row, agent: str, session: str | None) -> bool:
+    """A lifecycle decision's signal was sent by ``agent`` (in ``session``, when given), as its inputs name."""
+    sender = orjson.loads(decision["inputs"] or "{}").get("sender")
+    return isinstance(sender, dict) and sender.get("agent_id") == agent and (
+        session is None or sender.get("session_id") == session)
+
+
 def _owner_is(field: str) -> str:
     """A rejection's payload names ``field`` of its owner (the memory's, else the proposal's) as a bound value."""
     return f"COALESCE(json_extract(payload, '$.memory.{field}'), json_extract(payload, '$.{field}'))=?"
@@ -445,6 +458,11 @@ class ShardTx:
         return self._db.execute(
             "SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
             (signal.memory_id, signal.signal_id, signal.kind)).fetchone() is not None
+
+    def signal_stored(self, signal_id: str) -> bool:
+        """A use signal ``signal_id`` (the control event that sent it) is counted on some memory."""
+        return self._db.execute("SELECT 1 FROM lifecycle_signals WHERE signal_id=? LIMIT 1",
+                                (signal_id,)).fetchone() is not None
 
     def signal_tally(self, memory_id: str) -> SignalTally:
         db = self._db
@@ -785,6 +803,7 @@ class ShardTx:
             found += [("governance_events", "event_id", user, list(home)),
                       ("held_actions", "action_id", user, list(home))]
         taken: set[str] = set()
+        signals: set[tuple[str, str]] = set()
         for table, key, where, args in found:  # fixed names; values are bound
             for r in self._db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
                 d = dict(r)
@@ -792,6 +811,7 @@ class ShardTx:
                 if table == "lifecycle_signals":
                     target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}"
                     taken.add(str(d["memory_id"]))
+                    signals.add((str(d["memory_id"]), str(d["signal_id"])))
                 self._erase_row(table, key, d, at=at, proposal_id=proposal_id, target_id=str(target), delete=False)
             self._db.execute(f"DELETE FROM {table} WHERE {where}", args)
         if erasure.target in owners:
@@ -802,7 +822,30 @@ class ShardTx:
         kept = sorted(taken - set(memory_ids))
         for mid in kept:
             self._renumber_signals(mid, at=at, proposal_id=proposal_id)
+        if erasure.target in ("session", "agent"):
+            self._drop_decisions_sent(list(home), scope.agent_id, erasure.session_id, signals, at=at,
+                                      proposal_id=proposal_id)
         return kept
+
+    def _drop_decisions_sent(self, home: list[str], agent: str, session: str | None, signals: set[tuple[str, str]],
+                             *, at: str, proposal_id: str) -> None:
+        """The promotions and demotions made on use signals the erased agent (or session of it) sent, taken now
+        or rolled back before (``signals``: the taken ones, by memory and signal id, also for records that name
+        no sender), and their rollbacks: a replay, which never counted those signals, never made them."""
+        rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+                                "AND decision IN ('promote', 'demote', 'rollback')", home).fetchall()
+        made = {str(r["decision_id"]) for r in rows if r["decision"] != "rollback"
+                and (_signal_of(r) in signals or _sent_by(r, agent, session))}
+        self._erase_decisions(rows, made, at=at, proposal_id=proposal_id)
+
+    def _erase_decisions(self, rows: Sequence[sqlite3.Row], doomed: set[str], *, at: str, proposal_id: str) -> None:
+        """Every step of the ``doomed`` decisions among ``rows`` and of their rollbacks, audited (values
+        redacted)."""
+        doomed = doomed | {str(r["decision_id"]) for r in rows if r["decision"] == "rollback"
+                           and str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
+        for r in rows:
+            if str(r["decision_id"]) in doomed:
+                self._erase_row("governance_events", "event_id", dict(r), at=at, proposal_id=proposal_id)
 
     def _renumber_signals(self, memory_id: str, *, at: str, proposal_id: str) -> None:
         """Number a memory's signals 1.. again in their order, as if the ones an erasure took had never come."""
@@ -928,11 +971,7 @@ class ShardTx:
                                 home).fetchall()
         doomed = {str(r["decision_id"]) for r in rows
                   if set(MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")) & erased}
-        doomed |= {str(r["decision_id"]) for r in rows if r["decision"] == "rollback"
-                   and str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
-        for r in rows:
-            if str(r["decision_id"]) in doomed:
-                self._erase_row("governance_events", "event_id", dict(r), at=at, proposal_id=proposal_id)
+        self._erase_decisions(rows, doomed, at=at, proposal_id=proposal_id)
 
     _CITED = ("SELECT r.rejection_id, e.value FROM rejections r, json_each(CASE WHEN json_valid(r.payload) THEN "
               "CASE WHEN json_type(r.payload, '$.memory.evidence') = 'array' THEN "

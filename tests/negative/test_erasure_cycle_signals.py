@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from altm.app import Feedback
 from altm.core import Scope, Settings
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
@@ -65,3 +66,29 @@ async def test_erasing_an_agent_takes_back_its_feedback_outside_a_session(settin
     assert rows(s.data_dir, SIGNALS) == []
     assert rows(s.data_dir, USE) == before
     await replayed_equal(s, tmp_path / "replayed")
+
+
+@pytest.mark.parametrize("rolled_back", [False, True])
+async def test_a_promotion_the_erased_cycle_made_goes_with_its_signals(settings: Settings, tmp_path: Path,
+                                                                      rolled_back: bool) -> None:
+    """Found by the randomized check (seed 60): a cycle's citation and helpful mark promoted the memory (a
+    governance decision); erasing the cycle's session took the signals back but kept the promotion's record.
+    Rolled back before the erasure (the helpful signal with it), the promotion's record and the rollback's
+    stayed, and a replay, which never made the promotion, refused the rollback ("no governance decision")."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    async with store_with(s, [make_turn(1, SAID, session="s1")]) as (rt, app):
+        prepared = await app.prepare_turn(SCOPE, "s2", "s2-t1", "How big should my pull requests be?", 800)
+        shown = [item.memory_id for item in prepared.bundle.items]
+        await app.commit_turn(prepared.cycle_id, "Noted.", shown[:1], Feedback(helpful=shown[:1]))
+        await rt.run_until_idle()
+        decisions = "SELECT decision, step FROM governance_events WHERE decision IN ('promote', 'demote')"
+        assert rows(s.data_dir, decisions), rows(s.data_dir, USE)  # the memory was promoted
+        if rolled_back:
+            (promotion,) = {r["decision_id"] for r in rows(s.data_dir, "SELECT decision_id FROM governance_events")}
+            await app.rollback(SCOPE, promotion, "not that one")
+            await rt.run_until_idle()
+        await app.erase(SCOPE, "session", session_id="s2")
+        await rt.run_until_idle()
+    assert rows(s.data_dir, "SELECT decision, step FROM governance_events") == []
+    target = await replayed_equal(s, tmp_path / "replayed")
+    assert rows(target, "SELECT reason FROM rejections") == []

@@ -27,7 +27,9 @@ def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
             ("evaluated", f"{use_signal.kind} signal; weight {old['lc_weight']} -> {new['lc_weight']}"),
             ("decided", f"weight {new['lc_weight']} crosses the {decision} threshold"),
             ("applied", f"state {old['lc_state']} -> {new['lc_state']}")],
-            {"memory_id": use_signal.memory_id, "cited": new["lc_cited"], "helpful": new["lc_helpful"],
+            {"memory_id": use_signal.memory_id, "signal_id": use_signal.signal_id,
+             "sender": {"agent_id": p.scope.agent_id, "session_id": use_signal.session_id}, "cited": new["lc_cited"],
+             "helpful": new["lc_helpful"],
              "harmful": new["lc_harmful"], "injected": new["lc_injected"], "pinned": bool(new["lc_pinned"]),
              "weight": new["lc_weight"]}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new))
