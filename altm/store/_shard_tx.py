@@ -108,15 +108,13 @@ def _edge_delta(old: Row | None, new: Row | None) -> tuple[list[str], list[str]]
     return sorted(after - before), sorted(before - after)
 
 
-def _signal_of(decision: sqlite3.Row) -> tuple[str, str]:
-    """(memory id, signal id) of the use signal a lifecycle decision was made on (its inputs name them)."""
+def _made_on(decision: sqlite3.Row, signals: set[tuple[str, str]], agent: str, session: str | None) -> bool:
+    """A lifecycle decision was made on one of ``signals`` (memory id, signal id), or on a signal ``agent`` sent
+    (in ``session``, when given), as its inputs name them."""
     inputs = orjson.loads(decision["inputs"] or "{}")
-    return str(inputs.get("memory_id")), str(inputs.get("signal_id"))
-
-
-def _sent_by(decision: sqlite3.Row, agent: str, session: str | None) -> bool:
-    """A lifecycle decision's signal was sent by ``agent`` (in ``session``, when given), as its inputs name."""
-    sender = orjson.loads(decision["inputs"] or "{}").get("sender")
+    if (str(inputs.get("memory_id")), str(inputs.get("signal_id"))) in signals:
+        return True
+    sender = inputs.get("sender")
     return isinstance(sender, dict) and sender.get("agent_id") == agent and (
         session is None or sender.get("session_id") == session)
 
@@ -834,8 +832,8 @@ class ShardTx:
         no sender), and their rollbacks: a replay, which never counted those signals, never made them."""
         rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=? "
                                 "AND decision IN ('promote', 'demote', 'rollback')", home).fetchall()
-        made = {str(r["decision_id"]) for r in rows if r["decision"] != "rollback"
-                and (_signal_of(r) in signals or _sent_by(r, agent, session))}
+        made = {str(r["decision_id"]) for r in rows
+                if r["decision"] != "rollback" and _made_on(r, signals, agent, session)}
         self._erase_decisions(rows, made, at=at, proposal_id=proposal_id)
 
     def _erase_decisions(self, rows: Sequence[sqlite3.Row], doomed: set[str], *, at: str, proposal_id: str) -> None:

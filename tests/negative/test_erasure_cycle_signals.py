@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from altm.app import Feedback
-from altm.core import Scope, Settings
+from altm.core import Settings
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
@@ -19,6 +19,7 @@ from tests.support.turns import SCOPE, make_turn
 
 SAID = "I prefer small pull requests under 300 lines."  # an atom, and the user's L4 facet (any agent recalls it)
 SIGNALS = "SELECT memory_id, signal_id, kind FROM lifecycle_signals ORDER BY memory_id, signal_id, kind"
+REVIEWER = SCOPE.model_copy(update={"agent_id": "reviewer"})  # another agent of the same user
 USE = "SELECT memory_id, lc_injected, lc_cited, lc_helpful, lc_weight, lc_state FROM memories ORDER BY memory_id"
 
 
@@ -26,11 +27,9 @@ USE = "SELECT memory_id, lc_injected, lc_cited, lc_helpful, lc_weight, lc_state 
 async def test_erasing_a_cycles_session_takes_back_the_signals_it_sent(settings: Settings, tmp_path: Path,
                                                                       erased: str) -> None:
     s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
-    other = Scope(tenant_id=SCOPE.tenant_id, workspace_id=SCOPE.workspace_id, user_id=SCOPE.user_id,
-                  agent_id="reviewer")
     async with store_with(s, [make_turn(1, SAID, session="s1")]) as (rt, app):
         before = rows(s.data_dir, USE)
-        asker = SCOPE if erased == "session" else other
+        asker = SCOPE if erased == "session" else REVIEWER
         prepared = await app.prepare_turn(asker, "s2", "s2-t1", "How big should my pull requests be?", 800)
         shown = [item.memory_id for item in prepared.bundle.items]
         assert shown  # the cycle recalled memories of session s1 (of the other agent: the user's facet)
@@ -40,7 +39,7 @@ async def test_erasing_a_cycles_session_takes_back_the_signals_it_sent(settings:
         if erased == "session":
             await app.erase(SCOPE, "session", session_id="s2")
         else:
-            await app.erase(other, "agent")
+            await app.erase(REVIEWER, "agent")
         await rt.run_until_idle()
     assert rows(s.data_dir, SIGNALS) == []
     assert rows(s.data_dir, USE) == before
@@ -51,17 +50,15 @@ async def test_erasing_an_agent_takes_back_its_feedback_outside_a_session(settin
     """Feedback sent outside any cycle (``feedback``: a pin, a helpful mark) is sealed under its agent's key: an
     erasure of that agent takes it back too."""
     s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
-    other = Scope(tenant_id=SCOPE.tenant_id, workspace_id=SCOPE.workspace_id, user_id=SCOPE.user_id,
-                  agent_id="reviewer")
     async with store_with(s, [make_turn(1, SAID, session="s1")]) as (rt, app):
         before = rows(s.data_dir, USE)
         (facet,) = [r["memory_id"] for r in rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L4'")]
-        await app.feedback(other, [facet], "pin")
-        await app.feedback(other, [facet], "helpful")
+        await app.feedback(REVIEWER, [facet], "pin")
+        await app.feedback(REVIEWER, [facet], "helpful")
         await rt.run_until_idle()
         assert rows(s.data_dir, "SELECT lc_pinned, lc_helpful FROM memories WHERE memory_id=?", (facet,)) == [
             {"lc_pinned": 1, "lc_helpful": 1}]
-        await app.erase(other, "agent")
+        await app.erase(REVIEWER, "agent")
         await rt.run_until_idle()
     assert rows(s.data_dir, SIGNALS) == []
     assert rows(s.data_dir, USE) == before

@@ -109,7 +109,7 @@ def _refusals_lifted(tx: ShardTx, scope: Scope, gone: set[str], p: EraseProposal
 
 def _tally_again(tx: ShardTx, memory_id: str, p: EraseProposal, ctx: OpContext) -> None:
     """A kept memory whose use signals the erasure took: its counters, weight and state as the signals left
-    give them (a promotion they caused is undone; its decision record stays)."""
+    give them (a promotion they caused is undone; ShardTx.erase_records erases its record)."""
     row = tx.memory_row(memory_id)
     if row is None:
         return

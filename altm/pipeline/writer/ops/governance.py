@@ -162,8 +162,8 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     """Restore exactly the rows a decision changed, newest first, from the audit log's old values."""
     undo, scope = p.rollback, p.scope
     steps = tx.decision_steps(undo.decision_id, scope)
-    uncounted = undo.signal_id is not None and not tx.signal_stored(undo.signal_id)
-    if not steps and (tx.buried_later(scope, undo.names) or uncounted):
+    if not steps and (tx.buried_later(scope, undo.names)
+                      or (undo.signal_id is not None and not tx.signal_stored(undo.signal_id))):
         # a replay that never met the decision: it stood on memories an erasure later in the log removes,
         # and that erasure removes the decision's record and this rollback's (the source has no trace of it)
         return Applied(ChangeStatus.UNCHANGED)
