@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from altm.bus import Bus, OutgoingRecord, Record
+from altm.bus.sealing import SEALED_BY_HEADER
 from altm.core import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
 
@@ -68,8 +69,8 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
                 await runtime.log.publish_many(pending)
                 pending = []
             processed += await runtime.run_until_idle(progress=progress)
-        pending.append(OutgoingRecord(rec.topic, rec.value, key=rec.key, headers=rec.headers,
-                                      partition=rec.partition))
+        pending.append(OutgoingRecord(rec.topic, rec.value, key=rec.key, partition=rec.partition,
+                                      headers=tuple(h for h in rec.headers if h[0] != SEALED_BY_HEADER)))
         if rec.topic == control:
             await runtime.log.publish_many(pending)
             pending = []

@@ -13,11 +13,14 @@ from altm.bus._base import (
 )
 from altm.bus._records import (
     CHANGE_HEADER,
+    LINEAGE_HEADER,
     SOURCE_MS_HEADER,
     change_header,
     change_marker,
     dead_letter_record,
     host_record,
+    lineage_headers,
+    lineage_of,
     pack_headers,
     source_header,
     source_ms,
@@ -28,6 +31,7 @@ from altm.bus._records import (
 
 __all__ = [
     "CHANGE_HEADER",
+    "LINEAGE_HEADER",
     "SOURCE_MS_HEADER",
     "Bus",
     "BusError",
@@ -42,6 +46,8 @@ __all__ = [
     "change_marker",
     "dead_letter_record",
     "host_record",
+    "lineage_headers",
+    "lineage_of",
     "pack_headers",
     "source_header",
     "source_ms",

@@ -58,6 +58,23 @@ def source_header(ms: int) -> tuple[str, bytes]:
     return (SOURCE_MS_HEADER, str(ms).encode())
 
 
+LINEAGE_HEADER = "altm-lineage"
+"""Header of a derived record: the id of a data key that a host record (turn or control event) behind it was
+sealed with, one header per key, carried from stage to stage. Once one of those keys is destroyed the log can
+no longer open that host record, so a replay would never make this one: the writer does not apply it (and what
+an erasure took does not come back through work that was under way when it was applied)."""
+
+
+def lineage_of(record: Record) -> tuple[str, ...]:
+    """The data keys of the host records behind ``record`` (its :data:`LINEAGE_HEADER` values), in order."""
+    return tuple(dict.fromkeys(v.decode("ascii", errors="replace") for k, v in record.headers
+                               if k == LINEAGE_HEADER))
+
+
+def lineage_headers(kids: tuple[str, ...]) -> Headers:
+    return tuple((LINEAGE_HEADER, kid.encode("ascii")) for kid in kids)
+
+
 CHANGE_HEADER = "altm-change"
 """Header of a change record: its :class:`~altm.core.ChangeMarker` (status, op, layer, removes), in the clear
 beside a sealed value, so a stage skips changes it has no use for without opening or decoding them."""

@@ -23,12 +23,14 @@ from altm.bus import (
     Record,
     change_marker,
     dead_letter_record,
+    lineage_headers,
+    lineage_of,
     pack_headers,
     source_header,
     source_ms,
     unpack_headers,
 )
-from altm.bus.sealing import is_shredded
+from altm.bus.sealing import is_shredded, sealed_by
 from altm.core import (
     ChangeEvent,
     DecodeError,
@@ -107,8 +109,8 @@ def _layer_of(event: Event) -> str:
 
 def _proposal_records(proposals: Sequence[Proposal], settings: Settings, sources: dict[str, int],
                       default_ms: int, traces: dict[str, Headers]) -> list[OutgoingRecord]:
-    """Proposals as records, each with the publish time of the turn behind the event that caused it and the
-    trace context of that event's span in this stage."""
+    """Proposals as records, each with the publish time of the turn behind the event that caused it, the
+    trace context of that event's span in this stage and the keys of the host records behind that event."""
     out_topic = topic_name(Topic.PROPOSALS, settings.topic_prefix)
     return [OutgoingRecord(out_topic, encode(p), key=p.key,
                            headers=(source_header(sources.get(p.cause_event_id or "", default_ms)),
@@ -215,12 +217,21 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
     if not decoded:
         return result
     spans = start_record_spans(processor.name, [rec for rec, _ in decoded])
+    hosts = {topic_name(t, ctx.settings.topic_prefix) for t in (Topic.TURNS, Topic.CONTROL)}
     try:
-        await _process(processor, decoded, ctx, result, {ev.event_id: h for (_, ev), (_, h) in zip(
-            decoded, spans, strict=True)})
+        await _process(processor, decoded, ctx, result, {ev.event_id: (*h, *lineage_headers(_lineage(rec, hosts)))
+                                                         for (rec, ev), (_, h) in zip(decoded, spans, strict=True)})
     finally:
         end_record_spans(spans)
     return result
+
+
+def _lineage(record: Record, hosts: set[str]) -> tuple[str, ...]:
+    """The data keys of the host records behind ``record`` (:data:`~altm.bus.LINEAGE_HEADER`): those it
+    carries, and the key it was sealed with when it is a host record itself."""
+    kid = sealed_by(record) if record.topic in hosts else None
+    carried = lineage_of(record)
+    return carried if kid is None or kid in carried else (*carried, kid)
 
 
 async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,

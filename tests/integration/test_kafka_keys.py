@@ -36,9 +36,12 @@ def test_keys_made_in_one_store_open_in_another_and_a_shred_reaches_both(kafka_b
         assert a.current(owner) == (kid, key)  # one key per owner, not one per call
         assert b.get(kid) == key  # made a moment ago elsewhere: read up to the end before it is called unknown
         other_kid, _ = a.current(Owner("t/w/u2"))
+        assert not a.destroyed(kid)
         assert a.shred("t/w/u1") == 1
         assert a.get(kid) is None  # at once in the store that destroyed it
+        assert a.destroyed(kid)
         assert until(lambda: b.get(kid) is None)  # and soon in every other
+        assert b.destroyed(kid) and not b.destroyed(other_kid) and not b.destroyed("0" * 32)
         assert b.get(other_kid) is not None  # another user's key is untouched
         later = open_store(kafka_bootstrap, topic)
         try:

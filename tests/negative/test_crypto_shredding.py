@@ -12,6 +12,7 @@ from altm.bus import OutgoingRecord, Record
 from altm.bus.sealing import (
     DERIVED,
     GUARD,
+    MAGIC,
     KeyStoreError,
     Owner,
     SealedBus,
@@ -265,8 +266,11 @@ def test_a_record_sealed_with_another_key_store_is_an_error_not_a_shredded_recor
     sealed = theirs.seal_value(encode(make_turn(1, "hello")), SCOPE.home)
     with pytest.raises(KeyStoreError, match="sealed with another key store"):
         ours.open_value(sealed, SCOPE.home)
+    kid = sealed[len(MAGIC):len(MAGIC) + 32].decode()
+    assert not theirs.keys.destroyed(kid)
     theirs.keys.shred(SCOPE.home)
     assert theirs.open_value(sealed, SCOPE.home) is None  # destroyed: shredded, silently
+    assert theirs.keys.destroyed(kid) and not ours.keys.destroyed(kid)  # a store says nothing of others' keys
 
 
 def test_a_destroyed_key_is_never_used_again_by_another_process(tmp_path: Path) -> None:

@@ -386,6 +386,11 @@ class KafkaKeyStore(KeyStore):
             entry = self._entries.get(kid)
         return entry is not None and entry.retired_ms is not None
 
+    def destroyed(self, kid: str) -> bool:
+        with self._lock:
+            entry = self._entries.get(kid)
+        return entry is not None and entry.wrapped is None
+
     def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
               made_before_ms: int | None = None) -> int:
         return self._change(lambda o, e: o.home == home and o.session != GUARD and (agent is None or o.agent == agent)

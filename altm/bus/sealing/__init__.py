@@ -16,12 +16,14 @@ from altm.bus.sealing._keys import (
 from altm.bus.sealing._sealer import (
     DERIVED,
     MAGIC,
+    SEALED_BY_HEADER,
     SHREDDED_HEADER,
     Sealer,
     SealError,
     is_sealed,
     is_shredded,
     owner_of,
+    sealed_by,
 )
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "GUARD",
     "MAGIC",
     "MASTER_KEY_ENV",
+    "SEALED_BY_HEADER",
     "SHREDDED_HEADER",
     "KeyStore",
     "KeyStoreError",
@@ -45,4 +48,5 @@ __all__ = [
     "load_master_key",
     "master_id",
     "owner_of",
+    "sealed_by",
 ]

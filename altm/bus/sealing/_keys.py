@@ -83,6 +83,10 @@ class KeyStore(ABC):
         """The key ``kid`` was retired by an erasure (it still opens records until it is destroyed)."""
 
     @abstractmethod
+    def destroyed(self, kid: str) -> bool:
+        """The key ``kid`` was destroyed (False for one this store never had: it says nothing of those)."""
+
+    @abstractmethod
     def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
               made_before_ms: int | None = None) -> int:
         """Destroy the keys of a user, or of one agent, or of one session of an agent (only those made before
@@ -252,6 +256,10 @@ class SqliteKeyStore(KeyStore):
         with self._lock:
             row = self._db.execute("SELECT retired_ms FROM data_keys WHERE kid=?", (kid,)).fetchone()
         return row is not None and row[0] is not None
+
+    def destroyed(self, kid: str) -> bool:
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM destroyed_keys WHERE kid=?", (kid,)).fetchone() is not None
 
     def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
               made_before_ms: int | None = None) -> int:

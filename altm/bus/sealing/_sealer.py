@@ -32,6 +32,10 @@ SHREDDED_HEADER = "altm-shredded"
 """Header of a record whose data key is destroyed: its value is empty, and stages skip it silently."""
 
 
+SEALED_BY_HEADER = "altm-sealed-by"
+"""Header :meth:`Sealer.open` adds to a record it opened: the id of the data key it was sealed with."""
+
+
 class SealError(ValueError):
     """A sealed value that does not open with its key: damaged, or moved under another record key."""
 
@@ -42,6 +46,14 @@ def is_sealed(value: bytes) -> bool:
 
 def is_shredded(record: Record) -> bool:
     return any(name == SHREDDED_HEADER for name, _ in record.headers)
+
+
+def sealed_by(record: Record) -> str | None:
+    """The data key an opened record was sealed with (:data:`SEALED_BY_HEADER`); None for one in the clear."""
+    for name, value in record.headers:
+        if name == SEALED_BY_HEADER:
+            return value.decode("ascii", errors="replace")
+    return None
 
 
 def _scope_parts(obj: dict[str, Any]) -> tuple[str, str] | None:
@@ -168,8 +180,9 @@ class Sealer:
         return record if sealed is record.value else replace(record, value=sealed)
 
     def open(self, record: Record, *, retired: bool = True) -> Record:
-        """The record with its plain value; a shredded one with an empty value and :data:`SHREDDED_HEADER`;
-        one that does not open stays sealed (the stage dead-letters it, without its content).
+        """The record with its plain value (and the key it was sealed with: :data:`SEALED_BY_HEADER`); a shredded
+        one with an empty value and :data:`SHREDDED_HEADER`; one that does not open stays sealed (the stage
+        dead-letters it, without its content).
 
         ``retired=False`` treats a key an erasure retired as destroyed already: for a reader that is not the
         owning worker's live writer (a shard restored from the log, a read replica), which may meet a record
@@ -182,7 +195,10 @@ class Sealer:
             return record
         if plain is None:
             return replace(record, value=b"", headers=(*record.headers, (SHREDDED_HEADER, b"1")))
-        return record if plain is record.value else replace(record, value=plain)
+        if plain is record.value:
+            return record
+        kid = record.value[len(MAGIC):len(MAGIC) + _KID]
+        return replace(record, value=plain, headers=(*record.headers, (SEALED_BY_HEADER, kid)))
 
 
 def _aad(kid: bytes, key: str | None) -> bytes:

@@ -18,7 +18,16 @@ from datetime import UTC, datetime
 
 import orjson
 
-from altm.bus import Headers, Record, change_header, pack_headers, source_header, source_ms
+from altm.bus import (
+    Headers,
+    Record,
+    change_header,
+    lineage_headers,
+    lineage_of,
+    pack_headers,
+    source_header,
+    source_ms,
+)
 from altm.bus.sealing import DERIVED, KeyStore, KeyStoreError, is_shredded
 from altm.core import (
     Burial,
@@ -193,9 +202,11 @@ class Writer:
                   retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]],
                   enqueue: bool = True, reapplied: bool = False) -> WriteOutcome:
         """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
-        # a record whose data key is destroyed: nothing to apply, nothing to report
-        outcome = WriteOutcome(skipped=True) if is_shredded(record) else self._apply(tx, record, partitions, ctx,
-                                                                                     ahead)
+        # a record whose data key is destroyed, or made from a host record whose key is: nothing to apply,
+        # nothing to report (a replay could not open it, or what it was made from)
+        lineage = lineage_of(record)
+        outcome = (WriteOutcome(skipped=True) if is_shredded(record) or self._shredded(lineage)
+                   else self._apply(tx, record, partitions, ctx, ahead))
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
             again = reapplied or is_reapplied(record.headers)
             self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
@@ -204,9 +215,10 @@ class Writer:
         if not enqueue:
             return outcome
         source = source_header(source_ms(record))  # the changes carry their turn's time on
+        carried = lineage_headers(lineage)  # the stages that read a change carry it on
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
             tx.enqueue(Topic.CHANGES.value, change.key, encode(change),
-                       pack_headers((source, change_header(change), *extra)))
+                       pack_headers((source, change_header(change), *extra, *carried)))
         for dead in outcome.dead_letters:
             tx.enqueue(Topic.DLQ.value, record.key, encode(dead), pack_headers((source, *extra)))
         for burial in outcome.burials:  # back to the proposals log, after this record: a restore applies it
@@ -249,6 +261,13 @@ class Writer:
         on_log = {b.event_id for b in ahead.get(event.event_id, ())}  # a restore: published already
         return WriteOutcome(changes=_changes(event, record, applied), erased=erased,
                             burials=[b for b in _burials(tx, event, applied.buried) if b.event_id not in on_log])
+
+    def _shredded(self, lineage: Sequence[str]) -> bool:
+        """Whether a data key of ``lineage`` (the host records behind a proposal) is destroyed: an erasure was
+        applied since that host record was read, and a replay, which cannot open it any more, makes nothing
+        of it."""
+        keys = self.keys
+        return keys is not None and any(keys.destroyed(kid) for kid in lineage)
 
     def _shred(self, p: EraseProposal, made_before_ms: int | None) -> None:
         """Destroy the erased session's, agent's or user's data keys; retire the user's keys of derived records
