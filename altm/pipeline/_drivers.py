@@ -227,11 +227,13 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
 
 
 def _lineage(record: Record, hosts: set[str]) -> tuple[str, ...]:
-    """The data keys of the host records behind ``record`` (:data:`~altm.bus.LINEAGE_HEADER`): those it
-    carries, and the key it was sealed with when it is a host record itself."""
-    kid = sealed_by(record) if record.topic in hosts else None
-    carried = lineage_of(record)
-    return carried if kid is None or kid in carried else (*carried, kid)
+    """The data keys of the host records behind ``record`` (:data:`~altm.bus.LINEAGE_HEADER`): a host record's
+    own key (what a host put in its headers is not taken: it could make other records look erased), or the
+    keys a derived record carries."""
+    if record.topic in hosts:
+        kid = sealed_by(record)
+        return () if kid is None else (kid,)
+    return lineage_of(record)
 
 
 async def _process(processor: Processor, decoded: Sequence[tuple[Record, Event]], ctx: ProcessorContext,

@@ -8,11 +8,12 @@ writer skips it as shredded once one of them is destroyed, as a replay does."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from altm.bus import lineage_of
+from altm.bus import host_record, lineage_headers, lineage_of
 from altm.bus.sealing import MAGIC, is_sealed
 from altm.core import Settings
 from altm.wiring import plain
@@ -77,3 +78,20 @@ async def test_what_a_turn_leads_to_names_the_turns_key_on_the_log(settings: Set
     assert {r.topic for r in derived} == {"altm.proposals", "altm.changes"}
     assert all(len(lineage_of(r)) == 1 for r in derived)  # L0, L1, L2, links, trust: each from one session
     assert {kid for r in derived for kid in lineage_of(r)} == turn_kids
+
+
+async def test_a_lineage_a_host_writes_on_its_turn_is_not_taken(settings: Settings) -> None:
+    """A host that names a destroyed key in its turn's headers does not get what comes of its turn skipped (nor
+    anything else): the lineage of a host record is the key it is sealed with, nothing it says."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    async with store_with(s, TURNS) as (rt, app):
+        kids = {r.value[len(MAGIC):len(MAGIC) + 32].decode() for r in await plain(rt.log).read_all(["altm.turns"])}
+        await app.erase(SCOPE, "session", session_id="s1")
+        await rt.run_until_idle()
+        keys = rt.keys
+        assert keys is not None
+        (destroyed,) = [kid for kid in kids if keys.destroyed(kid)]  # s1's; s2's stays
+        hostile = host_record(s, make_turn(4, "The on-call rota changes on Monday.", session="s2"))
+        await rt.log.publish_many([replace(hostile, headers=(*hostile.headers, *lineage_headers((destroyed,))))])
+        await rt.run_until_idle()
+    assert rows(s.data_dir, "SELECT content FROM memories WHERE layer='L0' AND content LIKE '%on-call%'")
