@@ -1,7 +1,8 @@
 """Re-derivation: rebuild every derived store from the host topics of a log (turns and control events).
 
 The log is the source of truth: reading its host topics (from either bus) into a fresh deployment and
-running the pipeline yields the same derived state (``altm state-hash``), with model answers served from
+running the pipeline (in the order the source's writer took them up, which its proposals log keeps) yields
+the same derived state (``altm state-hash``), with model answers served from
 the LLM cache when the target reuses one. :func:`altm.wiring.replay_into` opens the deployments.
 """
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+
+import orjson
 
 from altm.bus import Bus, OutgoingRecord, Record
 from altm.bus.sealing import SEALED_BY_HEADER
@@ -34,7 +37,8 @@ class ReplaySummary:
 async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
                             from_time: datetime | None = None) -> list[Record]:
     """Host events of ``bus`` up to their current ends, in the order they were first published (turns and
-    control events interleaved by publication time).
+    control events interleaved by publication time), each partition's in the order they took effect where the
+    source's proposals log tells it (:func:`_in_the_writers_order`).
 
     A start point is a point in time for both topics: ``from_time``, or, for ``from_offset``, the time the
     turns topic's record at that offset was published (the earliest over its partitions; turns are taken from
@@ -53,7 +57,40 @@ async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
         records = await bus.read_all([turns, control], from_time_ms=int(from_time.timestamp() * 1000)
                                      if from_time else None)
     records.sort(key=lambda r: (r.timestamp_ms, r.topic != turns, r.partition, r.offset))
-    return records
+    return await _in_the_writers_order(bus, prefix, records)
+
+
+async def _in_the_writers_order(bus: Bus, prefix: str, records: list[Record]) -> list[Record]:
+    """``records`` with each partition's host events in the order the source's writer applied the first
+    proposal each of them caused (its proposals log says so), the others in their places. Published close
+    together, a turn and a control event can take effect in the other order than they were published: the
+    runtime takes the searchable path first, so a turn sent after a retention pass can be stored before the
+    pass is applied, and the replay must do the same."""
+    first: dict[str, tuple[int, int]] = {}
+    for rec in await bus.read_all([topic_name(Topic.PROPOSALS, prefix)]):
+        cause = _field(rec, "cause_event_id")
+        if cause is not None and cause not in first:
+            first[cause] = (rec.partition, rec.offset)
+    placed: dict[int, list[tuple[int, tuple[int, int]]]] = {}  # partition -> (index in records, applied at)
+    for i, rec in enumerate(records):
+        event_id = _field(rec, "event_id")
+        if event_id is not None and event_id in first:
+            placed.setdefault(rec.partition, []).append((i, first[event_id]))
+    out = list(records)
+    for slots in placed.values():
+        for (slot, _), (i, _) in zip(slots, sorted(slots, key=lambda s: s[1]), strict=True):
+            out[slot] = records[i]
+    return out
+
+
+def _field(record: Record, name: str) -> str | None:
+    """A string field of the event ``record`` carries (None when it is not an event or has none)."""
+    try:
+        obj = orjson.loads(record.value)
+    except orjson.JSONDecodeError:
+        return None
+    value = obj.get(name) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else None
 
 
 async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix: str,
