@@ -34,7 +34,7 @@ from tests.support.memories import running
 from tests.support.replay import assert_same_state
 from tests.support.rows import rows
 from tests.support.turns import make_turn
-from tests.support.workers import start_worker, stop, wait_until_idle
+from tests.support.workers import Process, output, start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
 
@@ -280,20 +280,12 @@ async def test_a_standby_worker_takes_over_a_dead_workers_partitions_without_a_r
            "ALTM_KEYSTORE": f"sqlite:///{tmp_path / 'keys.db'}", "ALTM_WORKER_STANDBY": "true"}
     await _publish(kafka_bootstrap, prefix, first, create=True)
     dir_a, dir_b = tmp_path / "worker-a", tmp_path / "worker-b"
-    a = start_worker(kafka_bootstrap, dir_a, env)
+    a = start_worker(kafka_bootstrap, dir_a, env, capture=True)
     b = start_worker(kafka_bootstrap, dir_b, env, capture=True)
     try:
-        for where in (dir_a, dir_b):  # every user's turns in both data dirs: each worker's own and its copies
-            await _until(lambda: _shard_l0_count(where) == len(first), f"{where.name} holds every turn")  # noqa: B023
-        await wait_until_idle(kafka_bootstrap, prefix, a, b, data_dir=dir_a)
-        await wait_until_idle(kafka_bootstrap, prefix, a, b, data_dir=dir_b)
-        await _until(lambda: _caught_up(dir_b, dir_a), "the standby copies caught up with their owners")
-        assert state_hash(dir_a) == state_hash(dir_b)
-        a.send_signal(signal.SIGKILL)
-        a.wait(10)
-        await _publish(kafka_bootstrap, prefix, second)
-        await _until(lambda: _shard_l0_count(dir_b) == len(first) + len(second), "B derived the new turns")
-        await wait_until_idle(kafka_bootstrap, prefix, b, data_dir=dir_b)
+        await _standby_takes_over(kafka_bootstrap, prefix, (a, dir_a), (b, dir_b), first, second)
+    except AssertionError as exc:  # what the workers said: the reason is there
+        raise AssertionError(f"{exc}\nworker A: {output(a)[-2500:]!r}\nworker B: {output(b)[-2500:]!r}") from exc
     finally:
         (_, out_b) = stop(a, b)
     log = out_b.decode(errors="replace")
@@ -302,3 +294,20 @@ async def test_a_standby_worker_takes_over_a_dead_workers_partitions_without_a_r
     assert "restoring" not in log[takeover:], log[takeover:][-3000:]  # its copies were warm
     assert not rows(dir_b, "SELECT reason FROM rejections")
     assert state_hash(dir_b) == await _embedded_state(tmp_path, first, second)
+
+
+async def _standby_takes_over(bootstrap: str, prefix: str, owner: tuple[Process, Path], standby: tuple[Process, Path],
+                              first: list[TurnEvent], second: list[TurnEvent]) -> None:
+    """Both data dirs hold ``first``, at one state; the owner is killed; the standby derives ``second``."""
+    (a, dir_a), (b, dir_b) = owner, standby
+    for where in (dir_a, dir_b):  # every user's turns in both data dirs: each worker's own and its copies
+        await _until(lambda: _shard_l0_count(where) == len(first), f"{where.name} holds every turn")  # noqa: B023
+    await wait_until_idle(bootstrap, prefix, a, b, data_dir=dir_a)
+    await wait_until_idle(bootstrap, prefix, a, b, data_dir=dir_b)
+    await _until(lambda: _caught_up(dir_b, dir_a), "the standby copies caught up with their owners")
+    assert state_hash(dir_a) == state_hash(dir_b)
+    a.send_signal(signal.SIGKILL)
+    a.wait(10)
+    await _publish(bootstrap, prefix, second)
+    await _until(lambda: _shard_l0_count(dir_b) == len(first) + len(second), "B derived the new turns")
+    await wait_until_idle(bootstrap, prefix, b, data_dir=dir_b)

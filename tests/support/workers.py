@@ -6,23 +6,42 @@ import asyncio
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from signal import SIGTERM
+from typing import IO
 
 Process = subprocess.Popen[bytes]
 
 
+_OUTPUT: dict[int, IO[bytes]] = {}
+"""The file each capturing worker writes its output to, by pid (a pipe nobody reads until ``stop`` fills up,
+64 KiB on Linux, and the worker blocks on its next log line)."""
+
+
 def start_worker(bootstrap: str, data_dir: Path, env: Mapping[str, str], *, partitions: int = 4,
                  capture: bool = False) -> Process:
-    """A faust worker on ``bootstrap`` (host:port); ``capture`` keeps its output for ``stop``."""
-    out = subprocess.PIPE if capture else subprocess.DEVNULL
-    return subprocess.Popen(
+    """A faust worker on ``bootstrap`` (host:port); ``capture`` keeps its output for ``stop`` and ``output``."""
+    out: IO[bytes] | int = tempfile.TemporaryFile() if capture else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(
         [sys.executable, "-m", "altm", "worker", "--broker", f"kafka://{bootstrap}", "--data-dir", str(data_dir),
          "--partitions", str(partitions)],
         env=dict(env), stdout=out, stderr=subprocess.STDOUT if capture else subprocess.DEVNULL,
     )
+    if not isinstance(out, int):
+        _OUTPUT[process.pid] = out
+    return process
+
+
+def output(process: Process) -> bytes:
+    """What a worker started with ``capture`` wrote so far (empty for one without)."""
+    file = _OUTPUT.get(process.pid)
+    if file is None:
+        return b""
+    file.seek(0)
+    return file.read()
 
 
 def stop(*processes: Process | None, timeout_s: float = 60.0) -> list[bytes]:
@@ -35,11 +54,14 @@ def stop(*processes: Process | None, timeout_s: float = 60.0) -> list[bytes]:
     outputs = []
     for p in running:
         try:
-            out, _ = p.communicate(timeout=timeout_s)
+            p.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             p.kill()
-            out, _ = p.communicate()
-        outputs.append(out or b"")
+            p.wait()
+        outputs.append(output(p))
+        file = _OUTPUT.pop(p.pid, None)
+        if file is not None:
+            file.close()
     return outputs
 
 
