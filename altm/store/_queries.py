@@ -171,10 +171,12 @@ class MaintenanceQueries:
         self.shards = shards
 
     def older_than(self, layer: str, cutoff: str) -> list[Row]:
-        """Memories of ``layer`` valid since before ``cutoff``, not pinned, not superseded."""
+        """Memories of ``layer`` valid since before ``cutoff``, not pinned: current ones, the versions a newer
+        one superseded and the exact duplicates folded into another alike (what is past retention is past it,
+        whatever replaced it)."""
         return [dict(r) for shard in self.shards.existing() for r in shard._db.execute(
             "SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, layer, kind, content, valid_from "
-            "FROM memories WHERE layer = ? AND valid_from < ? AND lc_pinned = 0 AND superseded_by IS NULL "
+            "FROM memories WHERE layer = ? AND valid_from < ? AND lc_pinned = 0 "
             "ORDER BY valid_from, memory_id", (layer, cutoff))]
 
     def last_uses(self) -> list[Row]:

@@ -936,14 +936,25 @@ class ShardTx:
                     f"SELECT * FROM memories WHERE superseded_by IN ({_marks(chunk)}) AND tenant_id=? "
                     "AND workspace_id=? AND user_id=?", [*chunk, *home]).fetchall():
                 row = memory_row(r)
-                before = self._db.execute(
-                    "SELECT old_value FROM audit_log WHERE target_table='memories' AND target_id=? "
-                    "AND action='update' AND redacted=0 AND json_extract(new_value, '$.superseded_by')=? "
-                    "AND COALESCE(json_extract(old_value, '$.superseded_by'), '') != ? ORDER BY audit_id DESC LIMIT 1",
-                    (row["memory_id"], row["superseded_by"], row["superseded_by"])).fetchone()
-                old: dict[str, Any] = orjson.loads(before[0]) if before else {"lc_state": "active"}
-                released = cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
-                self.update_memory(row, released, at=at, proposal_id=proposal_id, actor="writer")
+                self.update_memory(row, self.unsuperseded(row), at=at, proposal_id=proposal_id, actor="writer")
+
+    def unsuperseded(self, row: MemoryRow) -> MemoryRow:
+        """``row`` as it was before what supersedes it (or merged it into itself) did so: its supersession fields
+        and lifecycle state from the audit of that update (active where the audit has none)."""
+        before = self._db.execute(
+            "SELECT old_value FROM audit_log WHERE target_table='memories' AND target_id=? "
+            "AND action='update' AND redacted=0 AND json_extract(new_value, '$.superseded_by')=? "
+            "AND COALESCE(json_extract(old_value, '$.superseded_by'), '') != ? ORDER BY audit_id DESC LIMIT 1",
+            (row["memory_id"], row["superseded_by"], row["superseded_by"])).fetchone()
+        old: dict[str, Any] = orjson.loads(before[0]) if before else {"lc_state": "active"}
+        return cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
+
+    def superseded_by_any(self, memory_ids: Sequence[str]) -> list[MemoryRow]:
+        """The memories that any of ``memory_ids`` superseded or merged into itself (``superseded_by`` names it),
+        in the order governance picks a canonical among exact duplicates: valid time, then id."""
+        return [memory_row(r) for chunk in _chunks(sorted(memory_ids)) for r in self._db.execute(
+            f"SELECT * FROM memories WHERE superseded_by IN ({_marks(chunk)}) "
+            "ORDER BY superseded_by, COALESCE(valid_from, ''), memory_id", chunk).fetchall()]
 
     def _erase_row(self, table: str, key: str, row: dict[str, Any], *, at: str, proposal_id: str,
                    target_id: str | None = None, delete: bool = True) -> None:

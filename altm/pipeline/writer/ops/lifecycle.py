@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import FORGOTTEN_PREFIX, BuriedContent, ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
+from altm.core import (
+    FORGOTTEN_PREFIX,
+    BuriedContent,
+    ChangeStatus,
+    EdgeType,
+    ForgetProposal,
+    LifecycleState,
+    MemoryUnit,
+    SignalProposal,
+)
 from altm.pipeline.writer.guard import bury
-from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
+from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, evidence_edge, target_row
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -81,7 +90,9 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         forgotten.append(mid)
     if not forgotten:
         return Applied(ChangeStatus.UNCHANGED)
+    refolded = _refold_duplicates(tx, forgotten, p, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
+    repaired += [m for m in refolded if m.memory_id not in {r.memory_id for r in repaired}]
     pinned = [m for m in retention.memory_ids if m not in forgotten]
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
@@ -90,6 +101,34 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired, buried=tuple(buried))
+
+
+def _refold_duplicates(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """What a forgotten memory superseded and stays no longer points at it. Exact duplicates folded into it fold
+    again, as governance would have folded them had it never been there: the earliest of them is released
+    (active, out of its fold) and takes the evidence of the others, which fold into it; without this a recent
+    re-statement stayed out of recall for good. An older version kept (pinned) while its successor goes is
+    released: nothing newer is left."""
+    by_canonical: dict[str, list[MemoryRow]] = {}
+    out: list[MemoryUnit] = []
+    for row in tx.superseded_by_any(gone):
+        if row["lc_state"] == LifecycleState.MERGED.value:
+            by_canonical.setdefault(str(row["superseded_by"]), []).append(row)
+        else:
+            released = tx.unsuperseded(row)
+            tx.update_memory(row, released, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+            out.append(row_to_memory(released))
+    for head, *rest in by_canonical.values():
+        evidence = set(orjson.loads(head["evidence"])).union(*(orjson.loads(r["evidence"]) for r in rest))
+        released = {**tx.unsuperseded(head), "evidence": as_json(sorted(evidence))}
+        tx.update_memory(head, released, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+        out.append(row_to_memory(released))
+        for row in rest:
+            folded: MemoryRow = {**row, "superseded_by": head["memory_id"], "superseded_at": ctx.now}
+            tx.update_memory(row, folded, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+            evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, row["memory_id"], head["memory_id"])
+            out.append(row_to_memory(folded))
+    return out
 
 
 def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
