@@ -541,6 +541,8 @@ class ShardTx:
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="erase" if redact else "forget",
                     table="memories", target_id=row["memory_id"], old=redacted(row) if redact else row, new=None)
         self._db.execute("DELETE FROM memories WHERE memory_id=?", (row["memory_id"],))
+        # its own evidence edges index its evidence column (in the audited value): they go with it, as its FTS rows
+        self._db.execute("DELETE FROM evidence_edges WHERE memory_id=?", (row["memory_id"],))
 
     def put_node(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("graph_nodes", "node_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
@@ -949,6 +951,24 @@ class ShardTx:
         old: dict[str, Any] = orjson.loads(before[0]) if before else {"lc_state": "active"}
         return cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
 
+    def drop_merges_into(self, memory_ids: Sequence[str], *, at: str, proposal_id: str, actor: str) -> None:
+        """The records of the merges that folded a duplicate into any of ``memory_ids`` (gone), and of their
+        rollbacks, audited with their values: they name a memory no longer there, and whether a duplicate met it
+        before it went is a matter of arrival order. Rolling back what removed them puts them back."""
+        rows = [r for chunk in _chunks(sorted(memory_ids)) for r in self._db.execute(
+            "SELECT * FROM governance_events WHERE decision = 'merge' AND "
+            f"json_extract(inputs, '$.canonical_id') IN ({_marks(chunk)}) ORDER BY event_id", chunk).fetchall()]
+        doomed = {str(r["decision_id"]) for r in rows}
+        if not doomed:
+            return
+        rows += [r for r in self._db.execute(
+            "SELECT * FROM governance_events WHERE decision = 'rollback' ORDER BY event_id").fetchall()
+            if str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed]
+        for r in rows:
+            self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="governance_events",
+                        target_id=str(r["event_id"]), old=dict(r), new=None)
+            self._db.execute("DELETE FROM governance_events WHERE event_id=?", (r["event_id"],))
+
     def superseded_by_any(self, memory_ids: Sequence[str]) -> list[MemoryRow]:
         """The memories that any of ``memory_ids`` superseded or merged into itself (``superseded_by`` names it),
         in the order governance picks a canonical among exact duplicates: valid time, then id."""
@@ -1039,7 +1059,8 @@ class ShardTx:
         return {**row, "evidence": self.edge_evidence(str(row["edge_id"]))}
 
     _KEYS: ClassVar[dict[str, str]] = {"memories": "memory_id", "graph_nodes": "node_id", "graph_edges": "edge_id",
-                                       "held_actions": "action_id", "tombstones": "tombstone_id"}
+                                       "held_actions": "action_id", "tombstones": "tombstone_id",
+                                       "governance_events": "event_id"}
 
     def restore(self, entry: AuditEntry, *, at: str, proposal_id: str) -> str:
         """Undo one audited change (rollback): the row goes back to its old value (or away if it had none).

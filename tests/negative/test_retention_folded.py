@@ -9,13 +9,15 @@ inside retention — what the user said last month was gone from every answer.""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import orjson
 
-from altm.core import TurnEvent
+from altm.core import ControlAction, ControlEvent, TurnEvent
 from altm.core.settings import Settings
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.replay import assert_same_state
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0, make_turn
 
@@ -100,3 +102,31 @@ async def test_rolling_back_the_forget_folds_the_duplicates_into_the_canonical_a
         after = _atoms(s)
     assert after == before
     assert _dangling(s) == []
+
+
+async def test_a_forget_and_a_restatement_give_one_state_in_either_order(settings: Settings, tmp_path: Path) -> None:
+    """Found by the randomized replay check with operations overlapping (seed 104): a retention pass requested
+    before a re-statement arrived took effect after it in the source and before it in the replay. Folded into
+    the old atom first, the re-statement left the old atom's evidence edge to the new message behind when the
+    forget removed it, and the merge's record behind, naming a memory no longer there; forgotten first, there
+    was neither. Every stored row is a function of what arrived, not of the order."""
+    old, recent = make_turn(2, SAID, session="s2"), _turns()[2]
+    first = _retention(settings.model_copy(update={"data_dir": tmp_path / "forget-first"}))
+    async with store_with(first, [old]) as (_, app):
+        named = sorted(str(r["memory_id"]) for r in app.admin.retention_candidates(LATER))
+    assert len(named) >= 2  # the message and its atom at least
+    forget = ControlEvent(event_id="ctl_forget_past_retention", scope=SCOPE, timestamp=LATER,
+                          action=ControlAction.LIFECYCLE,
+                          payload={"op": "forget", "memory_ids": named, "reason": "past retention", "tombstone": False})
+    dirs = []
+    for name, order in (("forget-first", [forget, recent]), ("restated-first", [recent, forget])):
+        s = first.model_copy(update={"data_dir": tmp_path / name})
+        async with store_with(s, [old]) as (rt, _):
+            for event in order:
+                await rt.publish([event])
+                await rt.run_until_idle()
+        assert _dangling(s) == []
+        dirs.append(s.data_dir)
+    assert rows(dirs[1], "SELECT memory_id FROM evidence_edges e WHERE NOT EXISTS "
+                "(SELECT 1 FROM memories m WHERE m.memory_id = e.memory_id)") == []
+    assert_same_state(dirs[0], dirs[1], "with the forget and the re-statement in the other order")

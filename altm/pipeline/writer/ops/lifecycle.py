@@ -92,7 +92,6 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         return Applied(ChangeStatus.UNCHANGED)
     refolded = _refold_duplicates(tx, forgotten, p, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
-    repaired += [m for m in refolded if m.memory_id not in {r.memory_id for r in repaired}]
     pinned = [m for m in retention.memory_ids if m not in forgotten]
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
@@ -100,15 +99,20 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
         {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=repaired, buried=tuple(buried))
+    # the refold is not in the record: whether a duplicate had met the forgotten memory is arrival order
+    changed = {m.memory_id: m for m in [*refolded, *repaired]}
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
+                   buried=tuple(buried))
 
 
 def _refold_duplicates(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
     """What a forgotten memory superseded and stays no longer points at it. Exact duplicates folded into it fold
     again, as governance would have folded them had it never been there: the earliest of them is released
     (active, out of its fold) and takes the evidence of the others, which fold into it; without this a recent
-    re-statement stayed out of recall for good. An older version kept (pinned) while its successor goes is
+    re-statement stayed out of recall for good. The records of the merges into it go (a duplicate that came
+    after it went was never merged). An older version kept (pinned) while its successor goes is
     released: nothing newer is left."""
+    tx.drop_merges_into(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
     by_canonical: dict[str, list[MemoryRow]] = {}
     out: list[MemoryUnit] = []
     for row in tx.superseded_by_any(gone):
