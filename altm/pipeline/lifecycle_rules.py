@@ -1,7 +1,11 @@
 """Lifecycle rules: how use signals become a weight and a state (documented, configurable).
 
     weight = (1 + cite_gain·min(cited, cite_cap) + helpful_gain·helpful + inject_gain·min(injected, inject_cap))
-             / (1 + harmful_penalty·harmful)  × conflict_factor (when contradicted),  clamped to [min, max]
+             / (1 + harmful_penalty·harmful),  clamped to [min, max]
+
+The weight is a function of the use signals alone. Trust acts at recall through its own factor (a
+contradicted memory ×0.6, see the retrieval config): a weight that also counted a contradiction changed only
+when a signal came after the verdict, so it depended on the order they arrived in.
 
 A pinned memory never weighs less than 1 and is exempt from demotion, compression and forgetting. Idle
 memories move down compression levels (C1 after 30 days without use, C2 after 90, C3 after 180, C4 after
@@ -26,7 +30,6 @@ class LifecycleRules(BaseSettings):
     inject_gain: float = Field(default=0.01, ge=0)
     inject_cap: int = Field(default=20, ge=0)
     harmful_penalty: float = Field(default=0.75, ge=0)
-    conflict_factor: float = Field(default=0.8, gt=0, le=1)
     min_weight: float = Field(default=0.05, gt=0)
     max_weight: float = Field(default=3.0, gt=0)
     promote_at: float = Field(default=1.3, gt=0)
@@ -40,12 +43,9 @@ class LifecycleRules(BaseSettings):
             return 0
         return sum(1 for days in self.compress_after_days if idle_days >= days)
 
-    def weight(self, *, cited: int, helpful: int, harmful: int, injected: int, pinned: bool,
-               contradicted: bool) -> float:
+    def weight(self, *, cited: int, helpful: int, harmful: int, injected: int, pinned: bool) -> float:
         w = (1 + self.cite_gain * min(cited, self.cite_cap) + self.helpful_gain * helpful
              + self.inject_gain * min(injected, self.inject_cap)) / (1 + self.harmful_penalty * harmful)
-        if contradicted:
-            w *= self.conflict_factor
         w = min(self.max_weight, max(self.min_weight, w))
         return round(max(w, 1.0) if pinned else w, 6)
 

@@ -34,12 +34,12 @@ def memory_state(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 def test_weight_rules() -> None:
     rules = LifecycleRules()
-    base = rules.weight(cited=0, helpful=0, harmful=0, injected=0, pinned=False, contradicted=False)
+    base = rules.weight(cited=0, helpful=0, harmful=0, injected=0, pinned=False)
     assert base == 1.0
-    assert rules.weight(cited=3, helpful=1, harmful=0, injected=3, pinned=False, contradicted=False) > base
-    harmed = rules.weight(cited=0, helpful=0, harmful=2, injected=0, pinned=False, contradicted=False)
+    assert rules.weight(cited=3, helpful=1, harmful=0, injected=3, pinned=False) > base
+    harmed = rules.weight(cited=0, helpful=0, harmful=2, injected=0, pinned=False)
     assert harmed < rules.demote_at and rules.state(harmed, pinned=False, current="active") == "demoted"
-    assert rules.weight(cited=0, helpful=0, harmful=5, injected=0, pinned=True, contradicted=False) == 1.0
+    assert rules.weight(cited=0, helpful=0, harmful=5, injected=0, pinned=True) == 1.0
     assert rules.state(0.1, pinned=True, current="active") == "active"  # pinned: never demoted
 
 

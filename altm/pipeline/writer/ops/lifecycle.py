@@ -50,8 +50,7 @@ def tallied(tx: ShardTx, old: MemoryRow, ctx: OpContext) -> MemoryRow:
     pinned = tally.pinned
     cited, helpful, harmful, injected = (tally.counts.get(k, 0) for k in
                                          ("cited_by_agent", "helpful", "harmful", "injected"))
-    weight = ctx.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned,
-                              contradicted=old["trust_status"] == "contradicted")
+    weight = ctx.rules.weight(cited=cited, helpful=helpful, harmful=harmful, injected=injected, pinned=pinned)
     return {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
             "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": _compression_level(tally),
             "lc_state": ctx.rules.state(weight, pinned=pinned, current=old["lc_state"])}
