@@ -40,6 +40,11 @@ def _atoms(settings: Settings) -> dict[str, dict[str, object]]:
         "WHERE layer='L2' AND content=?", (SAID,))}
 
 
+def _merges(settings: Settings) -> list[dict[str, object]]:
+    return rows(settings.data_dir, "SELECT event_id, decision_id, step, inputs, reason FROM governance_events "
+                "WHERE decision = 'merge' ORDER BY event_id")
+
+
 def _dangling(settings: Settings) -> list[dict[str, object]]:
     return rows(settings.data_dir, "SELECT memory_id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
                 "AND NOT EXISTS (SELECT 1 FROM memories c WHERE c.memory_id = m.superseded_by)")
@@ -93,14 +98,16 @@ async def test_rolling_back_the_forget_folds_the_duplicates_into_the_canonical_a
     """The refold is part of the forget's decision: its rollback puts every row back as it was."""
     s = _retention(settings)
     async with store_with(s, _turns()) as (rt, app):
-        before = _atoms(s)
+        before, merges = _atoms(s), _merges(s)
+        assert len({m["decision_id"] for m in merges}) == 2  # s2 and s3 into s1
         await app.admin.retention(LATER)
         await rt.run_until_idle()
+        assert _merges(s) == []  # they name a memory no longer there
         (decision,) = {e["decision_id"] for e in app.governance_events(SCOPE) if e["decision"] == "forget"}
         await app.rollback(SCOPE, decision, "too eager")
         await rt.run_until_idle()
         after = _atoms(s)
-    assert after == before
+    assert after == before and _merges(s) == merges
     assert _dangling(s) == []
 
 
