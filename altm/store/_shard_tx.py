@@ -955,15 +955,17 @@ class ShardTx:
         """The records of the merges that folded a duplicate into any of ``memory_ids`` (gone), and of their
         rollbacks, audited with their values: they name a memory no longer there, and whether a duplicate met it
         before it went is a matter of arrival order. Rolling back what removed them puts them back."""
-        rows = [r for chunk in _chunks(sorted(memory_ids)) for r in self._db.execute(
-            "SELECT * FROM governance_events WHERE decision = 'merge' AND "
-            f"json_extract(inputs, '$.canonical_id') IN ({_marks(chunk)}) ORDER BY event_id", chunk).fetchall()]
-        doomed = {str(r["decision_id"]) for r in rows}
+        doomed = {str(r[0]) for chunk in _chunks(sorted(memory_ids)) for r in self._db.execute(
+            "SELECT decision_id FROM governance_events WHERE decision = 'merge' AND "
+            f"json_extract(inputs, '$.canonical_id') IN ({_marks(chunk)})", chunk).fetchall()}
         if not doomed:
             return
-        rows += [r for r in self._db.execute(
-            "SELECT * FROM governance_events WHERE decision = 'rollback' ORDER BY event_id").fetchall()
-            if str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed]
+        doomed |= {str(r["decision_id"]) for r in self._db.execute(
+            "SELECT decision_id, inputs FROM governance_events WHERE decision = 'rollback'").fetchall()
+            if str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
+        rows = [r for chunk in _chunks(sorted(doomed)) for r in self._db.execute(  # every step, rolled_back too
+            f"SELECT * FROM governance_events WHERE decision_id IN ({_marks(chunk)}) ORDER BY event_id",
+            chunk).fetchall()]
         for r in rows:
             self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="governance_events",
                         target_id=str(r["event_id"]), old=dict(r), new=None)

@@ -137,3 +137,22 @@ async def test_a_forget_and_a_restatement_give_one_state_in_either_order(setting
     assert rows(dirs[1], "SELECT memory_id FROM evidence_edges e WHERE NOT EXISTS "
                 "(SELECT 1 FROM memories m WHERE m.memory_id = e.memory_id)") == []
     assert_same_state(dirs[0], dirs[1], "with the forget and the re-statement in the other order")
+
+
+async def test_a_forget_takes_every_step_of_a_rolled_back_merge_into_what_it_forgets(settings: Settings) -> None:
+    """Randomized replay seed 448: the merge's 'rolled_back' step names no memory, so it stayed when the forget
+    took the merge's other steps and its rollback's record, while a replay that never met the merge had none."""
+    s = _retention(settings)
+    async with store_with(s, _turns()[:2]) as (rt, app):
+        (merge,) = {str(m["decision_id"]) for m in _merges(s)}
+        await app.rollback(SCOPE, merge, "not the same")
+        await rt.run_until_idle()
+        assert {str(m["step"]) for m in _merges(s)} >= {"applied", "rolled_back"}
+        await app.admin.retention(LATER)
+        await rt.run_until_idle()
+        left = rows(s.data_dir, "SELECT decision, step FROM governance_events WHERE decision_id = ? OR "
+                    "json_extract(inputs, '$.decision_id') = ?", (merge, merge))
+    assert left == []
+    fresh = s.data_dir.parent / "fresh-rolled-back"
+    await replay_into(s.data_dir, fresh, settings=s)
+    assert state_hash(fresh) == state_hash(s.data_dir)
