@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
 from altm.app._cycles import CycleBook
 from altm.app._protocol import Publisher
 from altm.app._recall import RecallService
@@ -176,8 +178,11 @@ class AdminService:
 
     async def _lifecycle_pass(self, now: datetime | None, payloads: dict[Scope, dict[str, object]]) -> None:
         stamp = now or _now()
+        # named by what it does too: a second pass at the same time over other memories is another event (it
+        # had the first one's id, and a replay took it for a redelivery); the same pass sent twice is one
         await self.publish([
-            ControlEvent(event_id=derive_id("ctl", scope.path, "lifecycle", str(payload["op"]), stamp.isoformat()),
+            ControlEvent(event_id=derive_id("ctl", scope.path, "lifecycle", str(payload["op"]), stamp.isoformat(),
+                                            orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()),
                          scope=scope, timestamp=stamp, action=ControlAction.LIFECYCLE, payload=payload)
             for scope, payload in sorted(payloads.items(), key=lambda kv: kv[0].path)])
 
@@ -186,7 +191,8 @@ class AdminService:
         rows = self._maintenance.unverified(limit)
         stamp = _now()
         await self.publish([
-            ControlEvent(event_id=derive_id("ctl", scope.path, "sweep", stamp.isoformat()), scope=scope,
+            ControlEvent(event_id=derive_id("ctl", scope.path, "sweep", stamp.isoformat(),
+                                            *sorted(str(r["memory_id"]) for r in group)), scope=scope,
                          timestamp=stamp, action=ControlAction.SWEEP,
                          target_ids=tuple(str(r["memory_id"]) for r in group))
             for scope, group in sorted(_by_agent(rows).items(), key=lambda kv: kv[0].path)])
