@@ -749,9 +749,11 @@ class ShardTx:
                 f"redacted = 1 WHERE redacted = 0 AND target_table = ? AND target_id IN ({_marks(chunk)})",
                 [table, *chunk])
 
-    def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str) -> None:
+    def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str
+              ) -> list[MemoryRow]:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
-        that still held the erased content. Every deletion is audited (values redacted)."""
+        that still held the erased content. Every deletion is audited (values redacted). Returns the memories
+        the erased ones had superseded or merged into themselves, released (see :meth:`_release_superseded`)."""
         db, home = self._db, _home(scope)
         for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
@@ -766,7 +768,7 @@ class ShardTx:
                                     target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"))
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
-        self._scrub_references(home, set(memory_ids), at=at, proposal_id=proposal_id)
+        released = self._scrub_references(home, set(memory_ids), at=at, proposal_id=proposal_id)
         orphans = self._drop_orphan_nodes(home, None, at=at, proposal_id=proposal_id, actor="writer", action="erase",
                                           redact=True)
         self.redact_audit("graph_nodes", orphans)
@@ -777,6 +779,7 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
                             target_id=scope.home, old={"entries": n}, new=None)
                 db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
+        return released
 
     def erase_records(self, scope: Scope, erasure: Erasure, memory_ids: Sequence[str], *, at: str,
                       proposal_id: str) -> list[str]:
@@ -905,15 +908,17 @@ class ShardTx:
                     target_id=str(row_id), old={"redacted_sha256": sha256_hex(str(old[0]))}, new={"reason": reason})
         self._db.execute("UPDATE rejections SET reason=? WHERE rejection_id=?", (reason, row_id))
 
-    def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
+    def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str
+                          ) -> list[MemoryRow]:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
         whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
         the others lose the erased memories from their evidence and weight;
         the rejected proposals about them (of one, or citing one), the held actions and the governance events
         of decisions that name them go (a replay refuses, holds and records none of them: it never meets the
-        erased memories, or voids what derives from them). Audited, values redacted."""
+        erased memories, or voids what derives from them). Audited, values redacted. Returns the memories
+        released from a supersession by an erased one."""
         if not erased:
-            return
+            return []
         db = self._db
         self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True)
         for chunk in _chunks(self._rejections_about(sorted(erased), str(home[2]))):
@@ -923,22 +928,29 @@ class ShardTx:
                 value = str(text or "")
                 if any(mid in value or mid in str(memory_id or "") for mid in erased):
                     self.erase_rejection(int(row_id), value, at=at, proposal_id=proposal_id)
-        self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
+        released = self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
+        return released
 
     _SUPERSESSION = ("superseded_by", "superseded_at", "valid_to", "lc_state")
 
-    def _release_superseded(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:
+    def _release_superseded(self, home: list[str], erased: set[str], *, at: str, proposal_id: str
+                            ) -> list[MemoryRow]:
         """Memories an erased one superseded or merged into itself are as they were before (from the audit of
         the update that superseded them; a replay never meets the erased memory, so it never supersedes them):
-        a duplicate stayed merged into an erased canonical, out of recall."""
+        a duplicate stayed merged into an erased canonical, out of recall. Exact duplicates released so fold
+        again into the earliest of them through governance, as in a replay: they are returned."""
+        out: list[MemoryRow] = []
         for chunk in _chunks(sorted(erased)):
             for r in self._db.execute(
                     f"SELECT * FROM memories WHERE superseded_by IN ({_marks(chunk)}) AND tenant_id=? "
                     "AND workspace_id=? AND user_id=?", [*chunk, *home]).fetchall():
                 row = memory_row(r)
-                self.update_memory(row, self.unsuperseded(row), at=at, proposal_id=proposal_id, actor="writer")
+                released = self.unsuperseded(row)
+                self.update_memory(row, released, at=at, proposal_id=proposal_id, actor="writer")
+                out.append(released)
+        return out
 
     def unsuperseded(self, row: MemoryRow) -> MemoryRow:
         """``row`` as it was before what supersedes it (or merged it into itself) did so: its supersession fields

@@ -17,7 +17,7 @@ from altm.core import ControlAction, ControlEvent, TurnEvent
 from altm.core.settings import Settings
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
-from tests.support.replay import assert_same_state
+from tests.support.replay import assert_same_state, replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0, make_turn
 
@@ -156,3 +156,21 @@ async def test_a_forget_takes_every_step_of_a_rolled_back_merge_into_what_it_for
     fresh = s.data_dir.parent / "fresh-rolled-back"
     await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
+
+
+async def test_duplicates_of_an_erased_atom_fold_into_the_earliest_of_them_as_in_a_replay(
+        settings: Settings, tmp_path: Path) -> None:
+    """Randomized replay seed 588: an erasure released the duplicates folded into the atom it erased, and they
+    stayed apart (both active), while a replay, which never met the erased atom, folded the later into the
+    earlier. Released atoms reach governance, which folds them again as it would have."""
+    s = settings.model_copy(update={"embedder": "none"})
+    turns = [make_turn(1, SAID, session="s1"), make_turn(2, SAID, session="s2"), make_turn(3, SAID, session="s3")]
+    async with store_with(s, turns) as (rt, app):
+        await app.admin.erase(SCOPE, "session", session_id="s1")
+        await rt.run_until_idle()
+        after = _atoms(s)
+    assert set(after) == {"s2", "s3"}, after
+    assert after["s2"]["superseded_by"] is None and after["s2"]["lc_state"] == "active", after["s2"]
+    assert after["s3"]["superseded_by"] == after["s2"]["memory_id"] and after["s3"]["lc_state"] == "merged"
+    assert _dangling(s) == []
+    await replayed_equal(s, tmp_path / "replayed")

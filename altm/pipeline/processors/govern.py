@@ -69,6 +69,19 @@ def facet_label(facet_key: str) -> str:
 
 
 _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE})
+_RELEASING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE})
+"""Ops whose changes may carry atoms they released from a merge into a memory they removed."""
+
+
+def _released_atom(event: Event) -> MemoryUnit | None:
+    """An atom a forget or an erasure changed that nothing supersedes now: one it released from a merge into
+    what it removed folds again into the earliest of its duplicates, as if the removed one had never been."""
+    if not isinstance(event, ChangeEvent) or event.status is not ChangeStatus.COMMITTED:
+        return None
+    mem = event.memory
+    if event.op not in _RELEASING_OPS or mem is None or mem.layer not in _ATOMS or mem.superseded_by is not None:
+        return None
+    return mem
 
 
 class GovernProcessor(Processor):
@@ -80,9 +93,10 @@ class GovernProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        """Committed L2 atoms (merges, facets) and committed links and edges (scenes)."""
-        return committed_upsert(marker, _ATOMS) or (
-            marker.status is ChangeStatus.COMMITTED and marker.op in _SCENE_OPS)
+        """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), and committed
+        links and edges (scenes)."""
+        return committed_upsert(marker, _ATOMS) or (marker.status is ChangeStatus.COMMITTED and (
+            marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         return await self._proposals(event, ctx, ctx.require_reader(), scened=set())
@@ -109,6 +123,8 @@ class GovernProcessor(Processor):
         mem = committed_memory(event, _ATOMS)
         if mem is not None:
             return await self._atom(event, ctx, reader, mem)
+        if (released := _released_atom(event)) is not None:
+            return [*self._merge_duplicates(event, reader, released)]
         if not isinstance(event, ChangeEvent):
             return []
         out: list[Proposal] = []

@@ -66,7 +66,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     gone = sorted(doomed | set(forgotten) | set(activated))
     left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
-    tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    released = tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    # the released, as they are now (exact duplicates among them fold again through governance)
+    left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in released)]}.values())
     for mid in tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id):
         _tally_again(tx, mid, p, ctx)  # it was used by what was erased (a recall cycle of the erased session)
     _drop_deferred(tx, p)

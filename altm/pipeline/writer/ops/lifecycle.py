@@ -8,14 +8,12 @@ from altm.core import (
     FORGOTTEN_PREFIX,
     BuriedContent,
     ChangeStatus,
-    EdgeType,
     ForgetProposal,
-    LifecycleState,
     MemoryUnit,
     SignalProposal,
 )
 from altm.pipeline.writer.guard import bury
-from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, evidence_edge, target_row
+from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -89,7 +87,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         forgotten.append(mid)
     if not forgotten:
         return Applied(ChangeStatus.UNCHANGED)
-    refolded = _refold_duplicates(tx, forgotten, p, ctx)
+    released = _release(tx, forgotten, p, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
     pinned = [m for m in retention.memory_ids if m not in forgotten]
     tx.record_decision(p.event_id, p.scope, "forget", [
@@ -98,39 +96,26 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
         {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
-    # the refold is not in the record: whether a duplicate had met the forgotten memory is arrival order
-    changed = {m.memory_id: m for m in [*refolded, *repaired]}
+    # the release is not in the record: whether a duplicate had met the forgotten memory is arrival order
+    changed = {m.memory_id: m for m in [*released, *repaired]}
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
                    buried=tuple(buried))
 
 
-def _refold_duplicates(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
-    """What a forgotten memory superseded and stays no longer points at it. Exact duplicates folded into it fold
-    again, as governance would have folded them had it never been there: the earliest of them is released
-    (active, out of its fold) and takes the evidence of the others, which fold into it; without this a recent
-    re-statement stayed out of recall for good. The records of the merges into it go (a duplicate that came
-    after it went was never merged). An older version kept (pinned) while its successor goes is
-    released: nothing newer is left."""
+def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """What a forgotten memory superseded or merged into itself and stays no longer points at it: it is as it
+    was before (its supersession fields and state from the audit of that update). Exact duplicates released so
+    fold again into the earliest of them through governance (their changes reach it), as they would have
+    folded had the forgotten memory never been there; without this a recent re-statement stayed out of recall
+    for good. An older version kept (pinned) while its successor goes is current again: nothing newer is
+    left. The records of the merges into the forgotten memory go (a duplicate that came after it went was
+    never merged)."""
     tx.drop_merges_into(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-    by_canonical: dict[str, list[MemoryRow]] = {}
     out: list[MemoryUnit] = []
     for row in tx.superseded_by_any(gone):
-        if row["lc_state"] == LifecycleState.MERGED.value:
-            by_canonical.setdefault(str(row["superseded_by"]), []).append(row)
-        else:
-            released = tx.unsuperseded(row)
-            tx.update_memory(row, released, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-            out.append(row_to_memory(released))
-    for head, *rest in by_canonical.values():
-        evidence = set(orjson.loads(head["evidence"])).union(*(orjson.loads(r["evidence"]) for r in rest))
-        released = {**tx.unsuperseded(head), "evidence": as_json(sorted(evidence))}
-        tx.update_memory(head, released, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+        released = tx.unsuperseded(row)
+        tx.update_memory(row, released, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
         out.append(row_to_memory(released))
-        for row in rest:
-            folded: MemoryRow = {**row, "superseded_by": head["memory_id"], "superseded_at": ctx.now}
-            tx.update_memory(row, folded, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-            evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, row["memory_id"], head["memory_id"])
-            out.append(row_to_memory(folded))
     return out
 
 
