@@ -26,6 +26,7 @@ from altm.core import (
     RollbackProposal,
     RuntimeCycle,
     Topic,
+    derive_id,
     describe_validation_error,
 )
 from altm.pipeline.processors._base import Processor, ProcessorContext, proposal
@@ -50,7 +51,10 @@ def control_proposal(event: ControlEvent) -> Proposal | None:
         value = model.model_validate(event.payload)
     except ValidationError as exc:
         raise ProcessingError(f"invalid {event.action.value} request: {describe_validation_error(exc)}") from None
-    return proposal(kind, scope=event.scope, processor=ControlProcessor.name, cause=event, **{field: value})
+    made = proposal(kind, scope=event.scope, processor=ControlProcessor.name, cause=event, **{field: value})
+    # named by the request too: a payload need not name its scope (an erasure of an agent names neither the
+    # agent nor the time), and two requests alike are two proposals (the same request sent again is one)
+    return made.model_copy(update={"event_id": derive_id("prop", made.event_id, event.scope.path, event.event_id)})
 
 
 class ControlProcessor(Processor):
