@@ -126,7 +126,9 @@ async def test_a_forget_and_a_restatement_give_one_state_in_either_order(setting
                           action=ControlAction.LIFECYCLE,
                           payload={"op": "forget", "memory_ids": named, "reason": "past retention", "tombstone": False})
     dirs = []
-    for name, order in (("forget-first", [forget, recent]), ("restated-first", [recent, forget])):
+    orders: tuple[tuple[str, list[TurnEvent | ControlEvent]], ...] = (
+        ("forget-first", [forget, recent]), ("restated-first", [recent, forget]))
+    for name, order in orders:
         s = first.model_copy(update={"data_dir": tmp_path / name})
         async with store_with(s, [old]) as (rt, _):
             for event in order:

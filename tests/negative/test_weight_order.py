@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from altm.core import ControlAction, ControlEvent
+from altm.core import ControlAction, ControlEvent, TurnEvent
 from altm.core.settings import Settings
 from tests.support.memories import store_with
 from tests.support.replay import assert_same_state
@@ -31,8 +31,9 @@ async def test_a_compression_and_a_contradiction_give_one_weight_in_either_order
                             action=ControlAction.LIFECYCLE,
                             payload={"op": "compress", "levels": {str(atom["memory_id"]): 1}})
     dirs = []
-    for name, order in (("compressed-first", [compress, contradicting]),
-                        ("contradicted-first", [contradicting, compress])):
+    orders: tuple[tuple[str, list[TurnEvent | ControlEvent]], ...] = (
+        ("compressed-first", [compress, contradicting]), ("contradicted-first", [contradicting, compress]))
+    for name, order in orders:
         s = s0.model_copy(update={"data_dir": tmp_path / name})
         async with store_with(s, [said]) as (rt, _):
             for event in order:
