@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import orjson
 
-from altm.core import BuriedContent, ChangeStatus, EdgeType, MemoryUnit, Proposal, UpsertMemoryProposal, derive_id
+from altm.core import BuriedContent, ChangeStatus, MemoryUnit, Proposal, UpsertMemoryProposal
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import GuardKeys, WriteGuard
@@ -79,18 +79,3 @@ def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow
         raise Rejection(f"{what} {memory_id} belongs to scope home {home!r}, not {p.scope.home!r}",
                         code="foreign_scope")
     return row
-
-
-def evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType, src: str, dst: str) -> None:
-    """The graph edge a governance decision leaves between two memories (once)."""
-    scope = p.scope
-    edge_id = derive_id("edge", scope.path, edge_type.value, src, dst)
-    if tx.edge(edge_id) is not None:
-        return
-    row = {
-        "edge_id": edge_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id, "user_id": scope.user_id,
-        "agent_id": scope.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
-        "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
-        "evidence_count": len({src, dst}), "method": "ground_truth", "recorded_at": ctx.now,
-    }
-    tx.put_edge(row, None, added=sorted({src, dst}), at=ctx.now, proposal_id=p.event_id, actor=p.processor)

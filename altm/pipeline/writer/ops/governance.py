@@ -15,13 +15,15 @@ from altm.core import (
     LifecycleState,
     MemoryUnit,
     MergeProposal,
+    Proposal,
     ReviewDecision,
     ReviewProposal,
     RollbackProposal,
     SupersedeProposal,
     Supersession,
+    derive_id,
 )
-from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, as_json, evidence_edge, target_row
+from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, as_json, target_row
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
@@ -37,7 +39,7 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     closed: MemoryRow = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
               "valid_to": newer["valid_from"] or old["valid_to"]}
     tx.update_memory(old, closed, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    evidence_edge(tx, p, ctx, EdgeType.SUPERSEDES, supersession.new_id, supersession.old_id)
+    _evidence_edge(tx, p, ctx, EdgeType.SUPERSEDES, supersession.new_id, supersession.old_id)
     tx.record_decision(p.event_id, p.scope, "supersede", [
         ("evaluated", f"{supersession.new_id} is a new version of {supersession.old_id}"),
         ("decided", supersession.reason),
@@ -62,7 +64,7 @@ def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     folded: MemoryRow = {**duplicate, "superseded_by": pair.canonical_id, "superseded_at": ctx.now,
               "lc_state": LifecycleState.MERGED.value}
     tx.update_memory(duplicate, folded, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, pair.duplicate_id, pair.canonical_id)
+    _evidence_edge(tx, p, ctx, EdgeType.DUPLICATE_OF, pair.duplicate_id, pair.canonical_id)
     tx.record_decision(p.event_id, p.scope, "merge", [
         ("evaluated", f"same kind and content hash {canonical['content_hash'][:12]}"),
         ("decided", pair.reason), ("applied", f"{pair.duplicate_id} folded into {pair.canonical_id}")],
@@ -191,3 +193,18 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
                        at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
+
+
+def _evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType, src: str, dst: str) -> None:
+    """The graph edge a governance decision leaves between two memories (once)."""
+    scope = p.scope
+    edge_id = derive_id("edge", scope.path, edge_type.value, src, dst)
+    if tx.edge(edge_id) is not None:
+        return
+    row = {
+        "edge_id": edge_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id, "user_id": scope.user_id,
+        "agent_id": scope.agent_id, "src_id": src, "dst_id": dst, "edge_type": edge_type.value, "label": None,
+        "unit_weight": 1.0, "weight": 2.0, "confidence": 1.0, "rejected": 0,
+        "evidence_count": len({src, dst}), "method": "ground_truth", "recorded_at": ctx.now,
+    }
+    tx.put_edge(row, None, added=sorted({src, dst}), at=ctx.now, proposal_id=p.event_id, actor=p.processor)

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import (
-    FORGOTTEN_PREFIX,
-    BuriedContent,
-    ChangeStatus,
-    ForgetProposal,
-    MemoryUnit,
-    SignalProposal,
-)
+from altm.core import FORGOTTEN_PREFIX, BuriedContent, ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
