@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import orjson
+
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
 from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.guard import GuardVerdict, erased_itself
@@ -36,7 +38,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
         if mem.layer is Layer.L0:
             also = _relink_successor(tx, new_row, p, ctx)
     else:
-        if comparable(old_row) == comparable(new_row):
+        if comparable(old_row) == comparable(new_row) or _cites_later_atom(tx, old_row, new_row):
             return Applied(ChangeStatus.UNCHANGED)
         if mem.layer is Layer.L0:
             raise Rejection(
@@ -50,6 +52,23 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
 
 
 _TRUST = ("trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id")
+
+
+def _cites_later_atom(tx: ShardTx, old: MemoryRow, new: MemoryRow) -> bool:
+    """A facet version stands on the earliest atom of its statement (govern cites the earliest it sees): a
+    proposal of it from a later atom, made by a stage that did not see the earlier one yet (a lane over a shard
+    still behind), does not replace it, whichever of the two the writer meets last."""
+    if new["layer"] != Layer.L4.value or old["evidence"] == new["evidence"]:
+        return False
+    kept, proposed = _atom_order(tx, old), _atom_order(tx, new)
+    return kept is not None and proposed is not None and kept < proposed
+
+
+def _atom_order(tx: ShardTx, facet: MemoryRow) -> tuple[str, str] | None:
+    """(valid time, id) of the one stored atom a facet version cites, or None."""
+    cited = orjson.loads(facet["evidence"])
+    atom = tx.memory_row(cited[0]) if len(cited) == 1 else None
+    return None if atom is None else (str(atom["valid_from"] or ""), str(atom["memory_id"]))
 
 
 def _is_capsule(mem: MemoryUnit) -> bool:
