@@ -17,8 +17,9 @@ from altm.core import ControlAction, ControlEvent, TurnEvent
 from altm.core.settings import Settings
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
+from tests.support.orders import in_each_order
 from tests.support.replay import assert_same_state, replayed_equal
-from tests.support.rows import rows
+from tests.support.rows import dangling, rows
 from tests.support.turns import SCOPE, T0, make_turn
 
 SAID = "The staging cluster runs on Kubernetes 1.30 in Dublin."
@@ -45,11 +46,6 @@ def _merges(settings: Settings) -> list[dict[str, object]]:
                 "WHERE decision = 'merge' ORDER BY event_id")
 
 
-def _dangling(settings: Settings) -> list[dict[str, object]]:
-    return rows(settings.data_dir, "SELECT memory_id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
-                "AND NOT EXISTS (SELECT 1 FROM memories c WHERE c.memory_id = m.superseded_by)")
-
-
 async def test_forgetting_a_canonical_atom_forgets_its_old_duplicates_and_frees_the_recent_one(
         settings: Settings) -> None:
     s = _retention(settings)
@@ -68,7 +64,7 @@ async def test_forgetting_a_canonical_atom_forgets_its_old_duplicates_and_frees_
     assert set(after) == {"s3"}, after
     assert after["s3"]["superseded_by"] is None and after["s3"]["lc_state"] == "active", after["s3"]
     assert after["s3"]["memory_id"] in hits
-    assert _dangling(s) == []
+    assert dangling(s.data_dir) == []
     fresh = s.data_dir.parent / "fresh-folded"  # the forget is on the log: a replay repeats it
     await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
@@ -88,7 +84,7 @@ async def test_recent_duplicates_of_a_forgotten_atom_fold_into_the_earliest_of_t
     assert after["s4"]["superseded_by"] == after["s3"]["memory_id"] and after["s4"]["lc_state"] == "merged"
     assert set(orjson.loads(str(after["s3"]["evidence"]))) >= set(orjson.loads(str(after["s4"]["evidence"])))
     assert orjson.loads(str(after["s4"]["evidence"]))  # the recent message is still there to stand on
-    assert _dangling(s) == []
+    assert dangling(s.data_dir) == []
     fresh = s.data_dir.parent / "fresh-recent"
     await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
@@ -108,7 +104,7 @@ async def test_rolling_back_the_forget_folds_the_duplicates_into_the_canonical_a
         await rt.run_until_idle()
         after = _atoms(s)
     assert after == before and _merges(s) == merges
-    assert _dangling(s) == []
+    assert dangling(s.data_dir) == []
 
 
 async def test_a_forget_and_a_restatement_give_one_state_in_either_order(settings: Settings, tmp_path: Path) -> None:
@@ -125,17 +121,9 @@ async def test_a_forget_and_a_restatement_give_one_state_in_either_order(setting
     forget = ControlEvent(event_id="ctl_forget_past_retention", scope=SCOPE, timestamp=LATER,
                           action=ControlAction.LIFECYCLE,
                           payload={"op": "forget", "memory_ids": named, "reason": "past retention", "tombstone": False})
-    dirs = []
-    orders: tuple[tuple[str, list[TurnEvent | ControlEvent]], ...] = (
-        ("forget-first", [forget, recent]), ("restated-first", [recent, forget]))
-    for name, order in orders:
-        s = first.model_copy(update={"data_dir": tmp_path / name})
-        async with store_with(s, [old]) as (rt, _):
-            for event in order:
-                await rt.publish([event])
-                await rt.run_until_idle()
-        assert _dangling(s) == []
-        dirs.append(s.data_dir)
+    dirs = await in_each_order(first, tmp_path, [old], [("forget-first", [forget, recent]),
+                                                       ("restated-first", [recent, forget])])
+    assert [dangling(d) for d in dirs] == [[], []]
     assert rows(dirs[1], "SELECT memory_id FROM evidence_edges e WHERE NOT EXISTS "
                 "(SELECT 1 FROM memories m WHERE m.memory_id = e.memory_id)") == []
     assert_same_state(dirs[0], dirs[1], "with the forget and the re-statement in the other order")
@@ -174,5 +162,5 @@ async def test_duplicates_of_an_erased_atom_fold_into_the_earliest_of_them_as_in
     assert set(after) == {"s2", "s3"}, after
     assert after["s2"]["superseded_by"] is None and after["s2"]["lc_state"] == "active", after["s2"]
     assert after["s3"]["superseded_by"] == after["s2"]["memory_id"] and after["s3"]["lc_state"] == "merged"
-    assert _dangling(s) == []
+    assert dangling(s.data_dir) == []
     await replayed_equal(s, tmp_path / "replayed")

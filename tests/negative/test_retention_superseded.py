@@ -13,7 +13,7 @@ from altm.core import TurnEvent
 from altm.core.settings import Settings
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
-from tests.support.rows import rows
+from tests.support.rows import dangling, rows
 from tests.support.turns import SCOPE, T0, make_turn
 
 LATER = T0 + timedelta(days=90)
@@ -36,11 +36,6 @@ def _facets(settings: Settings) -> list[dict[str, object]]:
     return rows(settings.data_dir, "SELECT content, superseded_by FROM memories WHERE layer='L4' ORDER BY content")
 
 
-def _dangling(settings: Settings) -> list[dict[str, object]]:
-    return rows(settings.data_dir, "SELECT memory_id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
-                "AND NOT EXISTS (SELECT 1 FROM memories c WHERE c.memory_id = m.superseded_by)")
-
-
 def _l4_hits(app: MemoryApp) -> list[str]:
     return [h.content for h in app.search(SCOPE, "c", "editor mode dark light", preset_name="lexical",
                                           top_k=20).hits if h.layer == "L4"]
@@ -54,7 +49,7 @@ async def test_a_version_past_retention_goes_with_its_successor(settings: Settin
         await app.admin.retention(LATER)
         await rt.run_until_idle()
         after = _facets(s)
-    assert after == [] and _dangling(s) == []
+    assert after == [] and dangling(s.data_dir) == []
     fresh = s.data_dir.parent / "fresh-superseded"
     await replay_into(s.data_dir, fresh, settings=s)
     assert state_hash(fresh) == state_hash(s.data_dir)
@@ -68,7 +63,7 @@ async def test_a_version_past_retention_goes_while_its_recent_successor_stays(se
         after = _facets(s)
         hits = _l4_hits(app)
     assert after == [{"content": LIGHT, "superseded_by": None}]
-    assert _dangling(s) == [] and hits == [LIGHT]
+    assert dangling(s.data_dir) == [] and hits == [LIGHT]
 
 
 async def test_a_pinned_version_is_current_again_when_its_successor_is_forgotten(settings: Settings) -> None:
@@ -87,4 +82,4 @@ async def test_a_pinned_version_is_current_again_when_its_successor_is_forgotten
         after = _facets(s)
         hits = _l4_hits(app)
     assert after == [{"content": DARK, "superseded_by": None}]
-    assert _dangling(s) == [] and hits == [DARK]
+    assert dangling(s.data_dir) == [] and hits == [DARK]

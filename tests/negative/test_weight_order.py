@@ -11,9 +11,10 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from altm.core import ControlAction, ControlEvent, TurnEvent
+from altm.core import ControlAction, ControlEvent
 from altm.core.settings import Settings
 from tests.support.memories import store_with
+from tests.support.orders import in_each_order
 from tests.support.replay import assert_same_state
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0, make_turn
@@ -30,17 +31,10 @@ async def test_a_compression_and_a_contradiction_give_one_weight_in_either_order
     compress = ControlEvent(event_id="ctl_compress_idle", scope=SCOPE, timestamp=T0 + timedelta(days=40),
                             action=ControlAction.LIFECYCLE,
                             payload={"op": "compress", "levels": {str(atom["memory_id"]): 1}})
-    dirs = []
-    orders: tuple[tuple[str, list[TurnEvent | ControlEvent]], ...] = (
-        ("compressed-first", [compress, contradicting]), ("contradicted-first", [contradicting, compress]))
-    for name, order in orders:
-        s = s0.model_copy(update={"data_dir": tmp_path / name})
-        async with store_with(s, [said]) as (rt, _):
-            for event in order:
-                await rt.publish([event])
-                await rt.run_until_idle()
-        (row,) = rows(s.data_dir, "SELECT trust_status, lc_compression, lc_weight FROM memories WHERE memory_id=?",
+    dirs = await in_each_order(s0, tmp_path, [said], [("compressed-first", [compress, contradicting]),
+                                                      ("contradicted-first", [contradicting, compress])])
+    for data_dir in dirs:
+        (row,) = rows(data_dir, "SELECT trust_status, lc_compression, lc_weight FROM memories WHERE memory_id=?",
                       (atom["memory_id"],))
         assert row["trust_status"] == "contradicted" and row["lc_compression"] == 1, row
-        dirs.append(s.data_dir)
     assert_same_state(dirs[0], dirs[1], "with the compression and the contradiction in the other order")

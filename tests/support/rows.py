@@ -31,3 +31,9 @@ def rows_of(path: Path, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, 
         return [dict(r) for r in conn.execute(sql, args)]
     finally:
         conn.close()
+
+
+def dangling(data_dir: Path) -> list[dict[str, Any]]:
+    """Memories whose ``superseded_by`` names a memory no longer there."""
+    return rows(data_dir, "SELECT memory_id, superseded_by FROM memories m WHERE superseded_by IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM memories c WHERE c.memory_id = m.superseded_by)")
