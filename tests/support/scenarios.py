@@ -156,7 +156,10 @@ class _Player:
             if not found:
                 return "erase: nothing"
             mid = self.rng.choice(found)
-            await self.app.erase(_scope(agent), "memory", memory_id=mid)
+            try:
+                await self.app.erase(_scope(agent), "memory", memory_id=mid)
+            except NotFound as refused:  # a memory of the shard the scope may not see (as for feedback)
+                return f"erase memory {mid} refused: {refused}"
             return f"erase memory {mid}"
         if target == "session":
             session = self.rng.choice(SESSIONS)
