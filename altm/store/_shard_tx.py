@@ -753,7 +753,7 @@ class ShardTx:
               ) -> list[MemoryRow]:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
         that still held the erased content. Every deletion is audited (values redacted). Returns the memories
-        the erased ones had superseded or merged into themselves, released (see :meth:`_release_superseded`)."""
+        the erased ones had superseded or merged into themselves, released (see :meth:`release_superseded`)."""
         db, home = self._db, _home(scope)
         for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
@@ -768,7 +768,7 @@ class ShardTx:
                                     target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"))
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
-        released = self._scrub_references(home, set(memory_ids), at=at, proposal_id=proposal_id)
+        released = self._scrub_references(scope, set(memory_ids), at=at, proposal_id=proposal_id)
         orphans = self._drop_orphan_nodes(home, None, at=at, proposal_id=proposal_id, actor="writer", action="erase",
                                           redact=True)
         self.redact_audit("graph_nodes", orphans)
@@ -908,7 +908,7 @@ class ShardTx:
                     target_id=str(row_id), old={"redacted_sha256": sha256_hex(str(old[0]))}, new={"reason": reason})
         self._db.execute("UPDATE rejections SET reason=? WHERE rejection_id=?", (reason, row_id))
 
-    def _scrub_references(self, home: list[str], erased: set[str], *, at: str, proposal_id: str
+    def _scrub_references(self, scope: Scope, erased: set[str], *, at: str, proposal_id: str
                           ) -> list[MemoryRow]:
         """Rows that are not the erased memories but hold their content or only stand on them: graph edges
         whose evidence was only erased memories go (a node they alone kept goes with them, as an orphan), and
@@ -919,7 +919,7 @@ class ShardTx:
         released from a supersession by an erased one."""
         if not erased:
             return []
-        db = self._db
+        db, home = self._db, _home(scope)
         self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True)
         for chunk in _chunks(self._rejections_about(sorted(erased), str(home[2]))):
             for row_id, memory_id, text in db.execute(
@@ -928,31 +928,33 @@ class ShardTx:
                 value = str(text or "")
                 if any(mid in value or mid in str(memory_id or "") for mid in erased):
                     self.erase_rejection(int(row_id), value, at=at, proposal_id=proposal_id)
-        released = self._release_superseded(home, erased, at=at, proposal_id=proposal_id)
+        released = self.release_superseded(scope, sorted(erased), at=at, proposal_id=proposal_id, actor="writer")
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
         return released
 
     _SUPERSESSION = ("superseded_by", "superseded_at", "valid_to", "lc_state")
 
-    def _release_superseded(self, home: list[str], erased: set[str], *, at: str, proposal_id: str
-                            ) -> list[MemoryRow]:
-        """Memories an erased one superseded or merged into itself are as they were before (from the audit of
-        the update that superseded them; a replay never meets the erased memory, so it never supersedes them):
-        a duplicate stayed merged into an erased canonical, out of recall. Exact duplicates released so fold
-        again into the earliest of them through governance, as in a replay: they are returned."""
+    def release_superseded(self, scope: Scope, gone: Sequence[str], *, at: str, proposal_id: str, actor: str
+                           ) -> list[MemoryRow]:
+        """Memories of the user that one of ``gone`` (erased, forgotten) superseded or merged into itself are as
+        they were before (from the audit of the update that superseded them): a duplicate stayed merged into a
+        canonical no longer there, out of recall, and a replay that never met it never superseded them. Returned
+        (exact duplicates among them fold again into the earliest of them through governance), in the order
+        governance picks a canonical among exact duplicates: valid time, then id."""
         out: list[MemoryRow] = []
-        for chunk in _chunks(sorted(erased)):
+        for chunk in _chunks(sorted(gone)):
             for r in self._db.execute(
                     f"SELECT * FROM memories WHERE superseded_by IN ({_marks(chunk)}) AND tenant_id=? "
-                    "AND workspace_id=? AND user_id=?", [*chunk, *home]).fetchall():
+                    "AND workspace_id=? AND user_id=? ORDER BY superseded_by, COALESCE(valid_from, ''), memory_id",
+                    [*chunk, *_home(scope)]).fetchall():
                 row = memory_row(r)
-                released = self.unsuperseded(row)
-                self.update_memory(row, released, at=at, proposal_id=proposal_id, actor="writer")
+                released = self._unsuperseded(row)
+                self.update_memory(row, released, at=at, proposal_id=proposal_id, actor=actor)
                 out.append(released)
         return out
 
-    def unsuperseded(self, row: MemoryRow) -> MemoryRow:
+    def _unsuperseded(self, row: MemoryRow) -> MemoryRow:
         """``row`` as it was before what supersedes it (or merged it into itself) did so: its supersession fields
         and lifecycle state from the audit of that update (active where the audit has none)."""
         before = self._db.execute(
@@ -982,13 +984,6 @@ class ShardTx:
             self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="governance_events",
                         target_id=str(r["event_id"]), old=dict(r), new=None)
             self._db.execute("DELETE FROM governance_events WHERE event_id=?", (r["event_id"],))
-
-    def superseded_by_any(self, memory_ids: Sequence[str]) -> list[MemoryRow]:
-        """The memories that any of ``memory_ids`` superseded or merged into itself (``superseded_by`` names it),
-        in the order governance picks a canonical among exact duplicates: valid time, then id."""
-        return [memory_row(r) for chunk in _chunks(sorted(memory_ids)) for r in self._db.execute(
-            f"SELECT * FROM memories WHERE superseded_by IN ({_marks(chunk)}) "
-            "ORDER BY superseded_by, COALESCE(valid_from, ''), memory_id", chunk).fetchall()]
 
     def _erase_row(self, table: str, key: str, row: dict[str, Any], *, at: str, proposal_id: str,
                    target_id: str | None = None, delete: bool = True) -> None:

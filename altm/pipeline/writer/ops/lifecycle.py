@@ -97,19 +97,15 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
 
 def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
     """What a forgotten memory superseded or merged into itself and stays no longer points at it: it is as it
-    was before (its supersession fields and state from the audit of that update). Exact duplicates released so
+    was before (:meth:`ShardTx.release_superseded`, as for an erasure). Exact duplicates released so
     fold again into the earliest of them through governance (their changes reach it), as they would have
     folded had the forgotten memory never been there; without this a recent re-statement stayed out of recall
     for good. An older version kept (pinned) while its successor goes is current again: nothing newer is
     left. The records of the merges into the forgotten memory go (a duplicate that came after it went was
     never merged)."""
     tx.drop_merges_into(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-    out: list[MemoryUnit] = []
-    for row in tx.superseded_by_any(gone):
-        released = tx.unsuperseded(row)
-        tx.update_memory(row, released, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-        out.append(row_to_memory(released))
-    return out
+    return [row_to_memory(r) for r in tx.release_superseded(p.scope, gone, at=ctx.now, proposal_id=p.event_id,
+                                                            actor="lifecycle")]
 
 
 def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
