@@ -14,12 +14,13 @@ import secrets
 import signal
 import sqlite3
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from altm.bus import host_record
+from altm.bus import Record, host_record
 from altm.bus.kafka import KafkaBus
 from altm.core import Scope, TurnEvent, all_topic_specs
 from altm.core.settings import Settings
@@ -37,6 +38,7 @@ from tests.support.turns import make_turn
 from tests.support.workers import Process, output, start_worker, stop, wait_until_idle
 
 pytestmark = pytest.mark.kafka
+Handle = Callable[[Sequence[Record]], Coroutine[Any, Any, int]]
 
 
 def _turns(sessions: range) -> list[TurnEvent]:
@@ -311,3 +313,101 @@ async def _standby_takes_over(bootstrap: str, prefix: str, owner: tuple[Process,
     await _publish(bootstrap, prefix, second)
     await _until(lambda: _shard_l0_count(dir_b) == len(first) + len(second), "B derived the new turns")
     await wait_until_idle(bootstrap, prefix, b, data_dir=dir_b)
+
+
+async def _rewind_group(bootstrap: str, prefix: str) -> None:
+    """Every pipeline topic's committed offset of the workers' group back to 0: the group as a worker leaves it
+    when it is killed before its first commit, having applied proposals and published their changes."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition as KafkaTP
+
+    from altm.core import Topic, topic_name
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=f"{prefix}workers", enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tps = [KafkaTP(topic_name(t, prefix), p) for t in Topic if t is not Topic.DLQ for p in range(4)]
+        consumer.assign(tps)
+        await consumer.commit({tp: 0 for tp in tps})
+    finally:
+        await consumer.stop()
+
+
+async def test_a_stage_of_a_worker_taking_over_reads_no_change_its_shard_has_not_applied(
+        kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed after it applied proposals and published their changes, before it committed the
+    proposals' offsets, leaves changes on the log made from proposals past the group's committed offset. The
+    worker given its partitions restored its shards only up to that committed offset, so its deriving stages
+    read those changes over a shard that had not applied them (its writer re-applies them, but in a race with
+    the stages): what they derived read a shard behind the change (the Kafka SIGKILL restore test's facet citing
+    the later of two atoms). Every change a stage reads must name a proposal its shard has applied."""
+    from altm.core import ChangeEvent, ChangeStatus, Topic
+    from altm.core.codec import decode_event
+    from altm.pipeline import ProcessorContext, default_processors
+    from altm.pipeline.runtime.kafka import KafkaRuntime
+    from altm.pipeline.writer import WRITER_GROUP
+    from altm.store import MemoryReader, ShardSet
+
+    prefix = f"w{uuid.uuid4().hex[:10]}."
+    turns = _turns(range(0, 3))
+    await _publish(kafka_bootstrap, prefix, turns, create=True)
+
+    def runtime(data_dir: Path) -> tuple[KafkaRuntime, ShardSet]:
+        # derivation yields to the searchable path for one batch at most: the stages are never held back long
+        settings = Settings(data_dir=data_dir, partitions=4, broker=f"kafka://{kafka_bootstrap}", topic_prefix=prefix,
+                            embedder="none", worker_session_timeout_s=6, derive_every_steps=1)
+        shards = ShardSet(settings.data_dir, 4)
+        ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
+        return KafkaRuntime(settings, shards, ctx, default_processors(), "log-id"), shards
+
+    first, first_shards = runtime(tmp_path / "worker-a")
+    await first.start()
+    try:
+        await _until_l0(tmp_path / "worker-a", len(turns))
+        await wait_until_idle(kafka_bootstrap, prefix, data_dir=tmp_path / "worker-a")
+    finally:
+        await first.stop()
+        first_shards.close()
+    await _rewind_group(kafka_bootstrap, prefix)
+
+    second, shards = runtime(tmp_path / "worker-b")
+    behind: list[str] = []
+    read = 0
+
+    def checked(handle: Handle) -> Handle:
+        async def wrapped(records: Sequence[Record]) -> int:
+            nonlocal read
+            for rec in records:
+                change = decode_event(rec.value)
+                if not isinstance(change, ChangeEvent) or change.status is not ChangeStatus.COMMITTED:
+                    continue
+                read += 1
+                assert change.source_topic is not None and change.source_offset is not None
+                partition = change.source_partition or 0
+                applied = shards.get(partition).next_offset(WRITER_GROUP, change.source_topic, partition)
+                if applied is None or applied <= change.source_offset:
+                    behind.append(f"{change.op} {change.memory_id}: proposal {partition}@{change.source_offset}, "
+                                  f"shard applied up to {applied}")
+            return await handle(records)
+        return wrapped
+
+    for stage in second.stages:
+        if stage.processor.input_topic is Topic.CHANGES:
+            monkeypatch.setattr(stage, "handle", checked(stage.handle))
+    writer_handle = second.writer.handle
+
+    async def slow_writer(records: Sequence[Record]) -> int:  # the writer lane behind the stages, as under load
+        await asyncio.sleep(1.0)
+        return await writer_handle(records)
+
+    monkeypatch.setattr(second.writer, "handle", slow_writer)
+    await second.start()
+    try:
+        await _until_l0(tmp_path / "worker-b", len(turns))
+        await wait_until_idle(kafka_bootstrap, prefix, data_dir=tmp_path / "worker-b")
+    finally:
+        await second.stop()
+        shards.close()
+    assert read > 0, "the stages read none of the first worker's changes"
+    assert not behind, f"{len(behind)} of {read} changes read over a shard that had not applied them: {behind[:3]}"
+    assert state_hash(tmp_path / "worker-b") == await _embedded_state(tmp_path, turns)

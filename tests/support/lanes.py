@@ -21,12 +21,14 @@ async def until(condition: Callable[[], object], timeout_s: float = 5.0) -> None
 
 
 class Member:
-    """The group member's surface the runtime uses: the assignment, commits (kept), committed offsets."""
+    """The group member's surface the runtime uses: the assignment, commits (kept), committed offsets and the
+    log's end offsets (``end``: the committed offset unless given, as when the group has handled everything)."""
 
-    def __init__(self, assigned: set[TopicPartition], committed: int | None = 10) -> None:
+    def __init__(self, assigned: set[TopicPartition], committed: int | None = 10, end: int | None = None) -> None:
         self.assigned = assigned
         self.commits: list[dict[TopicPartition, int]] = []
         self._committed = committed
+        self._end = end if end is not None else (committed or 0)
         self.asked: list[list[TopicPartition]] = []  # the partitions of each committed_many request
         self.stopped = False
 
@@ -40,6 +42,9 @@ class Member:
     async def committed_many(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int | None]:
         self.asked.append(sorted(tps))
         return dict.fromkeys(tps, self._committed)
+
+    async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return dict.fromkeys(tps, self._end)
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.commits.append({tp: o for tp, o in offsets.items() if tp in self.assigned})

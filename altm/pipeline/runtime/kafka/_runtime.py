@@ -424,17 +424,24 @@ class KafkaRuntime:
         return [self.sealer.open(r, retired=False) for r in records] if self.sealer is not None else records
 
     async def _restored(self, partition: int) -> None:
-        """Once per assignment of ``partition``: its shard has applied every proposal the group had committed
-        when this worker got it (a worker with a data dir of its own may be given a partition another worker
-        filled); what comes after, the writer's lane applies as usual. Stages wait for it, so what they derive
-        reads the whole shard, as on the worker that had it before."""
+        """Once per assignment of ``partition``: its shard has applied every proposal the log held when this
+        worker got it (a worker with a data dir of its own may be given a partition another worker filled);
+        what comes after, the writer's lane applies as usual. Stages wait for it, so what they derive reads the
+        whole shard, as on the worker that had it before.
+
+        Up to the log's end, not only to what the group committed: the worker that had the partition may have
+        applied proposals past its last commit and published their changes (killed before its next commit),
+        and a stage that read such a change before this worker's writer applied its proposal again would derive
+        from a shard behind the change. Every change on the log when the partition is given here came from a
+        proposal before this end (a change is published after its proposal is applied); what comes later is
+        this worker's own, published after its writer applied it."""
         if partition in self._ready:
             return
         epoch = self._epochs.get(partition, 0)
         tp = TopicPartition(self.writer.topic, partition)
         if tp not in self._owned_tps:
             return
-        end = await self.member.committed(tp)
+        end = (await self.member.end_offsets([tp])).get(tp)
         if end:
             await self.writer.catch_up(partition, end)
             await self.writer.flush(partition)
