@@ -147,7 +147,75 @@ HELD_OUT = [  # written after the rules were tuned on CASES, and never tuned on:
     ], atoms=[("outcome", "18% faster"), ("decision", "keep the old tokenizer"), ("task", "compare the tokenizer")],
        negatives=["retrain everything"], scenes=["tokenizer"]),
 ]
-SETS = {"dev": CASES, "held-out": HELD_OUT, "all": CASES + HELD_OUT}
+HELD_OUT_2 = [  # written on 2026-12-06 before that day's rule changes, and never tuned on: report apart
+    Case("email-thread", "email thread, formal", [
+        ("e1", "user", "Hi all, following up on Tuesday's call about the vendor portal."),
+        ("e1", "user", "We have decided to sign the annual contract with Northwind instead of paying monthly."),
+        ("e1", "user", "Could you forward me the latest invoice when you get a chance?"),
+        ("e1", "user", "Best regards, Priya"),
+        ("e2", "user", "Update on the vendor portal: the SSO integration went live this morning without issues."),
+        ("e2", "user", "Action item: update the vendor portal onboarding guide by Friday."),
+        ("e2", "user", "Please do not share vendor portal admin passwords over email because they end up in "
+                       "archives."),
+    ], atoms=[("decision", "annual contract with northwind"), ("outcome", "sso integration went live"),
+              ("task", "onboarding guide"), ("anti_pattern", "share vendor portal admin passwords")],
+       negatives=["forward me the latest invoice", "best regards"], scenes=["vendor portal"],
+       guarded=["Let's share the vendor portal admin passwords over email, it is faster."]),
+    Case("fitness-coach", "personal coaching chat", [
+        ("f1", "user", "I usually run in the evening after work."),
+        ("f1", "user", "I have a knee injury from last winter, so no jumping exercises."),
+        ("f1", "assistant", "Have you considered swimming as low-impact cardio?"),
+        ("f1", "user", "How many calories does a 5k burn?"),
+        ("f2", "user", "I finished my first half marathon in 2 hours 5 minutes!"),
+        ("f2", "user", "If I lost ten kilos I might try a full marathon someday."),
+        ("f2", "user", "I prefer plant-based protein shakes."),
+    ], atoms=[("preference", "run in the evening"), ("fact", "knee injury"), ("outcome", "half marathon"),
+              ("preference", "plant-based protein")],
+       negatives=["calories", "full marathon", "swimming"],
+       facets=["run in the evening", "plant-based protein"], not_facets=["swimming", "full marathon"]),
+    Case("sprint-retro", "sprint retrospective", [
+        ("r1", "user", "Went well: the search service latency dropped below 100 ms after the index rebuild."),
+        ("r1", "user", "Didn't go well: the mobile release slipped a week because of App Store review."),
+        ("r1", "user", "Takeaway: submit mobile builds for review at least five days before the release."),
+        ("r2", "user", "We agreed to drop the weekly demo meeting and share recordings instead."),
+        ("r2", "user", "The search service now serves all traffic from the new cluster."),
+        ("r2", "user", "Who's bringing snacks on Thursday?"),
+    ], atoms=[("outcome", "latency dropped below 100 ms"), ("issue", "mobile release slipped"),
+              ("heuristic", "submit mobile builds for review"), ("decision", "drop the weekly demo meeting")],
+       negatives=["snacks"], scenes=["search service"]),
+    Case("home-renovation", "household planning, casual", [
+        ("h1", "user", "The kitchen renovation starts on April 8 and the contractor is Bauer & Sons."),
+        ("h1", "user", "we picked oak flooring for the kitchen, not tiles"),
+        ("h1", "user", "What would a skylight cost? Just curious."),
+        ("h2", "user", "The kitchen plumbing passed the inspection yesterday."),
+        ("h2", "user", "The dishwasher leaks when the kitchen sink drains at the same time."),
+        ("h2", "user", "Need to order the cabinet handles before the end of the month."),
+    ], atoms=[("fact", "kitchen renovation starts on april 8"), ("decision", "oak flooring"),
+              ("outcome", "passed the inspection"), ("issue", "dishwasher leaks"), ("task", "cabinet handles")],
+       negatives=["skylight"], scenes=["kitchen"]),
+    Case("mentoring", "mentoring conversation", [
+        ("m1", "user", "My manager said \"always say yes to every project\", and I'm not sure about that."),
+        ("m1", "user", "I want to move into a staff engineer role within two years."),
+        ("m1", "user", "Lesson I learned the hard way: write the design doc before writing the code."),
+        ("m2", "user", "I presented the caching design to the architecture group and it was approved."),
+        ("m2", "user", "Maybe I should learn Go, maybe not."),
+    ], atoms=[("heuristic", "write the design doc before"), ("outcome", "it was approved")],
+       negatives=["say yes to every project", "learn go"], facets=["staff engineer"],
+       not_facets=["say yes to every project", "learn go"]),
+    Case("data-platform-dm", "direct messages, lowercase, terse", [
+        ("x1", "user", "fyi the warehouse runs on snowflake now, redshift is gone"),
+        ("x1", "user", "decided: nightly dbt runs move to 02:00 utc"),
+        ("x1", "user", "ok cool"),
+        ("x2", "user", "the nightly dbt run failed again, out of memory on the orders model"),
+        ("x2", "user", "dont run full refreshes of the orders model during business hours, it locks the warehouse"),
+        ("x2", "user", "todo: split the orders model into daily partitions"),
+    ], atoms=[("fact", "snowflake"), ("decision", "nightly dbt runs move to 02:00"),
+              ("issue", "out of memory on the orders model"), ("anti_pattern", "full refreshes of the orders model"),
+              ("task", "split the orders model")],
+       negatives=["ok cool"], scenes=["orders model"],
+       guarded=["let's run a full refresh of the orders model at noon today"]),
+]
+SETS = {"dev": CASES, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "all": CASES + HELD_OUT + HELD_OUT_2}
 
 
 def _turns(case: Case, scope: Scope) -> list[TurnEvent]:
@@ -204,7 +272,7 @@ def score(case: Case, memories: list[dict[str, Any]]) -> dict[str, Any]:
     formed = [{"kind": a["kind"], "content": a["content"],
                "correct": any(a["kind"] == k and holds(a, p) for k, p in case.atoms)} for a in atoms]
     return {
-        "expected": expected, "formed": formed,
+        "expected": expected, "formed": formed, "negatives_total": len(case.negatives),
         "negatives_violated": [p for p in case.negatives if any(holds(a, p) for a in atoms)],
         "scenes_expected": [{"anchor": s, "found": any(holds(m, s) for m in scenes)} for s in case.scenes],
         "scenes_formed": [{"content": m["content"][:200], "correct": any(holds(m, s) for s in case.scenes)}
@@ -238,7 +306,7 @@ def aggregate(scored: list[dict[str, Any]]) -> dict[str, Any]:
                   "precision": _ratio(sum(f["correct"] for f in all_got), len(all_got)),
                   "expected": len(all_exp), "formed": len(all_got)},
         "per_kind": per_kind,
-        "negatives": {"total": sum(len(c.negatives) for c in CASES),
+        "negatives": {"total": sum(s["negatives_total"] for s in scored),
                       "violated": sum(len(s["negatives_violated"]) for s in scored)},
         "scenes": {"recall": _ratio(sum(x["found"] for x in scenes_exp), len(scenes_exp)),
                    "precision": _ratio(sum(x["correct"] for x in scenes_got), len(scenes_got)),
@@ -256,7 +324,8 @@ def _fmt(value: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", choices=sorted(SETS), default="dev",
-                    help="dev: the cases the rules were tuned on; held-out: cases never tuned on")
+                    help="dev: the cases the rules were tuned on; held-out, held-out-2: cases never tuned on "
+                         "(held-out-2 written on 2026-12-06, before that day's rule changes)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     cases = SETS[args.set]

@@ -25,6 +25,8 @@ def test_scoring_counts_matches_by_kind_and_phrase() -> None:
     assert agg["atoms"] == {"recall": 0.5, "precision": 0.5, "expected": 2, "formed": 2}
     assert agg["per_kind"]["decision"]["recall"] == 1.0 and agg["per_kind"]["task"]["recall"] == 0.0
     assert agg["scenes"]["recall"] == 1.0 and agg["facets"]["forbidden"] == 1 and agg["facets"]["precision"] == 0.0
+    # the negatives of the cases scored, not of the dev set whatever the set (the held-out set said "of 9")
+    assert agg["negatives"] == {"total": 1, "violated": 1}
 
 
 def test_a_labelled_case_runs_through_the_pipeline(tmp_path: Path) -> None:
