@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sqlite3
 import sys
 import tempfile
@@ -109,7 +110,7 @@ CASES = [
 ]
 
 
-HELD_OUT = [  # written after the rules were tuned on CASES, and never tuned on: report these figures apart
+HELD_OUT = [  # written after the rules were tuned on CASES; measured blind until 2026-12-06, tuned on since
     Case("data-standup", "stand-up notes", [
         ("d1", "user", "Yesterday I finished the schema migration for the events table."),
         ("d1", "user", "Today I'm pairing with Ana on the ingestion pipeline."),
@@ -215,7 +216,19 @@ HELD_OUT_2 = [  # written on 2026-12-06 before that day's rule changes, and neve
        negatives=["ok cool"], scenes=["orders model"],
        guarded=["let's run a full refresh of the orders model at noon today"]),
 ]
-SETS = {"dev": CASES, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "all": CASES + HELD_OUT + HELD_OUT_2}
+
+
+def _load_cases(path: Path) -> list[Case]:
+    """Cases kept as JSON (``formation_sets/``): lists where the dataclass has tuples."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return [Case(name=c["name"], style=c["style"], turns=[(s, r, t) for s, r, t in c["turns"]],
+                 atoms=[(k, p) for k, p in c["atoms"]], negatives=c["negatives"], scenes=c["scenes"],
+                 facets=c["facets"], not_facets=c["not_facets"], guarded=c["guarded"]) for c in doc["cases"]]
+
+
+HELD_OUT_3 = _load_cases(Path(__file__).resolve().parent / "formation_sets" / "held_out_3.json")  # written blind
+SETS = {"dev": CASES, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3,
+        "all": CASES + HELD_OUT + HELD_OUT_2 + HELD_OUT_3}
 
 
 def _turns(case: Case, scope: Scope) -> list[TurnEvent]:
@@ -324,8 +337,9 @@ def _fmt(value: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", choices=sorted(SETS), default="dev",
-                    help="dev: the cases the rules were tuned on; held-out, held-out-2: cases never tuned on "
-                         "(held-out-2 written on 2026-12-06, before that day's rule changes)")
+                    help="dev: the cases the rules were tuned on; held-out: tuned on since 2026-12-06; held-out-2 "
+                         "(written by the rules' author before that day's changes) and held-out-3 (written blind by "
+                         "someone who had not seen the rules): never tuned on")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     cases = SETS[args.set]

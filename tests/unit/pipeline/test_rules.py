@@ -94,6 +94,38 @@ def test_habits_lessons_schedules_and_incidents(sentence: str, kind: Kind) -> No
     assert match is not None and match.kind is kind, (sentence, match and match.kind)
 
 
+# what the first held-out formation set missed (2026-12-06: it is a tuning set since), with sentences of the same
+# shapes written for this test
+TUNED_ON_HELD_OUT = [
+    ("The checkout API returned 502s for twenty minutes after the deploy.", Kind.ISSUE),  # "502s": a plural code
+    ("Our gateway answered 503s all morning.", Kind.ISSUE),
+    ("Blocker: the staging cluster keeps evicting pods.", Kind.ISSUE),
+    ("The search indexer keeps crashing on large PDFs.", Kind.ISSUE),
+    ("Yesterday I finished the schema migration for the events table.", Kind.OUTCOME),  # a first-person completion
+    ("We finally shipped the new onboarding flow.", Kind.OUTCOME),
+    ("Our benchmark shows the new tokenizer is 18% faster on long documents.", Kind.OUTCOME),  # a measured result
+    ("The rewrite made the nightly job 40 percent cheaper.", Kind.OUTCOME),
+    ("hey, quick one: the billing service moves from Flask to FastAPI this quarter.", Kind.FACT),  # present tense
+    ("The reporting job starts at 06:00 every day.", Kind.FACT),
+]
+
+
+@pytest.mark.parametrize(("sentence", "kind"), TUNED_ON_HELD_OUT)
+def test_status_codes_blockers_completions_measured_results_and_schedules(sentence: str, kind: Kind) -> None:
+    match = rules.classify(sentence)
+    assert match is not None and match.kind is kind, (sentence, match and match.kind)
+
+
+@pytest.mark.parametrize("sentence", [
+    "The refund batch now commits every 500 rows.",  # a number, not a status code
+    "I keep notes in a paper notebook.",
+    "If we finished the migration early we could take Friday off?",
+])
+def test_numbers_habits_and_questions_are_not_incidents_or_completions(sentence: str) -> None:
+    match = rules.classify(sentence)
+    assert match is None or match.kind not in (Kind.ISSUE, Kind.OUTCOME), (sentence, match.kind)
+
+
 def test_quoted_speech_is_not_the_speakers_own_statement() -> None:
     assert rules.classify('My colleague said "I prefer tabs over spaces", which I don\'t agree with.') is None
     assert rules.classify("I prefer tabs over spaces.") is not None
