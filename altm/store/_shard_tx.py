@@ -888,6 +888,20 @@ class ShardTx:
                     target_id=str(row_id), old={"redacted_sha256": sha256_hex(payload)}, new=None)
         self._db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
 
+    def drop_earlier_refusals(self, memory_id: str, *, at: str, proposal_id: str) -> int:
+        """The pending rejections of earlier versions of ``memory_id``, a memory recomputed whole (a session
+        capsule, a scene), deleted and audited: its latest judged version is the one to review. How many were
+        refused depends on how its inputs were batched (a fold per message live, fewer in a replay); the latest
+        does not. Returns how many went."""
+        found = self._db.execute("SELECT rejection_id FROM rejections WHERE memory_id=? AND review_status='pending'",
+                                 (memory_id,)).fetchall()
+        for (row_id,) in found:
+            self._audit(at=at, proposal_id=proposal_id, actor="writer", action="delete", table="rejections",
+                        target_id=f"rej_{row_id}", old={"memory_id": memory_id, "superseded_by": proposal_id},
+                        new=None)
+            self._db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
+        return len(found)
+
     def refusals(self, scope: Scope, prefix: str) -> list[tuple[int, str, str]]:
         """(id, reason, payload) of the pending rejections of what the user's scopes sent whose reason begins
         with ``prefix`` (the guard's refusals), oldest first."""

@@ -39,6 +39,7 @@ from altm.core import (
     DecodeError,
     EraseProposal,
     ForgetProposal,
+    Layer,
     LinkMemoryProposal,
     MemoryUnit,
     Proposal,
@@ -418,8 +419,15 @@ def _parts(tomb: BuriedContent) -> list[BuriedContent]:
     return parts
 
 
+_RECOMPUTED = frozenset({Layer.L1, Layer.L3})
+"""Layers whose memories are recomputed whole from their inputs, each version under the same id."""
+
+
 def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str, code: str) -> WriteOutcome:
-    """A refused proposal: a rejections row (for review) and a ``rejected`` change with the reason."""
+    """A refused proposal: a rejections row (for review) and a ``rejected`` change with the reason. A memory
+    recomputed whole (a session capsule, a scene) keeps one pending rejection, its latest version's."""
+    if isinstance(p, UpsertMemoryProposal) and p.memory.layer in _RECOMPUTED:
+        tx.drop_earlier_refusals(p.memory.memory_id, at=now, proposal_id=p.event_id)
     tx.add_rejection(
         at=now, proposal_id=p.event_id, memory_id=p.target_id, reason=reason,
         source=(record.topic, record.partition, record.offset), payload=_kept_payload(p, record.value),
