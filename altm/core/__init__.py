@@ -25,6 +25,7 @@ from altm.core.events import (
     original_text,
 )
 from altm.core.governance import (
+    ERASED_BY_ID_PREFIX,
     FORGOTTEN_PREFIX,
     Burial,
     BuriedContent,
@@ -78,6 +79,7 @@ from altm.core.settings import Settings
 from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
 
 __all__ = [
+    "ERASED_BY_ID_PREFIX",
     "FORGOTTEN_PREFIX",
     "SCHEMA_VERSION",
     "Burial",

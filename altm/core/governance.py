@@ -137,6 +137,8 @@ class LifecycleSignal(BaseModel):
 
 
 FORGOTTEN_PREFIX = "forgotten: "
+ERASED_BY_ID_PREFIX = "memory erased: "
+"""How the tombstone reason of a memory erased by its id (not with its session, agent or user) begins."""
 """How the reason of a forget's tombstone starts (the forget's own reason follows)."""
 
 

@@ -39,7 +39,6 @@ from altm.core import (
     DecodeError,
     EraseProposal,
     ForgetProposal,
-    Layer,
     LinkMemoryProposal,
     MemoryUnit,
     Proposal,
@@ -57,6 +56,7 @@ from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import (
+    RECOMPUTED,
     GuardKeys,
     GuardUnavailable,
     TextSimilarity,
@@ -419,14 +419,10 @@ def _parts(tomb: BuriedContent) -> list[BuriedContent]:
     return parts
 
 
-_RECOMPUTED = frozenset({Layer.L1, Layer.L3})
-"""Layers whose memories are recomputed whole from their inputs, each version under the same id."""
-
-
 def _rejected(tx: ShardTx, p: Proposal, record: Record, reason: str, now: str, code: str) -> WriteOutcome:
     """A refused proposal: a rejections row (for review) and a ``rejected`` change with the reason. A memory
     recomputed whole (a session capsule, a scene) keeps one pending rejection, its latest version's."""
-    if isinstance(p, UpsertMemoryProposal) and p.memory.layer in _RECOMPUTED:
+    if isinstance(p, UpsertMemoryProposal) and p.memory.layer in RECOMPUTED:
         tx.drop_earlier_refusals(p.memory.memory_id, at=now, proposal_id=p.event_id)
     tx.add_rejection(
         at=now, proposal_id=p.event_id, memory_id=p.target_id, reason=reason,

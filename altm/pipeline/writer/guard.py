@@ -32,7 +32,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from altm.core import BuriedContent, Layer, MemoryUnit, normalise_text
+from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, normalise_text
 from altm.pipeline.writer._terms import specific, terms
 from altm.store import MemoryRow, ShardTx
 
@@ -359,15 +359,26 @@ def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> set[str]:
     return {value_hash(key, row["content"]) for row in tx.raw_evidence(mem.scope, mem.evidence)}
 
 
+RECOMPUTED = frozenset({Layer.L1, Layer.L3})
+"""Layers whose memories are recomputed whole from their inputs, each version under the same id (a session's
+capsule, a node's scene)."""
+
+
 def erased_itself(tx: ShardTx, mem: MemoryUnit) -> str | None:
     """The tombstone of a memory that arrives again as it was when erased: the same id and content (a replay
     of a log whose records still open, after one memory was erased: the message, or a capsule derived again;
     a redelivery). Nothing to store and nothing to review: the writer voids it, where a rejection kept the
-    erased text in the rejections table."""
+    erased text in the rejections table. A capsule or scene erased by its id is void in any later version: a
+    new message would fold the erased summary's sentences into it again, and whether the fold came before or
+    after the erasure depended on timing (the source and its replay disagreed)."""
     key = tx.existing_guard_key(mem.scope.home)
     if key is None:
         return None
     found = tx.tombstone_of_memory(mem.scope, mem.memory_id, value_hash(key, mem.content))
+    if found is None and mem.layer in RECOMPUTED:  # erased by its id: not made again, whatever its content
+        found = tx.tombstone_of_memory(mem.scope, mem.memory_id)
+        if found is not None and not found[1].startswith(ERASED_BY_ID_PREFIX):
+            found = None  # its session, agent or user was erased: what is said there afterwards folds anew
     return None if found is None else found[0]
 
 
