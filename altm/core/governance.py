@@ -137,9 +137,9 @@ class LifecycleSignal(BaseModel):
 
 
 FORGOTTEN_PREFIX = "forgotten: "
+"""How the reason of a forget's tombstone starts (the forget's own reason follows)."""
 ERASED_BY_ID_PREFIX = "memory erased: "
 """How the tombstone reason of a memory erased by its id (not with its session, agent or user) begins."""
-"""How the reason of a forget's tombstone starts (the forget's own reason follows)."""
 
 
 class Forget(BaseModel):
