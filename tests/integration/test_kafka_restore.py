@@ -360,14 +360,18 @@ async def test_a_stage_of_a_worker_taking_over_reads_no_change_its_shard_has_not
         ctx = ProcessorContext(settings=settings, reader=MemoryReader(shards))
         return KafkaRuntime(settings, shards, ctx, default_processors(), "log-id"), shards
 
-    first, first_shards = runtime(tmp_path / "worker-a")
-    await first.start()
-    try:
-        await _until_l0(tmp_path / "worker-a", len(turns))
-        await wait_until_idle(kafka_bootstrap, prefix, data_dir=tmp_path / "worker-a")
-    finally:
-        await first.stop()
-        first_shards.close()
+    async def until_idle(data_dir: Path, worker: tuple[KafkaRuntime, ShardSet]) -> None:
+        """The worker started, run until it holds every turn and the group is idle, then stopped."""
+        runtime, its_shards = worker
+        await runtime.start()
+        try:
+            await _until_l0(data_dir, len(turns))
+            await wait_until_idle(kafka_bootstrap, prefix, data_dir=data_dir)
+        finally:
+            await runtime.stop()
+            its_shards.close()
+
+    await until_idle(tmp_path / "worker-a", runtime(tmp_path / "worker-a"))
     await _rewind_group(kafka_bootstrap, prefix)
 
     second, shards = runtime(tmp_path / "worker-b")
@@ -401,13 +405,7 @@ async def test_a_stage_of_a_worker_taking_over_reads_no_change_its_shard_has_not
         return await writer_handle(records)
 
     monkeypatch.setattr(second.writer, "handle", slow_writer)
-    await second.start()
-    try:
-        await _until_l0(tmp_path / "worker-b", len(turns))
-        await wait_until_idle(kafka_bootstrap, prefix, data_dir=tmp_path / "worker-b")
-    finally:
-        await second.stop()
-        shards.close()
+    await until_idle(tmp_path / "worker-b", (second, shards))
     assert read > 0, "the stages read none of the first worker's changes"
     assert not behind, f"{len(behind)} of {read} changes read over a shard that had not applied them: {behind[:3]}"
     assert state_hash(tmp_path / "worker-b") == await _embedded_state(tmp_path, turns)
