@@ -38,6 +38,7 @@ from altm.core.governance import (
     Rollback,
     Supersession,
     TrustVerdict,
+    rejection_item,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
 from altm.core.ids import content_hash, derive_id, normalise_text, sha256_hex
@@ -156,6 +157,7 @@ __all__ = [
     "normalise_text",
     "original_text",
     "partition_for",
+    "rejection_item",
     "sha256_hex",
     "topic_name",
 ]

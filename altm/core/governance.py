@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -106,13 +107,26 @@ class Burial(BaseModel):
     tombstones: tuple[BuriedContent, ...] = Field(min_length=1)
 
 
+def rejection_item(rejection_id: int, proposal_id: str | None) -> str:
+    """How the review queue names a rejected proposal: by the proposal (``rej_`` and the hex of its id), the
+    same wherever the log is replayed or restored; a rejection with no proposal id (bytes that were no
+    proposal) by its row number (``rej_<n>``), which only this shard knows."""
+    if proposal_id is not None and (found := _PROPOSAL_ID.fullmatch(proposal_id)) is not None:
+        return f"rej_{found.group(1)}"
+    return f"rej_{rejection_id}"
+
+
+_PROPOSAL_ID = re.compile(r"prop_([0-9a-f]{32})")
+
+
 class ReviewDecision(BaseModel):
     """A reviewer's decision on a review-queue item: a memory (mem_…), a deferred action (act_…) or a
-    rejected proposal (rej_<n>, at most 18 digits: a rejection number fits SQLite's 64-bit INTEGER)."""
+    rejected proposal (rej_ and its proposal's hex, or rej_<n> for one without a proposal id: at most 18
+    digits, a rejection number fits SQLite's 64-bit INTEGER; see :func:`rejection_item`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    item_id: str = Field(pattern=r"^(mem|act)_[0-9a-f]{32}$|^rej_[0-9]{1,18}$")
+    item_id: str = Field(pattern=r"^(mem|act|rej)_[0-9a-f]{32}$|^rej_[0-9]{1,18}$")
     decision: Literal["approve", "reject"]
     note: str | None = Field(default=None, max_length=2000)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from altm.core import Layer, Scope, partition_for
+from altm.core import Layer, Scope, partition_for, rejection_item
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
 from altm.store._shard_tx import MEMORY_ID
@@ -91,7 +91,7 @@ class ReviewQueries(_Routed):
             "SELECT action_id AS item_id, action_id, action, target_ids, reason, status FROM held_actions "
             "WHERE tenant_id=? AND workspace_id=? AND user_id=? AND status='pending' "
             "ORDER BY recorded_at, action_id LIMIT ?"), [*home, limit])
-        rejected = [{**r, "item_id": f"rej_{r['rejection_id']}"} for r in self._rows(scope, (
+        rejected = [{**r, "item_id": rejection_item(r["rejection_id"], r["proposal_id"])} for r in self._rows(scope, (
             "SELECT rejection_id, proposal_id, memory_id, reason, at FROM rejections WHERE json_valid(payload) "
             "AND json_extract(payload, '$.scope.tenant_id') = ? AND json_extract(payload, '$.scope.workspace_id') = ? "
             "AND json_extract(payload, '$.scope.user_id') = ? AND review_status = 'pending' "

@@ -208,8 +208,15 @@ class ShardTx:
     def cycle(self, cycle_id: str) -> Row | None:
         return self._row("runtime_cycles", "cycle_id", cycle_id)
 
-    def rejection(self, rejection_id: int) -> Row | None:
-        r = self._db.execute("SELECT * FROM rejections WHERE rejection_id=?", (rejection_id,)).fetchone()
+    def rejection(self, item_id: str) -> Row | None:
+        """The rejection a review-queue item names (:func:`altm.core.rejection_item`): the latest of its
+        proposal's, or the row of that number."""
+        key = item_id.removeprefix("rej_")
+        if len(key) == 32:
+            r = self._db.execute("SELECT * FROM rejections WHERE proposal_id=? ORDER BY rejection_id DESC LIMIT 1",
+                                 (f"prop_{key}",)).fetchone()
+        else:
+            r = self._db.execute("SELECT * FROM rejections WHERE rejection_id=?", (int(key),)).fetchone()
         return None if r is None else dict(r)
 
     # Conversation order of a session's L0 messages: (valid_from, source_id, memory_id).

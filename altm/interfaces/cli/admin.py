@@ -194,7 +194,7 @@ def review_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "", json
     console.print(table)
 
 
-def review_show(item: Annotated[str, typer.Argument(help="mem_…, act_… or rej_<n>")],
+def review_show(item: Annotated[str, typer.Argument(help="mem_…, act_… or rej_… (as the review queue lists it)")],
                 data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "") -> None:
     """One review item, as JSON."""
     for group in _queue(data_dir, scope, 1000).values():

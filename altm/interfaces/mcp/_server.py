@@ -137,7 +137,7 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, gate: GateOf, stats: Stat
     async def review(scope: str, limit: int = 50) -> dict[str, Any]:
         return memory.review_queue(gate().user(Scope.parse(scope), "the review queue"), limit=limit)
 
-    @server.tool(description="Approve or reject a review-queue item (mem_…, act_… or rej_<n>).")
+    @server.tool(description="Approve or reject a review-queue item (mem_…, act_… or rej_…, as listed).")
     @_surface_errors
     async def review_decide(scope: str, item_id: str, decision: Literal["approve", "reject"],
                             note: str | None = None) -> dict[str, Any]:

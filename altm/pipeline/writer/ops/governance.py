@@ -141,7 +141,7 @@ def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
 
 def _review_rejection(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
     """A rejected proposal, re-reviewed: approved or dismissed (the proposal itself is not replayed)."""
-    row = tx.rejection(int(decision.item_id.removeprefix("rej_")))
+    row = tx.rejection(decision.item_id)
     if row is None or not _payload_in_home(row["payload"], p.scope.home):
         raise Rejection(f"no rejection {decision.item_id} in scope {p.scope.home}", code="unknown_target")
     status = "dismissed" if decision.decision == "reject" else "approved"

@@ -1,0 +1,43 @@
+"""A reviewer's decision on a rejected proposal named it by the rejections table's row number (``rej_<n>``). The
+decision is a control event on the log, and a replay numbers the rows as it makes them: when a capsule of the
+session is refused a different number of times (a fold per message live, fewer in a replay), every later
+rejection has another number there, and the replayed decision named no rejection at all (or another one). A
+rejected proposal is named by its proposal now (``rej_<the proposal id's hex>``), the same in every replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from altm.core import Scope, Settings
+from tests.support.memories import store_with
+from tests.support.replay import replayed_equal
+from tests.support.rows import rows
+from tests.support.turns import SCOPE, make_turn
+
+CODER = SCOPE
+REVIEWER = Scope(tenant_id=SCOPE.tenant_id, workspace_id=SCOPE.workspace_id, user_id=SCOPE.user_id,
+                 agent_id="reviewer")
+ERASED = "I prefer pickle for the session cache, it is simpler."
+SESSION = ["Never use pickle for the session cache, it broke the last release.",  # each capsule version is refused
+           "The staging cluster runs on Kubernetes 1.30 in Dublin.", "When is the release?", "Noted."]
+LATER = "Never use pickle for the session cache, it broke the last release."  # another session's capsule, refused
+
+
+async def test_a_review_of_a_rejection_decides_the_same_rejection_in_a_replay(settings: Settings,
+                                                                              tmp_path: Path) -> None:
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    async with store_with(s, [make_turn(1, ERASED, scope=CODER, session="s0")]) as (rt, app):
+        await app.erase(CODER, "agent")
+        await rt.run_until_idle()
+        for i, text in enumerate(SESSION):  # one message at a time: a fold and a refusal each (a replay: one)
+            await rt.publish([make_turn(10 + i, text, scope=REVIEWER, session="s1")])
+            await rt.run_until_idle()
+        await rt.publish([make_turn(20, LATER, scope=REVIEWER, session="s2")])
+        await rt.run_until_idle()
+        (s2,) = rows(s.data_dir, "SELECT proposal_id FROM rejections WHERE payload LIKE '%\"session_id\":\"s2\"%'")
+        (item,) = [r for r in app.review_queue(REVIEWER)["rejections"] if r["proposal_id"] == s2["proposal_id"]]
+        await app.review_decide(REVIEWER, item["item_id"], "reject")
+        await rt.run_until_idle()
+    assert rows(s.data_dir, "SELECT review_status FROM rejections WHERE proposal_id=?",
+                (s2["proposal_id"],)) == [{"review_status": "dismissed"}]
+    await replayed_equal(s, tmp_path / "replayed")
