@@ -38,6 +38,7 @@ from altm.core.governance import (
     Rollback,
     Supersession,
     TrustVerdict,
+    rejected_proposal,
     rejection_item,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
@@ -157,6 +158,7 @@ __all__ = [
     "normalise_text",
     "original_text",
     "partition_for",
+    "rejected_proposal",
     "rejection_item",
     "sha256_hex",
     "topic_name",

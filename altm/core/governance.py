@@ -70,6 +70,16 @@ class Erasure(BaseModel):
             raise ValueError("erasing a session needs its session_id")
         return self
 
+    @property
+    def tombstone_reason(self) -> str:
+        """The reason its tombstones give: what was erased, then why."""
+        return erased_reason(self.target, self.reason)
+
+
+def erased_reason(target: str, why: str) -> str:
+    """How an erasure's tombstone reason reads (see :data:`ERASED_BY_ID_PREFIX`)."""
+    return f"{target} erased: {why}"
+
 
 ShingleHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{24}$")]
 TermHash = Annotated[str, StringConstraints(pattern=r"^[st]:[0-9a-f]{24}$")]
@@ -116,7 +126,14 @@ def rejection_item(rejection_id: int, proposal_id: str | None) -> str:
     return f"rej_{rejection_id}"
 
 
+def rejected_proposal(item_id: str) -> str | int:
+    """What a review-queue item of :func:`rejection_item` names: the proposal id, or the row number."""
+    key = item_id.removeprefix("rej_")
+    return f"prop_{key}" if _PROPOSAL_HEX.fullmatch(key) else int(key)
+
+
 _PROPOSAL_ID = re.compile(r"prop_([0-9a-f]{32})")
+_PROPOSAL_HEX = re.compile(r"[0-9a-f]{32}")
 
 
 class ReviewDecision(BaseModel):
@@ -152,7 +169,7 @@ class LifecycleSignal(BaseModel):
 
 FORGOTTEN_PREFIX = "forgotten: "
 """How the reason of a forget's tombstone starts (the forget's own reason follows)."""
-ERASED_BY_ID_PREFIX = "memory erased: "
+ERASED_BY_ID_PREFIX = erased_reason("memory", "")
 """How the tombstone reason of a memory erased by its id (not with its session, agent or user) begins."""
 
 

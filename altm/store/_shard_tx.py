@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, cast
 
 import orjson
 
-from altm.core import FORGOTTEN_PREFIX, Erasure, LifecycleSignal, Scope, derive_id, sha256_hex
+from altm.core import FORGOTTEN_PREFIX, Erasure, LifecycleSignal, Scope, derive_id, rejected_proposal, sha256_hex
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
@@ -211,12 +211,12 @@ class ShardTx:
     def rejection(self, item_id: str) -> Row | None:
         """The rejection a review-queue item names (:func:`altm.core.rejection_item`): the latest of its
         proposal's, or the row of that number."""
-        key = item_id.removeprefix("rej_")
-        if len(key) == 32:
+        named = rejected_proposal(item_id)
+        if isinstance(named, str):
             r = self._db.execute("SELECT * FROM rejections WHERE proposal_id=? ORDER BY rejection_id DESC LIMIT 1",
-                                 (f"prop_{key}",)).fetchone()
+                                 (named,)).fetchone()
         else:
-            r = self._db.execute("SELECT * FROM rejections WHERE rejection_id=?", (int(key),)).fetchone()
+            r = self._db.execute("SELECT * FROM rejections WHERE rejection_id=?", (named,)).fetchone()
         return None if r is None else dict(r)
 
     # Conversation order of a session's L0 messages: (valid_from, source_id, memory_id).

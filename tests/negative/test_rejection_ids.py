@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from altm.core import Scope, Settings
+from altm.core import Settings
+from tests.negative.test_capsule_refusal_versions import CODER, ERASED, REVIEWER
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import make_turn
 
-CODER = SCOPE
-REVIEWER = Scope(tenant_id=SCOPE.tenant_id, workspace_id=SCOPE.workspace_id, user_id=SCOPE.user_id,
-                 agent_id="reviewer")
-ERASED = "I prefer pickle for the session cache, it is simpler."
 SESSION = ["Never use pickle for the session cache, it broke the last release.",  # each capsule version is refused
            "The staging cluster runs on Kubernetes 1.30 in Dublin.", "When is the release?", "Noted."]
 LATER = "Never use pickle for the session cache, it broke the last release."  # another session's capsule, refused

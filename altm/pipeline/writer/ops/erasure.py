@@ -56,12 +56,12 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         elif row["layer"] == "L2":
             atoms.append(row)
         if mid in seeds or not _swept(row, doomed):
-            buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
+            buried.append(bury(tx, row, reason=erasure.tombstone_reason, at=ctx.now,
                                keys=ctx.guard_keys, erasure_id=p.event_id))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     left = _messages_left(tx, messages, p, ctx)
     for row in tx.forgotten_rows(forgotten):  # an id tombstone: a forget that named it still holds in a replay
-        buried.append(bury(tx, row, reason=f"{erasure.target} erased: {erasure.reason}", at=ctx.now,
+        buried.append(bury(tx, row, reason=erasure.tombstone_reason, at=ctx.now,
                            keys=ctx.guard_keys, erasure_id=p.event_id))
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     gone = sorted(doomed | set(forgotten) | set(activated))
