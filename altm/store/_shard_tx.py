@@ -426,18 +426,21 @@ class ShardTx:
                             target_id=str(tid), old={"memory_id": mid, "reason": reason}, new=None)
             self._db.execute(f"DELETE FROM tombstones WHERE {where}", args)
 
-    def activate_tombstones(self, erasure_id: str, *, at: str) -> list[str]:
+    def activate_tombstones(self, erasure_id: str, *, reason: str, at: str) -> list[str]:
         """The tombstones carried pending for the erasure ``erasure_id`` refuse their content from now on (the
-        erasure is being applied). Returns the ids of the memories they bury (in a replay that could not open
-        their records, the erasure meets none of them otherwise)."""
+        erasure is being applied), and those a forget held since (:meth:`forgotten_first`) are the erasure's
+        again (``reason``). Returns the ids of the memories they bury (in a replay that could not open their
+        records, the erasure meets none of them otherwise)."""
         found = self._db.execute(
-            "SELECT tombstone_id, memory_id FROM tombstones WHERE erasure_id=? AND pending=1", (erasure_id,)
-        ).fetchall()
-        for tid, _ in found:
+            "SELECT tombstone_id, memory_id, pending, reason FROM tombstones WHERE erasure_id=? "
+            "AND (pending=1 OR reason LIKE ?)", (erasure_id, f"{FORGOTTEN_PREFIX}%")).fetchall()
+        for tid, _, pending, was in found:
             self._audit(at=at, proposal_id=erasure_id, actor="writer", action="update", table="tombstones",
-                        target_id=tid, old={"pending": True}, new={"pending": False})
-        self._db.execute("UPDATE tombstones SET pending=0 WHERE erasure_id=? AND pending=1", (erasure_id,))
-        return sorted({str(m) for _, m in found if m is not None})
+                        target_id=tid, old={"pending": bool(pending), "reason": was},
+                        new={"pending": False, "reason": reason})
+        self._db.executemany("UPDATE tombstones SET pending=0, reason=? WHERE tombstone_id=?",
+                             [(reason, tid) for tid, *_ in found])
+        return sorted({str(m) for _, m, *_ in found if m is not None})
 
     def existing_guard_key(self, home: str) -> bytes | None:
         """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""
@@ -662,7 +665,7 @@ class ShardTx:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
         its text), so the guard refuses it. Returns the tombstone's id."""
         tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
-        if self._erased_after_forget(tid, reason, at, erasure_id):
+        if self._erased_after_forget(tid, reason, at, erasure_id) or self._forgotten_first(tid, reason, at):
             return tid
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
@@ -689,6 +692,27 @@ class ShardTx:
                     target_id=tombstone_id, old={"reason": found[0]}, new={"reason": reason, "erasure_id": erasure_id})
         self._db.execute("UPDATE tombstones SET reason=?, at=?, erasure_id=? WHERE tombstone_id=?",
                          (reason, at, erasure_id, tombstone_id))
+        return True
+
+    def forgotten_first(self, scope: Scope, memory_id: str, reason: str, *, at: str) -> bool:
+        """A replay's forget reaches ``memory_id``, which an erasure the replay has not applied yet buries (its
+        tombstone is carried pending): the source's forget buried it first, and that erasure took the tombstone
+        over later (:meth:`_erased_after_forget`). It is the forget's again (``reason``) and refuses from now on,
+        as it did in the source between the two; :meth:`activate_tombstones` gives it back to the erasure.
+        Whether there was such a tombstone."""
+        return self._forgotten_first(derive_id("tomb", *_home(scope), memory_id), reason, at)
+
+    def _forgotten_first(self, tombstone_id: str, reason: str, at: str) -> bool:
+        if not reason.startswith(FORGOTTEN_PREFIX):
+            return False
+        found = self._db.execute("SELECT reason FROM tombstones WHERE tombstone_id=? AND pending=1",
+                                 (tombstone_id,)).fetchone()
+        if found is None:
+            return False
+        self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
+                    target_id=tombstone_id, old={"reason": found[0], "pending": True},
+                    new={"reason": reason, "pending": False})
+        self._db.execute("UPDATE tombstones SET reason=?, pending=0 WHERE tombstone_id=?", (reason, tombstone_id))
         return True
 
     def forgotten_rows(self, memory_ids: Sequence[str]) -> list[MemoryRow]:

@@ -28,7 +28,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     """Remove content everywhere in the shard, leave tombstones so nothing re-creates it, audit it all."""
     erasure, scope = p.erasure, p.scope
     # a replay carried them: they hold from here, as in the source, and what they bury counts as erased here
-    activated = tx.activate_tombstones(p.event_id, at=ctx.now)
+    activated = tx.activate_tombstones(p.event_id, reason=erasure.tombstone_reason, at=ctx.now)
     # a memory the source erased with it (its tombstone names it), which a replay derived again from what it
     # could open (the same atom said in another session): it goes here too, as it went there
     seeds = sorted({*tx.erasure_seeds(scope, erasure), *(m for m in activated if tx.has_memory(m))})

@@ -68,6 +68,8 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     for mid in retention.memory_ids:
         # erased, so gone either way (a replay after the erasure of its session never had it)
         if not tx.has_memory(mid) and tx.erased(p.scope, mid):
+            if retention.tombstone:  # the source's forget buried it before the erasure did: it holds from here
+                tx.forgotten_first(p.scope, mid, f"{FORGOTTEN_PREFIX}{retention.reason}", at=ctx.now)
             forgotten.append(mid)
             continue
         row = target_row(tx, p, mid, "memory to forget")
