@@ -16,7 +16,7 @@ from functools import partial
 
 from altm.bus import Bus, Consumer, OutgoingRecord, Record, TopicPartition, host_record
 from altm.bus.sealing import KeyStore
-from altm.core import Event, Settings, Topic, all_topic_specs, topic_name
+from altm.core import Event, Settings, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets, wanted
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
@@ -25,9 +25,6 @@ from altm.store import DeferredWork, ShardSet
 
 log = logging.getLogger("altm.runtime")
 LAG_EVERY_S = 1.0
-CONTROL_WAIT_S = 5.0
-"""How long control events wait, at most, for a moment when everything published before them is derived (see
-:meth:`EmbeddedRuntime.step`): under load that never lets the runtime idle they are taken up anyway."""
 """How often a running runtime refreshes its consumer lag gauges."""
 
 ProgressCallback = Callable[[str, int], None]
@@ -58,8 +55,8 @@ class _Stage:
     def name(self) -> str:
         return self.driver.name
 
-    async def step(self, limit: int | None = None) -> int:
-        records = await self.consumer.poll(limit or self.poll_batch)
+    async def step(self) -> int:
+        records = await self.consumer.poll(self.poll_batch)
         try:
             handled = await self.driver.handle(records)
             if records:  # outputs are published: commit the inputs (at-least-once)
@@ -85,10 +82,7 @@ class EmbeddedRuntime:
     Use ``run_until_idle()`` for batch work (ingest, tests) or ``start(background=True)`` to keep processing
     as events arrive; ``stop()`` ends the background task (no leaked tasks). Turns are made searchable
     first: capture, the writer and the embed stage run every step; the deriving stages (fold, extract, link,
-    …) when those had nothing to do, or every ``derive_every_steps``; the stages of control events
-    (erasures, retention and compaction passes, reviews, rollbacks, cycles) one event at a time, in a step
-    in which no other stage had anything to do, so that each meets what was published before it derived,
-    as a replay applies it (a batch after ``CONTROL_WAIT_S`` without such a step).
+    …) when those had nothing to do, or every ``derive_every_steps``.
     """
 
     SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
@@ -105,13 +99,11 @@ class EmbeddedRuntime:
         self.work = DeferredWork(shards, settings)
         self._processors = list(processors)
         self._stages: list[_Stage] = []
-        self._control_stages: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._started = False
         self._steps_since_derivation = 0
         self._lag_seen_at = 0.0
-        self._idle_at = time.monotonic()  # the last step in which no stage had anything to do
 
     @property
     def processor_names(self) -> list[str]:
@@ -142,7 +134,6 @@ class EmbeddedRuntime:
                 await writer_stage.consumer.seek(tp, resume)  # the offset stored with the data wins
             await writer.flush(tp.partition)  # changes committed before a crash but not yet published
         self._stages = [*stages, writer_stage]
-        self._control_stages = {p.name for p in self._processors if p.input_topic is Topic.CONTROL}
         self._started = True
         if background:
             self._stopping.clear()
@@ -188,36 +179,16 @@ class EmbeddedRuntime:
         if total == 0 or self._steps_since_derivation >= self.settings.derive_every_steps:
             self._steps_since_derivation = 0
             for stage in self._stages:
-                if stage.name not in self.SEARCHABLE_PATH and not self._controls(stage):
+                if stage.name not in self.SEARCHABLE_PATH:
                     total += await self._step_stage(stage)
-            total += await self._step_controls(total == 0)
         if time.monotonic() - self._lag_seen_at >= LAG_EVERY_S:
             await self.lag()  # the consumer lag gauges, once a second at most
         return total
 
-    async def _step_controls(self, idle: bool) -> int:
-        """The control stages' step: one control event when no other stage had anything to do (``idle``), so
-        that the next one meets this one's consequences derived too, as in a replay; a poll batch when the
-        runtime has not been idle for ``CONTROL_WAIT_S``; else none."""
-        now = time.monotonic()
-        if idle:
-            self._idle_at = now
-        elif now - self._idle_at < CONTROL_WAIT_S:
-            return 0
-        handled = 0
-        for stage in self._stages:
-            if self._controls(stage):  # all read the control topic from the same place: in step
-                handled += await self._step_stage(stage, 1 if idle else None)
-        return handled
-
-    def _controls(self, stage: _Stage) -> bool:
-        """Whether ``stage`` takes up control events (see the class docstring)."""
-        return stage.name in self._control_stages
-
     @staticmethod
-    async def _step_stage(stage: _Stage, limit: int | None = None) -> int:
+    async def _step_stage(stage: _Stage) -> int:
         start = time.perf_counter()
-        n = await stage.step(limit)
+        n = await stage.step()
         if n:
             stage.metrics.records += n
             stage.metrics.busy_s += time.perf_counter() - start
