@@ -14,7 +14,7 @@ from datetime import datetime
 
 import orjson
 
-from altm.bus import Bus, OutgoingRecord, Record
+from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, marked
 from altm.bus.sealing import SEALED_BY_HEADER
 from altm.core import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
@@ -100,18 +100,22 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
     control = topic_name(Topic.CONTROL, prefix)
     processed = 0
     pending: list[OutgoingRecord] = []
+
+    async def publish() -> None:  # a control event's turns end is this log's (the source's offsets are not)
+        await runtime.log.publish_many(await marked(runtime.log, prefix, pending))
+        pending.clear()
+
     for rec in records:
         if rec.topic == control:
             if pending:
-                await runtime.log.publish_many(pending)
-                pending = []
+                await publish()
             processed += await runtime.run_until_idle(progress=progress)
         pending.append(OutgoingRecord(rec.topic, rec.value, key=rec.key, partition=rec.partition,
-                                      headers=tuple(h for h in rec.headers if h[0] != SEALED_BY_HEADER)))
+                                      headers=tuple(h for h in rec.headers
+                                                    if h[0] not in (SEALED_BY_HEADER, TURNS_END_HEADER))))
         if rec.topic == control:
-            await runtime.log.publish_many(pending)
-            pending = []
+            await publish()
             processed += await runtime.run_until_idle(progress=progress)
     if pending:
-        await runtime.log.publish_many(pending)
+        await publish()
     return processed + await runtime.run_until_idle(progress=progress)

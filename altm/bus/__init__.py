@@ -11,6 +11,7 @@ from altm.bus._base import (
     RecordMetadata,
     TopicPartition,
 )
+from altm.bus._order import TURNS_END_HEADER, marked, turns_end
 from altm.bus._records import (
     CHANGE_HEADER,
     LINEAGE_HEADER,
@@ -33,6 +34,7 @@ __all__ = [
     "CHANGE_HEADER",
     "LINEAGE_HEADER",
     "SOURCE_MS_HEADER",
+    "TURNS_END_HEADER",
     "Bus",
     "BusError",
     "Consumer",
@@ -48,10 +50,12 @@ __all__ = [
     "host_record",
     "lineage_headers",
     "lineage_of",
+    "marked",
     "pack_headers",
     "source_header",
     "source_ms",
     "trace_context",
     "trace_headers",
+    "turns_end",
     "unpack_headers",
 ]

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from altm.app import MemoryApp, Publisher
-from altm.bus import Bus, host_record
+from altm.bus import Bus, host_record, marked
 from altm.bus.embedded import EmbeddedLog
 from altm.bus.kafka import KafkaBus, PartitionReader, parse_broker_url
 from altm.bus.sealing import SealedBus
@@ -243,10 +243,15 @@ def _source_vectors(settings: Settings, source: Path, embedding: EmbeddingModel 
 
 
 def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:
+    # the embedded runtime orders control events and turns by the turns offset a control event carries; the
+    # Kafka workers do not yet, so a deployment on Kafka does not ask the broker for it (altm.bus._order)
+    ordered = isinstance(plain(bus), EmbeddedLog)
+
     async def publish(events: Sequence[Event]) -> None:
         if read_only:
             raise ReadOnlyError("this deployment was opened read-only: it cannot publish")
-        await bus.publish_many([host_record(settings, e) for e in events])
+        records = [host_record(settings, e) for e in events]
+        await bus.publish_many(await marked(bus, settings.topic_prefix, records) if ordered else records)
 
     return publish
 

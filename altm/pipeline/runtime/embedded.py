@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from altm.bus import Bus, Consumer, OutgoingRecord, Record, TopicPartition, host_record
+from altm.bus import Bus, Consumer, OutgoingRecord, Record, TopicPartition, host_record, marked
 from altm.bus.sealing import KeyStore
-from altm.core import Event, Settings, all_topic_specs, topic_name
+from altm.core import Event, Settings, Topic, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets, wanted
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
+from altm.pipeline.runtime._order import ControlOrder, held
 from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 
@@ -55,8 +56,18 @@ class _Stage:
     def name(self) -> str:
         return self.driver.name
 
-    async def step(self) -> int:
-        records = await self.consumer.poll(self.poll_batch)
+    @property
+    def reads_turns(self) -> bool:
+        return isinstance(self.driver, StageDriver) and self.driver.processor.input_topic is Topic.TURNS
+
+    async def step(self, limit: int | None = None, gates: dict[int, int] | None = None) -> int:
+        """One poll (of ``limit`` records, default the poll batch), handled and committed; with ``gates``, the
+        records of a partition at or past its gate are left for a later step."""
+        records = await self.consumer.poll(limit or self.poll_batch)
+        if gates:
+            records, back = held(records, gates)
+            for tp, offset in back.items():
+                await self.consumer.seek(tp, offset)
         try:
             handled = await self.driver.handle(records)
             if records:  # outputs are published: commit the inputs (at-least-once)
@@ -82,7 +93,9 @@ class EmbeddedRuntime:
     Use ``run_until_idle()`` for batch work (ingest, tests) or ``start(background=True)`` to keep processing
     as events arrive; ``stop()`` ends the background task (no leaked tasks). Turns are made searchable
     first: capture, the writer and the embed stage run every step; the deriving stages (fold, extract, link,
-    …) when those had nothing to do, or every ``derive_every_steps``.
+    …) when those had nothing to do, or every ``derive_every_steps``. A control event that orders derivation
+    (an erasure, a retention pass, …) is taken up once what was published before it is derived, and the turns
+    published after it wait for it (:mod:`altm.pipeline.runtime._order`), as a replay applies them.
     """
 
     SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
@@ -104,6 +117,9 @@ class EmbeddedRuntime:
         self._started = False
         self._steps_since_derivation = 0
         self._lag_seen_at = 0.0
+        self._order = ControlOrder(log, topic_name(Topic.CONTROL, settings.topic_prefix),
+                                   {p.name for p in self._processors if p.input_topic is Topic.CONTROL},
+                                   settings.poll_batch)
 
     @property
     def processor_names(self) -> list[str]:
@@ -127,6 +143,7 @@ class EmbeddedRuntime:
         writer_stage = _Stage(writer, self.log.consumer("altm-writer", [writer.topic]), s.poll_batch)
         for stage in [*stages, writer_stage]:
             await stage.consumer.start()
+        await self._order.start()
         ends = await self.log.end_offsets(sorted(writer_stage.consumer.assignment()))
         for tp in sorted(writer_stage.consumer.assignment()):
             resume = writer.bind(tp.partition, ends[tp])
@@ -151,13 +168,16 @@ class EmbeddedRuntime:
             self._task = None
         for stage in self._stages:
             await stage.consumer.stop()
+        await self._order.stop()
         self._stages = []
         self._started = False
         self._steps_since_derivation = 0
 
     async def publish(self, events: Sequence[Event]) -> None:
-        """Publish host events (turns, control) to their topics, keyed by scope home."""
-        await self.log.publish_many([host_record(self.settings, ev) for ev in events])
+        """Publish host events (turns, control) to their topics, keyed by scope home (a control event that
+        orders derivation marked with the turns before it)."""
+        await self.log.publish_many(await marked(self.log, self.settings.topic_prefix,
+                                                 [host_record(self.settings, ev) for ev in events]))
 
     async def rewind(self, processors: Sequence[str]) -> None:
         """Re-derivation: these processors read their input again from offset 0 (effects are idempotent)."""
@@ -172,23 +192,28 @@ class EmbeddedRuntime:
     async def step(self) -> int:
         """One poll batch per stage, the searchable path first (see the class docstring)."""
         total = 0
+        gates = await self._order.gates(self._stages)
         for stage in self._stages:
             if stage.name in self.SEARCHABLE_PATH:
-                total += await self._step_stage(stage)
+                total += await self._step_stage(stage, gates=gates if stage.reads_turns else None)
         self._steps_since_derivation += 1
         if total == 0 or self._steps_since_derivation >= self.settings.derive_every_steps:
             self._steps_since_derivation = 0
             for stage in self._stages:
-                if stage.name not in self.SEARCHABLE_PATH:
+                if stage.name not in self.SEARCHABLE_PATH and not self._order.controls(stage):
                     total += await self._step_stage(stage)
+            total += await self._order.step_controls(self._stages, total == 0, self._step_control)
         if time.monotonic() - self._lag_seen_at >= LAG_EVERY_S:
             await self.lag()  # the consumer lag gauges, once a second at most
         return total
 
+    async def _step_control(self, stage: _Stage, limit: int | None) -> int:
+        return await self._step_stage(stage, limit)
+
     @staticmethod
-    async def _step_stage(stage: _Stage) -> int:
+    async def _step_stage(stage: _Stage, limit: int | None = None, *, gates: dict[int, int] | None = None) -> int:
         start = time.perf_counter()
-        n = await stage.step()
+        n = await stage.step(limit, gates)
         if n:
             stage.metrics.records += n
             stage.metrics.busy_s += time.perf_counter() - start
