@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import orjson
 
 from altm.bus._base import Bus, OutgoingRecord, Record, TopicPartition
-from altm.core import ControlAction, ControlEvent, Event, Topic, partition_for, topic_name
+from altm.core import ControlAction, Topic, partition_for, topic_name
 
 TURNS_END_HEADER = "altm-turns-end"
 """Header of a control event that orders derivation: the turns topic's end offset in its partition when it was
@@ -23,11 +23,6 @@ ORDERING_ACTIONS = frozenset({ControlAction.ERASE, ControlAction.LIFECYCLE, Cont
                               ControlAction.REVIEW_DECISION, ControlAction.SWEEP})
 """Control actions that change what derivation sees; pins, feedback and cycles do not wait for it (a use signal
 counts the same whenever it is applied)."""
-
-
-def orders(event: Event) -> bool:
-    """Whether ``event`` is a control event that orders derivation (``ORDERING_ACTIONS``)."""
-    return isinstance(event, ControlEvent) and event.action in ORDERING_ACTIONS
 
 
 def turns_end(record: Record | OutgoingRecord) -> int | None:
@@ -45,6 +40,7 @@ def with_turns_end(record: OutgoingRecord, end: int) -> OutgoingRecord:
 
 
 def _ordering(record: OutgoingRecord) -> bool:
+    """Whether ``record`` is a control event whose action is one of ``ORDERING_ACTIONS``."""
     try:
         obj = orjson.loads(record.value)
     except orjson.JSONDecodeError:
@@ -63,7 +59,7 @@ async def marked(bus: Bus, prefix: str, records: Sequence[OutgoingRecord]) -> li
     n = await bus.partitions(turns)
 
     def partition(rec: OutgoingRecord) -> int:
-        return rec.partition if rec.partition is not None else partition_for(rec.key, n) if rec.key else 0
+        return rec.partition if rec.partition is not None else partition_for(rec.key, n) if rec.key is not None else 0
 
     wanted = sorted({partition(r) for r in records if r.topic == control and _ordering(r)})
     if not wanted:

@@ -25,6 +25,7 @@ from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 
 log = logging.getLogger("altm.runtime")
+_FAR = 1 << 62  # an offset past any log's end: a partition sought there is not read
 LAG_EVERY_S = 1.0
 """How often a running runtime refreshes its consumer lag gauges."""
 
@@ -51,6 +52,7 @@ class _Stage:
         self.consumer = consumer
         self.poll_batch = poll_batch
         self.metrics = StageMetrics()
+        self._held: dict[TopicPartition, int] = {}  # partitions held at a gate: where to read them again from
 
     @property
     def name(self) -> str:
@@ -60,14 +62,10 @@ class _Stage:
     def reads_turns(self) -> bool:
         return isinstance(self.driver, StageDriver) and self.driver.processor.input_topic is Topic.TURNS
 
-    async def step(self, limit: int | None = None, gates: dict[int, int] | None = None) -> int:
-        """One poll (of ``limit`` records, default the poll batch), handled and committed; with ``gates``, the
-        records of a partition at or past its gate are left for a later step."""
-        records = await self.consumer.poll(limit or self.poll_batch)
-        if gates:
-            records, back = held(records, gates)
-            for tp, offset in back.items():
-                await self.consumer.seek(tp, offset)
+    async def step(self, gates: dict[int, int] | None = None) -> int:
+        """One poll batch, handled and committed; with ``gates``, the records of a partition at or past its gate
+        are left for a later step (a partition held at its gate is not read: the others get the batch)."""
+        records = await self._poll(gates or {})
         try:
             handled = await self.driver.handle(records)
             if records:  # outputs are published: commit the inputs (at-least-once)
@@ -77,6 +75,25 @@ class _Stage:
             await self._rewind(records)  # the next step reads the batch again: nothing is skipped
             raise
         return handled + await self.driver.retry_due()
+
+    async def _poll(self, gates: dict[int, int]) -> list[Record]:
+        paused = {tp: at for tp, at in self._held.items() if tp.partition in gates and at >= gates[tp.partition]}
+        for tp in paused:
+            await self.consumer.seek(tp, _FAR)
+        try:
+            records = await self.consumer.poll(self.poll_batch)
+        finally:
+            for tp, at in paused.items():
+                await self.consumer.seek(tp, at)
+        records, back = held(records, gates)
+        for tp, at in back.items():
+            await self.consumer.seek(tp, at)
+        self._held = {**paused, **back}
+        return records
+
+    def forget_held(self) -> None:
+        """The consumer was sought elsewhere (a rewind): where it held partitions no longer holds."""
+        self._held = {}
 
     async def _rewind(self, records: Sequence[Record]) -> None:
         first: dict[TopicPartition, int] = {}
@@ -188,6 +205,7 @@ class EmbeddedRuntime:
             if isinstance(stage.driver, StageDriver) and stage.name in processors:
                 for tp in stage.consumer.assignment():
                     await stage.consumer.seek(tp, 0)
+                stage.forget_held()
 
     async def step(self) -> int:
         """One poll batch per stage, the searchable path first (see the class docstring)."""
@@ -207,13 +225,13 @@ class EmbeddedRuntime:
             await self.lag()  # the consumer lag gauges, once a second at most
         return total
 
-    async def _step_control(self, stage: _Stage, limit: int | None) -> int:
-        return await self._step_stage(stage, limit)
+    async def _step_control(self, stage: _Stage, gates: dict[int, int]) -> int:
+        return await self._step_stage(stage, gates=gates)
 
     @staticmethod
-    async def _step_stage(stage: _Stage, limit: int | None = None, *, gates: dict[int, int] | None = None) -> int:
+    async def _step_stage(stage: _Stage, *, gates: dict[int, int] | None = None) -> int:
         start = time.perf_counter()
-        n = await stage.step(limit, gates)
+        n = await stage.step(gates)
         if n:
             stage.metrics.records += n
             stage.metrics.busy_s += time.perf_counter() - start
@@ -257,4 +275,5 @@ class EmbeddedRuntime:
                 await asyncio.sleep(1.0)
                 continue
             if n == 0:
-                await self.log.wait_for_data(0.25)
+                # turns held back for a control event go on in the step after an idle one: no long sleep
+                await self.log.wait_for_data(0.01 if self._order.holding else 0.25)

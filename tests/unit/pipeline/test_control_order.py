@@ -4,6 +4,8 @@ before it are derived, and takes the turns after it up only once it is applied, 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -89,3 +91,80 @@ async def test_under_load_that_never_idles_the_erasure_is_taken_up_after_the_wai
         await rt.run_until_idle()
         assert [r["session_id"] for r in rows(settings.data_dir, "SELECT session_id FROM memories WHERE layer='L0'")
                 ] == ["s2"]
+
+
+ANN = SCOPE.model_copy(update={"user_id": "ann"})  # another partition than SCOPE's
+
+
+def _pin_of_ann(i: int) -> ControlEvent:
+    return ControlEvent(event_id=derive_id("ctl", ANN.path, "pin", str(i), TS.isoformat()), scope=ANN,
+                        timestamp=TS, action=ControlAction.PIN, target_ids=(f"mem_{i}",), payload={})
+
+
+async def test_the_turns_between_two_erasures_are_captured_before_the_second(settings: Settings) -> None:
+    """Found by a review: the idle step that let the turns after the first erasure go also took the second one
+    up, before those turns were captured, so the turn sent before the second erasure outlived it."""
+    s = settings.model_copy(update={"embedder": "none", "seal_log": False})
+    async with embedded(s) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish([make_turn(1, "We decided to deploy the billing service on Tuesdays.", session="s1"),
+                          _erase_session("s1"),
+                          make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2"),
+                          ControlEvent(event_id=derive_id("ctl", SCOPE.path, "erase", "s2", TS.isoformat()),
+                                       scope=SCOPE, timestamp=TS, action=ControlAction.ERASE, session_id="s2",
+                                       payload=Erasure(target="session", session_id="s2").model_dump())])
+        await rt.run_until_idle()
+    assert not rows(s.data_dir, "SELECT session_id, content FROM memories")
+
+
+async def test_control_events_before_a_pending_erasure_are_not_slowed_down(settings: Settings) -> None:
+    """Found by a review: while an erasure was pending, every control stage took one event a step, and only in
+    a step with nothing else to do: 200 pins of another user ahead of it took 819 steps (8 before)."""
+    s = settings.model_copy(update={"embedder": "none", "seal_log": False})
+    async with embedded(s) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish([*(_pin_of_ann(i) for i in range(200)), make_turn(1), _erase_session("s1"),
+                          make_turn(2, "Sent after the erasure.")])
+        steps = 0
+        while await rt.step() or await rt.lag():
+            steps += 1
+            assert steps < 60, "the control events went one a step"
+    assert [r["content"] for r in rows(s.data_dir, "SELECT content FROM memories WHERE layer='L0'")] == [
+        "Sent after the erasure."]
+
+
+async def test_an_erasure_behind_more_control_events_than_a_poll_is_still_found(settings: Settings) -> None:
+    """Found by a review: the read-ahead read one poll batch over all partitions, so control events of a lower
+    partition hid an erasure in a higher one and the turn sent after it was erased with the session."""
+    s = settings.model_copy(update={"embedder": "none", "seal_log": False, "poll_batch": 4})
+    async with embedded(s) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish([_pin_of_ann(i) for i in range(6)])
+        await rt.publish([make_turn(1), make_turn(2), _erase_session("s1"), make_turn(3, "Sent after the erasure.")])
+        await rt.run_until_idle()
+    assert [r["content"] for r in rows(s.data_dir, "SELECT content FROM memories WHERE layer='L0'")] == [
+        "Sent after the erasure."]
+
+
+async def test_an_erasure_its_stages_keep_failing_on_holds_no_turn_back_for_ever(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a review: a control stage that failed on the erasure every time kept it pending, and the turns
+    after it (of its partition) were never captured. After GIVE_UP_S they are."""
+    from altm.pipeline.processors.control import ControlProcessor
+
+    async def failing(self: ControlProcessor, events: object, ctx: object) -> None:
+        raise RuntimeError("the shard is unavailable")
+
+    monkeypatch.setattr(ControlProcessor, "process_batch", failing)
+    monkeypatch.setattr("altm.pipeline.runtime._order.GIVE_UP_S", 0.3)
+    s = settings.model_copy(update={"embedder": "none", "seal_log": False})
+    async with embedded(s) as deployment:
+        rt = runtime_of(deployment)
+        await rt.publish([make_turn(1), _erase_session("s1"), make_turn(2, session="s2")])
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while loop.time() - start < 3.0 and len(rows(s.data_dir, "SELECT 1 FROM memories WHERE layer='L0'")) < 2:
+            with contextlib.suppress(RuntimeError):
+                await rt.step()
+    assert sorted(r["session_id"] for r in rows(s.data_dir, "SELECT session_id FROM memories WHERE layer='L0'")
+                  ) == ["s1", "s2"]
