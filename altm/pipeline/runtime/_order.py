@@ -28,7 +28,8 @@ GIVE_UP_S = 2 * CONTROL_WAIT_S
 """A pending event older than this (its stages keep failing on it) no longer holds turns back."""
 SCAN_PAGES = 8
 """Pages of the control topic one step reads ahead at most per partition (the scan goes on in the next step)."""
-_FAR = 1 << 62  # an offset past any log's end: a partition sought there is not read
+FAR = 1 << 62
+"""An offset past any log's end: a partition a consumer is sought there is not read."""
 
 
 class OrderedStage(Protocol):
@@ -141,6 +142,7 @@ class ControlOrder:
                 pending[tp.partition] = found
                 self._seen_at.setdefault((tp.partition, found[0]), now)
         self._seen_at = {k: v for k, v in self._seen_at.items() if pending.get(k[0], (None,))[0] == k[1]}
+        self._given_up &= set(self._seen_at)
         self._pending = pending
 
     async def _first_ordering(self, tp: TopicPartition, at: int, end: int) -> tuple[int, int] | None:
@@ -150,7 +152,8 @@ class ControlOrder:
             self._scans.pop(tp.partition, None)
             return None
         scan = self._scans.get(tp.partition)
-        if scan is None or at < scan.start or (scan.found is not None and at > scan.found[0]):
+        if (scan is None or at < scan.start or (scan.found is not None and at > scan.found[0])
+                or (scan.found is None and at > scan.to)):  # rewound, taken up, or read past what was scanned
             scan = self._scans[tp.partition] = _Scan(at, at)
         if scan.found is not None:
             return scan.found
@@ -159,7 +162,7 @@ class ControlOrder:
             if scan.to >= end:
                 break
             for other in self._ahead.assignment():
-                await self._ahead.seek(other, scan.to if other == tp else _FAR)
+                await self._ahead.seek(other, scan.to if other == tp else FAR)
             page = [r for r in await self._ahead.poll(self.read_ahead) if r.partition == tp.partition]
             if not page:
                 break

@@ -20,12 +20,11 @@ from altm.core import Event, Settings, Topic, all_topic_specs, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver, next_offsets, wanted
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
-from altm.pipeline.runtime._order import ControlOrder, held
+from altm.pipeline.runtime._order import FAR, ControlOrder, held
 from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 
 log = logging.getLogger("altm.runtime")
-_FAR = 1 << 62  # an offset past any log's end: a partition sought there is not read
 LAG_EVERY_S = 1.0
 """How often a running runtime refreshes its consumer lag gauges."""
 
@@ -79,7 +78,7 @@ class _Stage:
     async def _poll(self, gates: dict[int, int]) -> list[Record]:
         paused = {tp: at for tp, at in self._held.items() if tp.partition in gates and at >= gates[tp.partition]}
         for tp in paused:
-            await self.consumer.seek(tp, _FAR)
+            await self.consumer.seek(tp, FAR)
         try:
             records = await self.consumer.poll(self.poll_batch)
         finally:
