@@ -40,6 +40,7 @@ from altm.core.governance import (
     TrustVerdict,
     rejected_proposal,
     rejection_item,
+    tombstone_id,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
 from altm.core.ids import content_hash, derive_id, normalise_text, sha256_hex
@@ -161,5 +162,6 @@ __all__ = [
     "rejected_proposal",
     "rejection_item",
     "sha256_hex",
+    "tombstone_id",
     "topic_name",
 ]

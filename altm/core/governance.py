@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from altm.core.ids import derive_id
 from altm.core.memory import Trust
 from altm.core.scope import ScopeId
 
@@ -84,6 +85,11 @@ def erased_reason(target: str, why: str) -> str:
 ShingleHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{24}$")]
 TermHash = Annotated[str, StringConstraints(pattern=r"^[st]:[0-9a-f]{24}$")]
 """The write guard's keyed hashes, as a tombstone keeps them (hex: no text can hide in them)."""
+
+
+def tombstone_id(tenant_id: str, workspace_id: str, user_id: str, memory_id: str) -> str:
+    """The id of the tombstone of a memory of a user (one per memory: what erased or forgot it is its reason)."""
+    return derive_id("tomb", tenant_id, workspace_id, user_id, memory_id)
 
 
 class BuriedContent(BaseModel):

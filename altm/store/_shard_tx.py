@@ -18,7 +18,16 @@ from typing import Any, ClassVar, Literal, cast
 
 import orjson
 
-from altm.core import FORGOTTEN_PREFIX, Erasure, LifecycleSignal, Scope, derive_id, rejected_proposal, sha256_hex
+from altm.core import (
+    FORGOTTEN_PREFIX,
+    Erasure,
+    LifecycleSignal,
+    Scope,
+    derive_id,
+    rejected_proposal,
+    sha256_hex,
+    tombstone_id,
+)
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
@@ -664,7 +673,7 @@ class ShardTx:
                   term_hashes: frozenset[str], distinctive: bool, erasure_id: str | None = None) -> str:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
         its text), so the guard refuses it. Returns the tombstone's id."""
-        tid = derive_id("tomb", row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
+        tid = tombstone_id(row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
         if self._erased_after_forget(tid, reason, at, erasure_id) or self._forgotten_first(tid, reason, at):
             return tid
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
@@ -700,7 +709,8 @@ class ShardTx:
         over later (:meth:`_erased_after_forget`). It is the forget's again (``reason``) and refuses from now on,
         as it did in the source between the two; :meth:`activate_tombstones` gives it back to the erasure.
         Whether there was such a tombstone."""
-        return self._forgotten_first(derive_id("tomb", *_home(scope), memory_id), reason, at)
+        return self._forgotten_first(tombstone_id(scope.tenant_id, scope.workspace_id, scope.user_id, memory_id),
+                                     reason, at)
 
     def _forgotten_first(self, tombstone_id: str, reason: str, at: str) -> bool:
         if not reason.startswith(FORGOTTEN_PREFIX):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import BuriedContent, BuryProposal, ChangeStatus, derive_id
+from altm.core import BuriedContent, BuryProposal, ChangeStatus, tombstone_id
 from altm.pipeline.writer.guard import guard_key_id, held_guard_key
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection
 from altm.store import ShardTx
@@ -16,7 +16,7 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
     """Insert the tombstones this shard lacks, when they were hashed with the guard key it holds for the user."""
     scope, burial = p.scope, p.burial
     for tomb in burial.tombstones:  # a tombstone's id names its user and memory: none of another scope home
-        if tomb.tombstone_id != derive_id("tomb", scope.tenant_id, scope.workspace_id, scope.user_id, tomb.memory_id):
+        if tomb.tombstone_id != tombstone_id(scope.tenant_id, scope.workspace_id, scope.user_id, tomb.memory_id):
             raise Rejection(f"tombstone {tomb.tombstone_id} is not the one of memory {tomb.memory_id} in scope home "
                             f"{scope.home!r}", code="foreign_scope")
     news = [t for t in burial.tombstones if not _holds(tx.tombstone_hashes(t.tombstone_id), t)]
