@@ -11,7 +11,14 @@ from altm.bus._base import (
     RecordMetadata,
     TopicPartition,
 )
-from altm.bus._order import TURNS_END_HEADER, marked, turns_end
+from altm.bus._order import (
+    TURNS_END_HEADER,
+    awaiting_turns_end,
+    marked,
+    needs_turns_end,
+    turns_end,
+    with_turns_end,
+)
 from altm.bus._records import (
     CHANGE_HEADER,
     LINEAGE_HEADER,
@@ -44,6 +51,7 @@ __all__ = [
     "RecordFilter",
     "RecordMetadata",
     "TopicPartition",
+    "awaiting_turns_end",
     "change_header",
     "change_marker",
     "dead_letter_record",
@@ -51,6 +59,7 @@ __all__ = [
     "lineage_headers",
     "lineage_of",
     "marked",
+    "needs_turns_end",
     "pack_headers",
     "source_header",
     "source_ms",
@@ -58,4 +67,5 @@ __all__ = [
     "trace_headers",
     "turns_end",
     "unpack_headers",
+    "with_turns_end",
 ]

@@ -39,6 +39,21 @@ def with_turns_end(record: OutgoingRecord, end: int) -> OutgoingRecord:
     return OutgoingRecord(record.topic, record.value, key=record.key, partition=record.partition, headers=headers)
 
 
+def awaiting_turns_end(record: OutgoingRecord) -> OutgoingRecord:
+    """``record``, carrying an empty turns end when it is a control event that orders derivation: a sender that
+    learns the turns topic's end only when it delivers the record (the host SDK's outbox) sets it then
+    (``needs_turns_end``, ``with_turns_end``)."""
+    if not _ordering(record):
+        return record
+    headers = (*(h for h in record.headers if h[0] != TURNS_END_HEADER), (TURNS_END_HEADER, b""))
+    return OutgoingRecord(record.topic, record.value, key=record.key, partition=record.partition, headers=headers)
+
+
+def needs_turns_end(record: OutgoingRecord) -> bool:
+    """Whether ``record`` waits for its turns end (``awaiting_turns_end``)."""
+    return any(name == TURNS_END_HEADER and not value for name, value in record.headers)
+
+
 def _ordering(record: OutgoingRecord) -> bool:
     """Whether ``record`` is a control event whose action is one of ``ORDERING_ACTIONS``."""
     try:

@@ -243,15 +243,13 @@ def _source_vectors(settings: Settings, source: Path, embedding: EmbeddingModel 
 
 
 def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:
-    # the embedded runtime orders control events and turns by the turns offset a control event carries; the
-    # Kafka workers do not yet, so a deployment on Kafka does not ask the broker for it (altm.bus._order)
-    ordered = isinstance(plain(bus), EmbeddedLog)
-
+    # both runtimes order control events and turns by the turns offset a control event carries
+    # (altm.bus._order): it is asked of the log when a batch holds one that orders derivation
     async def publish(events: Sequence[Event]) -> None:
         if read_only:
             raise ReadOnlyError("this deployment was opened read-only: it cannot publish")
         records = [host_record(settings, e) for e in events]
-        await bus.publish_many(await marked(bus, settings.topic_prefix, records) if ordered else records)
+        await bus.publish_many(await marked(bus, settings.topic_prefix, records))
 
     return publish
 

@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from altm.bus import Record, TopicPartition
 
 
-def records(partition: int, offsets: range, topic: str = "altm.changes") -> list[Record]:
-    return [Record(topic, partition, o, "t/w/u", b"v") for o in offsets]
+def records(partition: int, offsets: range, topic: str = "altm.changes",
+            headers: tuple[tuple[str, bytes], ...] = ()) -> list[Record]:
+    return [Record(topic, partition, o, "t/w/u", b"v", headers=headers) for o in offsets]
 
 
 async def until(condition: Callable[[], object], timeout_s: float = 5.0) -> None:
@@ -45,6 +46,9 @@ class Member:
 
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return dict.fromkeys(tps, self._end)
+
+    def positions(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return {}  # nothing fetched: the runtime's own ``_next`` says how far it queued
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         self.commits.append({tp: o for tp, o in offsets.items() if tp in self.assigned})

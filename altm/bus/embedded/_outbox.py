@@ -9,11 +9,13 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+import orjson
+
 from altm.bus._base import OutgoingRecord
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL, headers BLOB
 );
 """
 
@@ -27,13 +29,16 @@ class LocalOutbox:
         self._db = sqlite3.connect(Path(path), isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_DDL)
+        columns = {str(row[1]) for row in self._db.execute("PRAGMA table_info(outbox)")}
+        if "headers" not in columns:  # an outbox file written before records kept their headers
+            self._db.execute("ALTER TABLE outbox ADD COLUMN headers BLOB")
 
     def add(self, records: Sequence[OutgoingRecord]) -> None:
         """Keep ``records`` (all or none) until they are acknowledged."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            self._db.executemany("INSERT INTO outbox (topic, key, value) VALUES (?,?,?)",
-                                 [(r.topic, r.key, r.value) for r in records])
+            self._db.executemany("INSERT INTO outbox (topic, key, value, headers) VALUES (?,?,?,?)",
+                                 [(r.topic, r.key, r.value, _headers(r)) for r in records])
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -41,8 +46,9 @@ class LocalOutbox:
 
     def oldest(self, limit: int) -> list[Pending]:
         """The oldest records not yet acknowledged, with their sequence numbers, in order."""
-        rows = self._db.execute("SELECT seq, topic, key, value FROM outbox ORDER BY seq LIMIT ?", (limit,))
-        return [(int(seq), OutgoingRecord(str(topic), bytes(value), key=key)) for seq, topic, key, value in rows]
+        rows = self._db.execute("SELECT seq, topic, key, value, headers FROM outbox ORDER BY seq LIMIT ?", (limit,))
+        return [(int(seq), OutgoingRecord(str(topic), bytes(value), key=key, headers=_unpacked(headers)))
+                for seq, topic, key, value, headers in rows]
 
     def acknowledge(self, up_to_seq: int) -> None:
         self._db.execute("DELETE FROM outbox WHERE seq <= ?", (up_to_seq,))
@@ -56,3 +62,13 @@ class LocalOutbox:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _headers(record: OutgoingRecord) -> bytes | None:
+    return orjson.dumps([[name, value.hex()] for name, value in record.headers]) if record.headers else None
+
+
+def _unpacked(stored: bytes | None) -> tuple[tuple[str, bytes], ...]:
+    if not stored:
+        return ()
+    return tuple((str(name), bytes.fromhex(value)) for name, value in orjson.loads(stored))

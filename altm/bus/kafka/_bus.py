@@ -38,6 +38,8 @@ class KafkaBus(Bus):
         self._producer: AIOKafkaProducer | None = None
         self._admin: AIOKafkaAdminClient | None = None
         self._partitions: dict[str, int] = {}
+        self._probe: AIOKafkaConsumer | None = None  # asks for end offsets (``end_offsets``)
+        self._probe_lock = asyncio.Lock()
 
     async def start(self) -> None:
         if self._producer is not None:
@@ -60,6 +62,10 @@ class KafkaBus(Bus):
         self._producer, self._admin = producer, admin
 
     async def stop(self) -> None:
+        if self._probe is not None:
+            with contextlib.suppress(Exception):
+                await self._probe.stop()
+            self._probe = None
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
@@ -179,12 +185,22 @@ class KafkaBus(Bus):
             await reader.stop()
 
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
-        await probe.start()
-        try:
-            ends = await probe.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])
-        finally:
-            await probe.stop()
+        """The log's end offsets, asked through a consumer kept for it (made at the first call, stopped with the
+        bus): a publisher asks before each batch with a control event that orders derivation."""
+        async with self._probe_lock:
+            if self._probe is None:
+                probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                         client_id=f"{self.client_id}-offsets")
+                try:
+                    await probe.start()
+                except BaseException:
+                    await probe.stop()
+                    raise
+                self._probe = probe
+            try:
+                ends = await self._probe.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])
+            except KafkaError as exc:
+                raise BusError(f"reading end offsets failed: {exc}") from exc
         return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
 
 

@@ -127,6 +127,22 @@ class GroupMember:
         offsets = {TopicPartition(k.topic, k.partition): int(v.offset) for k, v in found.items()}
         return {tp: off if (off := offsets.get(tp, -1)) >= 0 else None for tp in tps}
 
+    def positions(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The offset of the next record ``fetch`` returns of each of ``tps`` that is assigned and has a position
+        (it moves when ``fetch`` returns records; never waits)."""
+        subscription = self._consumer._subscription.subscription
+        assignment = subscription.assignment if subscription is not None else None
+        if assignment is None:
+            return {}
+        out: dict[TopicPartition, int] = {}
+        for tp in tps:
+            ktp = KafkaTP(tp.topic, tp.partition)
+            if ktp in assignment.tps:
+                state = assignment.state_value(ktp)
+                if state.has_valid_position:
+                    out[tp] = int(state.position)
+        return out
+
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         try:
             ends = await self._consumer.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])

@@ -11,6 +11,11 @@ delivered in order when the broker returns.
 With ``sealer`` (:func:`altm.wiring.open_sealer` over the deployment's key store) events are sealed before
 they reach the outbox, as every ALTM process seals them; without one they travel in the clear and an
 erasure cannot shred them from the topics.
+
+A control event that orders derivation (an erasure, a retention pass, a rollback: :mod:`altm.bus._order`)
+carries the turns topic's end offset of its partition when it is delivered: the turns sent before it are
+acknowledged first, then the end is asked of the broker, so the workers apply it after those turns and before
+the ones sent after it.
 """
 
 from __future__ import annotations
@@ -22,14 +27,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTP
 from aiokafka.errors import KafkaError
 
-from altm.bus import host_record
+from altm.bus import OutgoingRecord, awaiting_turns_end, host_record, needs_turns_end, with_turns_end
 from altm.bus.embedded import LocalOutbox, Pending
 from altm.bus.kafka import parse_broker_url
 from altm.bus.sealing import Sealer
-from altm.core import Event
+from altm.core import Event, Topic, topic_name
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
 
@@ -49,6 +55,7 @@ class HostProducer:
         self.sealer = sealer
         self._outbox = LocalOutbox(outbox)
         self._producer: AIOKafkaProducer | None = None
+        self._probe: AIOKafkaConsumer | None = None  # asks for the turns topic's end offsets
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
@@ -76,7 +83,7 @@ class HostProducer:
 
     async def publish_many(self, events: Sequence[Event]) -> None:
         """Durable when this returns (the outbox is committed); delivery happens in the background."""
-        records = [host_record(self.settings, e) for e in events]
+        records = [awaiting_turns_end(host_record(self.settings, e)) for e in events]
         self._outbox.add([self.sealer.seal(r) for r in records] if self.sealer is not None else records)
         self._drained.clear()
         self._wake.set()
@@ -109,6 +116,30 @@ class HostProducer:
             with contextlib.suppress(Exception):
                 await self._producer.stop()
             self._producer = None
+        if self._probe is not None:
+            with contextlib.suppress(Exception):
+                await self._probe.stop()
+            self._probe = None
+
+    async def _turns_end(self, partition: int) -> int:
+        """The turns topic's end offset in ``partition`` now."""
+        if self._probe is None:
+            probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                     client_id="altm-sdk-offsets")
+            try:
+                await probe.start()
+            except BaseException:
+                await probe.stop()
+                raise
+            self._probe = probe
+        tp = KafkaTP(topic_name(Topic.TURNS, self.settings.topic_prefix), partition)
+        return int((await self._probe.end_offsets([tp]))[tp])
+
+    async def _marked(self, rec: OutgoingRecord, part: int, sent: list[tuple[int, int, Any]]) -> OutgoingRecord:
+        """``rec`` with its turns end, once what was sent before it is acknowledged (raises what failed)."""
+        for _, _, fut in sent:
+            await fut
+        return with_turns_end(rec, await self._turns_end(part))
 
     async def _run(self) -> None:
         while True:
@@ -133,9 +164,11 @@ class HostProducer:
         try:
             for seq, rec in rows:  # in outbox order: per key (and partition) order is kept
                 part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
+                if needs_turns_end(rec):
+                    rec = await self._marked(rec, part, sent)
                 sent.append((seq, part, await producer.send(
                     rec.topic, value=rec.value, key=rec.key.encode() if rec.key is not None else None,
-                    partition=part)))
+                    partition=part, headers=list(rec.headers) or None)))
         finally:
             outcomes = await asyncio.gather(*(fut for _, _, fut in sent), return_exceptions=True)
             failed: set[int] = set()

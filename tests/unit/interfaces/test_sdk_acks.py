@@ -27,7 +27,8 @@ class FlakyProducer:
         self.failing = failing
         self.sent: list[bytes] = []
 
-    async def send(self, topic: str, *, value: bytes, key: bytes | None, partition: int) -> asyncio.Future[Any]:
+    async def send(self, topic: str, *, value: bytes, key: bytes | None, partition: int,
+                   headers: list[tuple[str, bytes]] | None = None) -> asyncio.Future[Any]:
         self.sent.append(value)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if any(f.encode() in value for f in self.failing):

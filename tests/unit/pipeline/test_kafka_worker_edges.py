@@ -214,9 +214,9 @@ async def test_a_parked_partition_being_given_up_does_not_spin_the_lane(monkeypa
     takes = [0]
     take = lane._take
 
-    def counting() -> list[Record]:
+    def counting(extra: dict[int, int] | None = None) -> list[Record]:
         takes[0] += 1
-        return take()
+        return take(extra)
 
     lane._take = counting  # type: ignore[method-assign]
     lane.start()

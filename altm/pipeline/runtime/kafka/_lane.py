@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -17,9 +18,17 @@ from altm.pipeline._drivers import StageDriver, WriterDriver, handle_until_done
 Driver = StageDriver | WriterDriver
 Opener = Callable[[Record, Sequence[Driver]], Record]
 """The record as the drivers get it: opened when it is sealed and one of them wants it (see ``Driver.wants``)."""
+Gate = Callable[[int], int | None]
+"""The offset of a partition the lane may not reach yet, or None (see :mod:`._order`)."""
+Hold = Callable[[], Awaitable[dict[int, int] | None]]
+"""Awaited before a batch is taken; may return gates for that batch alone (partition -> offset not reached)."""
+Marker = Callable[[Record], int | None]
 
 log = logging.getLogger("altm.worker")
 FIRST_RETRY_S = 0.5
+HELD_WAIT_S = 0.05
+"""How long an idle lane with records held back by gates waits before it looks at them again (the control order
+also wakes it when a gate moves)."""
 MAX_RETRY_S = 30.0
 
 
@@ -60,7 +69,8 @@ class Lane:
     rebalance: no batch of a revoked partition is in flight or starts, and nothing it queued is kept."""
 
     def __init__(self, topic: str, drivers: Sequence[Driver], *, batch: int, opener: Opener,
-                 ready: Callable[[int], bool], hold: Callable[[], Awaitable[None]] | None = None) -> None:
+                 ready: Callable[[int], bool], hold: Hold | None = None, gate: Gate | None = None,
+                 marker: Marker | None = None) -> None:
         self.topic = topic
         self.drivers = list(drivers)
         self.name = "+".join(d.name for d in self.drivers)
@@ -68,6 +78,10 @@ class Lane:
         self._open = opener
         self._ready = ready
         self._hold = hold  # awaited before each batch: a lane that yields to others (see the runtime)
+        self._gate = gate  # per partition, the offset the lane may not reach yet (the control order)
+        self._marker = marker  # which records are marks (see ``first_mark``)
+        self._marks: dict[int, deque[tuple[int, int]]] = {}  # partition -> (offset, mark) of records not handled
+        self._held_back = False  # the last take left records queued behind its hold's gates
         self.batches = 0  # batches handled
         self.progressed = asyncio.Event()  # set after each batch handled
         self._queues: dict[int, deque[Record]] = {}
@@ -87,6 +101,11 @@ class Lane:
         if partition in self._closing:
             return
         self._queues.setdefault(partition, deque()).extend(records)
+        if self._marker is not None:
+            for rec in records:
+                mark = self._marker(rec)
+                if mark is not None:
+                    self._marks.setdefault(partition, deque()).append((rec.offset, mark))
         self._wake.set()
 
     def queued(self, partition: int) -> int:
@@ -97,8 +116,25 @@ class Lane:
         return sum(len(q) for q in self._queues.values())
 
     def takeable(self) -> int:
-        """Records the lane could take now: of partitions that are ready, not parked and not being given up."""
-        return sum(len(q) for p, q in self._queues.items() if self._takes(p, time.monotonic()))
+        """Records the lane could take now: of partitions that are ready, not parked and not being given up, before
+        their gates."""
+        now = time.monotonic()
+        return sum(self._below(q, self._gate_of(p)) for p, q in self._queues.items() if self._takes(p, now))
+
+    def busy_with(self, partition: int) -> bool:
+        """Whether the lane has records of ``partition`` queued or a batch of it in flight."""
+        return partition in self._current_parts or self.queued(partition) > 0
+
+    def first_mark(self, partition: int) -> tuple[int, int] | None:
+        """(offset, mark) of the first record of ``partition`` the lane has queued or in flight that ``marker``
+        marks, or None."""
+        marks = self._marks.get(partition)
+        if not marks:
+            return None
+        done = self.done.get(partition)
+        while marks and done is not None and marks[0][0] < done:
+            marks.popleft()
+        return marks[0] if marks else None
 
     def wake(self) -> None:
         self._wake.set()
@@ -132,6 +168,7 @@ class Lane:
         committed); the partitions may be given back later."""
         for partition in partitions:
             self._queues.pop(partition, None)
+            self._marks.pop(partition, None)
             self.done.pop(partition, None)
             self._parked.pop(partition, None)
             self._closing.discard(partition)
@@ -155,17 +192,33 @@ class Lane:
         parked = self._parked.get(partition)
         return partition not in self._closing and (parked is None or parked[0] <= now) and self._ready(partition)
 
-    def _take(self) -> list[Record]:
+    def _gate_of(self, partition: int, extra: dict[int, int] | None = None) -> int | None:
+        gates = [g for g in ((self._gate(partition) if self._gate is not None else None),
+                             (extra.get(partition) if extra else None)) if g is not None]
+        return min(gates, default=None)
+
+    @staticmethod
+    def _below(queue: deque[Record], gate: int | None) -> int:
+        """How many of ``queue``'s records come before ``gate``."""
+        if gate is None or not queue or queue[-1].offset < gate:
+            return len(queue)
+        return sum(1 for rec in queue if rec.offset < gate)
+
+    def _take(self, extra: dict[int, int] | None = None) -> list[Record]:
         now = time.monotonic()
         parts = sorted(p for p, q in self._queues.items() if q and self._takes(p, now))
+        gates = {p: self._gate_of(p, extra) for p in parts}
+        self._held_back = any(g is not None and self._queues[p][0].offset >= g for p, g in gates.items())
+        parts = [p for p in parts if gates[p] is None or self._queues[p][0].offset < (gates[p] or 0)]
         if not parts:
             return []
         self._turn = (self._turn + 1) % len(parts)
         out: list[Record] = []
         for partition in parts[self._turn:] + parts[:self._turn]:
-            queue = self._queues[partition]
-            while queue and len(out) < self.batch:
+            queue, gate = self._queues[partition], gates[partition]
+            while queue and len(out) < self.batch and (gate is None or queue[0].offset < gate):
                 out.append(queue.popleft())
+            self._held_back = self._held_back or bool(queue and gate is not None and queue[0].offset >= gate)
         return out
 
     def _opened(self, records: Sequence[Record]) -> tuple[list[Record], list[Record]]:
@@ -192,9 +245,12 @@ class Lane:
         return kept, out
 
     async def _idle(self) -> None:
-        """Until something is put or woken, or the first parked partition may be tried again."""
+        """Until something is put or woken, or the first parked partition may be tried again (or, with records
+        held back by gates, ``HELD_WAIT_S``: what holds them is looked at again)."""
         self._wake.clear()
         retry = min((at for p, (at, _) in self._parked.items() if p not in self._closing), default=None)
+        if self._held_back:
+            retry = min(retry if retry is not None else math.inf, time.monotonic() + HELD_WAIT_S)
         if retry is None:
             await self._wake.wait()
             return
@@ -204,9 +260,8 @@ class Lane:
     async def _run(self) -> None:
         delay = FIRST_RETRY_S
         while True:
-            if self._hold is not None and self.takeable():
-                await self._hold()
-            taken, records = self._opened(self._take())
+            extra = await self._hold() if self._hold is not None and self.takeable() else None
+            taken, records = self._opened(self._take(extra))
             if not records:
                 await self._idle()
                 continue

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, unpack_headers
+from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, turns_end, unpack_headers
 from altm.bus.kafka import GroupMember, KafkaBus, RangeReader, parse_broker_url
 from altm.bus.sealing import Sealer
 from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
@@ -41,6 +41,7 @@ from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.runtime._claim import DataDirClaim
 from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
+from altm.pipeline.runtime.kafka._order import LaneOrder
 from altm.pipeline.runtime.kafka._standby import STANDBY_EVERY_S, StandbyCopies
 from altm.pipeline.writer import TextSimilarity, Writer, is_reapplied
 from altm.store import DeferredWork, ShardSet, shard_files
@@ -103,12 +104,14 @@ class KafkaRuntime:
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
                            ready=lambda partition: True)]
         for group in lanes_of(self.stages):
-            deriving = len(group) > 1 or group[0].name not in SEARCHABLE_PATH
-            self.lanes.append(Lane(topic_name(group[0].processor.input_topic, prefix), group,
-                                   batch=settings.poll_batch, opener=self._open, ready=self._is_ready,
-                                   hold=self._searchable_first if deriving and group[0].processor.input_topic
-                                   is Topic.CHANGES else None))
+            self.lanes.append(self._lane_of(group))
         self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH]
+        control = topic_name(Topic.CONTROL, prefix)
+        capture = next((lane for lane in self.lanes if lane.name == "capture"), None)
+        self.order = LaneOrder(capture, [lane for lane in self.lanes if lane.topic == control],
+                               [lane for lane in self.lanes if lane.topic != control and lane is not capture],
+                               ends=self._end_offsets, handled=self._handled, positions=self._positions,
+                               owned=lambda: self._owned(Topic.CONTROL))
         self._by_topic: dict[str, list[Lane]] = {}
         for lane in self.lanes:
             self._by_topic.setdefault(lane.topic, []).append(lane)
@@ -136,6 +139,22 @@ class KafkaRuntime:
         self._claim = claim if claim is not None else worker_claim(settings)
         self._releases_claim = claim is None
         self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
+
+    def _lane_of(self, group: list[StageDriver]) -> Lane:
+        """A lane of stages: the deriving lane yields to the searchable path; capture and the control lanes keep
+        the control order (:mod:`._order`)."""
+        source = group[0].processor.input_topic
+        topic = topic_name(source, self.settings.topic_prefix)
+        s = self.settings
+        if source is Topic.CONTROL:
+            return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
+                        gate=lambda p: self.order.control_gate(p), marker=turns_end)
+        if group[0].name == "capture":
+            return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
+                        gate=lambda p: self.order.capture_gate(p), hold=lambda: self.order.known())
+        deriving = len(group) > 1 or group[0].name not in SEARCHABLE_PATH
+        return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
+                    hold=self._searchable_first if deriving and source is Topic.CHANGES else None)
 
     # lifecycle
 
@@ -179,7 +198,8 @@ class KafkaRuntime:
                        self._every(2.0, self._restore_owned, "restoring owned partitions from the log",
                                    self._restore_now),
                        self._every(5.0, self._retry_deferred, "retrying deferred work"),
-                       self._every(5.0, self._observe_lag, "measuring consumer lag")]
+                       self._every(5.0, self._observe_lag, "measuring consumer lag"),
+                       asyncio.create_task(self.order.run(), name="altm-control-order")]
         if s.worker_standby:
             self._tasks.append(self._every(STANDBY_EVERY_S, self._follow_unowned, "keeping the standby copies warm"))
         if s.worker_drop_unowned_after_s is not None:
@@ -264,6 +284,7 @@ class KafkaRuntime:
                 log.warning("committing the offsets of revoked partitions failed", exc_info=True)
         for lane in self.lanes:
             lane.forget(parts.get(lane.topic, ()))
+        self.order.forget(sorted(parts.get(topic_name(Topic.CONTROL, self.settings.topic_prefix), ())))
         for tp in tps:
             self._next.pop(tp, None)
             self._committed.pop(tp, None)
@@ -318,6 +339,8 @@ class KafkaRuntime:
         self._next[tp] = fresh[-1].offset + 1
         for lane in self._by_topic.get(tp.topic, ()):
             lane.put(tp.partition, fresh)
+        if any(lane in self.order.control for lane in self._by_topic.get(tp.topic, ())):
+            self.order.wake.set()
 
     def _pace(self) -> None:
         """Pause a partition a lane has several batches of queued; resume it at half of that."""
@@ -409,6 +432,24 @@ class KafkaRuntime:
                     wait.cancel()
             for lane in self._searchable:
                 lane.progressed.clear()
+
+    async def _handled(self, lane: Lane, tp: TopicPartition) -> int:
+        """What ``lane`` has handled of ``tp``; before it handled anything there, what the group committed."""
+        done = lane.done.get(tp.partition)
+        if done is None:
+            done = self._committed.get(tp)
+        if done is None:
+            done = await self.member.committed(tp) or 0
+            self._committed.setdefault(tp, done)
+        return done
+
+    async def _end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return await self.member.end_offsets(tps)
+
+    def _positions(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """How far the fetch loop has fetched (and queued) each of ``tps``."""
+        positions = self.member.positions(tps)
+        return {tp: max(self._next.get(tp, -1), positions.get(tp, -1)) for tp in tps}
 
     def _is_ready(self, partition: int) -> bool:
         return partition in self._ready
@@ -548,12 +589,6 @@ class KafkaRuntime:
         for lane in self.lanes:
             lags: dict[TopicPartition, int] = {}
             for tp in (t for t in assigned if t.topic == lane.topic and t in ends):
-                done = lane.done.get(tp.partition)
-                if done is None:
-                    done = self._committed.get(tp)
-                if done is None:
-                    done = await self.member.committed(tp) or 0
-                    self._committed.setdefault(tp, done)
-                lags[tp] = max(0, ends[tp] - done)
+                lags[tp] = max(0, ends[tp] - await self._handled(lane, tp))
             for driver in lane.drivers:
                 consumer_lag(driver.name, lags)

@@ -1,0 +1,224 @@
+"""The order of control events and turns in a Kafka worker (see :mod:`altm.bus._order`), as in the embedded
+runtime (:mod:`altm.pipeline.runtime._order`) and a replay.
+
+A control event that orders derivation carries the turns offset it comes before in its partition (its *mark*).
+Everything about one user is in the same partition number of every topic, and a worker owns the same numbers of
+each, so the order is kept per partition by the worker that owns it:
+
+- while a marked event is queued or in flight in a control lane, the capture lane takes only the turns of that
+  partition before its mark, and the control lanes every control event before it;
+- it is taken up once the partition is *derived* up to its mark: capture has handled the turns before the mark,
+  and the writer and the deriving lanes have nothing of the partition queued or in flight and have handled
+  everything the log holds of it (asked of the broker, ``ORDER_TICK_S`` apart);
+- the turns after it wait until what it caused is derived too (*settling*: derived again, in a later tick).
+
+Nothing waits for ever: an event is taken up after ``CONTROL_WAIT_S``, the turns after it go on
+``CONTROL_WAIT_S`` after that, and an event its lanes keep failing on holds no turn back after ``GIVE_UP_S``.
+
+A turn fetched before every control event published before it is fetched could overtake one: before each batch,
+capture asks for the control topic's end offsets and takes nothing of a partition whose control events the
+worker has not all fetched yet (``known``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from altm.bus import TopicPartition
+from altm.pipeline.runtime.kafka._lane import Lane
+
+log = logging.getLogger("altm.worker")
+
+CONTROL_WAIT_S = 5.0
+"""How long a marked control event waits, at most, for its partition to be derived up to its mark, and the turns
+after it for what it caused."""
+GIVE_UP_S = 2 * CONTROL_WAIT_S
+"""A marked event pending this long (its lanes keep failing on it) no longer holds turns back."""
+ORDER_TICK_S = 0.02
+"""How often the order looks at the partitions it holds (one end-offsets request to the broker each time)."""
+IDLE_TICK_S = 1.0
+
+Ends = Callable[[Sequence[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
+Handled = Callable[[Lane, TopicPartition], Awaitable[int]]
+"""What a lane has handled of a partition: its ``done``, else what the group committed."""
+Positions = Callable[[Sequence[TopicPartition]], dict[TopicPartition, int]]
+"""How far the worker has fetched (and queued) each partition."""
+
+
+@dataclass
+class _Partition:
+    """The order's state of one partition."""
+
+    taking: tuple[int, int] | None = None  # (offset, mark) of the event the control lanes may take up
+    settling: tuple[int, int] | None = None  # (mark, tick) of the event taken up, until its effects are derived
+    settling_since: float = 0.0
+    seen: dict[int, float] = field(default_factory=dict)  # offset of a pending event -> when first seen
+    given_up: set[int] = field(default_factory=set)
+
+
+class LaneOrder:
+    """The gates of the capture lane and the control lanes, moved by ``tick``."""
+
+    def __init__(self, capture: Lane | None, control: Sequence[Lane], deriving: Sequence[Lane], *,
+                 ends: Ends, handled: Handled, positions: Positions, owned: Callable[[], set[int]]) -> None:
+        self.capture = capture
+        self.control = list(control)
+        self.deriving = list(deriving)  # the lanes whose work must be done before an event is taken up
+        self._ends = ends
+        self._handled = handled
+        self._positions = positions
+        self._owned = owned
+        self._parts: dict[int, _Partition] = {}
+        self._ticks = 0
+        self.wake = asyncio.Event()  # set when a marked event is queued: the tick looks at once
+        self.taken_up = 0  # marked events the control lanes were let take up (for tests and metrics)
+
+    # the lanes' gates (synchronous: a lane asks before every take)
+
+    def pending(self, partition: int) -> tuple[int, int] | None:
+        """(offset, mark) of the first marked control event of ``partition`` some control lane has not handled."""
+        marks = [m for lane in self.control if (m := lane.first_mark(partition)) is not None]
+        return min(marks, default=None)
+
+    def control_gate(self, partition: int) -> int | None:
+        """A control lane takes the events before the pending one, and it once it may be taken up."""
+        pending = self.pending(partition)
+        if pending is None:
+            return None
+        state = self._parts.get(partition)
+        taking = state.taking if state is not None else None
+        return pending[0] + 1 if taking == pending else pending[0]
+
+    def capture_gate(self, partition: int) -> int | None:
+        """Capture takes the turns before the pending event's mark, and before the settling one's."""
+        state = self._parts.get(partition)
+        gates = []
+        if state is not None and state.settling is not None:
+            gates.append(state.settling[0])
+        pending = self.pending(partition)
+        if pending is not None and (state is None or pending[0] not in state.given_up):
+            gates.append(pending[1])
+        return min(gates, default=None)
+
+    async def known(self) -> dict[int, int]:
+        """Capture's gates for one batch: a partition whose control events published so far are not all
+        fetched takes no turn (one of them may come before those turns)."""
+        owned = sorted(self._owned())
+        if not self.control or not owned:
+            return {}
+        tps = [TopicPartition(self.control[0].topic, p) for p in owned]
+        ends = await self._ends(tps)
+        fetched = self._positions(tps)
+        # one with a marked event pending is held at its mark already (a later event's mark is not before it):
+        # nothing more to hold, and its control topic may be paused behind that event (its lanes hold many)
+        behind = {tp.partition: 0 for tp in tps
+                  if fetched.get(tp, 0) < ends.get(tp, 0) and self.pending(tp.partition) is None}
+        return behind
+
+    # the order's task
+
+    def forget(self, partitions: Sequence[int]) -> None:
+        """Partitions given up (their next owner keeps the order from what was committed)."""
+        for partition in partitions:
+            self._parts.pop(partition, None)
+
+    def _held(self, partition: int) -> bool:
+        """Whether an event of ``partition`` is being taken up or settling."""
+        state = self._parts.get(partition)
+        return state is not None and (state.taking is not None or state.settling is not None)
+
+    def active(self) -> bool:
+        return any(self.pending(p) is not None or self._held(p) for p in self._owned())
+
+    async def run(self) -> None:
+        """Tick while a partition is held, and at least every ``IDLE_TICK_S``."""
+        while True:
+            if not self.active():
+                self.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), IDLE_TICK_S)
+            else:
+                await asyncio.sleep(ORDER_TICK_S)
+            try:
+                await self.tick()
+            except Exception:
+                log.warning("the control order's tick failed; the next one tries again", exc_info=True)
+
+    async def tick(self) -> None:
+        """Let pending events be taken up, mark those taken up as settling, and release settled partitions."""
+        self._ticks += 1
+        owned = self._owned()
+        for partition in [p for p in self._parts if p not in owned]:
+            del self._parts[partition]
+        now = time.monotonic()
+        watched = {p for p in owned if self.pending(p) is not None or self._held(p)}
+        if not watched:
+            return
+        derived = await self._derived(sorted(watched))
+        moved = False
+        for partition in sorted(watched):
+            moved |= self._step(partition, derived, now)
+        if moved:
+            for lane in (*self.control, *([self.capture] if self.capture is not None else [])):
+                lane.wake()
+
+    def _step(self, partition: int, derived: Callable[[int, int], bool], now: float) -> bool:
+        state = self._parts.setdefault(partition, _Partition())
+        moved = False
+        if state.taking is not None and all(
+                lane.done.get(partition, -1) > state.taking[0] for lane in self.control):
+            state.settling = (state.taking[1], self._ticks)  # taken up by every control lane
+            state.settling_since = now
+            state.taking = None
+            moved = True
+        if state.settling is not None and state.settling[1] < self._ticks and (
+                derived(partition, state.settling[0]) or now - state.settling_since >= CONTROL_WAIT_S):
+            state.settling = None  # what it caused is derived (in a tick after it was taken up), or waited enough
+            moved = True
+        pending = self.pending(partition)
+        state.seen = {o: t for o, t in state.seen.items() if pending is not None and o == pending[0]}
+        state.given_up &= set(state.seen)
+        if pending is None:
+            state.taking = None
+            return moved
+        since = state.seen.setdefault(pending[0], now)
+        if (state.taking != pending and state.settling is None
+                and (derived(partition, pending[1]) or now - since >= CONTROL_WAIT_S)):
+            state.taking = pending
+            self.taken_up += 1
+            moved = True
+        if now - since >= GIVE_UP_S and pending[0] not in state.given_up:
+            state.given_up.add(pending[0])
+            log.error("control event of partition %d at offset %d has not been taken up for %.0f s (its lanes "
+                      "fail on it): the turns after it are no longer held back", partition, pending[0], GIVE_UP_S)
+            moved = True
+        return moved
+
+    async def _derived(self, partitions: list[int]) -> Callable[[int, int], bool]:
+        """``derived(p, mark)``: capture has handled the turns of ``p`` before ``mark``, and every deriving lane
+        has nothing of ``p`` queued or in flight and has handled all the log holds of it now."""
+        tps = [TopicPartition(lane.topic, p) for lane in self.deriving for p in partitions]
+        ends = await self._ends(tps) if tps else {}
+        caught_up: dict[int, bool] = {}
+        for p in partitions:
+            ok = True
+            for lane in self.deriving:
+                tp = TopicPartition(lane.topic, p)
+                if lane.busy_with(p) or await self._handled(lane, tp) < ends.get(tp, 0):
+                    ok = False
+                    break
+            caught_up[p] = ok
+        captured: dict[int, int] = {}
+        if self.capture is not None:
+            for p in partitions:
+                captured[p] = await self._handled(self.capture, TopicPartition(self.capture.topic, p))
+
+        def derived(partition: int, mark: int) -> bool:
+            return caught_up.get(partition, False) and (self.capture is None or captured.get(partition, -1) >= mark)
+
+        return derived
