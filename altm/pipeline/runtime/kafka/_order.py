@@ -15,9 +15,10 @@ each, so the order is kept per partition by the worker that owns it:
 Nothing waits for ever: an event is taken up after ``CONTROL_WAIT_S``, the turns after it go on
 ``CONTROL_WAIT_S`` after that, and an event its lanes keep failing on holds no turn back after ``GIVE_UP_S``.
 
-A turn fetched before every control event published before it is fetched could overtake one: before each batch,
-capture asks for the control topic's end offsets and takes nothing of a partition whose control events the
-worker has not all fetched yet (``known``).
+A turn fetched before every control event published before it could overtake one: after each fetch that
+brought turns, the worker asks for the control topic's end offsets, and capture takes those turns once the
+control topic is fetched up to there (``fetched_turns``, ``learned_control_ends``). A later control event does
+not hold them back, so a steady stream of pins and feedback never starves capture.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -74,6 +76,8 @@ class LaneOrder:
         self._positions = positions
         self._owned = owned
         self._parts: dict[int, _Partition] = {}
+        # partition -> [first turns offset of a fetch, the control end asked after it (None: not yet)], in order
+        self._needs: dict[int, deque[list[int | None]]] = {}
         self._ticks = 0
         self.wake = asyncio.Event()  # set when a marked event is queued: the tick looks at once
         self.taken_up = 0  # marked events the control lanes were let take up (for tests and metrics)
@@ -95,9 +99,13 @@ class LaneOrder:
         return pending[0] + 1 if taking == pending else pending[0]
 
     def capture_gate(self, partition: int) -> int | None:
-        """Capture takes the turns before the pending event's mark, and before the settling one's."""
+        """Capture takes the turns before the pending event's mark, before the settling one's, and before those
+        fetched while a control event published before them may not be fetched yet."""
         state = self._parts.get(partition)
         gates = []
+        need = self._unmet(partition)
+        if need is not None:
+            gates.append(need)
         if state is not None and state.settling is not None:
             gates.append(state.settling[0])
         pending = self.pending(partition)
@@ -105,20 +113,47 @@ class LaneOrder:
             gates.append(pending[1])
         return min(gates, default=None)
 
-    async def known(self) -> dict[int, int]:
-        """Capture's gates for one batch: a partition whose control events published so far are not all
-        fetched takes no turn (one of them may come before those turns)."""
-        owned = sorted(self._owned())
-        if not self.control or not owned:
-            return {}
-        tps = [TopicPartition(self.control[0].topic, p) for p in owned]
-        ends = await self._ends(tps)
-        fetched = self._positions(tps)
-        # one with a marked event pending is held at its mark already (a later event's mark is not before it):
-        # nothing more to hold, and its control topic may be paused behind that event (its lanes hold many)
-        behind = {tp.partition: 0 for tp in tps
-                  if fetched.get(tp, 0) < ends.get(tp, 0) and self.pending(tp.partition) is None}
-        return behind
+    def fetched_turns(self, partition: int, first_offset: int) -> None:
+        """Turns of ``partition`` from ``first_offset`` on were fetched: capture holds them until the control
+        topic's end, asked after this (``learned_control_ends``), is fetched."""
+        if not self.control:
+            return
+        needs = self._needs.setdefault(partition, deque())
+        if not needs or needs[-1][1] is not None:  # one question after the fetch covers all its turns
+            needs.append([first_offset, None])
+
+    def asking(self) -> list[TopicPartition]:
+        """The control partitions whose end offsets ``learned_control_ends`` waits for."""
+        if not self.control:
+            return []
+        return [TopicPartition(self.control[0].topic, p) for p, needs in sorted(self._needs.items())
+                if needs and needs[-1][1] is None]
+
+    def learned_control_ends(self, ends: dict[TopicPartition, int]) -> None:
+        """The control topic's end offsets, asked after the last fetch that brought turns."""
+        for tp, end in ends.items():
+            for need in self._needs.get(tp.partition, ()):
+                if need[1] is None:
+                    need[1] = end
+        if self.capture is not None:
+            self.capture.wake()
+
+    def _unmet(self, partition: int) -> int | None:
+        """The first turns offset of ``partition`` capture may not take yet: fetched while the control topic's
+        end after that fetch is unknown or not fetched (a control event published before those turns may be
+        missing)."""
+        needs = self._needs.get(partition)
+        if not needs or not self.control:
+            return None
+        tp = TopicPartition(self.control[0].topic, partition)
+        fetched = self._positions([tp]).get(tp, -1)
+        while needs and needs[0][1] is not None and fetched >= needs[0][1]:
+            needs.popleft()
+        # a partition with a marked event pending is held at its mark already (a later event's mark is not
+        # before it), and its control topic may be paused behind that event (its lanes hold many)
+        if not needs or self.pending(partition) is not None:
+            return None
+        return needs[0][0]
 
     # the order's task
 
@@ -126,6 +161,7 @@ class LaneOrder:
         """Partitions given up (their next owner keeps the order from what was committed)."""
         for partition in partitions:
             self._parts.pop(partition, None)
+            self._needs.pop(partition, None)
 
     def _held(self, partition: int) -> bool:
         """Whether an event of ``partition`` is being taken up or settling."""

@@ -107,6 +107,7 @@ class KafkaRuntime:
             self.lanes.append(self._lane_of(group))
         self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH]
         control = topic_name(Topic.CONTROL, prefix)
+        self._turns_topic = topic_name(Topic.TURNS, prefix)
         capture = next((lane for lane in self.lanes if lane.name == "capture"), None)
         self.order = LaneOrder(capture, [lane for lane in self.lanes if lane.topic == control],
                                [lane for lane in self.lanes if lane.topic != control and lane is not capture],
@@ -151,7 +152,7 @@ class KafkaRuntime:
                         gate=lambda p: self.order.control_gate(p), marker=turns_end)
         if group[0].name == "capture":
             return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
-                        gate=lambda p: self.order.capture_gate(p), hold=lambda: self.order.known())
+                        gate=lambda p: self.order.capture_gate(p))
         deriving = len(group) > 1 or group[0].name not in SEARCHABLE_PATH
         return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
                     hold=self._searchable_first if deriving and source is Topic.CHANGES else None)
@@ -330,6 +331,18 @@ class KafkaRuntime:
                 self._pace()
             except Exception:  # never the end of the loop: what was not queued is fetched again after a rebalance
                 log.exception("queueing fetched records failed")
+            await self._learn_control_ends()
+
+    async def _learn_control_ends(self) -> None:
+        """The control topic's end offsets, asked after a fetch that brought turns (see ``LaneOrder``); a failure
+        keeps those turns held, and the next fetch asks again."""
+        asking = self.order.asking()
+        if not asking:
+            return
+        try:
+            self.order.learned_control_ends(await self.member.end_offsets(asking))
+        except Exception:
+            log.warning("asking the control topic's end offsets failed; the turns fetched wait", exc_info=True)
 
     def _queue(self, tp: TopicPartition, records: Sequence[Record]) -> None:
         after = self._next.get(tp)
@@ -337,6 +350,8 @@ class KafkaRuntime:
         if not fresh:
             return
         self._next[tp] = fresh[-1].offset + 1
+        if tp.topic == self._turns_topic:
+            self.order.fetched_turns(tp.partition, fresh[0].offset)
         for lane in self._by_topic.get(tp.topic, ()):
             lane.put(tp.partition, fresh)
         if any(lane in self.order.control for lane in self._by_topic.get(tp.topic, ())):
