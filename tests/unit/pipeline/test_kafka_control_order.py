@@ -19,6 +19,7 @@ from altm.pipeline.runtime.kafka import KafkaRuntime, Lane
 from altm.store import ShardSet
 from tests.support.lanes import Member
 from tests.support.lanes import records as _records
+from tests.support.lanes import until as _until
 
 
 def _marked(partition: int, offset: int, mark: int, topic: str) -> list[Any]:
@@ -149,29 +150,36 @@ async def test_an_event_its_lanes_keep_failing_on_holds_no_turn_back_after_the_g
     assert rt.order.capture_gate(0) is None
 
 
-def test_capture_takes_no_turn_fetched_before_the_control_events_published_before_it(rt: Any) -> None:
+async def test_capture_takes_no_turn_fetched_before_the_control_events_published_before_it(rt: Any) -> None:
     """A control event on the log the worker has not fetched may come before the turns it has: turns wait until
     the control topic is fetched up to its end asked after their fetch, and a later control event (a steady
     stream of feedback) does not hold them back."""
     control = TopicPartition(topic_name(Topic.CONTROL, rt.settings.topic_prefix), 0)
-    rt.order.fetched_turns(0, 10)
-    assert rt.order.capture_gate(0) == 10  # the control end after this fetch is not known yet
-    assert rt.order.asking() == [control]
-    rt.order.learned_control_ends({control: 4})
-    assert rt.order.asking() == []
-    assert rt.order.capture_gate(0) == 10  # four control events on the log, none fetched
-    rt._next[control] = 4
-    assert rt.order.capture_gate(0) is None
-    rt.order.fetched_turns(0, 20)
-    rt.order.learned_control_ends({control: 6})
-    rt.order.fetched_turns(0, 30)
-    assert rt.order.capture_gate(0) == 20  # the turns of the first fetch go, the others wait
-    rt.order.learned_control_ends({control: 9})
-    rt._next[control] = 7  # past the first end, not the second
-    assert rt.order.capture_gate(0) == 30
-    for lane in rt.order.control:
-        lane.put(0, _marked(0, 7, 25, lane.topic))
-    assert rt.order.capture_gate(0) == 25  # a pending event holds at its mark (a later one's is not before it)
+    owned = set(rt._owned_tps)
+    rt._member = Member(owned, committed=0, end=4)  # four control events on the log
+    asking = asyncio.create_task(rt.order.ask())
+    try:
+        rt.order.fetched_turns(0, 10)
+        assert rt.order.capture_gate(0) == 10  # the control end after this fetch is not known yet
+        await _until(lambda: rt.order._needs[0][0].end == 4)
+        assert rt.order.capture_gate(0) == 10  # none of the four fetched
+        rt._next[control] = 4
+        assert rt.order.capture_gate(0) is None
+        rt._member = Member(owned, committed=0, end=6)
+        rt.order.fetched_turns(0, 20)
+        await _until(lambda: rt.order._needs[0][-1].end == 6)
+        rt._member = Member(owned, committed=0, end=9)
+        rt.order.fetched_turns(0, 30)
+        assert rt.order.capture_gate(0) == 20  # the turns of the first fetch go, the others wait
+        await _until(lambda: rt.order._needs[0][-1].end == 9)
+        rt._next[control] = 7  # past the second fetch's end, not the third's
+        assert rt.order.capture_gate(0) == 30
+        for lane in rt.order.control:
+            lane.put(0, _marked(0, 7, 25, lane.topic))
+        assert rt.order.capture_gate(0) == 25  # a pending event holds at its mark (a later one's is not before it)
+    finally:
+        asking.cancel()
+        await asyncio.gather(asking, return_exceptions=True)
 
 
 async def test_a_partition_given_up_forgets_its_order(rt: Any) -> None:

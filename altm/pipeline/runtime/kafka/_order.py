@@ -16,9 +16,9 @@ Nothing waits for ever: an event is taken up after ``CONTROL_WAIT_S``, the turns
 ``CONTROL_WAIT_S`` after that, and an event its lanes keep failing on holds no turn back after ``GIVE_UP_S``.
 
 A turn fetched before every control event published before it could overtake one: after each fetch that
-brought turns, the worker asks for the control topic's end offsets, and capture takes those turns once the
-control topic is fetched up to there (``fetched_turns``, ``learned_control_ends``). A later control event does
-not hold them back, so a steady stream of pins and feedback never starves capture.
+brought turns, the worker asks for the control topic's end offsets (a task of its own: fetching goes on), and
+capture takes those turns once the control topic is fetched up to there (``fetched_turns``, ``ask``). A later
+control event does not hold them back, so a steady stream of pins and feedback never starves capture.
 """
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ Positions = Callable[[Sequence[TopicPartition]], dict[TopicPartition, int]]
 
 
 @dataclass
+class _Need:
+    """Turns of a partition fetched from ``first`` on wait until the control topic is fetched up to ``end``, its
+    end offset asked after that fetch (None: not known yet; ``asked``: the question is on its way)."""
+
+    first: int
+    end: int | None = None
+    asked: bool = False
+
+
+@dataclass
 class _Partition:
     """The order's state of one partition."""
 
@@ -77,7 +87,8 @@ class LaneOrder:
         self._owned = owned
         self._parts: dict[int, _Partition] = {}
         # partition -> [first turns offset of a fetch, the control end asked after it (None: not yet)], in order
-        self._needs: dict[int, deque[list[int | None]]] = {}
+        self._needs: dict[int, deque[_Need]] = {}
+        self._asking = asyncio.Event()  # turns were fetched: ``ask`` asks for the control topic's end
         self._ticks = 0
         self.wake = asyncio.Event()  # set when a marked event is queued: the tick looks at once
         self.taken_up = 0  # marked events the control lanes were let take up (for tests and metrics)
@@ -115,28 +126,39 @@ class LaneOrder:
 
     def fetched_turns(self, partition: int, first_offset: int) -> None:
         """Turns of ``partition`` from ``first_offset`` on were fetched: capture holds them until the control
-        topic's end, asked after this (``learned_control_ends``), is fetched."""
+        topic is fetched up to its end asked after this (``ask``)."""
         if not self.control:
             return
         needs = self._needs.setdefault(partition, deque())
-        if not needs or needs[-1][1] is not None:  # one question after the fetch covers all its turns
-            needs.append([first_offset, None])
+        if not needs or needs[-1].asked:  # one question not sent yet covers the turns of every fetch before it
+            needs.append(_Need(first_offset))
+        self._asking.set()
 
-    def asking(self) -> list[TopicPartition]:
-        """The control partitions whose end offsets ``learned_control_ends`` waits for."""
-        if not self.control:
-            return []
-        return [TopicPartition(self.control[0].topic, p) for p, needs in sorted(self._needs.items())
-                if needs and needs[-1][1] is None]
-
-    def learned_control_ends(self, ends: dict[TopicPartition, int]) -> None:
-        """The control topic's end offsets, asked after the last fetch that brought turns."""
-        for tp, end in ends.items():
-            for need in self._needs.get(tp.partition, ()):
-                if need[1] is None:
-                    need[1] = end
-        if self.capture is not None:
-            self.capture.wake()
+    async def ask(self) -> None:
+        """Ask the control topic's end offsets for the turns fetched since the last question (in a task of its
+        own, so fetching never waits for it); a failure asks again."""
+        while True:
+            await self._asking.wait()
+            self._asking.clear()
+            asked = [(p, n) for p, needs in self._needs.items() for n in needs if not n.asked]
+            if not asked or not self.control:
+                continue
+            for _, need in asked:
+                need.asked = True
+            topic = self.control[0].topic
+            try:
+                ends = await self._ends(sorted({TopicPartition(topic, p) for p, _ in asked}))
+            except Exception:
+                log.warning("asking the control topic's end offsets failed; the turns fetched wait", exc_info=True)
+                for _, need in asked:
+                    need.asked = False
+                self._asking.set()
+                await asyncio.sleep(ORDER_TICK_S * 10)
+                continue
+            for p, need in asked:
+                need.end = ends.get(TopicPartition(topic, p), 0)
+            if self.capture is not None:
+                self.capture.wake()
 
     def _unmet(self, partition: int) -> int | None:
         """The first turns offset of ``partition`` capture may not take yet: fetched while the control topic's
@@ -147,13 +169,13 @@ class LaneOrder:
             return None
         tp = TopicPartition(self.control[0].topic, partition)
         fetched = self._positions([tp]).get(tp, -1)
-        while needs and needs[0][1] is not None and fetched >= needs[0][1]:
+        while needs and needs[0].end is not None and fetched >= needs[0].end:
             needs.popleft()
         # a partition with a marked event pending is held at its mark already (a later event's mark is not
         # before it), and its control topic may be paused behind that event (its lanes hold many)
         if not needs or self.pending(partition) is not None:
             return None
-        return needs[0][0]
+        return needs[0].first
 
     # the order's task
 

@@ -200,7 +200,8 @@ class KafkaRuntime:
                                    self._restore_now),
                        self._every(5.0, self._retry_deferred, "retrying deferred work"),
                        self._every(5.0, self._observe_lag, "measuring consumer lag"),
-                       asyncio.create_task(self.order.run(), name="altm-control-order")]
+                       asyncio.create_task(self.order.run(), name="altm-control-order"),
+                       asyncio.create_task(self.order.ask(), name="altm-control-ends")]
         if s.worker_standby:
             self._tasks.append(self._every(STANDBY_EVERY_S, self._follow_unowned, "keeping the standby copies warm"))
         if s.worker_drop_unowned_after_s is not None:
@@ -331,18 +332,6 @@ class KafkaRuntime:
                 self._pace()
             except Exception:  # never the end of the loop: what was not queued is fetched again after a rebalance
                 log.exception("queueing fetched records failed")
-            await self._learn_control_ends()
-
-    async def _learn_control_ends(self) -> None:
-        """The control topic's end offsets, asked after a fetch that brought turns (see ``LaneOrder``); a failure
-        keeps those turns held, and the next fetch asks again."""
-        asking = self.order.asking()
-        if not asking:
-            return
-        try:
-            self.order.learned_control_ends(await self.member.end_offsets(asking))
-        except Exception:
-            log.warning("asking the control topic's end offsets failed; the turns fetched wait", exc_info=True)
 
     def _queue(self, tp: TopicPartition, records: Sequence[Record]) -> None:
         after = self._next.get(tp)
