@@ -14,8 +14,8 @@ from datetime import datetime
 
 import orjson
 
-from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, marked
-from altm.bus.sealing import SEALED_BY_HEADER
+from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, event_id_of, marked
+from altm.bus.sealing import SEALED_BY_HEADER, SealedBus, is_shredded
 from altm.core import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
 
@@ -56,6 +56,9 @@ async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
     else:
         records = await bus.read_all([turns, control], from_time_ms=int(from_time.timestamp() * 1000)
                                      if from_time else None)
+    if isinstance(bus, SealedBus):  # control events whose key an erasure destroyed: where they were, and which
+        start_ms = min((r.timestamp_ms for r in records), default=None) if (from_offset or from_time) else None
+        records += await bus.read_shredded([control], from_time_ms=start_ms)
     records.sort(key=lambda r: (r.timestamp_ms, r.topic != turns, r.partition, r.offset))
     return await _in_the_writers_order(bus, prefix, records)
 
@@ -94,9 +97,10 @@ def _field(record: Record, name: str) -> str | None:
 
 
 async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix: str,
-                         progress: Progress | None = None) -> int:
+                         progress: Progress | None = None, shredded: Callable[[str], object] | None = None) -> int:
     """Publish host events in their original order. A control event (a decision about the state of its
-    time) is applied once everything published before it has been derived, as it was originally."""
+    time) is applied once everything published before it has been derived, as it was originally; one that
+    no longer opens (an erasure destroyed its key) is handed to ``shredded`` by its id at that point."""
     control = topic_name(Topic.CONTROL, prefix)
     processed = 0
     pending: list[OutgoingRecord] = []
@@ -110,6 +114,10 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
             if pending:
                 await publish()
             processed += await runtime.run_until_idle(progress=progress)
+            if is_shredded(rec):  # nothing to apply: only where it was, and which it was
+                if shredded is not None and (event_id := event_id_of(rec)) is not None:
+                    shredded(event_id)
+                continue
         pending.append(OutgoingRecord(rec.topic, rec.value, key=rec.key, partition=rec.partition,
                                       headers=tuple(h for h in rec.headers
                                                     if h[0] not in (SEALED_BY_HEADER, TURNS_END_HEADER))))

@@ -21,11 +21,13 @@ from altm.bus._order import (
 )
 from altm.bus._records import (
     CHANGE_HEADER,
+    EVENT_ID_HEADER,
     LINEAGE_HEADER,
     SOURCE_MS_HEADER,
     change_header,
     change_marker,
     dead_letter_record,
+    event_id_of,
     host_record,
     lineage_headers,
     lineage_of,
@@ -39,6 +41,7 @@ from altm.bus._records import (
 
 __all__ = [
     "CHANGE_HEADER",
+    "EVENT_ID_HEADER",
     "LINEAGE_HEADER",
     "SOURCE_MS_HEADER",
     "TURNS_END_HEADER",
@@ -55,6 +58,7 @@ __all__ = [
     "change_header",
     "change_marker",
     "dead_letter_record",
+    "event_id_of",
     "host_record",
     "lineage_headers",
     "lineage_of",

@@ -17,6 +17,18 @@ TRACE_HEADERS = ("traceparent", "tracestate")
 LINE_HEADER = "altm-line"
 """Header of a record published from file input: the 1-based line it came from, for its dead letters."""
 
+EVENT_ID_HEADER = "altm-event-id"
+"""Header of a control event: its id, in the clear. A replay that meets the event shredded (an erasure destroyed
+its key) still knows which one it was (a retention pass's tombstones name it: ``ShardTx.activate_forgotten``)."""
+
+
+def event_id_of(record: Record) -> str | None:
+    """The control event id ``record`` carries in the clear (:data:`EVENT_ID_HEADER`), or None."""
+    for name, value in record.headers:
+        if name == EVENT_ID_HEADER:
+            return value.decode("ascii", errors="replace")
+    return None
+
 
 def trace_headers() -> Headers:
     """The current trace context (W3C ``traceparent``/``tracestate``) as record headers; none without a span."""
@@ -38,6 +50,8 @@ def host_record(settings: Settings, event: Event, *, line: int | None = None) ->
     if topic is None:
         raise ValueError(f"hosts publish turn and control events, not {event.event_type!r}")
     headers = (((LINE_HEADER, str(line).encode()),) if line is not None else ()) + trace_headers()
+    if event.event_type == "control":
+        headers += ((EVENT_ID_HEADER, event.event_id.encode()),)
     return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key, headers=headers)
 
 

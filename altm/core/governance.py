@@ -110,6 +110,8 @@ class BuriedContent(BaseModel):
     reason: str
     at: str = Field(min_length=1, max_length=64)
     erasure_id: str | None = Field(default=None, max_length=128)  # the erase proposal that made it (None: a forget)
+    forgotten_by: str | None = Field(default=None, max_length=128)  # the retention pass's control event (a forget)
+    forgotten_reason: str | None = None  # the forget's reason, kept when an erasure takes the tombstone over
 
 
 class Burial(BaseModel):

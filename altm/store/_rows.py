@@ -181,5 +181,6 @@ def comparable(row: MemoryRow | Mapping[str, Any]) -> dict[str, Any]:
 
 TOMBSTONE_COLUMNS = ("tombstone_id", "tenant_id", "workspace_id", "user_id", "agent_id", "value_hash",
                      "normalised_text", "reason", "at", "memory_id", "layer", "shingle_hashes", "distinctive",
-                     "term_hashes", "erasure_id")
+                     "term_hashes", "erasure_id", "forgotten_by",
+                     "forgotten_reason")
 """Every column of a tombstone (what a replay carries over)."""

@@ -25,6 +25,7 @@ from altm.core import (
     Scope,
     derive_id,
     rejected_proposal,
+    rejection_item,
     sha256_hex,
     tombstone_id,
 )
@@ -451,6 +452,21 @@ class ShardTx:
                              [(reason, tid) for tid, *_ in found])
         return sorted({str(m) for _, m, *_ in found if m is not None})
 
+    def activate_forgotten(self, forgotten_by: str, *, at: str) -> list[str]:
+        """A replay meets the retention pass ``forgotten_by`` (a control event) shredded: the tombstones it made
+        in the source, carried pending for the erasure that took them over later, refuse from now on, as the
+        source's did between the two (:meth:`activate_tombstones` meets them already active). Returns their ids."""
+        found = [(str(r[0]), str(r[1]), r[2]) for r in self._db.execute(
+            "SELECT tombstone_id, reason, forgotten_reason FROM tombstones WHERE forgotten_by=? AND pending=1 "
+            "ORDER BY tombstone_id", (forgotten_by,))]
+        for tid, was, forgotten in found:  # the forget's reason again (the erasure's when it takes it back)
+            self._audit(at=at, proposal_id=forgotten_by, actor="replay", action="update", table="tombstones",
+                        target_id=tid, old={"pending": True, "reason": was},
+                        new={"pending": False, "reason": forgotten or was})
+        self._db.executemany("UPDATE tombstones SET pending=0, reason=COALESCE(forgotten_reason, reason) "
+                             "WHERE tombstone_id=?", [(t,) for t, *_ in found])
+        return [t for t, *_ in found]
+
     def existing_guard_key(self, home: str) -> bytes | None:
         """The user's guard key, None when nothing of the user was ever buried (no tombstone to match)."""
         row = self._db.execute("SELECT key FROM guard_keys WHERE home=?", (home,)).fetchone()
@@ -670,9 +686,11 @@ class ShardTx:
              agent_id, signal.session_id))
 
     def tombstone(self, row: MemoryRow, *, reason: str, at: str, value_hash: str, shingle_hashes: frozenset[str],
-                  term_hashes: frozenset[str], distinctive: bool, erasure_id: str | None = None) -> str:
+                  term_hashes: frozenset[str], distinctive: bool, erasure_id: str | None = None,
+                  forgotten_by: str | None = None) -> str:
         """Remember erased or forgotten content by its id, its hash and its keyed shingle and term hashes (not
-        its text), so the guard refuses it. Returns the tombstone's id."""
+        its text), so the guard refuses it; ``forgotten_by``: the control event of the retention pass that
+        forgot it (see :meth:`activate_forgotten`). Returns the tombstone's id."""
         tid = tombstone_id(row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
         if self._erased_after_forget(tid, reason, at, erasure_id) or self._forgotten_first(tid, reason, at):
             return tid
@@ -680,11 +698,12 @@ class ShardTx:
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
             "INSERT OR IGNORE INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
-            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive, term_hashes, erasure_id) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "normalised_text, reason, at, memory_id, layer, shingle_hashes, distinctive, term_hashes, erasure_id, "
+            "forgotten_by, forgotten_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (tid, row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], value_hash, "", reason, at,
              row["memory_id"], row["layer"], orjson.dumps(sorted(shingle_hashes)).decode(), int(distinctive),
-             orjson.dumps(sorted(term_hashes)).decode(), erasure_id),
+             orjson.dumps(sorted(term_hashes)).decode(), erasure_id, forgotten_by,
+             reason if forgotten_by is not None else None),
         )
         return tid
 
@@ -924,10 +943,23 @@ class ShardTx:
         return [(int(r[0]), str(r[1])) for r in self._db.execute(where, args)]
 
     def erase_rejection(self, row_id: int, payload: str, *, at: str, proposal_id: str) -> None:
-        """One rejection an erasure removes, audited by the hash of its payload."""
+        """One rejection an erasure removes, audited by the hash of its payload; a review decision that names it
+        later is void (:meth:`item_erased`)."""
+        found = self._db.execute("SELECT proposal_id FROM rejections WHERE rejection_id=?", (row_id,)).fetchone()
+        if found is not None and found[0] is not None:
+            self.carry_erased_item(rejection_item(row_id, str(found[0])), proposal_id)
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="rejections",
                     target_id=str(row_id), old={"redacted_sha256": sha256_hex(payload)}, new=None)
         self._db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
+
+    def carry_erased_item(self, item_id: str, erasure_id: str) -> None:
+        """Remember that an erasure removed the review item ``item_id`` (made here, or carried by a replay)."""
+        self._db.execute("INSERT OR IGNORE INTO erased_items (item_id, erasure_id) VALUES (?, ?)",
+                         (item_id, erasure_id))
+
+    def item_erased(self, item_id: str) -> bool:
+        """Whether an erasure removed the review item ``item_id`` (here, or in the source of a replay)."""
+        return self._db.execute("SELECT 1 FROM erased_items WHERE item_id=?", (item_id,)).fetchone() is not None
 
     def drop_earlier_refusals(self, memory_id: str, *, at: str, proposal_id: str) -> int:
         """The pending rejections of earlier versions of ``memory_id``, a memory recomputed whole (a session
@@ -1046,6 +1078,8 @@ class ShardTx:
         deletes a whole set of them at once (``delete=False``). ``table`` and ``key`` are fixed names."""
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
                     target_id=target_id if target_id is not None else str(row[key]), old=redacted(row), new=None)
+        if table == "held_actions":  # a review decision that names it later is void
+            self.carry_erased_item(str(row[key]), proposal_id)
         if delete:
             self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (row[key],))
 

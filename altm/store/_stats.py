@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -174,18 +175,29 @@ def llm_cache_rows(data_dir: Path) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
-def erasure_rows(data_dir: Path) -> tuple[list[dict[str, Any]], list[tuple[str, bytes]]]:
-    """What a data dir remembers of its erasures: its tombstones (keyed hashes, no text) and the per-user
-    guard keys the hashes are made with. A replay carries them over, so an erasure holds whatever the replay's
-    start point and whether or not the erased records still open."""
-    tombstones: list[dict[str, Any]] = []
-    keys: list[tuple[str, bytes]] = []
-    for _, path in shard_files(data_dir):
+@dataclass(frozen=True)
+class ErasureRows:
+    """What a data dir remembers of its erasures (see :func:`erasure_rows`)."""
+
+    tombstones: list[dict[str, Any]]
+    guard_keys: list[tuple[str, bytes]]  # (home, key)
+    items: list[tuple[int, str, str]]  # (partition, review item id, erasure id) of the review items erased
+
+
+def erasure_rows(data_dir: Path) -> ErasureRows:
+    """What a data dir remembers of its erasures: its tombstones (keyed hashes, no text), the per-user guard
+    keys the hashes are made with, and the review items they removed. A replay carries them over, so an
+    erasure holds whatever the replay's start point and whether or not the erased records still open."""
+    out = ErasureRows([], [], [])
+    for partition, path in shard_files(data_dir):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         conn.row_factory = sqlite3.Row
         try:
-            tombstones += [dict(r) for r in conn.execute(f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones")]
-            keys += [(str(r[0]), bytes(r[1])) for r in conn.execute("SELECT home, key FROM guard_keys")]
+            out.tombstones.extend(dict(r) for r in conn.execute(
+                f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones"))
+            out.guard_keys.extend((str(r[0]), bytes(r[1])) for r in conn.execute("SELECT home, key FROM guard_keys"))
+            out.items.extend((partition, str(r[0]), str(r[1])) for r in conn.execute(
+                "SELECT item_id, erasure_id FROM erased_items"))
         finally:
             conn.close()
-    return tombstones, keys
+    return out

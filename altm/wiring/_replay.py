@@ -26,8 +26,11 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pend
     the log, its records still open) and makes them again, after the turns they bury, as the source did.
     ``pending`` (a replay from the log's start): an erasure's tombstones refuse nothing until the replay applies
     that erasure again, so what the source admitted before it, it admits too.
-    Returns how many tombstones were carried."""
-    tombstones, keys = erasure_rows(source)
+    The review items an erasure removed go too (a decision the source applied before the erasure names an item
+    the replay may never make: it is void there, as it is after the erasure). Returns how many tombstones were
+    carried."""
+    erased = erasure_rows(source)
+    tombstones, keys = erased.tombstones, erased.guard_keys
     if not forgets:
         tombstones = [t for t in tombstones if not str(t["reason"]).startswith(FORGOTTEN_PREFIX)]
     at = datetime.now(UTC).isoformat()
@@ -37,13 +40,29 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pend
     for row in tombstones:
         home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
         by_partition.setdefault(partition_for(home, target.partitions), ([], []))[1].append(row)
+    for partition, _, _ in erased.items:
+        by_partition.setdefault(partition, ([], []))
     for partition, (shard_keys, shard_tombstones) in sorted(by_partition.items()):
         with target.get(partition).transaction() as tx:  # one transaction per shard
             for home, key in shard_keys:
                 tx.carry_guard_key(home, key)
             for row in shard_tombstones:
                 tx.carry_tombstone(row, at=at, pending=pending)
+            for _, item_id, erasure_id in (i for i in erased.items if i[0] == partition):
+                tx.carry_erased_item(item_id, erasure_id)
     return len(tombstones)
+
+
+def activate_forgotten(shards: ShardSet, event_id: str) -> int:
+    """The replay met the control event ``event_id`` shredded: the tombstones a retention pass of that id made
+    in the source, carried pending for an erasure that took them over, refuse from here on in every shard (the
+    replay's runtime is idle: everything published before the event is derived). Returns how many."""
+    at = datetime.now(UTC).isoformat()
+    count = 0
+    for partition in range(shards.partitions):
+        with shards.get(partition).transaction() as tx:
+            count += len(tx.activate_forgotten(event_id, at=at))
+    return count
 
 
 def copy_llm_cache(source: Path, target: ShardSet) -> int:
@@ -84,5 +103,6 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
             carry_erasures(source, deployment.shards, forgets=partial, pending=not partial)
         if progress:
             progress("events", len(records))
-        processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress)
+        processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress,
+                                         shredded=lambda event_id: activate_forgotten(deployment.shards, event_id))
     return ReplaySummary(len(records), processed, time.perf_counter() - start)

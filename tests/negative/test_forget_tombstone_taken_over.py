@@ -42,3 +42,28 @@ async def test_a_forgets_tombstone_an_erasure_took_over_refuses_in_a_replay_as_i
     taken = rows(s.data_dir, "SELECT reason FROM tombstones WHERE reason NOT LIKE ?", (f"{FORGOTTEN_PREFIX}%",))
     assert taken, "the erasure took the forget's tombstone of s1's message over"
     await replayed_equal(s, tmp_path / "replayed")
+
+
+async def test_a_forget_whose_own_event_the_erasure_of_its_agent_shredded_still_refuses_in_a_replay(
+        settings: Settings, tmp_path: Path) -> None:
+    """Seed 309 itself: retention forgot agent a's message, another agent of the same user said it again and
+    was refused, and then agent a was erased — which destroyed the key of the retention pass's own control
+    event (a's scope). A replay never applies that pass; it met the other agent's re-statement with the
+    tombstone still pending and stored it. Now the tombstone names the pass's control event, whose id travels
+    in the clear (``altm-event-id``), and the replay makes it refuse where it meets that event shredded."""
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0,
+                                    "retired_key_grace_s": 0.0, "retention_tombstones": True})
+    other = SCOPE.model_copy(update={"agent_id": "reviewer"})
+    async with store_with(s, TURNS) as (rt, app):
+        assert await app.admin.retention(datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)) > 0
+        await rt.run_until_idle()
+        await rt.publish([make_turn(3, AGAIN, scope=other, session="s3")])  # the other agent says it again
+        await rt.run_until_idle()
+        refused = rows(s.data_dir, "SELECT reason FROM rejections")
+        assert refused and all(FORGOTTEN_PREFIX in str(r["reason"]) for r in refused), refused
+        await app.erase(SCOPE, "agent")
+        await rt.run_until_idle()
+    forgot = rows(s.data_dir, "SELECT forgotten_by FROM tombstones WHERE agent_id=? AND forgotten_by IS NOT NULL",
+                  (SCOPE.agent_id,))
+    assert forgot, "the erasure of the agent took the forget's tombstones over, naming the pass"
+    await replayed_equal(s, tmp_path / "replayed")

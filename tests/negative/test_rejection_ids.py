@@ -38,3 +38,23 @@ async def test_a_review_of_a_rejection_decides_the_same_rejection_in_a_replay(se
     assert rows(s.data_dir, "SELECT review_status FROM rejections WHERE proposal_id=?",
                 (s2["proposal_id"],)) == [{"review_status": "dismissed"}]
     await replayed_equal(s, tmp_path / "replayed")
+
+
+async def test_a_decision_about_a_rejection_an_erasure_removed_is_void(settings: Settings, tmp_path: Path) -> None:
+    """The erasure of the agent whose proposal was refused removes the rejection; a decision that names it
+    afterwards (or, in a replay, before, where the erased records no longer open and the rejection is never
+    made) is void. Before, it was refused as naming no rejection, and its refusal waited in the review queue."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    async with store_with(s, [make_turn(1, ERASED, scope=CODER, session="s0")]) as (rt, app):
+        await app.erase(CODER, "agent")
+        await rt.run_until_idle()
+        await rt.publish([make_turn(20, LATER, scope=REVIEWER, session="s2")])
+        await rt.run_until_idle()
+        (item,) = app.review_queue(REVIEWER)["rejections"][:1]
+        await app.erase(REVIEWER, "agent")
+        await rt.run_until_idle()
+        assert not rows(s.data_dir, "SELECT 1 FROM rejections")
+        await app.review_decide(REVIEWER, item["item_id"], "reject")
+        await rt.run_until_idle()
+    assert not rows(s.data_dir, "SELECT reason FROM rejections"), "the decision about the erased rejection was refused"
+    await replayed_equal(s, tmp_path / "replayed")

@@ -51,3 +51,20 @@ async def test_control_events_sent_while_turns_are_on_their_way_replay_to_the_sa
     async with store_with(s, first_turns(seed)) as (rt, app):
         await play(seed, rt, app, s.data_dir, overlap=True)
     await replayed_equal(s, tmp_path / "replayed")
+
+
+@pytest.mark.parametrize("seed", [309])
+async def test_what_an_agent_erasure_shredded_replays_to_the_same_state(
+        settings: Settings, tmp_path: Path, seed: int) -> None:
+    """Seed 309: retention forgot a coder message and its tombstone refused a reviewer's re-statement, a review
+    dismissed a rejection of the coder's, and then the coder agent was erased, which destroyed the keys of the
+    retention pass's control event and of what the rejection came from. The replay never applied that pass (its
+    tombstone, carried pending, let the re-statement in) and never made that rejection (the decision was refused
+    as naming none). Now the pass's tombstones name its control event, whose id travels in the clear, and the
+    replay makes them refuse where it meets it shredded; an erasure remembers the review items it removed, and a
+    decision that names one is void (``tests/negative/test_forget_tombstone_taken_over.py``)."""
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0,
+                                    "retired_key_grace_s": 0.0, "retention_tombstones": seed % 2 == 1})
+    async with store_with(s, first_turns(seed)) as (rt, app):
+        await play(seed, rt, app, s.data_dir)
+    await replayed_equal(s, tmp_path / "replayed")

@@ -228,7 +228,7 @@ def guard_key_id(key: bytes) -> str:
 
 
 def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str, keys: GuardKeys | None = None,
-         erasure_id: str | None = None) -> BuriedContent:
+         erasure_id: str | None = None, forgotten_by: str | None = None) -> BuriedContent:
     """Leave a tombstone for ``row`` (erased or forgotten): its id, its hash and its keyed shingle hashes, and
     the erasure that made it (its proposal's id). Returns it as the log carries it (see :class:`altm.core.Burial`)."""
     key = guard_key_of(tx, f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}", keys)
@@ -236,10 +236,11 @@ def bury(tx: ShardTx, row: MemoryRow, *, reason: str, at: str, keys: GuardKeys |
     value, shingled, termed = value_hash(key, content), keyed_shingles(key, content), keyed_terms(key, content)
     special = distinctive(content)
     tid = tx.tombstone(row, reason=reason, at=at, value_hash=value, shingle_hashes=shingled, term_hashes=termed,
-                       distinctive=special, erasure_id=erasure_id)
+                       distinctive=special, erasure_id=erasure_id, forgotten_by=forgotten_by)
     return BuriedContent(tombstone_id=tid, agent_id=row["agent_id"], memory_id=row["memory_id"], layer=row["layer"],
                          value_hash=value, shingle_hashes=tuple(sorted(shingled)), term_hashes=tuple(sorted(termed)),
-                         distinctive=special, reason=reason, at=at, erasure_id=erasure_id)
+                         distinctive=special, reason=reason, at=at, erasure_id=erasure_id,
+                         forgotten_by=forgotten_by, forgotten_reason=reason if forgotten_by is not None else None)
 
 
 def hash_legacy_tombstones(tx: ShardTx, *, at: str, keys: GuardKeys | None = None) -> int:

@@ -43,7 +43,8 @@ def carry_burial(tx: ShardTx, p: BuryProposal, ctx: OpContext) -> Applied:
                 "normalised_text": "", "reason": tomb.reason, "at": tomb.at, "memory_id": tomb.memory_id,
                 "layer": tomb.layer, "shingle_hashes": _json_list(tomb.shingle_hashes),
                 "distinctive": int(tomb.distinctive), "term_hashes": _json_list(tomb.term_hashes),
-                "erasure_id": tomb.erasure_id},
+                "erasure_id": tomb.erasure_id, "forgotten_by": tomb.forgotten_by,
+                "forgotten_reason": tomb.forgotten_reason},
                 at=ctx.now, actor="writer", proposal_id=p.event_id)
         elif not _holds(held, tomb):
             tx.add_tombstone_hashes(tomb.tombstone_id, frozenset(tomb.shingle_hashes), frozenset(tomb.term_hashes),

@@ -77,7 +77,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
             continue
         if retention.tombstone:
             buried.append(bury(tx, row, reason=f"{FORGOTTEN_PREFIX}{retention.reason}", at=ctx.now,
-                               keys=ctx.guard_keys))
+                               keys=ctx.guard_keys, forgotten_by=p.cause_event_id))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
     if not forgotten:
