@@ -125,15 +125,20 @@ class Lane:
         """Whether the lane has records of ``partition`` queued or a batch of it in flight."""
         return partition in self._current_parts or self.queued(partition) > 0
 
-    def first_mark(self, partition: int) -> tuple[int, int] | None:
-        """(offset, mark) of the first record of ``partition`` the lane has queued or in flight that ``marker``
-        marks, or None."""
+    def marks(self, partition: int) -> Sequence[tuple[int, int]]:
+        """(offset, mark) of the records of ``partition`` the lane has queued or in flight that ``marker`` marks,
+        in offset order."""
         marks = self._marks.get(partition)
         if not marks:
-            return None
+            return ()
         done = self.done.get(partition)
         while marks and done is not None and marks[0][0] < done:
             marks.popleft()
+        return marks
+
+    def first_mark(self, partition: int) -> tuple[int, int] | None:
+        """The first of ``marks``, or None."""
+        marks = self.marks(partition)
         return marks[0] if marks else None
 
     def wake(self) -> None:

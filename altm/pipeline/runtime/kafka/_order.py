@@ -77,7 +77,8 @@ class LaneOrder:
     """The gates of the capture lane and the control lanes, moved by ``tick``."""
 
     def __init__(self, capture: Lane | None, control: Sequence[Lane], deriving: Sequence[Lane], *,
-                 ends: Ends, handled: Handled, positions: Positions, owned: Callable[[], set[int]]) -> None:
+                 ends: Ends, handled: Handled, positions: Positions, owned: Callable[[], set[int]],
+                 ready: Callable[[int], bool] = lambda partition: True) -> None:
         self.capture = capture
         self.control = list(control)
         self.deriving = list(deriving)  # the lanes whose work must be done before an event is taken up
@@ -85,6 +86,7 @@ class LaneOrder:
         self._handled = handled
         self._positions = positions
         self._owned = owned
+        self._ready = ready  # a partition being restored: its bounds do not run
         self._parts: dict[int, _Partition] = {}
         # partition -> [first turns offset of a fetch, the control end asked after it (None: not yet)], in order
         self._needs: dict[int, deque[_Need]] = {}
@@ -96,9 +98,12 @@ class LaneOrder:
     # the lanes' gates (synchronous: a lane asks before every take)
 
     def pending(self, partition: int) -> tuple[int, int] | None:
-        """(offset, mark) of the first marked control event of ``partition`` some control lane has not handled."""
-        marks = [m for lane in self.control if (m := lane.first_mark(partition)) is not None]
-        return min(marks, default=None)
+        """(offset, mark) of the first marked control event of ``partition`` some control lane has not handled,
+        of those not given up (a lane that keeps failing on one holds neither the turns nor the other lanes)."""
+        state = self._parts.get(partition)
+        given_up = state.given_up if state is not None else set()
+        firsts = (next((m for m in lane.marks(partition) if m[0] not in given_up), None) for lane in self.control)
+        return min((m for m in firsts if m is not None), default=None)
 
     def control_gate(self, partition: int) -> int | None:
         """A control lane takes the events before the pending one, and it once it may be taken up."""
@@ -120,7 +125,7 @@ class LaneOrder:
         if state is not None and state.settling is not None:
             gates.append(state.settling[0])
         pending = self.pending(partition)
-        if pending is not None and (state is None or pending[0] not in state.given_up):
+        if pending is not None:
             gates.append(pending[1])
         return min(gates, default=None)
 
@@ -227,6 +232,14 @@ class LaneOrder:
 
     def _step(self, partition: int, derived: Callable[[int, int], bool], now: float) -> bool:
         state = self._parts.setdefault(partition, _Partition())
+        if not self._ready(partition):  # restoring: no lane of it may take anything, and no bound runs
+            state.seen = dict.fromkeys(state.seen, now)
+            state.settling_since = now
+            return False
+        still = {o for lane in self.control for o, _ in lane.marks(partition)}
+        state.given_up &= still  # forgotten once every lane has handled it
+        if state.taking is not None and state.taking[0] in state.given_up:
+            state.taking = None
         moved = False
         if state.taking is not None and all(
                 lane.done.get(partition, -1) > state.taking[0] for lane in self.control):
@@ -240,7 +253,6 @@ class LaneOrder:
             moved = True
         pending = self.pending(partition)
         state.seen = {o: t for o, t in state.seen.items() if pending is not None and o == pending[0]}
-        state.given_up &= set(state.seen)
         if pending is None:
             state.taking = None
             return moved
@@ -250,31 +262,31 @@ class LaneOrder:
             state.taking = pending
             self.taken_up += 1
             moved = True
-        if now - since >= GIVE_UP_S and pending[0] not in state.given_up:
+        if now - since >= GIVE_UP_S:
             state.given_up.add(pending[0])
-            log.error("control event of partition %d at offset %d has not been taken up for %.0f s (its lanes "
-                      "fail on it): the turns after it are no longer held back", partition, pending[0], GIVE_UP_S)
+            state.taking = None if state.taking == pending else state.taking
+            log.error("control event of partition %d at offset %d has not been handled by every control lane "
+                      "%.0f s after its partition was ready (a lane fails on it): the turns and the control events "
+                      "after it are no longer held back", partition, pending[0], GIVE_UP_S)
             moved = True
         return moved
 
     async def _derived(self, partitions: list[int]) -> Callable[[int, int], bool]:
         """``derived(p, mark)``: capture has handled the turns of ``p`` before ``mark``, and every deriving lane
         has nothing of ``p`` queued or in flight and has handled all the log holds of it now."""
-        tps = [TopicPartition(lane.topic, p) for lane in self.deriving for p in partitions]
-        ends = await self._ends(tps) if tps else {}
-        caught_up: dict[int, bool] = {}
-        for p in partitions:
-            ok = True
-            for lane in self.deriving:
-                tp = TopicPartition(lane.topic, p)
-                if lane.busy_with(p) or await self._handled(lane, tp) < ends.get(tp, 0):
-                    ok = False
-                    break
-            caught_up[p] = ok
+        # what the lanes have handled is read before the log's ends are asked: a batch that ends meanwhile
+        # published outputs the ends may not count
+        idle = {p: not any(lane.busy_with(p) for lane in self.deriving) for p in partitions}
+        handled = {(i, p): await self._handled(lane, TopicPartition(lane.topic, p))
+                   for i, lane in enumerate(self.deriving) for p in partitions}
         captured: dict[int, int] = {}
         if self.capture is not None:
             for p in partitions:
                 captured[p] = await self._handled(self.capture, TopicPartition(self.capture.topic, p))
+        tps = [TopicPartition(lane.topic, p) for lane in self.deriving for p in partitions]
+        ends = await self._ends(tps) if tps else {}
+        caught_up = {p: idle[p] and all(handled[(i, p)] >= ends.get(TopicPartition(lane.topic, p), 0)
+                                        for i, lane in enumerate(self.deriving)) for p in partitions}
 
         def derived(partition: int, mark: int) -> bool:
             return caught_up.get(partition, False) and (self.capture is None or captured.get(partition, -1) >= mark)

@@ -112,7 +112,7 @@ class KafkaRuntime:
         self.order = LaneOrder(capture, [lane for lane in self.lanes if lane.topic == control],
                                [lane for lane in self.lanes if lane.topic != control and lane is not capture],
                                ends=self._end_offsets, handled=self._handled, positions=self._positions,
-                               owned=lambda: self._owned(Topic.CONTROL))
+                               owned=lambda: self._owned(Topic.CONTROL), ready=self._is_ready)
         self._by_topic: dict[str, list[Lane]] = {}
         for lane in self.lanes:
             self._by_topic.setdefault(lane.topic, []).append(lane)
