@@ -14,7 +14,7 @@ import orjson
 from pydantic import ValidationError
 
 from altm.app._input_file import IngestMarker, InputReader
-from altm.bus import Bus, OutgoingRecord, TopicPartition, dead_letter_record, host_record, marked
+from altm.bus import Bus, OutgoingRecord, TopicPartition, dead_letter_record, host_record, publish_marked
 from altm.core import (
     ControlEvent,
     DecodeError,
@@ -120,7 +120,7 @@ async def publish_file(
     pending: list[OutgoingRecord] = []
 
     async def flush(reader: InputReader) -> None:
-        await bus.publish_many(await marked(bus, settings.topic_prefix, pending))  # control events: their turns
+        await publish_marked(bus, settings.topic_prefix, pending)  # control events: their turns
         summary.published += sum(1 for r in pending if not r.topic.endswith("dlq"))
         pending.clear()
         if marker is not None:

@@ -16,6 +16,7 @@ from altm.bus._order import (
     awaiting_turns_end,
     marked,
     needs_turns_end,
+    publish_marked,
     turns_end,
     with_turns_end,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "marked",
     "needs_turns_end",
     "pack_headers",
+    "publish_marked",
     "source_header",
     "source_ms",
     "trace_context",

@@ -90,3 +90,17 @@ async def marked(bus: Bus, prefix: str, records: Sequence[OutgoingRecord]) -> li
             rec = with_turns_end(rec, ahead[p])
         out.append(rec)
     return out
+
+
+async def publish_marked(bus: Bus, prefix: str, records: Sequence[OutgoingRecord]) -> None:
+    """``records`` (host records) published with their turns ends (``marked``), each control event that orders
+    derivation acknowledged before anything after it is sent: a turn sent after it is never on the log first
+    (on Kafka, records of two topics are not ordered otherwise)."""
+    out = await marked(bus, prefix, records)
+    start = 0
+    for i, rec in enumerate(out):
+        if turns_end(rec) is not None:
+            await bus.publish_many(out[start:i + 1])
+            start = i + 1
+    if start < len(out):
+        await bus.publish_many(out[start:])

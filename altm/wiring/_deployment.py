@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 
 from altm.app import MemoryApp, Publisher
-from altm.bus import Bus, host_record, marked
+from altm.bus import Bus, host_record, publish_marked
 from altm.bus.embedded import EmbeddedLog
 from altm.bus.kafka import KafkaBus, PartitionReader, parse_broker_url
 from altm.bus.sealing import SealedBus
@@ -249,7 +249,7 @@ def _publisher(settings: Settings, bus: Bus, read_only: bool) -> Publisher:
         if read_only:
             raise ReadOnlyError("this deployment was opened read-only: it cannot publish")
         records = [host_record(settings, e) for e in events]
-        await bus.publish_many(await marked(bus, settings.topic_prefix, records))
+        await publish_marked(bus, settings.topic_prefix, records)
 
     return publish
 

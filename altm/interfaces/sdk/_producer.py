@@ -14,8 +14,8 @@ erasure cannot shred them from the topics.
 
 A control event that orders derivation (an erasure, a retention pass, a rollback: :mod:`altm.bus._order`)
 carries the turns topic's end offset of its partition when it is delivered: the turns sent before it are
-acknowledged first, then the end is asked of the broker, so the workers apply it after those turns and before
-the ones sent after it.
+acknowledged first, then the end is asked of the broker, and nothing after it is sent before it is acknowledged,
+so the workers apply it after those turns and before the ones sent after it.
 """
 
 from __future__ import annotations
@@ -164,11 +164,14 @@ class HostProducer:
         try:
             for seq, rec in rows:  # in outbox order: per key (and partition) order is kept
                 part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
-                if needs_turns_end(rec):
+                marking = needs_turns_end(rec)
+                if marking:
                     rec = await self._marked(rec, part, sent)
                 sent.append((seq, part, await producer.send(
                     rec.topic, value=rec.value, key=rec.key.encode() if rec.key is not None else None,
                     partition=part, headers=list(rec.headers) or None)))
+                if marking:  # acknowledged before anything after it is sent: a retry marks it again, and a
+                    await sent[-1][2]  # turn sent after it is never on the log before it
         finally:
             outcomes = await asyncio.gather(*(fut for _, _, fut in sent), return_exceptions=True)
             failed: set[int] = set()

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from aiokafka.errors import KafkaTimeoutError
 
-from altm.core import Scope, partition_for
+from altm.bus import OutgoingRecord, turns_end
+from altm.core import ControlAction, ControlEvent, Scope, partition_for
 from altm.interfaces.sdk import HostProducer
-from tests.support.turns import make_turn
+from tests.support.turns import T0, make_turn
 
 A = Scope(tenant_id="t", workspace_id="w", user_id="a", agent_id="x")
 B = next(Scope(tenant_id="t", workspace_id="w", user_id=f"b{i}", agent_id="x") for i in range(100)
@@ -59,4 +60,54 @@ async def test_a_partly_acknowledged_batch_is_not_sent_again(tmp_path: Path, mon
         sum(b"a-0" in v for v in flaky.sent)]
     assert sends == [1, 1, 1, 1]  # acknowledged records went out once
     assert sum(b"a-1" in v for v in flaky.sent) == 2  # the failed one again, then a-2 after it, in order
+    producer._outbox.close()
+
+
+# Found by a review: the erasure's send failed and the turn sent after it was acknowledged; the retry marked the
+# erasure after that turn (which it then erased) and sent the turn a second time.
+
+
+class _Broker:
+    """Records per topic; the control topic fails once (a request timeout, e.g. its leader moving)."""
+
+    def __init__(self) -> None:
+        self.logs: dict[str, list[tuple[bytes, tuple[tuple[str, bytes], ...]]]] = {}
+        self.fail_control = 1
+
+    async def send(self, topic: str, *, value: bytes, key: bytes | None, partition: int,
+                   headers: list[tuple[str, bytes]] | None = None) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if topic.endswith("control") and self.fail_control:
+            self.fail_control -= 1
+            fut.set_exception(KafkaTimeoutError("no ack"))
+        else:
+            self.logs.setdefault(topic, []).append((value, tuple(headers or ())))
+            fut.set_result(None)
+        return fut
+
+
+async def test_a_turn_sent_after_an_erasure_stays_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    producer = HostProducer("kafka://127.0.0.1:9", tmp_path / "outbox.db", partitions=1)
+    erase = ControlEvent(event_id="ctl_erase", scope=A, timestamp=T0, action=ControlAction.ERASE,
+                         payload={"target": "agent", "reason": "asked"})
+    await producer.publish_many([erase])
+    await producer.publish_many([make_turn(1, "sent after the erasure", scope=A)])
+    broker = _Broker()
+
+    async def ensure() -> _Broker:
+        return broker
+
+    async def end(partition: int) -> int:
+        return len(broker.logs.get("altm.turns", []))
+
+    monkeypatch.setattr(producer, "_ensure_producer", ensure)
+    monkeypatch.setattr(producer, "_turns_end", end)
+    with pytest.raises(KafkaTimeoutError):
+        await producer._send(producer._outbox.oldest(10))
+    while producer.pending():
+        await producer._send(producer._outbox.oldest(10))
+    (_, headers), = broker.logs["altm.control"]
+    mark = turns_end(OutgoingRecord("altm.control", b"", headers=headers))
+    assert mark == 0, f"the turn the host sent after the erasure is at offset 0, before the erasure's mark {mark}"
+    assert len(broker.logs["altm.turns"]) == 1  # and it was sent once
     producer._outbox.close()
