@@ -14,7 +14,7 @@ from datetime import datetime
 
 import orjson
 
-from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, event_id_of, marked
+from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, event_ref_of, marked
 from altm.bus.sealing import SEALED_BY_HEADER, SealedBus, is_shredded
 from altm.core import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
@@ -99,8 +99,9 @@ def _field(record: Record, name: str) -> str | None:
 async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix: str,
                          progress: Progress | None = None, shredded: Callable[[str], object] | None = None) -> int:
     """Publish host events in their original order. A control event (a decision about the state of its
-    time) is applied once everything published before it has been derived, as it was originally; one that
-    no longer opens (an erasure destroyed its key) is handed to ``shredded`` by its id at that point."""
+    time) is applied once everything published before it has been derived, as it was originally; a retention
+    pass that no longer opens (an erasure destroyed its key) is handed to ``shredded`` by its ref at that
+    point (``altm.bus.EVENT_REF_HEADER``)."""
     control = topic_name(Topic.CONTROL, prefix)
     processed = 0
     pending: list[OutgoingRecord] = []
@@ -115,8 +116,8 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
                 await publish()
             processed += await runtime.run_until_idle(progress=progress)
             if is_shredded(rec):  # nothing to apply: only where it was, and which it was
-                if shredded is not None and (event_id := event_id_of(rec)) is not None:
-                    shredded(event_id)
+                if shredded is not None and (ref := event_ref_of(rec)) is not None:
+                    shredded(ref)
                 continue
         pending.append(OutgoingRecord(rec.topic, rec.value, key=rec.key, partition=rec.partition,
                                       headers=tuple(h for h in rec.headers

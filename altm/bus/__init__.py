@@ -22,13 +22,13 @@ from altm.bus._order import (
 )
 from altm.bus._records import (
     CHANGE_HEADER,
-    EVENT_ID_HEADER,
+    EVENT_REF_HEADER,
     LINEAGE_HEADER,
     SOURCE_MS_HEADER,
     change_header,
     change_marker,
     dead_letter_record,
-    event_id_of,
+    event_ref_of,
     host_record,
     lineage_headers,
     lineage_of,
@@ -42,7 +42,7 @@ from altm.bus._records import (
 
 __all__ = [
     "CHANGE_HEADER",
-    "EVENT_ID_HEADER",
+    "EVENT_REF_HEADER",
     "LINEAGE_HEADER",
     "SOURCE_MS_HEADER",
     "TURNS_END_HEADER",
@@ -59,7 +59,7 @@ __all__ = [
     "change_header",
     "change_marker",
     "dead_letter_record",
-    "event_id_of",
+    "event_ref_of",
     "host_record",
     "lineage_headers",
     "lineage_of",

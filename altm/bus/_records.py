@@ -9,7 +9,19 @@ from opentelemetry import propagate
 from opentelemetry.context import Context
 
 from altm.bus._base import Headers, OutgoingRecord, Record
-from altm.core import ChangeEvent, ChangeMarker, DeadLetter, Event, Settings, Topic, encode, topic_name
+from altm.core import (
+    ChangeEvent,
+    ChangeMarker,
+    ControlAction,
+    ControlEvent,
+    DeadLetter,
+    Event,
+    Settings,
+    Topic,
+    encode,
+    event_ref,
+    topic_name,
+)
 
 TRACE_HEADERS = ("traceparent", "tracestate")
 """W3C trace context headers: one turn's path through the stages is one trace."""
@@ -17,15 +29,17 @@ TRACE_HEADERS = ("traceparent", "tracestate")
 LINE_HEADER = "altm-line"
 """Header of a record published from file input: the 1-based line it came from, for its dead letters."""
 
-EVENT_ID_HEADER = "altm-event-id"
-"""Header of a control event: its id, in the clear. A replay that meets the event shredded (an erasure destroyed
-its key) still knows which one it was (a retention pass's tombstones name it: ``ShardTx.activate_forgotten``)."""
+EVENT_REF_HEADER = "altm-event-ref"
+"""Header of a retention or compaction pass (a lifecycle control event): ``event_ref`` of its id, in the clear. A
+replay that meets the pass shredded (an erasure destroyed its key) still knows which one it was: the tombstones it
+made name it (``ShardTx.activate_forgotten``). A hash, not the id (a host may choose an id that says what it is
+about); other control events carry none."""
 
 
-def event_id_of(record: Record) -> str | None:
-    """The control event id ``record`` carries in the clear (:data:`EVENT_ID_HEADER`), or None."""
+def event_ref_of(record: Record) -> str | None:
+    """The ref a lifecycle control event's record carries in the clear (:data:`EVENT_REF_HEADER`), or None."""
     for name, value in record.headers:
-        if name == EVENT_ID_HEADER:
+        if name == EVENT_REF_HEADER:
             return value.decode("ascii", errors="replace")
     return None
 
@@ -50,8 +64,8 @@ def host_record(settings: Settings, event: Event, *, line: int | None = None) ->
     if topic is None:
         raise ValueError(f"hosts publish turn and control events, not {event.event_type!r}")
     headers = (((LINE_HEADER, str(line).encode()),) if line is not None else ()) + trace_headers()
-    if event.event_type == "control":
-        headers += ((EVENT_ID_HEADER, event.event_id.encode()),)
+    if isinstance(event, ControlEvent) and event.action is ControlAction.LIFECYCLE:
+        headers += ((EVENT_REF_HEADER, event_ref(event.event_id).encode()),)
     return OutgoingRecord(topic_name(topic, settings.topic_prefix), encode(event), key=event.key, headers=headers)
 
 

@@ -43,7 +43,7 @@ from altm.core.governance import (
     tombstone_id,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
-from altm.core.ids import content_hash, derive_id, normalise_text, sha256_hex
+from altm.core.ids import content_hash, derive_id, event_ref, normalise_text, sha256_hex
 from altm.core.memory import (
     Kind,
     Layer,
@@ -155,6 +155,7 @@ __all__ = [
     "derive_id",
     "describe_validation_error",
     "encode",
+    "event_ref",
     "murmur2",
     "normalise_text",
     "original_text",

@@ -28,3 +28,9 @@ def derive_id(prefix: str, *parts: str) -> str:
     """A short stable id ``<prefix>_<32 hex>`` from ordered parts (joined unambiguously)."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return f"{prefix}_{digest[:32]}"
+
+
+def event_ref(event_id: str) -> str:
+    """What a retention pass's tombstones and its record's clear header (``altm-event-ref``) name it by: a hash
+    of its control event's id, which a host may have chosen (and which may say what it is about)."""
+    return derive_id("ref", event_id)

@@ -453,7 +453,7 @@ class ShardTx:
         return sorted({str(m) for _, m, *_ in found if m is not None})
 
     def activate_forgotten(self, forgotten_by: str, *, at: str) -> list[str]:
-        """A replay meets the retention pass ``forgotten_by`` (a control event) shredded: the tombstones it made
+        """A replay meets the retention pass ``forgotten_by`` (``event_ref`` of its id) shredded: the tombstones it made
         in the source, carried pending for the erasure that took them over later, refuse from now on, as the
         source's did between the two (:meth:`activate_tombstones` meets them already active). Returns their ids."""
         found = [(str(r[0]), str(r[1]), r[2]) for r in self._db.execute(
@@ -881,7 +881,7 @@ class ShardTx:
             sent = {"session": (scope.agent_id, erasure.session_id), "agent": (scope.agent_id, None),
                     "user": (None, None)}[erasure.target]
             for row_id, payload in self._rejections_sent(home, *sent):
-                self.erase_rejection(row_id, payload, at=at, proposal_id=proposal_id)
+                self.erase_rejection(row_id, payload, "/".join(map(str, home)), at=at, proposal_id=proposal_id)
         kept = sorted(taken - set(memory_ids))
         for mid in kept:
             self._renumber_signals(mid, at=at, proposal_id=proposal_id)
@@ -942,24 +942,25 @@ class ShardTx:
             args.append(session)
         return [(int(r[0]), str(r[1])) for r in self._db.execute(where, args)]
 
-    def erase_rejection(self, row_id: int, payload: str, *, at: str, proposal_id: str) -> None:
-        """One rejection an erasure removes, audited by the hash of its payload; a review decision that names it
-        later is void (:meth:`item_erased`)."""
+    def erase_rejection(self, row_id: int, payload: str, home: str, *, at: str, proposal_id: str) -> None:
+        """One rejection of ``home``'s an erasure removes, audited by the hash of its payload; a review decision
+        of that home that names it later is void (:meth:`item_erased`)."""
         found = self._db.execute("SELECT proposal_id FROM rejections WHERE rejection_id=?", (row_id,)).fetchone()
         if found is not None and found[0] is not None:
-            self.carry_erased_item(rejection_item(row_id, str(found[0])), proposal_id)
+            self.carry_erased_item(rejection_item(row_id, str(found[0])), home, proposal_id)
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="rejections",
                     target_id=str(row_id), old={"redacted_sha256": sha256_hex(payload)}, new=None)
         self._db.execute("DELETE FROM rejections WHERE rejection_id=?", (row_id,))
 
-    def carry_erased_item(self, item_id: str, erasure_id: str) -> None:
-        """Remember that an erasure removed the review item ``item_id`` (made here, or carried by a replay)."""
-        self._db.execute("INSERT OR IGNORE INTO erased_items (item_id, erasure_id) VALUES (?, ?)",
-                         (item_id, erasure_id))
+    def carry_erased_item(self, item_id: str, home: str, erasure_id: str) -> None:
+        """Remember that an erasure removed ``home``'s review item ``item_id`` (here, or in a replay's source)."""
+        self._db.execute("INSERT OR IGNORE INTO erased_items (item_id, home, erasure_id) VALUES (?, ?, ?)",
+                         (item_id, home, erasure_id))
 
-    def item_erased(self, item_id: str) -> bool:
-        """Whether an erasure removed the review item ``item_id`` (here, or in the source of a replay)."""
-        return self._db.execute("SELECT 1 FROM erased_items WHERE item_id=?", (item_id,)).fetchone() is not None
+    def item_erased(self, item_id: str, home: str) -> bool:
+        """Whether an erasure removed ``home``'s review item ``item_id`` (here, or in the source of a replay)."""
+        return self._db.execute("SELECT 1 FROM erased_items WHERE item_id=? AND home=?",
+                                (item_id, home)).fetchone() is not None
 
     def drop_earlier_refusals(self, memory_id: str, *, at: str, proposal_id: str) -> int:
         """The pending rejections of earlier versions of ``memory_id``, a memory recomputed whole (a session
@@ -1014,7 +1015,7 @@ class ShardTx:
                     chunk).fetchall():
                 value = str(text or "")
                 if any(mid in value or mid in str(memory_id or "") for mid in erased):
-                    self.erase_rejection(int(row_id), value, at=at, proposal_id=proposal_id)
+                    self.erase_rejection(int(row_id), value, "/".join(map(str, home)), at=at, proposal_id=proposal_id)
         released = self.release_superseded(scope, sorted(erased), at=at, proposal_id=proposal_id, actor="writer")
         self._drop_held_actions_naming(home, erased, at=at, proposal_id=proposal_id)
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
@@ -1079,7 +1080,8 @@ class ShardTx:
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table=table,
                     target_id=target_id if target_id is not None else str(row[key]), old=redacted(row), new=None)
         if table == "held_actions":  # a review decision that names it later is void
-            self.carry_erased_item(str(row[key]), proposal_id)
+            self.carry_erased_item(str(row[key]), f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}",
+                                   proposal_id)
         if delete:
             self._db.execute(f"DELETE FROM {table} WHERE {key}=?", (row[key],))
 

@@ -181,7 +181,7 @@ class ErasureRows:
 
     tombstones: list[dict[str, Any]]
     guard_keys: list[tuple[str, bytes]]  # (home, key)
-    items: list[tuple[int, str, str]]  # (partition, review item id, erasure id) of the review items erased
+    items: list[tuple[int, str, str, str]]  # (partition, review item id, home, erasure id) of the items erased
 
 
 def erasure_rows(data_dir: Path) -> ErasureRows:
@@ -192,12 +192,14 @@ def erasure_rows(data_dir: Path) -> ErasureRows:
     for partition, path in shard_files(data_dir):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         conn.row_factory = sqlite3.Row
-        try:
-            out.tombstones.extend(dict(r) for r in conn.execute(
-                f"SELECT {', '.join(TOMBSTONE_COLUMNS)} FROM tombstones"))
+        try:  # a shard of an older version has fewer columns (NULL) and no erased items
+            have = {str(r[1]) for r in conn.execute("PRAGMA table_info(tombstones)")}
+            picked = ", ".join(c if c in have else f"NULL AS {c}" for c in TOMBSTONE_COLUMNS)
+            out.tombstones.extend(dict(r) for r in conn.execute(f"SELECT {picked} FROM tombstones"))
             out.guard_keys.extend((str(r[0]), bytes(r[1])) for r in conn.execute("SELECT home, key FROM guard_keys"))
-            out.items.extend((partition, str(r[0]), str(r[1])) for r in conn.execute(
-                "SELECT item_id, erasure_id FROM erased_items"))
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='erased_items'").fetchone():
+                out.items.extend((partition, str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
+                    "SELECT item_id, home, erasure_id FROM erased_items"))
         finally:
             conn.close()
     return out

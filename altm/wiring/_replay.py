@@ -40,7 +40,7 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pend
     for row in tombstones:
         home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
         by_partition.setdefault(partition_for(home, target.partitions), ([], []))[1].append(row)
-    for partition, _, _ in erased.items:
+    for partition, *_ in erased.items:
         by_partition.setdefault(partition, ([], []))
     for partition, (shard_keys, shard_tombstones) in sorted(by_partition.items()):
         with target.get(partition).transaction() as tx:  # one transaction per shard
@@ -48,20 +48,20 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pend
                 tx.carry_guard_key(home, key)
             for row in shard_tombstones:
                 tx.carry_tombstone(row, at=at, pending=pending)
-            for _, item_id, erasure_id in (i for i in erased.items if i[0] == partition):
-                tx.carry_erased_item(item_id, erasure_id)
+            for _, item_id, home, erasure_id in (i for i in erased.items if i[0] == partition):
+                tx.carry_erased_item(item_id, home, erasure_id)
     return len(tombstones)
 
 
-def activate_forgotten(shards: ShardSet, event_id: str) -> int:
-    """The replay met the control event ``event_id`` shredded: the tombstones a retention pass of that id made
-    in the source, carried pending for an erasure that took them over, refuse from here on in every shard (the
-    replay's runtime is idle: everything published before the event is derived). Returns how many."""
+def activate_forgotten(shards: ShardSet, ref: str) -> int:
+    """The replay met the retention pass ``ref`` (``altm.core.event_ref`` of its id) shredded: the tombstones it
+    made in the source, carried pending for an erasure that took them over, refuse from here on in every shard
+    (the replay's runtime is idle: everything published before the pass is derived). Returns how many."""
     at = datetime.now(UTC).isoformat()
     count = 0
     for partition in range(shards.partitions):
         with shards.get(partition).transaction() as tx:
-            count += len(tx.activate_forgotten(event_id, at=at))
+            count += len(tx.activate_forgotten(ref, at=at))
     return count
 
 
@@ -104,5 +104,5 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
         if progress:
             progress("events", len(records))
         processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress,
-                                         shredded=lambda event_id: activate_forgotten(deployment.shards, event_id))
+                                         shredded=lambda ref: activate_forgotten(deployment.shards, ref))
     return ReplaySummary(len(records), processed, time.perf_counter() - start)

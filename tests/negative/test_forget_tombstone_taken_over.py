@@ -50,7 +50,7 @@ async def test_a_forget_whose_own_event_the_erasure_of_its_agent_shredded_still_
     was refused, and then agent a was erased — which destroyed the key of the retention pass's own control
     event (a's scope). A replay never applies that pass; it met the other agent's re-statement with the
     tombstone still pending and stored it. Now the tombstone names the pass's control event, whose id travels
-    in the clear (``altm-event-id``), and the replay makes it refuse where it meets that event shredded."""
+    in the clear as a hash (``altm-event-ref``), and the replay makes it refuse where it meets that event shredded."""
     s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0,
                                     "retired_key_grace_s": 0.0, "retention_tombstones": True})
     other = SCOPE.model_copy(update={"agent_id": "reviewer"})

@@ -60,7 +60,7 @@ async def test_what_an_agent_erasure_shredded_replays_to_the_same_state(
     dismissed a rejection of the coder's, and then the coder agent was erased, which destroyed the keys of the
     retention pass's control event and of what the rejection came from. The replay never applied that pass (its
     tombstone, carried pending, let the re-statement in) and never made that rejection (the decision was refused
-    as naming none). Now the pass's tombstones name its control event, whose id travels in the clear, and the
+    as naming none). Now the pass's tombstones name it by a ref its record carries in the clear, and the
     replay makes them refuse where it meets it shredded; an erasure remembers the review items it removed, and a
     decision that names one is void (``tests/negative/test_forget_tombstone_taken_over.py``)."""
     s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0,

@@ -31,7 +31,11 @@ class LocalOutbox:
         self._db.executescript(_DDL)
         columns = {str(row[1]) for row in self._db.execute("PRAGMA table_info(outbox)")}
         if "headers" not in columns:  # an outbox file written before records kept their headers
-            self._db.execute("ALTER TABLE outbox ADD COLUMN headers BLOB")
+            try:
+                self._db.execute("ALTER TABLE outbox ADD COLUMN headers BLOB")
+            except sqlite3.OperationalError as exc:  # another process opening it added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     def add(self, records: Sequence[OutgoingRecord]) -> None:
         """Keep ``records`` (all or none) until they are acknowledged."""

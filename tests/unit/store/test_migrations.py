@@ -160,3 +160,36 @@ def test_version_14_keeps_every_tombstone_active_and_naming_no_erasure(tmp_path:
                  "reason, at, memory_id) VALUES ('t1', 't', 'w', 'u', 'h', '', 'session erased: asked', 'then', 'm1')")
     assert migrate(conn) == LATEST_VERSION
     assert conn.execute("SELECT erasure_id, pending FROM tombstones").fetchall() == [(None, 0)]
+
+
+def test_a_replay_reads_the_erasures_of_a_shard_of_an_older_version(tmp_path: Path) -> None:
+    """Found by a review: what a replay carries over was read with the columns and tables of this version, and a
+    data dir of the version before (15) failed with "no such column: forgotten_by"."""
+    from altm.store import erasure_rows
+
+    (tmp_path / "shards").mkdir()
+    conn = sqlite3.connect(tmp_path / "shards" / "shard-0000.db", isolation_level=None)
+    for m in load_migrations()[:15]:
+        conn.executescript(m.sql)
+    conn.execute("INSERT INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
+                 "normalised_text, reason, at, memory_id) VALUES ('tomb_1','t','w','u','a','h','','forgotten: x',"
+                 "'2026-12-01','mem_1')")
+    conn.close()
+    found = erasure_rows(tmp_path)
+    assert [(t["tombstone_id"], t["forgotten_by"]) for t in found.tombstones] == [("tomb_1", None)]
+    assert found.items == []
+
+
+def test_an_erased_review_item_is_erased_for_its_own_home_only(tmp_path: Path) -> None:
+    """A decision of another user naming an item an erasure removed is refused as naming none, as before: it does
+    not learn that the item was erased."""
+    from altm.store import ShardSet
+
+    shards = ShardSet(tmp_path, 1)
+    try:
+        with shards.get(0).transaction() as tx:
+            tx.carry_erased_item("rej_0123", "t/w/dana", "prop_erase")
+            assert tx.item_erased("rej_0123", "t/w/dana")
+            assert not tx.item_erased("rej_0123", "t/w/eve")
+    finally:
+        shards.close()

@@ -99,12 +99,12 @@ def _refusals_lifted(tx: ShardTx, scope: Scope, gone: set[str], p: EraseProposal
             with tx.savepoint():
                 applied = upsert_memory(tx, refused, ctx)
         except Erased:
-            tx.erase_rejection(row_id, payload, at=ctx.now, proposal_id=p.event_id)
+            tx.erase_rejection(row_id, payload, scope.home, at=ctx.now, proposal_id=p.event_id)
             continue
         except Rejection as exc:
             tx.reword_rejection(row_id, str(exc), at=ctx.now, proposal_id=p.event_id)
             continue
-        tx.erase_rejection(row_id, payload, at=ctx.now, proposal_id=p.event_id)
+        tx.erase_rejection(row_id, payload, scope.home, at=ctx.now, proposal_id=p.event_id)
         out.append((refused, applied))
     return tuple(out)
 

@@ -120,7 +120,7 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
 def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
     """Approved: the held action is carried out (a supersession, by this proposal). Rejected: dismissed."""
     action = tx.held_action(decision.item_id)
-    if action is None and tx.item_erased(decision.item_id):
+    if action is None and tx.item_erased(decision.item_id, p.scope.home):
         raise Erased(f"held action {decision.item_id} was erased")
     if action is None or (action["tenant_id"], action["workspace_id"], action["user_id"]) != (
             p.scope.tenant_id, p.scope.workspace_id, p.scope.user_id):
@@ -144,7 +144,7 @@ def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
 def _review_rejection(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
     """A rejected proposal, re-reviewed: approved or dismissed (the proposal itself is not replayed)."""
     row = tx.rejection(decision.item_id)
-    if row is None and tx.item_erased(decision.item_id):
+    if row is None and tx.item_erased(decision.item_id, p.scope.home):
         raise Erased(f"rejection {decision.item_id} was erased")
     if row is None or not _payload_in_home(row["payload"], p.scope.home):
         raise Rejection(f"no rejection {decision.item_id} in scope {p.scope.home}", code="unknown_target")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import orjson
 
-from altm.core import FORGOTTEN_PREFIX, BuriedContent, ChangeStatus, ForgetProposal, MemoryUnit, SignalProposal
+from altm.core import (
+    FORGOTTEN_PREFIX,
+    BuriedContent,
+    ChangeStatus,
+    ForgetProposal,
+    MemoryUnit,
+    SignalProposal,
+    event_ref,
+)
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
@@ -77,7 +85,8 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
             continue
         if retention.tombstone:
             buried.append(bury(tx, row, reason=f"{FORGOTTEN_PREFIX}{retention.reason}", at=ctx.now,
-                               keys=ctx.guard_keys, forgotten_by=p.cause_event_id))
+                               keys=ctx.guard_keys,
+                               forgotten_by=event_ref(p.cause_event_id) if p.cause_event_id else None))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
     if not forgotten:
