@@ -88,7 +88,7 @@ class LaneOrder:
         self._owned = owned
         self._ready = ready  # a partition being restored: its bounds do not run
         self._parts: dict[int, _Partition] = {}
-        # partition -> [first turns offset of a fetch, the control end asked after it (None: not yet)], in order
+        # partition -> the turns fetched that wait for the control topic to be fetched up to an end (in order)
         self._needs: dict[int, deque[_Need]] = {}
         self._asking = asyncio.Event()  # turns were fetched: ``ask`` asks for the control topic's end
         self._ticks = 0
