@@ -1,4 +1,5 @@
 from altm.bus.kafka._bus import (
+    EndOffsets,
     KafkaBus,
     KafkaConsumer,
     PartitionReader,
@@ -9,5 +10,5 @@ from altm.bus.kafka._bus import (
 from altm.bus.kafka._group import GroupMember, Rebalance
 from altm.bus.kafka._keys import KEYS_TOPIC, KafkaKeyStore, KeyTopicMissing
 
-__all__ = ["KEYS_TOPIC", "GroupMember", "KafkaBus", "KafkaConsumer", "KafkaKeyStore", "KeyTopicMissing",
+__all__ = ["KEYS_TOPIC", "EndOffsets", "GroupMember", "KafkaBus", "KafkaConsumer", "KafkaKeyStore", "KeyTopicMissing",
            "PartitionReader", "RangeReader", "Rebalance", "parse_broker_url", "read_range"]

@@ -31,6 +31,40 @@ def parse_broker_url(url: str) -> str:
     return url.removeprefix("kafka://").strip("/")
 
 
+class EndOffsets:
+    """The log's end offsets, asked through one consumer kept for it (made at the first question, stopped with
+    ``stop``): a publisher asks before each control event that orders derivation (``altm.bus._order``)."""
+
+    def __init__(self, bootstrap: str, *, client_id: str) -> None:
+        self.bootstrap = bootstrap
+        self.client_id = client_id
+        self._probe: AIOKafkaConsumer | None = None
+        self._lock = asyncio.Lock()
+
+    async def ask(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        async with self._lock:
+            if self._probe is None:
+                probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                         client_id=self.client_id)
+                try:
+                    await probe.start()
+                except BaseException:
+                    await probe.stop()
+                    raise
+                self._probe = probe
+            try:
+                ends = await self._probe.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])
+            except KafkaError as exc:
+                raise BusError(f"reading end offsets failed: {exc}") from exc
+        return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
+
+    async def stop(self) -> None:
+        if self._probe is not None:
+            with contextlib.suppress(Exception):
+                await self._probe.stop()
+            self._probe = None
+
+
 class KafkaBus(Bus):
     def __init__(self, bootstrap: str, *, client_id: str = "altm") -> None:
         self.bootstrap = parse_broker_url(bootstrap)
@@ -38,8 +72,7 @@ class KafkaBus(Bus):
         self._producer: AIOKafkaProducer | None = None
         self._admin: AIOKafkaAdminClient | None = None
         self._partitions: dict[str, int] = {}
-        self._probe: AIOKafkaConsumer | None = None  # asks for end offsets (``end_offsets``)
-        self._probe_lock = asyncio.Lock()
+        self._ends = EndOffsets(self.bootstrap, client_id=f"{client_id}-offsets")
 
     async def start(self) -> None:
         if self._producer is not None:
@@ -62,10 +95,7 @@ class KafkaBus(Bus):
         self._producer, self._admin = producer, admin
 
     async def stop(self) -> None:
-        if self._probe is not None:
-            with contextlib.suppress(Exception):
-                await self._probe.stop()
-            self._probe = None
+        await self._ends.stop()
         if self._producer is not None:
             await self._producer.stop()
             self._producer = None
@@ -185,23 +215,7 @@ class KafkaBus(Bus):
             await reader.stop()
 
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """The log's end offsets, asked through a consumer kept for it (made at the first call, stopped with the
-        bus): a publisher asks before each batch with a control event that orders derivation."""
-        async with self._probe_lock:
-            if self._probe is None:
-                probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                         client_id=f"{self.client_id}-offsets")
-                try:
-                    await probe.start()
-                except BaseException:
-                    await probe.stop()
-                    raise
-                self._probe = probe
-            try:
-                ends = await self._probe.end_offsets([KafkaTP(tp.topic, tp.partition) for tp in tps])
-            except KafkaError as exc:
-                raise BusError(f"reading end offsets failed: {exc}") from exc
-        return {TopicPartition(k.topic, k.partition): int(v) for k, v in ends.items()}
+        return await self._ends.ask(tps)
 
 
 RANGE_READ_OPTIONS: dict[str, Any] = {"enable_auto_commit": False, "fetch_max_wait_ms": 20}

@@ -27,13 +27,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka import TopicPartition as KafkaTP
+from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from altm.bus import OutgoingRecord, awaiting_turns_end, host_record, needs_turns_end, with_turns_end
+from altm.bus import OutgoingRecord, TopicPartition, awaiting_turns_end, host_record, needs_turns_end, with_turns_end
 from altm.bus.embedded import LocalOutbox, Pending
-from altm.bus.kafka import parse_broker_url
+from altm.bus.kafka import EndOffsets, parse_broker_url
 from altm.bus.sealing import Sealer
 from altm.core import Event, Topic, topic_name
 from altm.core.partitioner import partition_for
@@ -55,7 +54,7 @@ class HostProducer:
         self.sealer = sealer
         self._outbox = LocalOutbox(outbox)
         self._producer: AIOKafkaProducer | None = None
-        self._probe: AIOKafkaConsumer | None = None  # asks for the turns topic's end offsets
+        self._ends = EndOffsets(self.bootstrap, client_id="altm-sdk-offsets")  # the turns topic's, for marks
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
@@ -116,24 +115,12 @@ class HostProducer:
             with contextlib.suppress(Exception):
                 await self._producer.stop()
             self._producer = None
-        if self._probe is not None:
-            with contextlib.suppress(Exception):
-                await self._probe.stop()
-            self._probe = None
+        await self._ends.stop()
 
     async def _turns_end(self, partition: int) -> int:
         """The turns topic's end offset in ``partition`` now."""
-        if self._probe is None:
-            probe = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                     client_id="altm-sdk-offsets")
-            try:
-                await probe.start()
-            except BaseException:
-                await probe.stop()
-                raise
-            self._probe = probe
-        tp = KafkaTP(topic_name(Topic.TURNS, self.settings.topic_prefix), partition)
-        return int((await self._probe.end_offsets([tp]))[tp])
+        tp = TopicPartition(topic_name(Topic.TURNS, self.settings.topic_prefix), partition)
+        return (await self._ends.ask([tp]))[tp]
 
     async def _marked(self, rec: OutgoingRecord, part: int, sent: list[tuple[int, int, Any]]) -> OutgoingRecord:
         """``rec`` with its turns end, once what was sent before it is acknowledged (raises what failed)."""
