@@ -45,20 +45,23 @@ async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
     that offset on). Offsets of one topic say nothing about the other, and an erasure published after the
     turns it erased must be replayed with them."""
     turns, control = (topic_name(t, prefix) for t in HOST_TOPICS)
+
+    async def controls(*, from_offset: int = 0, from_time_ms: int | None = None) -> list[Record]:
+        if isinstance(bus, SealedBus):  # with those whose key an erasure destroyed: where they were, and which
+            return await bus.read_all([control], from_offset=from_offset, from_time_ms=from_time_ms,
+                                      keep_shredded=True)
+        return await bus.read_all([control], from_offset=from_offset, from_time_ms=from_time_ms)
+
     if from_offset and from_time is None:
         turn_records = await bus.read_all([turns], from_offset=from_offset)
         start_ms = min((r.timestamp_ms for r in turn_records), default=None)
         if start_ms is None:  # no turn at or after that offset: control events from the same offset on
-            controls = await bus.read_all([control], from_offset=from_offset)
+            records = [*turn_records, *await controls(from_offset=from_offset)]
         else:
-            controls = await bus.read_all([control], from_time_ms=start_ms)
-        records = [*turn_records, *controls]
+            records = [*turn_records, *await controls(from_time_ms=start_ms)]
     else:
-        records = await bus.read_all([turns, control], from_time_ms=int(from_time.timestamp() * 1000)
-                                     if from_time else None)
-    if isinstance(bus, SealedBus):  # control events whose key an erasure destroyed: where they were, and which
-        start_ms = min((r.timestamp_ms for r in records), default=None) if (from_offset or from_time) else None
-        records += await bus.read_shredded([control], from_time_ms=start_ms)
+        since = int(from_time.timestamp() * 1000) if from_time else None
+        records = [*await bus.read_all([turns], from_time_ms=since), *await controls(from_time_ms=since)]
     records.sort(key=lambda r: (r.timestamp_ms, r.topic != turns, r.partition, r.offset))
     return await _in_the_writers_order(bus, prefix, records)
 

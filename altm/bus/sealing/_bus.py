@@ -75,19 +75,14 @@ class SealedBus(Bus):
     async def end_offsets(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         return await self.inner.end_offsets(tps)
 
-    async def read_all(self, topics: Sequence[str], *, from_offset: int = 0,
-                       from_time_ms: int | None = None) -> list[Record]:
-        """Opened records; shredded ones are left out (they are gone for every reader)."""
+    async def read_all(self, topics: Sequence[str], *, from_offset: int = 0, from_time_ms: int | None = None,
+                       keep_shredded: bool = False) -> list[Record]:
+        """Opened records; shredded ones are left out (they are gone for every reader), or, ``keep_shredded``,
+        kept empty with their headers (a replay needs to know where a control event it cannot apply was, and
+        which it was)."""
         records = await self.inner.read_all(topics, from_offset=from_offset, from_time_ms=from_time_ms)
         opened = (self.sealer.open(r) for r in records)
-        return [r for r in opened if not is_shredded(r)]
-
-    async def read_shredded(self, topics: Sequence[str], *, from_offset: int = 0,
-                            from_time_ms: int | None = None) -> list[Record]:
-        """The records ``read_all`` leaves out: shredded (their key destroyed), empty, with their headers (a
-        replay needs to know where a control event it cannot apply was, and which it was)."""
-        records = await self.inner.read_all(topics, from_offset=from_offset, from_time_ms=from_time_ms)
-        return [r for r in (self.sealer.open(r) for r in records) if is_shredded(r)]
+        return [r for r in opened if keep_shredded or not is_shredded(r)]
 
     async def identity(self) -> str:
         return await self.inner.identity()
