@@ -181,7 +181,7 @@ class ErasureRows:
 
     tombstones: list[dict[str, Any]]
     guard_keys: list[tuple[str, bytes]]  # (home, key)
-    items: list[tuple[int, str, str, str]]  # (partition, review item id, home, erasure id) of the items erased
+    items: list[tuple[str, str, str]]  # (review item id, home, erasure id) of the review items erased
 
 
 def erasure_rows(data_dir: Path) -> ErasureRows:
@@ -189,7 +189,7 @@ def erasure_rows(data_dir: Path) -> ErasureRows:
     keys the hashes are made with, and the review items they removed. A replay carries them over, so an
     erasure holds whatever the replay's start point and whether or not the erased records still open."""
     out = ErasureRows([], [], [])
-    for partition, path in shard_files(data_dir):
+    for _, path in shard_files(data_dir):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         conn.row_factory = sqlite3.Row
         try:  # a shard of an older version has fewer columns (NULL) and no erased items
@@ -198,7 +198,7 @@ def erasure_rows(data_dir: Path) -> ErasureRows:
             out.tombstones.extend(dict(r) for r in conn.execute(f"SELECT {picked} FROM tombstones"))
             out.guard_keys.extend((str(r[0]), bytes(r[1])) for r in conn.execute("SELECT home, key FROM guard_keys"))
             if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='erased_items'").fetchone():
-                out.items.extend((partition, str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
+                out.items.extend((str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(
                     "SELECT item_id, home, erasure_id FROM erased_items"))
         finally:
             conn.close()

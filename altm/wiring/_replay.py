@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,25 +31,27 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pend
     the replay may never make: it is void there, as it is after the erasure). Returns how many tombstones were
     carried."""
     erased = erasure_rows(source)
-    tombstones, keys = erased.tombstones, erased.guard_keys
+    tombstones = erased.tombstones
     if not forgets:
         tombstones = [t for t in tombstones if not str(t["reason"]).startswith(FORGOTTEN_PREFIX)]
     at = datetime.now(UTC).isoformat()
-    by_partition: dict[int, tuple[list[tuple[str, bytes]], list[dict[str, Any]]]] = {}
-    for home, key in keys:
-        by_partition.setdefault(partition_for(home, target.partitions), ([], []))[0].append((home, key))
+    shard = partial(partition_for, partitions=target.partitions)  # routed by home (another count is fine)
+    keys: dict[int, list[tuple[str, bytes]]] = {}
+    for home, key in erased.guard_keys:
+        keys.setdefault(shard(home), []).append((home, key))
+    buried: dict[int, list[dict[str, Any]]] = {}
     for row in tombstones:
-        home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
-        by_partition.setdefault(partition_for(home, target.partitions), ([], []))[1].append(row)
-    for partition, *_ in erased.items:
-        by_partition.setdefault(partition, ([], []))
-    for partition, (shard_keys, shard_tombstones) in sorted(by_partition.items()):
+        buried.setdefault(shard(f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"), []).append(row)
+    items: dict[int, list[tuple[str, str, str]]] = {}
+    for item in erased.items:
+        items.setdefault(shard(item[1]), []).append(item)
+    for partition in sorted({*keys, *buried, *items}):
         with target.get(partition).transaction() as tx:  # one transaction per shard
-            for home, key in shard_keys:
+            for home, key in keys.get(partition, ()):
                 tx.carry_guard_key(home, key)
-            for row in shard_tombstones:
+            for row in buried.get(partition, ()):
                 tx.carry_tombstone(row, at=at, pending=pending)
-            for _, item_id, home, erasure_id in (i for i in erased.items if i[0] == partition):
+            for item_id, home, erasure_id in items.get(partition, ()):
                 tx.carry_erased_item(item_id, home, erasure_id)
     return len(tombstones)
 
