@@ -49,6 +49,23 @@ def _lanes(rt: Any) -> tuple[Lane, list[Lane], Lane]:
     return capture, rt.order.control, derive
 
 
+def _erasure_queued(rt: Any) -> tuple[Lane, list[Lane], Lane]:
+    """An erasure marked 5 at control offset 0, queued in every control lane; the capture, control and deriving
+    lanes."""
+    capture, control, derive = _lanes(rt)
+    for lane in control:
+        lane.put(0, _marked(0, 0, 5, lane.topic))
+    return capture, control, derive
+
+
+async def _erasure_ready(rt: Any) -> tuple[Lane, list[Lane], Lane]:
+    """``_erasure_queued``, the turns before it captured, and a tick: it may be taken up."""
+    capture, control, derive = _erasure_queued(rt)
+    capture.done[0] = 5
+    await rt.order.tick()
+    return capture, control, derive
+
+
 def test_a_lane_takes_nothing_at_or_past_its_gate_and_keeps_its_marks() -> None:
     gates = {0: 2}
     lane = Lane("altm.control", [], batch=10, opener=lambda rec, ds: rec, ready=lambda p: True,
@@ -93,11 +110,7 @@ async def test_an_erasure_holds_the_turns_after_it_until_it_is_taken_up_and_sett
 
 
 async def test_what_the_erasure_caused_is_derived_before_the_turns_after_it(rt: Any) -> None:
-    capture, control, derive = _lanes(rt)
-    for lane in control:
-        lane.put(0, _marked(0, 0, 5, lane.topic))
-    capture.done[0] = 5
-    await rt.order.tick()
+    _, control, derive = await _erasure_ready(rt)
     for lane in control:
         lane.done[0] = 1
     await rt.order.tick()  # taken up: settling
@@ -119,9 +132,7 @@ async def test_what_the_erasure_caused_is_derived_before_the_turns_after_it(rt: 
 async def test_under_load_that_never_derives_the_partition_nothing_waits_longer_than_the_bound(
         rt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("altm.pipeline.runtime.kafka._order.CONTROL_WAIT_S", 0.2)
-    _capture, control, derive = _lanes(rt)
-    for lane in control:
-        lane.put(0, _marked(0, 0, 5, lane.topic))
+    _, control, derive = _erasure_queued(rt)
     derive.put(0, _records(0, range(0, 1), topic=derive.topic))  # always something to derive
     await rt.order.tick()
     assert rt.order.control_gate(0) == 0
@@ -140,9 +151,7 @@ async def test_under_load_that_never_derives_the_partition_nothing_waits_longer_
 async def test_an_event_its_lanes_keep_failing_on_holds_no_turn_back_after_the_give_up(
         rt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("altm.pipeline.runtime.kafka._order.GIVE_UP_S", 0.2)
-    _, control, _ = _lanes(rt)
-    for lane in control:
-        lane.put(0, _marked(0, 0, 5, lane.topic))
+    _erasure_queued(rt)
     await rt.order.tick()
     assert rt.order.capture_gate(0) == 5
     await asyncio.sleep(0.25)
@@ -183,11 +192,7 @@ async def test_capture_takes_no_turn_fetched_before_the_control_events_published
 
 
 async def test_a_partition_given_up_forgets_its_order(rt: Any) -> None:
-    capture, control, _ = _lanes(rt)
-    for lane in control:
-        lane.put(0, _marked(0, 0, 5, lane.topic))
-    capture.done[0] = 5
-    await rt.order.tick()
+    await _erasure_ready(rt)
     assert rt.order.control_gate(0) == 1
     await rt.revoked(frozenset(rt._owned_tps))
     assert rt.order.pending(0) is None and rt.order.capture_gate(0) is None
@@ -217,17 +222,10 @@ class LiveMember(Member):
 
 
 @pytest.fixture
-def live_rt(tmp_path: Path) -> Any:
-    settings = Settings(data_dir=tmp_path / "data", partitions=4, broker="kafka://127.0.0.1:1", embedder="none")
-    shards = ShardSet(settings.data_dir, settings.partitions)
-    runtime: Any = KafkaRuntime(settings, shards, ProcessorContext(settings=settings), default_processors(),
-                                "log-id")
-    owned = {TopicPartition(topic_name(t, settings.topic_prefix), 0) for t in Topic if t is not Topic.DLQ}
-    runtime._owned_tps = frozenset(owned)
-    runtime._member = LiveMember(owned)
-    runtime._ready.add(0)
-    yield runtime
-    shards.close()
+def live_rt(rt: Any) -> Any:
+    """``rt`` with a member whose end offsets the test moves (``LiveMember``)."""
+    rt._member = LiveMember(set(rt._owned_tps))
+    return rt
 
 
 def _tp(rt: Any, topic: Topic) -> TopicPartition:
@@ -241,20 +239,27 @@ def _three(rt: Any) -> tuple[Any, Any, list[Any]]:
     return capture, writer, changes
 
 
+def _erasure_marked_5(rt: Any, *, captured: int) -> tuple[Any, Any, list[Any]]:
+    """An erasure marked 5 queued in every control lane; capture has handled the turns before ``captured``, the
+    writer proposals 0..9 (the log's end), the deriving lanes nothing (no change on the log)."""
+    capture, writer, changes = _three(rt)
+    for lane in rt.order.control:
+        lane.put(0, _marked(0, 0, 5, lane.topic))
+    capture.done[0] = captured
+    writer.done[0] = 10
+    for lane in changes:
+        lane.done[0] = 0
+    rt._member.ends = {_tp(rt, Topic.PROPOSALS): 10, _tp(rt, Topic.CHANGES): 0}
+    return capture, writer, changes
+
+
 async def test_erasure_not_taken_up_while_capture_batch_completes_during_the_ends_request(live_rt: Any) -> None:
     """Turns 0..4 before an erasure marked 5. Capture has handled 0..3 and its batch with turn 4 completes while the
     tick's end-offsets request is out: it published proposal 10 (the proposals log now ends at 11), the writer has
     applied up to 10 only. The tick must not take the erasure up (the proposal of turn 4 is not applied)."""
     rt = live_rt
-    capture, writer, changes = _three(rt)
+    capture, writer, _ = _erasure_marked_5(rt, captured=4)
     m = rt._member
-    for lane in rt.order.control:
-        lane.put(0, _marked(0, 0, 5, lane.topic))
-    capture.done[0] = 4
-    writer.done[0] = 10
-    for lane in changes:
-        lane.done[0] = 0
-    m.ends = {_tp(rt, Topic.PROPOSALS): 10, _tp(rt, Topic.CHANGES): 0}
 
     def capture_batch_completes() -> None:  # broker already answered 10; now capture publishes proposal 10
         capture.done[0] = 5
@@ -271,15 +276,8 @@ async def test_settling_not_released_while_writer_batch_completes_during_the_end
     settling tick's end-offsets request is out, the writer finishes and publishes change 0. The tick must not
     release the turns after the erasure: change 0 is not derived."""
     rt = live_rt
-    capture, writer, changes = _three(rt)
+    _, writer, changes = _erasure_marked_5(rt, captured=5)
     m = rt._member
-    for lane in rt.order.control:
-        lane.put(0, _marked(0, 0, 5, lane.topic))
-    capture.done[0] = 5
-    writer.done[0] = 10
-    m.ends = {_tp(rt, Topic.PROPOSALS): 10, _tp(rt, Topic.CHANGES): 0}
-    for lane in changes:
-        lane.done[0] = 0
     await rt.order.tick()
     assert rt.order.taken_up == 1
     for lane in rt.order.control:
