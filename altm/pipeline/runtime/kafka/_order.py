@@ -283,8 +283,8 @@ class LaneOrder:
         if self.capture is not None:
             for p in partitions:
                 captured[p] = await self._handled(self.capture, TopicPartition(self.capture.topic, p))
-        tps = [TopicPartition(lane.topic, p) for lane in self.deriving for p in partitions]
-        ends = await self._ends(tps) if tps else {}
+        tps = sorted({TopicPartition(lane.topic, p) for lane in self.deriving for p in partitions})  # embed and
+        ends = await self._ends(tps) if tps else {}  # the deriving lane read the same topic: asked once
         caught_up = {p: idle[p] and all(handled[(i, p)] >= ends.get(TopicPartition(lane.topic, p), 0)
                                         for i, lane in enumerate(self.deriving)) for p in partitions}
 

@@ -40,7 +40,7 @@ from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
 from altm.pipeline.runtime._claim import DataDirClaim
-from altm.pipeline.runtime.kafka._lane import Driver, Lane, lanes_of
+from altm.pipeline.runtime.kafka._lane import Driver, Gate, Lane, lanes_of
 from altm.pipeline.runtime.kafka._order import LaneOrder
 from altm.pipeline.runtime.kafka._standby import STANDBY_EVERY_S, StandbyCopies
 from altm.pipeline.writer import TextSimilarity, Writer, is_reapplied
@@ -108,6 +108,7 @@ class KafkaRuntime:
         self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH]
         control = topic_name(Topic.CONTROL, prefix)
         self._turns_topic = topic_name(Topic.TURNS, prefix)
+        self._control_topic = control
         capture = next((lane for lane in self.lanes if lane.name == "capture"), None)
         self.order = LaneOrder(capture, [lane for lane in self.lanes if lane.topic == control],
                                [lane for lane in self.lanes if lane.topic != control and lane is not capture],
@@ -145,17 +146,13 @@ class KafkaRuntime:
         """A lane of stages: the deriving lane yields to the searchable path; capture and the control lanes keep
         the control order (:mod:`._order`)."""
         source = group[0].processor.input_topic
-        topic = topic_name(source, self.settings.topic_prefix)
-        s = self.settings
-        if source is Topic.CONTROL:
-            return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
-                        gate=lambda p: self.order.control_gate(p), marker=turns_end)
-        if group[0].name == "capture":
-            return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
-                        gate=lambda p: self.order.capture_gate(p))
-        deriving = len(group) > 1 or group[0].name not in SEARCHABLE_PATH
-        return Lane(topic, group, batch=s.poll_batch, opener=self._open, ready=self._is_ready,
-                    hold=self._searchable_first if deriving and source is Topic.CHANGES else None)
+        control, capture = source is Topic.CONTROL, group[0].name == "capture"
+        deriving = source is Topic.CHANGES and (len(group) > 1 or group[0].name not in SEARCHABLE_PATH)
+        gate: Gate | None = ((lambda p: self.order.control_gate(p)) if control
+                             else (lambda p: self.order.capture_gate(p)) if capture else None)
+        return Lane(topic_name(source, self.settings.topic_prefix), group, batch=self.settings.poll_batch,
+                    opener=self._open, ready=self._is_ready, gate=gate, marker=turns_end if control else None,
+                    hold=self._searchable_first if deriving else None)
 
     # lifecycle
 
@@ -286,7 +283,7 @@ class KafkaRuntime:
                 log.warning("committing the offsets of revoked partitions failed", exc_info=True)
         for lane in self.lanes:
             lane.forget(parts.get(lane.topic, ()))
-        self.order.forget(sorted(parts.get(topic_name(Topic.CONTROL, self.settings.topic_prefix), ())))
+        self.order.forget(sorted(parts.get(self._control_topic, ())))
         for tp in tps:
             self._next.pop(tp, None)
             self._committed.pop(tp, None)
@@ -343,7 +340,7 @@ class KafkaRuntime:
             self.order.fetched_turns(tp.partition, fresh[0].offset)
         for lane in self._by_topic.get(tp.topic, ()):
             lane.put(tp.partition, fresh)
-        if any(lane in self.order.control for lane in self._by_topic.get(tp.topic, ())):
+        if tp.topic == self._control_topic:
             self.order.wake.set()
 
     def _pace(self) -> None:
