@@ -61,6 +61,7 @@ AXES: dict[str, tuple[float, ...]] = {
     "neighbour_seeds": (1, 3, 5),
     "session_prior_top": (1, 3, 5),
     "time_lookback_days": (7, 14, 30),
+    "question_factor": (1.0, 0.8, 0.6, 0.4),
 }
 """The preset's tuned constants and the values each fold may choose among (the shipped value is among them)."""
 OBJECTIVE = "recall_any@10"
@@ -74,7 +75,7 @@ def choice_of(config: SearchConfig) -> Choice:
         "neighbour_weight": weights.get("neighbours", 0.0) if config.neighbour_seeds else 0.0,
         "vector_weight": weights.get("vector", 1.0), "candidates": float(config.candidates),
         "neighbour_seeds": float(config.neighbour_seeds), "session_prior_top": float(config.session_prior_top),
-        "time_lookback_days": float(config.time_lookback_days),
+        "time_lookback_days": float(config.time_lookback_days), "question_factor": config.question_factor,
     }
     return tuple((axis, float(values[axis])) for axis in AXES)
 
@@ -88,6 +89,7 @@ def config_at(base: SearchConfig, choice: Choice) -> SearchConfig:
         "candidates": int(c["candidates"]),
         "neighbour_seeds": int(c["neighbour_seeds"]) if c["neighbour_weight"] > 0 else 0,
         "session_prior_top": int(c["session_prior_top"]), "time_lookback_days": int(c["time_lookback_days"]),
+        "question_factor": c["question_factor"],
     })
 
 

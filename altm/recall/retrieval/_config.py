@@ -44,6 +44,10 @@ class SearchConfig(BaseModel):
     neighbour_decay: float = Field(default=0.5, gt=0, le=1, description="Share kept per extra turn of distance")
     fusion: str = Field(default="rrf", pattern="^(rrf|score)$",
                         description="rrf: reciprocal ranks; score: min-max normalised channel scores")
+    question_factor: float = Field(
+        default=1.0, gt=0.0, le=1.0,
+        description="Share of its score a raw message keeps when it ends by asking: its answer is usually "
+                    "the next message (applied after the neighbours channel, which it still seeds; 1: off)")
     session_prior: float = Field(
         default=0.0, ge=0.0, le=5.0,
         description="Weight of how well a memory's session as a whole matches (0: off)")
@@ -72,10 +76,11 @@ PRESETS: dict[str, SearchConfig] = {
     # raw turns across all sessions of a conversation). Atoms cite one turn each, so every result stands
     # for specific turns rather than whole sessions. Scores rather than ranks are fused (bm25 carries most of
     # the signal on chat turns), then a memory gains from its session's overall match, from a date the
-    # query names, and from a strong message right before or after it.
+    # query names, and from a strong message right before or after it; a message that ends by asking keeps
+    # part of its score (it echoes the words of the topic, its answer follows it).
     "conversation": SearchConfig(
         name="conversation", l0_across_sessions=True, layers=(Layer.L0, Layer.L2), trigram=False, graph=False,
-        fusion="score", candidates=100, session_prior=0.3, time_prior=0.4, neighbour_seeds=3,
+        fusion="score", candidates=100, session_prior=0.3, time_prior=0.4, neighbour_seeds=3, question_factor=0.6,
         channel_weights={"fts": 1.0, "vector": 0.5, "neighbours": 0.3}),
 }
 DEFAULT_PRESET = "hybrid+graph"

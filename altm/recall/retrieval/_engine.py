@@ -13,13 +13,20 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from altm.core import Scope
+from altm.core import Layer, Scope
 from altm.models import EmbeddingModel
 from altm.recall._metrics import RECALL_STEP_SECONDS, span
 from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
-from altm.recall.retrieval._fusion import add_channel, fuse, ordered, propagate, session_prior
+from altm.recall.retrieval._fusion import (
+    add_channel,
+    discount_questions,
+    fuse,
+    ordered,
+    propagate,
+    session_prior,
+)
 from altm.recall.retrieval._graph import expand, personalised_pagerank
 from altm.recall.retrieval._neighbours import neighbours
 from altm.recall.retrieval._policy import ScopePolicy, vector_filters
@@ -227,6 +234,9 @@ class Retriever:
             self._priors(fused, rows, query, config)
             if config.neighbour_seeds:
                 self._neighbours(queries, fused, rows, channels.ranked, policy, config)
+            if config.question_factor < 1.0:
+                discount_questions(fused, {m: r.content for m, r in rows.items() if r.layer == Layer.L0.value},
+                                   config.question_factor)
         paths: dict[str, list[str]] = {}
         if config.graph:
             with channels.timed("graph"):

@@ -8,6 +8,9 @@
   fused scores of that session's candidates, relative to the best session).
 - neighbour propagation: the messages around a strong message inherit part of its score, decaying with
   distance in the session.
+- question discount: a raw message that ends by asking ("That's great! What got you into painting?") keeps
+  part of its score. It echoes the words of the topic, so it matches well, but what it asks about is told in
+  the messages after it, which the neighbours channel proposes from it: the discount comes after that channel.
 """
 
 from __future__ import annotations
@@ -94,3 +97,16 @@ def propagate(fused: dict[str, float], around: Mapping[str, tuple[str, int]], we
         gains[mid] = max(gains.get(mid, 0.0), gain)
     for mid, gain in gains.items():
         fused[mid] = fused.get(mid, 0.0) + gain
+
+
+def asks(content: str) -> bool:
+    """The message ends by asking (its last sentence is a question)."""
+    return content.rstrip().endswith("?")
+
+
+def discount_questions(fused: dict[str, float], messages: Mapping[str, str], factor: float) -> None:
+    """Each raw message among ``messages`` (memory id → content) that :func:`asks` keeps ``factor`` of its
+    fused score."""
+    for mid, content in messages.items():
+        if mid in fused and asks(content):
+            fused[mid] *= factor

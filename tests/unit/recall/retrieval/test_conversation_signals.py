@@ -9,7 +9,7 @@ import pytest
 from altm.core import Layer, Scope
 from altm.core.settings import Settings
 from altm.recall.retrieval import SearchConfig, preset
-from altm.recall.retrieval._fusion import channel_values, fuse, propagate, session_prior
+from altm.recall.retrieval._fusion import asks, channel_values, discount_questions, fuse, propagate, session_prior
 from altm.recall.retrieval._temporal import TimeAnchor, time_anchors, time_prior
 from tests.support.memories import store_with
 from tests.support.rows import rows
@@ -46,6 +46,15 @@ def test_propagation_decays_with_distance_and_keeps_the_best_seed() -> None:
     propagate(fused, {"n1": ("s1", 1), "n2": ("s1", 2), "n3": ("s2", 1)}, weight=0.5, decay=0.5)
     assert fused["n1"] == pytest.approx(0.5) and fused["n2"] == pytest.approx(0.25)
     assert fused["n3"] == pytest.approx(0.2)
+
+
+def test_a_message_that_ends_by_asking_keeps_part_of_its_score() -> None:
+    messages = {"ask": "Nate: Congrats! What genre is it?", "tell": "Joanna: It's a mix of drama and romance!",
+                "mid": "Nate: Is it done? I think so."}
+    fused = {"ask": 1.0, "tell": 0.8, "mid": 0.5, "atom": 0.7}
+    discount_questions(fused, messages, 0.6)
+    assert fused == pytest.approx({"ask": 0.6, "tell": 0.8, "mid": 0.5, "atom": 0.7})
+    assert asks("What genre is it?  ") and not asks("Is it done? I think so.")
 
 
 def test_time_anchors_read_dates_months_and_years() -> None:
@@ -92,6 +101,32 @@ async def test_neighbours_bring_the_answer_after_the_matching_turn(settings: Set
     assert "neighbours" in answer.channels and "fts" not in answer.channels
     # neighbours stay inside the session: the other session's turn is not proposed by this channel
     assert all("neighbours" not in h.channels for h in with_nb.hits if h.session_id == "s2")
+
+
+async def test_a_question_ranks_below_the_answer_it_still_seeds(settings: Settings) -> None:
+    base = preset("conversation").model_copy(update={"vector": False, "time_prior": 0.0, "session_prior": 0.0})
+    assert base.question_factor == 0.6  # the conversation preset discounts questions
+    plain = base.model_copy(update={"question_factor": 1.0})
+    turns = [make_turn(1, "Nate: Which genre is your screenplay?", session="s3"),
+             make_turn(2, "Joanna: My screenplay is a mix of drama and romance, not one genre.", session="s3"),
+             make_turn(3, "Joanna: We went hiking near the falls, I read a screenplay there.", session="s4")]
+    async with store_with(settings, [*turns, *CONVERSATION[1:3]]) as (_, app):
+        before = {h.content: h.score for h in app.recall.retriever.search(SCOPE, "q", "genre screenplay", plain).hits}
+        after = app.recall.retriever.search(SCOPE, "q", "genre screenplay", base).hits
+        # the question alone matches "genre" here; its answer comes through the neighbours channel
+        seeded = {h.content: h for h in app.recall.retriever.search(SCOPE, "q", "which genre is it", base).hits}
+        seed_plain = {h.content: h.score for h in app.recall.retriever.search(SCOPE, "q", "which genre is it",
+                                                                               plain).hits}
+    assert before[turns[0].content] > before[turns[1].content]  # the question echoes the words best...
+    assert [h.content for h in after][:2] == [turns[1].content, turns[0].content]  # ...the answer ranks first
+    scores = {h.content: h.score for h in after}
+    assert scores[turns[0].content] == pytest.approx(0.6 * before[turns[0].content])
+    assert scores[turns[1].content] == pytest.approx(before[turns[1].content])  # a statement keeps its score
+    question, answer = CONVERSATION[1].content, CONVERSATION[2].content
+    assert "neighbours" in seeded[answer].channels
+    # the discount comes after the neighbours: the answer inherits from the question's undiscounted score
+    assert seeded[answer].score == pytest.approx(seed_plain[answer])
+    assert seeded[question].score == pytest.approx(0.6 * seed_plain[question])
 
 
 async def test_neighbours_respect_the_scope(settings: Settings) -> None:
