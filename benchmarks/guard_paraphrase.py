@@ -1,6 +1,6 @@
 """Guard recall on paraphrased re-assertions (issue 15, item 4), through the writer's real guard.
 
-    python benchmarks/guard_paraphrase.py [--set dev|held-out|all] [--out FILE.json]
+    python benchmarks/guard_paraphrase.py [--set dev|held-out|held-out-2|all] [--out FILE.json]
 
 A labelled set (``benchmarks/guard_sets/``) holds anti-patterns, each with re-assertions in other words (to be
 refused), negated statements and same-topic statements (to be admitted), and erased messages, each with
@@ -16,7 +16,10 @@ as a derived memory by the writer's guard over a real shard, in three configurat
 
 ``dev.json`` was written by the developers and the rules were tuned on it; ``held_out.json`` was written
 independently (by someone who did not see the guard's code) and measured once after the rules were fixed:
-report its figures apart.
+report its figures apart. Its failures have been read since (2026-12-06), so it is no longer blind.
+``held_out_2.json`` was written blind on 2026-12-06 by a helper who saw neither the code nor the other sets,
+from a one-paragraph specification (re-assertions in clearly different words, concrete instances of the
+pattern), and measured once with the rules fixed: report it apart, and do not tune on it.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from benchmarks._guard import Decision, guard_bench
 from benchmarks._record import config_stamp, write_record
 
 SETS_DIR = Path(__file__).parent / "guard_sets"
-SETS = {"dev": ["dev.json"], "held-out": ["held_out.json"], "all": ["dev.json", "held_out.json"]}
+SETS = {"dev": ["dev.json"], "held-out": ["held_out.json"], "held-out-2": ["held_out_2.json"],
+        "all": ["dev.json", "held_out.json", "held_out_2.json"]}
 REFUSE = {"reassertions"}  # the labels whose statements must be refused; every other label must be admitted
 
 

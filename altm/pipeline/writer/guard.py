@@ -89,14 +89,34 @@ class GuardVerdict:
     anti_pattern: bool = False  # it re-asserts an anti-pattern (not: it matches erased content)
 
 
+_LEAVING_WORD = re.compile(r"[a-z]+")
+_NOT_YET = re.compile(r"\bunless\b|\bbefore\s+\w+ing\b")
 _CLAUSE = re.compile(r"[;,:.!?]|\b(?:but|while|whereas|which|although|though)\b", re.IGNORECASE)
 
 
 def negated_about(text: str, pattern: str) -> bool:
     """The text speaks against the pattern: a clause of it that names one of the pattern's terms is negated
-    ("…pickled now, which is not slower than JSON" does not speak against pickling)."""
+    ("…pickled now, which is not slower than JSON" does not speak against pickling). A pattern that itself
+    leaves something out ("without an expiry": :func:`leaves_out` counts odd) is spoken against only by a
+    clause that leaves out an even number of times ("never … without an expiry", "never … unless"); "never
+    expire" leaves the expiry out as the pattern does, and is judged as a possible re-assertion."""
     theirs = terms(pattern)
-    return any(negates(clause) for clause in _CLAUSE.split(text) if clause and terms(clause) & theirs)
+    clauses = [c for c in _CLAUSE.split(text) if c and terms(c) & theirs]
+    if leaves_out(pattern) % 2 == 0:
+        return any(negates(c) for c in clauses)
+    return any((count := leaves_out(c)) and count % 2 == 0 for c in clauses)
+
+
+def leaves_out(text: str) -> int:
+    """How often the text negates or leaves something out: negation cues ("don't", "never", "no longer"),
+    then, outside those, "unless" (if not), "before" with a gerund (not done yet: "deploy before testing"
+    leaves the testing out) and words meaning leaving out ("without", "skip", "no"; the ``skip`` term).
+    "Never deploy unless a rollback plan exists" and "don't go camping before checking the forecast" count
+    two: they speak against "deploy without a rollback plan" and "go camping without checking the forecast"."""
+    folded = text.casefold()
+    rest = _NEGATION.sub(" ", folded)
+    return (len(_NEGATION.findall(folded)) + len(_NOT_YET.findall(rest))
+            + sum(1 for w in _LEAVING_WORD.findall(rest) if "skip" in terms(w)))
 
 
 def negates(text: str) -> bool:
@@ -157,6 +177,8 @@ def reassertion(candidate: str, pattern: str, similarity: TextSimilarity | None
     rollback plan") is re-asserted only by a text that leaves it out too. Without a similarity, only the terms
     decide (and nothing is flagged)."""
     mine, theirs = terms(candidate), terms(pattern)
+    if any(leaves_out(c) % 2 for c in _CLAUSE.split(candidate) if c and terms(c) & theirs):
+        mine = mine | {"skip"}  # "never expire" leaves the expiry out as "without an expiry" does
     if not theirs or ("skip" in theirs and "skip" not in mine):
         return None
     shared = len(mine & theirs)
@@ -337,7 +359,7 @@ class WriteGuard:
         for mid, attributes in tx.anti_patterns(mem.scope):
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
-            if not pattern or (negated_about(mem.content, pattern) and not negates(pattern)):
+            if not pattern or negated_about(mem.content, pattern):
                 continue
             why = attrs.get("why_bad") or "no reason recorded"
             if matches(mem.content, pattern, self.threshold):

@@ -116,3 +116,23 @@ async def test_a_paraphrase_of_erased_content_forms_no_derived_memory(settings: 
     assert rows(settings.data_dir, "SELECT 1 FROM memories WHERE layer='L0' AND content LIKE '%Globex%'")
     tombs = rows(settings.data_dir, "SELECT term_hashes FROM tombstones")
     assert tombs and all(t["term_hashes"] and "globex" not in t["term_hashes"] for t in tombs)
+
+
+def test_a_pattern_that_leaves_something_out_is_re_asserted_by_a_negation(tmp_path: Path) -> None:
+    """"Without an expiry" is said again by "never expire": the statement's negation agrees with the pattern's
+    own. Before, any negation next to the pattern's terms admitted it as speaking against the pattern."""
+    with guard_bench(tmp_path, None) as b:
+        b.add_anti_pattern("cache API responses in Redis without an expiry", "stale forever")
+        assert b.decide("Cached API responses in Redis should never expire.")[0] == "refuse"
+        assert b.decide("API responses stay cached in Redis with no expiry at all.")[0] == "refuse"
+        # negating the leaving-out speaks against it
+        assert b.decide("We never cache API responses in Redis without an expiry.") == ("admit", "")
+        assert b.decide("We no longer write API responses to Redis without an expiry.") == ("admit", "")
+        assert b.decide("API responses cached in Redis now expire after five minutes.") == ("admit", "")
+        b.add_anti_pattern("deploy on Fridays without a rollback plan", "nobody is around when it breaks")
+        b.add_anti_pattern("go camping without checking the weather forecast", "storms")
+        # "unless" and "before" with a gerund leave something out too: these negate the leaving-out
+        assert b.decide("Never deploy on a Friday unless a rollback plan exists.") == ("admit", "")
+        assert b.decide("Don't go camping before checking the forecast.") == ("admit", "")
+        assert b.decide("We deploy on Friday before writing any rollback plan.")[0] == "refuse"
+
