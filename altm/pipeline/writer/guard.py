@@ -100,11 +100,15 @@ def negated_about(text: str, pattern: str) -> bool:
     leaves something out ("without an expiry": :func:`leaves_out` counts odd) is spoken against only by a
     clause that leaves out an even number of times ("never … without an expiry", "never … unless"); "never
     expire" leaves the expiry out as the pattern does, and is judged as a possible re-assertion."""
-    theirs = terms(pattern)
-    clauses = [c for c in _CLAUSE.split(text) if c and terms(c) & theirs]
+    clauses = clauses_about(text, terms(pattern))
     if leaves_out(pattern) % 2 == 0:
         return any(negates(c) for c in clauses)
     return any((count := leaves_out(c)) and count % 2 == 0 for c in clauses)
+
+
+def clauses_about(text: str, theirs: frozenset[str]) -> list[str]:
+    """The clauses of ``text`` that name one of the terms ``theirs``."""
+    return [c for c in _CLAUSE.split(text) if c and terms(c) & theirs]
 
 
 def leaves_out(text: str) -> int:
@@ -177,7 +181,7 @@ def reassertion(candidate: str, pattern: str, similarity: TextSimilarity | None
     rollback plan") is re-asserted only by a text that leaves it out too. Without a similarity, only the terms
     decide (and nothing is flagged)."""
     mine, theirs = terms(candidate), terms(pattern)
-    if any(leaves_out(c) % 2 for c in _CLAUSE.split(candidate) if c and terms(c) & theirs):
+    if any(leaves_out(c) % 2 for c in clauses_about(candidate, theirs)):
         mine = mine | {"skip"}  # "never expire" leaves the expiry out as "without an expiry" does
     if not theirs or ("skip" in theirs and "skip" not in mine):
         return None
