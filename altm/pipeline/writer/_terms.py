@@ -18,6 +18,18 @@ from altm.core import normalise_text
 
 _WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")
+_KILO = re.compile(r"\b(\d+)k\b")
+_ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
+_SENTENCE = re.compile(r"(?:^|(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bSt)(?<!\bProf)(?<!\bApt)[.!?;:]\s+|\n)"
+                       r"\s*[\"'(]*")
+_CAPITALISED = re.compile(r"(?<![\w'])[A-Z][A-Za-z0-9'\-]*")
+_NOT_NAMES = frozenset("""
+i i'm i've i'd i'll dr mr mrs ms mx st apt prof
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec
+monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thurs fri sat sun
+""".split())
+"""Capitalised words that name no one: titles and abbreviations, months and weekdays (in too many texts)."""
 
 _STOP_WORDS = """
 a an the and or but to of in on at for with by from into onto as than then so if is are was were be been being
@@ -80,6 +92,7 @@ def _canonical_map() -> dict[str, str]:
 
 
 _CANONICAL = _canonical_map()
+_COMMON = frozenset(_CANONICAL.values())
 
 
 @lru_cache(maxsize=65536)
@@ -96,8 +109,37 @@ def _term(word: str) -> str | None:
 
 def terms(text: str) -> frozenset[str]:
     """The text's canonical content terms (see the module's docstring)."""
-    words = _WORD.findall(_THOUSANDS.sub("", normalise_text(text)))
-    return frozenset(t for t in (_term(w) for w in words) if t is not None)
+    plain = _ORDINAL.sub(r"\1", _KILO.sub(r"\g<1>000", _THOUSANDS.sub("", normalise_text(text))))
+    return frozenset(t for t in (_term(w) for w in _WORD.findall(plain)) if t is not None)
+
+
+_GREETING = re.compile(r"(?:^|\W)(?:hey|hi|hello|hiya|dear|thanks|thank you|thx|yeah|yes|yep|yup|wow|oh|sure|"
+                       r"definitely|absolutely|congrats|congratulations|well|ok|okay|haha|aw+|bye|morning|night)"
+                       r"\W*$", re.IGNORECASE)
+
+
+def _addressed(text: str, m: re.Match[str]) -> bool:
+    """The name of whom the message speaks to ("Hey Maria, ...", "Sounds good, John."): the other speaker of a
+    conversation is named in every other message, and says nothing of what the message is about."""
+    before, after = text[:m.start()], text[m.end():]
+    return bool(_GREETING.search(before[-16:])) or (
+        before.rstrip(" ").endswith(",") and (not after or after[0] in ",!?.;:"))
+
+
+def names(text: str) -> frozenset[str]:
+    """The terms of the text's names: words capitalised inside a sentence ("my sister Maya in Leeds"), not the
+    first word of one (capitalised anyway), not a title, month or weekday, not an acronym ("AWS", "HR": mostly
+    things, not people or places), not a part shorter than three letters ("Wi-Fi"), and not a word the guard
+    reads as a common one (a synonym group's, such as "St" for street)."""
+    firsts = {m.end() for m in _SENTENCE.finditer(text)}
+    out: set[str] = set()
+    for m in _CAPITALISED.finditer(text):
+        word = m.group()
+        if m.start() in firsts or word.lower() in _NOT_NAMES or word.isupper() or _addressed(text, m):
+            continue
+        out.update(t for t in (_term(w) for w in _WORD.findall(word.lower()) if len(w) >= 3)
+                   if t is not None and t not in _COMMON)
+    return frozenset(out)
 
 
 _YEAR = re.compile(r"^(?:19|20)\d\d$")

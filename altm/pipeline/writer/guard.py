@@ -7,9 +7,12 @@
   erased raw message: it holds at least the threshold share of that message's shingles (pairs of
   consecutive words).
   A derived memory that re-states an erased message *in other words* is refused too: the canonical terms of
-  both (stems, synonyms, numbers; see ``_terms``) are compared as keyed hashes. When the erased message named
-  something exact (a number, a code), the derived memory must carry one of those back, with one more term of
-  the message; otherwise it must share three terms and 65 % of the shorter text's terms.
+  both (stems, synonyms, numbers; see ``_terms``) are compared as keyed hashes. A derived memory
+  that carries back something exact the erased message named (a number, a code) with one more of its terms
+  re-states it; so does one that carries back one of its names (a person, a place, a street: capitalised
+  inside a sentence, not the one the message speaks to) with two more of its terms that are no names;
+  otherwise, when the erased message named nothing exact, it must share three terms and 65 % of the shorter
+  text's terms.
 * Anti-patterns apply to derived memories: a derived memory that re-asserts a stored anti-pattern's
   ``pattern`` (without negating it) is refused. Re-asserting is judged on canonical terms and, when the guard
   has a text similarity (the local embedder), on meaning: see :func:`reassertion`. A borderline match is not
@@ -33,7 +36,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 import orjson
 
 from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, normalise_text
-from altm.pipeline.writer._terms import specific, terms
+from altm.pipeline.writer._terms import names, specific, terms
 from altm.store import MemoryRow, ShardTx
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
@@ -76,9 +79,11 @@ REFUSE_SIMILAR = (0.6, 0.65)
 FLAG_SIMILAR = ((2, 0.55), (1, 0.7))
 """A borderline match: (terms shared, similarity) pairs from which a memory is flagged for review."""
 SPECIFIC_SHARED = 2
+NAMED_WITH = 2
 RESTATED_TERMS = (3, 0.65)
-"""An erased message's terms coming back: with one of its specific terms, this many in all; without, this
-many and this share of the shorter text's terms."""
+"""An erased message's terms coming back: one of its specific terms and one more; one of its names and two of
+its terms that are no names ("Lumen Health in March" is the employer and a month, not the erased plan to
+quit); otherwise, when it named nothing exact, three and this share of the shorter text's terms."""
 
 
 @dataclass(frozen=True)
@@ -157,18 +162,30 @@ def keyed_shingles(key: bytes, text: str) -> frozenset[str]:
 
 
 def keyed_terms(key: bytes, text: str) -> frozenset[str]:
-    """The text's canonical terms as keyed hashes; a specific term's hash is marked ``s:``, the others ``t:``."""
-    return frozenset(f"{'s' if specific(t) else 't'}:{hmac.new(key, t.encode(), hashlib.sha256).hexdigest()[:24]}"
-                     for t in terms(text))
+    """The text's canonical terms as keyed hashes, each marked with its class: ``s:`` a specific term (a
+    number, a code), ``n:`` a name (see :func:`~altm.pipeline.writer._terms.names`), ``t:`` the others."""
+    named = names(text)
+
+    def mark(term: str) -> str:
+        return "s" if specific(term) else "n" if term in named else "t"
+
+    return frozenset(f"{mark(t)}:{hmac.new(key, t.encode(), hashlib.sha256).hexdigest()[:24]}" for t in terms(text))
 
 
 def restates_terms(candidate: frozenset[str], erased: frozenset[str]) -> bool:
-    """The candidate carries an erased message's content back in other words (see the module's docstring)."""
+    """The candidate carries an erased message's content back in other words (see the module's docstring).
+    Terms are matched by their hash alone (a name of the erased message may be lower case in the candidate);
+    the erased message's mark says what each one is."""
     if not candidate or not erased:
         return False
-    shared = candidate & erased
-    if any(h.startswith("s:") for h in erased):
-        return len(shared) >= SPECIFIC_SHARED and any(h.startswith("s:") for h in shared)
+    marks = {h[2:]: h[0] for h in erased}
+    shared = [marks[h[2:]] for h in candidate if h[2:] in marks]
+    if len(shared) >= SPECIFIC_SHARED and "s" in shared:
+        return True
+    if "n" in shared and len(shared) - shared.count("n") >= NAMED_WITH:
+        return True
+    if "s" in marks.values():  # what it named exactly is what was erased: the rest is its topic
+        return False
     least, share = RESTATED_TERMS
     return len(shared) >= least and len(shared) / min(len(candidate), len(erased)) >= share
 

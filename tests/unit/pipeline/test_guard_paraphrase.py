@@ -136,3 +136,27 @@ def test_a_pattern_that_leaves_something_out_is_re_asserted_by_a_negation(tmp_pa
         assert b.decide("Don't go camping before checking the forecast.") == ("admit", "")
         assert b.decide("We deploy on Friday before writing any rollback plan.")[0] == "refuse"
 
+
+
+def test_a_name_of_erased_content_with_two_more_of_its_terms_is_refused(tmp_path: Path) -> None:
+    """A person, a place, a street the erased message named (capitalised inside a sentence) is as telling as a
+    number: it comes back with two more of the message's terms in a derived memory that says much else
+    besides (too little overlap for the share rule). Before, an erased message with a number refused only a
+    memory carrying that number back: the address came back without the gate code."""
+    with guard_bench(tmp_path, None) as b:
+        b.erase("We moved into 7 Orchard Row, flat 2C, in Galway, and the alarm code is 5083.")
+        b.erase("My brother Tomasz lost his job at the Gdansk shipyard and is staying on our couch.")
+        assert b.decide("The user lives on Orchard Row in Galway, flat 2C.")[0] == "refuse"
+        assert b.decide("The user's brother Tomasz has been staying with them since the layoff in Gdansk, "
+                        "and the user worries about him.")[0] == "refuse"
+        # a name and one more term is the name again, not the erased content
+        assert b.decide("The user's brother Tomasz likes football.")[0] == "admit"
+        assert b.decide("The user asked for tips on moving house in Ireland.")[0] == "admit"
+        assert b.decide("Shipyard jobs are scarce this year.")[0] == "admit"  # lower case: not a name
+
+
+def test_thousands_and_ordinals_are_the_same_numbers() -> None:
+    assert "85000" in terms("Pre-tax income is 85k per year.")
+    assert terms("court on August 21st") == terms("court on August 21")
+    with_names = keyed_terms(b"k" * 32, "My sister Maya lives in Leeds since March.")
+    assert sum(h.startswith("n:") for h in with_names) == 2  # maya, leeds: not "My" (first) nor a month
