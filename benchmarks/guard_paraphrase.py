@@ -1,6 +1,6 @@
 """Guard recall on paraphrased re-assertions (issue 15, item 4), through the writer's real guard.
 
-    python benchmarks/guard_paraphrase.py [--set dev|held-out|held-out-2|all] [--out FILE.json]
+    python benchmarks/guard_paraphrase.py [--set dev|held-out|held-out-2|held-out-3|all] [--out FILE.json]
 
 A labelled set (``benchmarks/guard_sets/``) holds anti-patterns, each with re-assertions in other words (to be
 refused), negated statements and same-topic statements (to be admitted), and erased messages, each with
@@ -19,7 +19,12 @@ independently (by someone who did not see the guard's code) and measured once af
 report its figures apart. Its failures have been read since (2026-12-06), so it is no longer blind.
 ``held_out_2.json`` was written blind on 2026-12-06 by a helper who saw neither the code nor the other sets,
 from a one-paragraph specification (re-assertions in clearly different words, concrete instances of the
-pattern), and measured once with the rules fixed: report it apart, and do not tune on it.
+pattern), and measured once with the rules fixed. Its erasure failures were read on 2026-12-06 (an erased
+address came back without its gate code), so its erasure half is no longer blind either.
+``held_out_3.json`` was written blind on 2026-12-06 by another helper, from a specification that named kinds
+of private content (addresses, phone numbers, health, salary, family, legal trouble, accounts, travel
+dates, a child's school) and of anti-patterns beyond software; measured once with the rules of that day
+fixed (the names rule included): report it apart, and do not tune on it.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from benchmarks._record import config_stamp, write_record
 
 SETS_DIR = Path(__file__).parent / "guard_sets"
 SETS = {"dev": ["dev.json"], "held-out": ["held_out.json"], "held-out-2": ["held_out_2.json"],
-        "all": ["dev.json", "held_out.json", "held_out_2.json"]}
+        "held-out-3": ["held_out_3.json"], "all": ["dev.json", "held_out.json", "held_out_2.json", "held_out_3.json"]}
 REFUSE = {"reassertions"}  # the labels whose statements must be refused; every other label must be admitted
 
 
