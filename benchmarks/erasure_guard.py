@@ -11,7 +11,8 @@ message is sent again as a new turn of a new session:
   a number, code or identifier: see the guard's ``MIN_SHINGLES``), stored otherwise ("Thanks!" said again is
   a new message).
 
-Refusals of derived memories (L1-L4) formed from the re-sent messages are counted too. The record has the
+Refusals of derived memories (L1-L4) formed from the re-sent messages are counted too, and the capsules stored
+without the statements that re-state an erased message (the guard leaves those out). The record has the
 config stamp, the figures and one row per refused message.
 """
 
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from altm.core import TurnEvent
 from altm.core.settings import Settings
 from altm.pipeline.writer.guard import MIN_SHINGLES, distinctive
+from altm.pipeline.writer.ops.memory import LEFT_OUT
 from altm.store import shard_files
 from altm.wiring import open_embedded
 from benchmarks._record import config_stamp, write_record
@@ -71,7 +73,7 @@ async def run(samples: list[dict[str, Any]], fraction: float, seed: int, work: P
         resent = [_renewed(t, "resend") for t in turns if (t.scope.path, t.session_id) in erased]
         await runtime.publish([*kept, *resent])
         await runtime.run_until_idle()
-    refused = _refusals(work)
+    refused, left_out = _refusals(work), _left_out(work)
     elapsed = time.perf_counter() - started
     kept_ids = {t.turn_id for t in kept}
     rows = []
@@ -95,6 +97,7 @@ async def run(samples: list[dict[str, Any]], fraction: float, seed: int, work: P
         "derived_refusals": len(derived),
         "derived_false_positives": sum(1 for r in derived if r["false_positive"]),
         "derived_refusals_without_session": sum(1 for r in derived if not r["session_id"]),
+        "capsules_with_statements_left_out": len(left_out), "statements_left_out": sum(left_out),
         "seconds": round(elapsed, 1), "rows": rows,
     }
 
@@ -108,6 +111,20 @@ def _refusals(data_dir: Path) -> list[dict[str, Any]]:
                     "SELECT reason, payload FROM rejections WHERE reason LIKE ?", (f"%{GUARD}%",)):
                 memory = orjson.loads(payload).get("memory", {}) if payload.startswith("{") else {}
                 out.append({"reason": reason, "payload": payload, "layer": memory.get("layer", "?")})
+        finally:
+            conn.close()
+    return out
+
+
+def _left_out(data_dir: Path) -> list[int]:
+    """How many statements the guard left out of each capsule it stored without some (see ``ops.memory``)."""
+    out = []
+    for _, path in shard_files(data_dir):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            out += [int(n) for (n,) in conn.execute(
+                "SELECT json_extract(attributes, ?) FROM memories WHERE json_extract(attributes, ?) IS NOT NULL",
+                (f"$.{LEFT_OUT}", f"$.{LEFT_OUT}"))]
         finally:
             conn.close()
     return out
@@ -132,6 +149,8 @@ def main() -> None:
           f"({result['erased_resent_distinctive']} distinctive); derived refusals: {result['derived_refusals']} "
           f"({result['derived_false_positives']} of memories formed from messages that were not erased); "
           f"{result['seconds']} s")
+    print(f"capsules stored without some statements: {result['capsules_with_statements_left_out']} "
+          f"({result['statements_left_out']} statements left out)")
     path = write_record("erasure_guard", {
         "config": config_stamp(benchmark="erasure_guard", dataset=str(args.data), fraction=args.fraction,
                                seed=args.seed, min_shingles=MIN_SHINGLES),

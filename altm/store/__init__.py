@@ -28,7 +28,7 @@ from altm.store._rows import (
 )
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
 from altm.store._shard import Shard
-from altm.store._shard_tx import MEMORY_ID, AuditEntry, ShardTx, SignalTally
+from altm.store._shard_tx import MEMORY_ID, AuditEntry, ShardTx, SignalTally, Tombstone
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import (
     HASHED_TABLES,
@@ -75,6 +75,7 @@ __all__ = [
     "ShardTx",
     "SignalTally",
     "StoreUnavailable",
+    "Tombstone",
     "WorkItem",
     "carry_over",
     "columns",

@@ -18,9 +18,10 @@ CODER = SCOPE
 REVIEWER = Scope(tenant_id=SCOPE.tenant_id, workspace_id=SCOPE.workspace_id, user_id=SCOPE.user_id,
                  agent_id="reviewer")
 ERASED = "I prefer pickle for the session cache, it is simpler."
-SESSION = ["The staging cluster runs on Kubernetes 1.30 in Dublin.",
-           "Never use pickle for the session cache, it broke the last release.",  # matches the erased text
-           "When is the release?", "Noted."]
+# every statement of the capsule matches the erased text, in each version: a capsule with statements of its
+# own is stored without the matching ones instead (tests/negative/test_erasure_capsule_statements.py)
+SESSION = ["Never use pickle for the session cache, it broke the last release.",  # matches the erased text
+           "Noted.", "Thanks.", "Sure."]
 
 
 async def _rejections(settings: Settings, base: Path, name: str, session: list[str], step: int

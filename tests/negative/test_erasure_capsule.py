@@ -88,7 +88,9 @@ async def test_a_refused_capsule_of_an_erased_session_keeps_none_of_its_text(set
             s.data_dir, "SELECT memory_id FROM memories WHERE layer='L0' AND content LIKE '%rotated monthly%'")]
         await app.erase(SCOPE, "memory", memory_id=second)
         await rt.run_until_idle()
-        await rt.publish([make_turn(4, "And the deadline is March 3.", session="s-secret")])  # folds it again
+        # folds it again, adding nothing of its own: every statement quotes the secret, so it is refused whole
+        # (one with a statement of its own would be stored without those: test_erasure_capsule_statements.py)
+        await rt.publish([make_turn(4, "Okay, thanks.", session="s-secret")])
         await rt.run_until_idle()
         refused = rows(s.data_dir, "SELECT payload FROM rejections")
         assert refused and all(secret in str(r["payload"]) for r in refused)  # the capsule, for review

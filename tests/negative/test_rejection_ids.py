@@ -15,7 +15,9 @@ from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
-SESSION = ["Never use pickle for the session cache, it broke the last release.",  # each capsule version is refused
+# the capsule's first version is refused, the later ones are stored without that statement: live, a rejection
+# is made and dropped again, which a replay (one fold) never makes
+SESSION = ["Never use pickle for the session cache, it broke the last release.",
            "The staging cluster runs on Kubernetes 1.30 in Dublin.", "When is the release?", "Noted."]
 LATER = "Never use pickle for the session cache, it broke the last release."  # another session's capsule, refused
 
@@ -26,7 +28,7 @@ async def test_a_review_of_a_rejection_decides_the_same_rejection_in_a_replay(se
     async with store_with(s, [make_turn(1, ERASED, scope=CODER, session="s0")]) as (rt, app):
         await app.erase(CODER, "agent")
         await rt.run_until_idle()
-        for i, text in enumerate(SESSION):  # one message at a time: a fold and a refusal each (a replay: one)
+        for i, text in enumerate(SESSION):  # one message at a time: a fold each (a replay: one)
             await rt.publish([make_turn(10 + i, text, scope=REVIEWER, session="s1")])
             await rt.run_until_idle()
         await rt.publish([make_turn(20, LATER, scope=REVIEWER, session="s2")])

@@ -29,15 +29,16 @@ import hashlib
 import hmac
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
 from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, normalise_text
+from altm.pipeline.writer._statements import statements
 from altm.pipeline.writer._terms import names, specific, terms
-from altm.store import MemoryRow, ShardTx
+from altm.store import MemoryRow, ShardTx, Tombstone
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _STOP = frozenset("a an the and or to of in on at for with by is are was were be it this that i we you my our "
@@ -92,6 +93,7 @@ class GuardVerdict:
     reason: str
     action: Literal["refuse", "flag"] = "refuse"
     anti_pattern: bool = False  # it re-asserts an anti-pattern (not: it matches erased content)
+    statements: tuple[str, ...] = ()  # a capsule's statements that re-state erased content (each on its own)
 
 
 _LEAVING_WORD = re.compile(r"[a-z]+")
@@ -350,12 +352,39 @@ class WriteGuard:
             return None
         # against what the user said, not against erased derived memories: those are mostly template (a
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
-        mine, my_terms = keyed_shingles(key, mem.content), keyed_terms(key, mem.content)
-        for tomb in tx.tombstones(mem.scope, raw_only=True):
+        tombs = tx.tombstones(mem.scope, raw_only=True)
+        mine = keyed_shingles(key, mem.content)
+        if is_capsule(mem):  # judged a statement at a time: see _capsule_statements
+            return self._capsule_statements(key, mem, mine, tombs, copied)
+        my_terms = keyed_terms(key, mem.content)
+        for tomb in tombs:
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
                     or restates_terms(my_terms, tomb.term_hashes)) and not copied(tomb.value_hash):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
+
+    def _capsule_statements(self, key: bytes, mem: MemoryUnit, mine: frozenset[str], tombs: Sequence[Tombstone],
+                            copied: Callable[[str], bool]) -> GuardVerdict | None:
+        """A capsule is its session's sentences, each extracted on its own: one that re-states an erased message
+        in other words is named in the verdict (the writer leaves it out, see ``ops.memory``), where judging
+        the whole text let a long capsule hold most words of any short message ("Long time no see!") and
+        refused the session's decisions with it. A quote (shingles) is judged on the whole text."""
+        parts = [(part, keyed_terms(key, part)) for part in statements(mem.content)]
+        left_out: dict[str, str] = {}
+        first: tuple[str, str] | None = None
+        for tomb in tombs:
+            if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive) \
+                    and not copied(tomb.value_hash):
+                return _erased(tomb.tombstone_id, tomb.reason)
+            found = [part for part, terms_of in parts
+                     if part not in left_out and restates_terms(terms_of, tomb.term_hashes)]
+            if found and not copied(tomb.value_hash):
+                left_out.update(dict.fromkeys(found, tomb.tombstone_id))
+                first = first or (tomb.tombstone_id, tomb.reason)
+        if first is None:
+            return None
+        verdict = _erased(*first)
+        return GuardVerdict(verdict.record_id, verdict.reason, statements=tuple(left_out))
 
     def reasserts(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         """Only the anti-pattern half of :meth:`check` (a stored memory judged again when an anti-pattern is
@@ -401,6 +430,10 @@ def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> set[str]:
     still stored and served: a derived memory citing that copy is not refused for the erased one, whether it
     is formed before or after the erasure (a replay forms it after)."""
     return {value_hash(key, row["content"]) for row in tx.raw_evidence(mem.scope, mem.evidence)}
+
+
+def is_capsule(mem: MemoryUnit) -> bool:
+    return mem.layer is Layer.L1 and mem.kind.value == "capsule"
 
 
 RECOMPUTED = frozenset({Layer.L1, Layer.L3})

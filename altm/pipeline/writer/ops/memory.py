@@ -8,7 +8,8 @@ import orjson
 
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
 from altm.core.bounds import content_over_limit
-from altm.pipeline.writer.guard import GuardVerdict, erased_itself
+from altm.pipeline.writer._statements import sections_without, without
+from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_capsule
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
@@ -21,15 +22,16 @@ _KEPT_ON_UPDATE = (
 
 
 def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Applied:
-    mem = p.memory
-    flag = _validate(tx, mem, ctx)
+    mem, flag = _validate(tx, p.memory, ctx)
     fresh = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
     new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
     if flag is not None:
         _held_for_review(new_row, flag)
-    elif _is_capsule(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
+    elif is_capsule(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
         new_row = carry_over(new_row, fresh, _TRUST)
+    if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
+        tx.drop_earlier_refusals(mem.memory_id, at=ctx.now, proposal_id=p.event_id)
     also: list[MemoryUnit] = []
     if old_row is None:
         if mem.layer is Layer.L0:
@@ -69,10 +71,6 @@ def _atom_order(tx: ShardTx, facet: MemoryRow) -> tuple[str, str] | None:
     cited = orjson.loads(facet["evidence"])
     atom = tx.memory_row(cited[0]) if len(cited) == 1 else None
     return None if atom is None else (str(atom["valid_from"] or ""), str(atom["memory_id"]))
-
-
-def _is_capsule(mem: MemoryUnit) -> bool:
-    return mem.layer is Layer.L1 and mem.kind.value == "capsule"
 
 
 def _capsules_judged_again(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
@@ -122,9 +120,10 @@ def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
     row["trust_reason"], row["trust_contradicting_id"] = f"{GUARD_HOLD}{flag.reason}", flag.record_id
 
 
-def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | None:
-    """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard; what the
-    guard flagged (not refused) is returned."""
+def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit, GuardVerdict | None]:
+    """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard: the memory
+    to store (a capsule without the statements that re-state erased content, see :func:`_left_out`) and what
+    the guard flagged (not refused)."""
     if error := content_over_limit(mem.content, ctx.settings.max_content_bytes):
         raise Rejection(error, code="invalid")
     if mem.content_hash != content_hash(mem.content):
@@ -144,11 +143,32 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> GuardVerdict | No
     if (tombstone := erased_itself(tx, mem)) is not None:
         raise Erased(f"memory {mem.memory_id} was erased (tombstone {tombstone})")
     verdict = ctx.guard.check(tx, mem)
-    if verdict is not None and verdict.action == "refuse" and not (_is_capsule(mem) and verdict.anti_pattern):
+    if verdict is not None and verdict.statements:
+        mem = _left_out(mem, verdict)
+        verdict = ctx.guard.check(tx, mem)
+    if verdict is not None and verdict.action == "refuse" and not (is_capsule(mem) and verdict.anti_pattern):
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     # a capsule re-asserting an anti-pattern is held, not refused: it summarises messages that are stored
     # anyway, and a refusal could not be made whichever of the two was stored first (_capsules_judged_again)
-    return verdict
+    return mem, verdict
+
+
+LEFT_OUT = "guard_left_out"
+"""The attribute of a capsule stored without some of its statements: how many the write guard left out."""
+
+
+def _left_out(mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
+    """The capsule without the statements that re-state erased content; refused when none is left. The rest
+    is what the session said and was not erased: its decisions and questions are not lost with one line."""
+    content = without(mem.content, frozenset(verdict.statements))  # the header stays: it names the session
+    if content is None:
+        raise Rejection(f"write guard: {verdict.reason}", code="guard")
+    left_out = frozenset(verdict.statements)
+    attributes = {**mem.attributes, LEFT_OUT: str(len(left_out))}
+    if "sections" in attributes:
+        attributes["sections"] = sections_without(attributes["sections"], left_out)
+    return mem.model_copy(update={"content": content, "content_hash": content_hash(content),
+                                  "attributes": attributes})
 
 
 def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
