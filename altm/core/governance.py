@@ -83,7 +83,7 @@ def erased_reason(target: str, why: str) -> str:
 
 
 ShingleHash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{24}$")]
-TermHash = Annotated[str, StringConstraints(pattern=r"^[stn]:[0-9a-f]{24}$")]
+TermHash = Annotated[str, StringConstraints(pattern=r"^[stnw]:[0-9a-f]{24}$")]
 """The write guard's keyed hashes, as a tombstone keeps them (hex: no text can hide in them)."""
 
 

@@ -6,8 +6,8 @@ decisions, constraints and questions."""
 
 from __future__ import annotations
 
+from altm.core.capsule import sections_without, statements, without
 from altm.core.settings import Settings
-from altm.pipeline.writer._statements import sections_without, statements, without
 from tests.support.memories import store_with
 from tests.support.rows import rows
 from tests.support.turns import make_turn
@@ -30,6 +30,7 @@ async def test_a_statement_that_re_states_erased_content_is_left_out_of_the_caps
     assert "museum on Friday" in capsule["content"]
     assert "parking garage" in capsule["content"]
     assert "LGBTQ" not in capsule["content"] and "Seattle" not in capsule["content"]
+    # the question; "next month" among its dates stays (words of time alone are no erased value)
     assert '"guard_left_out":"1"' in capsule["attributes"].replace(" ", "")
     assert "LGBTQ" not in capsule["attributes"]  # nor in its sections
     assert not rows(settings.data_dir, "SELECT 1 FROM memories WHERE layer != 'L0' AND content LIKE '%LGBTQ%'")
@@ -52,11 +53,13 @@ async def test_a_capsule_whose_every_statement_re_states_erased_content_is_refus
 
 def test_statements_left_out_of_a_capsule_text_and_its_sections() -> None:
     capsule = ("Session s2 (3 messages, 2026-01-01)\nDecisions: meet at the museum | show the paintings\n"
-               "Numbers and dates: next month, Friday")
-    assert statements(capsule) == ["meet at the museum", "show the paintings", "next month, Friday"]
-    assert without(capsule, frozenset({"show the paintings", "next month, Friday"})) == (
-        "Session s2 (3 messages, 2026-01-01)\nDecisions: meet at the museum")
-    assert without(capsule, frozenset(statements(capsule))) is None
+               "Numbers and dates: next month, Friday\nnot a section: judged whole")
+    assert [s.text for s in statements(capsule)] == [
+        "meet at the museum", "show the paintings", "next month", "Friday", "not a section: judged whole"]
+    assert [s.value for s in statements(capsule)] == [False, False, True, True, False]
+    assert without(capsule, frozenset({"show the paintings", "Friday", "not a section: judged whole"})) == (
+        "Session s2 (3 messages, 2026-01-01)\nDecisions: meet at the museum\nNumbers and dates: next month")
+    assert without(capsule, frozenset(s.text for s in statements(capsule))) is None
     sections = {"decisions": ["meet at the museum", "show the paintings"], "numbers": ["next month", "Friday"]}
-    assert sections_without(sections, frozenset({"show the paintings", "next month, Friday"})) == {
-        "decisions": ["meet at the museum"], "numbers": []}
+    assert sections_without(sections, frozenset({"show the paintings", "Friday"})) == {
+        "decisions": ["meet at the museum"], "numbers": ["next month"]}

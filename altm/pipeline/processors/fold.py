@@ -20,6 +20,7 @@ from altm.core import (
     Method,
     Proposal,
     ProposalOp,
+    capsule,
 )
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
@@ -150,18 +151,14 @@ def _first_unique(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def render_capsule(session_id: str, count: int, first: MemoryUnit, sections: dict[str, list[str]],
                    summary: str | None = None) -> str:
-    """The capsule's text: ``count`` messages, the first of them ``first``."""
+    """The capsule's text: ``count`` messages, the first of them ``first`` (see :mod:`altm.core.capsule`)."""
     date = first.valid_from.date().isoformat() if first.valid_from else "unknown date"
-    lines = [f"Session {session_id} ({count} messages, {date})"]
-    if summary:
-        lines.append(f"Summary: {summary}")
-    titles = {"decisions": "Decisions", "constraints": "Constraints", "corrections": "Corrections",
-              "open_questions": "Open questions", "numbers": "Numbers and dates", "paths": "Paths"}
-    for key, title in titles.items():
-        if sections.get(key):
-            sep = ", " if key in ("numbers", "paths") else " | "
-            lines.append(f"{title}: {sep.join(sections[key])}")
-    return "\n".join(lines)
+    return capsule.render(f"Session {session_id} ({count} messages, {date})", sections, summary)
+
+
+def flat_sections(sections: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each item on one line and free of the item separator: one statement of the capsule's text each."""
+    return {key: [capsule.flat(item) for item in items] for key, items in sections.items()}
 
 
 def _session_message(event: Event) -> MemoryUnit | None:
@@ -215,6 +212,7 @@ class FoldProcessor(Processor):
         if not messages:
             return []
         sections, sources = capsule_sections(messages, self.silent)
+        sections = flat_sections(sections)
         evidence = [messages[0].memory_id, *(mid for mid in sources if mid != messages[0].memory_id)]
         content = render_capsule(mem.session_id, count, messages[0], sections)
         return [self._capsule(event, mem, content, evidence, messages[0], Method.EXTRACTIVE,
@@ -234,10 +232,10 @@ class FoldProcessor(Processor):
             {"role": "user", "content": transcript},
         ], CapsuleSummary)
         s = result.value
-        llm_sections = {"decisions": s.decisions, "constraints": s.constraints, "corrections": s.corrections,
-                        "open_questions": s.open_questions, "numbers": sections["numbers"],
-                        "paths": sections["paths"]}
-        content = render_capsule(mem.session_id, len(messages), messages[0], llm_sections, s.summary)
+        llm_sections = flat_sections({
+            "decisions": s.decisions, "constraints": s.constraints, "corrections": s.corrections,
+            "open_questions": s.open_questions, "numbers": sections["numbers"], "paths": sections["paths"]})
+        content = render_capsule(mem.session_id, len(messages), messages[0], llm_sections, capsule.flat(s.summary))
         return [self._capsule(event, mem, content, [m.memory_id for m in messages], messages[0], Method.LLM,
                               {"sections": llm_sections, "turns": len(messages)}, result.model, result.prompt_hash)]
 

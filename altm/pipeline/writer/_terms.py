@@ -10,6 +10,7 @@ exact (a number, a code): an erased value is its specific terms coming back.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 import snowballstemmer
@@ -18,11 +19,11 @@ from altm.core import normalise_text
 
 _WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")
-_KILO = re.compile(r"\b(\d+)k\b")
-_ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b")
+_KILO = re.compile(r"^(\d+)k$")
+_ACCENTED = re.compile(r"\w*[^\x00-\x7f]\w*")
 _SENTENCE = re.compile(r"(?:^|(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bSt)(?<!\bProf)(?<!\bApt)[.!?;:]\s+|\n)"
-                       r"\s*[\"'(]*")
-_CAPITALISED = re.compile(r"(?<![\w'])[A-Z][A-Za-z0-9'\-]*")
+                       r"\s*(?:[-*•–]\s+|\d+[.)]\s+)?[\"'“‘«(\[]*")
+_CAPITALISED = re.compile(r"(?<![\w'’])[^\W\d_][\w'’\-]*")
 _NOT_NAMES = frozenset("""
 i i'm i've i'd i'll dr mr mrs ms mx st apt prof
 january february march april may june july august september october november december
@@ -107,10 +108,34 @@ def _term(word: str) -> str | None:
     return _CANONICAL.get(stem, stem)
 
 
+def _words(plain: str) -> list[str]:
+    """The words of a normalised text, and a second form of some: "85k" is also 85000, and a word with a letter
+    outside a-z ("zoë") is also its form without accents ("zoe"), beside the parts the first form keeps (what
+    tombstones made before the second forms hold)."""
+    words = _WORD.findall(plain)
+    words += [f"{m.group(1)}000" for w in words if (m := _KILO.match(w))]
+    words += [folded for w in _ACCENTED.findall(plain) if (folded := _folded(w)).isascii() and folded.isalnum()]
+    return words
+
+
+def _folded(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
 def terms(text: str) -> frozenset[str]:
     """The text's canonical content terms (see the module's docstring)."""
-    plain = _ORDINAL.sub(r"\1", _KILO.sub(r"\g<1>000", _THOUSANDS.sub("", normalise_text(text))))
-    return frozenset(t for t in (_term(w) for w in _WORD.findall(plain)) if t is not None)
+    return frozenset(t for t in (_term(w) for w in _words(_THOUSANDS.sub("", normalise_text(text)))) if t is not None)
+
+
+def weak(term: str) -> bool:
+    """A term of time or novelty ("last", "week", "new"): in too many texts to tell, beside a name, an erased
+    message from another about the same person."""
+    return term in _WEAK
+
+
+_WEAK = frozenset(t for t in (_term(w) for w in """last next past week weeks weekend month months day days night
+nights morning evening afternoon yesterday tomorrow time times ago new soon recently early late later year years
+first""".split()) if t is not None)
 
 
 _GREETING = re.compile(r"(?:^|\W)(?:hey|hi|hello|hiya|dear|thanks|thank you|thx|yeah|yes|yep|yup|wow|oh|sure|"
@@ -118,12 +143,17 @@ _GREETING = re.compile(r"(?:^|\W)(?:hey|hi|hello|hiya|dear|thanks|thank you|thx|
                        r"\W*$", re.IGNORECASE)
 
 
+_APPOSITION = re.compile(r"\b(?:my|our|his|her|their|your|the|a|an)(?:\s+[\w'’-]+){1,2},\s*$", re.IGNORECASE)
+
+
 def _addressed(text: str, m: re.Match[str]) -> bool:
     """The name of whom the message speaks to ("Hey Maria, ...", "Sounds good, John."): the other speaker of a
-    conversation is named in every other message, and says nothing of what the message is about."""
+    conversation is named in every other message, and says nothing of what the message is about. A name after
+    a comma that follows whom it names ("for my sister, Maya.") is not spoken to."""
     before, after = text[:m.start()], text[m.end():]
     return bool(_GREETING.search(before[-16:])) or (
-        before.rstrip(" ").endswith(",") and (not after or after[0] in ",!?.;:"))
+        before.rstrip(" ").endswith(",") and (not after or after[0] in ",!?.;:")
+        and not _APPOSITION.search(before))
 
 
 def names(text: str) -> frozenset[str]:
@@ -135,10 +165,12 @@ def names(text: str) -> frozenset[str]:
     out: set[str] = set()
     for m in _CAPITALISED.finditer(text):
         word = m.group()
-        if m.start() in firsts or word.lower() in _NOT_NAMES or word.isupper() or _addressed(text, m):
+        lower = word.lower()
+        if (not word[0].isupper() or m.start() in firsts or word.isupper() or _addressed(text, m)
+                or lower in _NOT_NAMES or lower.removesuffix("s") in _NOT_NAMES):
             continue
-        out.update(t for t in (_term(w) for w in _WORD.findall(word.lower()) if len(w) >= 3)
-                   if t is not None and t not in _COMMON)
+        parts = _WORD.findall(_folded(normalise_text(word)))
+        out.update(t for t in (_term(w) for w in parts if len(w) >= 3) if t is not None and t not in _COMMON)
     return frozenset(out)
 
 

@@ -35,9 +35,8 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, normalise_text
-from altm.pipeline.writer._statements import statements
-from altm.pipeline.writer._terms import names, specific, terms
+from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, capsule, normalise_text
+from altm.pipeline.writer._terms import names, specific, terms, weak
 from altm.store import MemoryRow, ShardTx, Tombstone
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
@@ -83,8 +82,9 @@ SPECIFIC_SHARED = 2
 NAMED_WITH = 2
 RESTATED_TERMS = (3, 0.65)
 """An erased message's terms coming back: one of its specific terms and one more; one of its names and two of
-its terms that are no names ("Lumen Health in March" is the employer and a month, not the erased plan to
-quit); otherwise, when it named nothing exact, three and this share of the shorter text's terms."""
+its terms that are neither names nor words of time ("Lumen Health in March" is the employer and a month, not
+the erased plan to quit; "Maria ... last week" is a friend's week); otherwise, when it named nothing exact,
+three and this share of the shorter text's terms."""
 
 
 @dataclass(frozen=True)
@@ -165,11 +165,12 @@ def keyed_shingles(key: bytes, text: str) -> frozenset[str]:
 
 def keyed_terms(key: bytes, text: str) -> frozenset[str]:
     """The text's canonical terms as keyed hashes, each marked with its class: ``s:`` a specific term (a
-    number, a code), ``n:`` a name (see :func:`~altm.pipeline.writer._terms.names`), ``t:`` the others."""
+    number, a code), ``n:`` a name (see :func:`~altm.pipeline.writer._terms.names`), ``w:`` a word of time
+    or novelty ("last", "week"), ``t:`` the others."""
     named = names(text)
 
     def mark(term: str) -> str:
-        return "s" if specific(term) else "n" if term in named else "t"
+        return "s" if specific(term) else "n" if term in named else "w" if weak(term) else "t"
 
     return frozenset(f"{mark(t)}:{hmac.new(key, t.encode(), hashlib.sha256).hexdigest()[:24]}" for t in terms(text))
 
@@ -184,12 +185,25 @@ def restates_terms(candidate: frozenset[str], erased: frozenset[str]) -> bool:
     shared = [marks[h[2:]] for h in candidate if h[2:] in marks]
     if len(shared) >= SPECIFIC_SHARED and "s" in shared:
         return True
-    if "n" in shared and len(shared) - shared.count("n") >= NAMED_WITH:
+    # a word of time is one whichever side says so (a tombstone older than the w: mark has it as t:)
+    strong = sum(marks[h[2:]] in "st" and h[0] != "w" for h in candidate if h[2:] in marks)
+    if "n" in shared and strong >= NAMED_WITH:
         return True
     if "s" in marks.values():  # what it named exactly is what was erased: the rest is its topic
         return False
     least, share = RESTATED_TERMS
     return len(shared) >= least and len(shared) / min(len(candidate), len(erased)) >= share
+
+
+def restates_value(value: frozenset[str], erased: frozenset[str]) -> bool:
+    """A value (a number, a date, a path: a capsule's "Numbers and dates" item) that is made of an erased
+    message's terms alone, and is exact (one of its specific terms) or two words that are not of time ("March
+    21", not "next month"): said on its own, it is that message's value coming back ("4417" after "the gate
+    code is 4417")."""
+    marks = {h[2:]: h[0] for h in erased}
+    if not value or any(h[2:] not in marks for h in value):
+        return False
+    return any(marks[h[2:]] == "s" for h in value) or sum(h[0] != "w" for h in value) >= 2
 
 
 def reassertion(candidate: str, pattern: str, similarity: TextSimilarity | None
@@ -368,16 +382,18 @@ class WriteGuard:
         """A capsule is its session's sentences, each extracted on its own: one that re-states an erased message
         in other words is named in the verdict (the writer leaves it out, see ``ops.memory``), where judging
         the whole text let a long capsule hold most words of any short message ("Long time no see!") and
-        refused the session's decisions with it. A quote (shingles) is judged on the whole text."""
-        parts = [(part, keyed_terms(key, part)) for part in statements(mem.content)]
+        refused the session's decisions with it. A value of its numbers, dates and paths is left out when it is
+        made of an erased message's terms alone (see :func:`restates_value`). A quote (shingles) is judged on
+        the whole text."""
+        parts = [(s, keyed_terms(key, s.text)) for s in capsule.statements(mem.content)]
         left_out: dict[str, str] = {}
         first: tuple[str, str] | None = None
         for tomb in tombs:
             if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive) \
                     and not copied(tomb.value_hash):
                 return _erased(tomb.tombstone_id, tomb.reason)
-            found = [part for part, terms_of in parts
-                     if part not in left_out and restates_terms(terms_of, tomb.term_hashes)]
+            found = [s.text for s, terms_of in parts if s.text not in left_out and (
+                restates_value(terms_of, tomb.term_hashes) if s.value else restates_terms(terms_of, tomb.term_hashes))]
             if found and not copied(tomb.value_hash):
                 left_out.update(dict.fromkeys(found, tomb.tombstone_id))
                 first = first or (tomb.tombstone_id, tomb.reason)

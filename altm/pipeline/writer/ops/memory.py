@@ -6,9 +6,8 @@ from datetime import datetime
 
 import orjson
 
-from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, content_hash
+from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, capsule, content_hash
 from altm.core.bounds import content_over_limit
-from altm.pipeline.writer._statements import sections_without, without
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_capsule
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
@@ -160,13 +159,13 @@ LEFT_OUT = "guard_left_out"
 def _left_out(mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
     """The capsule without the statements that re-state erased content; refused when none is left. The rest
     is what the session said and was not erased: its decisions and questions are not lost with one line."""
-    content = without(mem.content, frozenset(verdict.statements))  # the header stays: it names the session
+    content = capsule.without(mem.content, frozenset(verdict.statements))  # the header stays: it names the session
     if content is None:
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     left_out = frozenset(verdict.statements)
     attributes = {**mem.attributes, LEFT_OUT: str(len(left_out))}
     if "sections" in attributes:
-        attributes["sections"] = sections_without(attributes["sections"], left_out)
+        attributes["sections"] = capsule.sections_without(attributes["sections"], left_out)
     return mem.model_copy(update={"content": content, "content_hash": content_hash(content),
                                   "attributes": attributes})
 
