@@ -10,7 +10,8 @@
   both (stems, synonyms, numbers; see ``_terms``) are compared as keyed hashes. A derived memory
   that carries back something exact the erased message named (a number, a code) with one more of its terms
   re-states it; so does one that carries back one of its names (a person, a place, a street: capitalised
-  inside a sentence, not the one the message speaks to) with two more of its terms that are no names;
+  inside a sentence, not the one the message speaks to) with two more of its terms that are neither names
+  nor words of time;
   otherwise, when the erased message named nothing exact, it must share three terms and 65 % of the shorter
   text's terms.
 * Anti-patterns apply to derived memories: a derived memory that re-asserts a stored anti-pattern's
@@ -29,7 +30,7 @@ import hashlib
 import hmac
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
@@ -175,13 +176,22 @@ def keyed_terms(key: bytes, text: str) -> frozenset[str]:
     return frozenset(f"{mark(t)}:{hmac.new(key, t.encode(), hashlib.sha256).hexdigest()[:24]}" for t in terms(text))
 
 
-def restates_terms(candidate: frozenset[str], erased: frozenset[str]) -> bool:
-    """The candidate carries an erased message's content back in other words (see the module's docstring).
-    Terms are matched by their hash alone (a name of the erased message may be lower case in the candidate);
-    the erased message's mark says what each one is."""
-    if not candidate or not erased:
+TermMarks = Mapping[str, str]
+"""An erased message's term hashes (without their mark) and the mark of each: see :func:`term_marks`."""
+
+
+def term_marks(erased: Iterable[str]) -> TermMarks:
+    """What :func:`restates_terms` and :func:`restates_value` compare with, made once per tombstone: terms are
+    matched by their hash alone (a name of the erased message may be lower case in the candidate), and the
+    erased message's mark says what each one is."""
+    return {h[2:]: h[0] for h in erased}
+
+
+def restates_terms(candidate: frozenset[str], marks: TermMarks) -> bool:
+    """The candidate carries an erased message's content back in other words (see the module's docstring);
+    ``marks``: the erased message's, from :func:`term_marks`."""
+    if not candidate or not marks:
         return False
-    marks = {h[2:]: h[0] for h in erased}
     shared = [marks[h[2:]] for h in candidate if h[2:] in marks]
     if len(shared) >= SPECIFIC_SHARED and "s" in shared:
         return True
@@ -192,15 +202,14 @@ def restates_terms(candidate: frozenset[str], erased: frozenset[str]) -> bool:
     if "s" in marks.values():  # what it named exactly is what was erased: the rest is its topic
         return False
     least, share = RESTATED_TERMS
-    return len(shared) >= least and len(shared) / min(len(candidate), len(erased)) >= share
+    return len(shared) >= least and len(shared) / min(len(candidate), len(marks)) >= share
 
 
-def restates_value(value: frozenset[str], erased: frozenset[str]) -> bool:
+def restates_value(value: frozenset[str], marks: TermMarks) -> bool:
     """A value (a number, a date, a path: a capsule's "Numbers and dates" item) that is made of an erased
     message's terms alone, and is exact (one of its specific terms) or two words that are not of time ("March
     21", not "next month"): said on its own, it is that message's value coming back ("4417" after "the gate
     code is 4417")."""
-    marks = {h[2:]: h[0] for h in erased}
     if not value or any(h[2:] not in marks for h in value):
         return False
     return any(marks[h[2:]] == "s" for h in value) or sum(h[0] != "w" for h in value) >= 2
@@ -373,7 +382,7 @@ class WriteGuard:
         my_terms = keyed_terms(key, mem.content)
         for tomb in tombs:
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
-                    or restates_terms(my_terms, tomb.term_hashes)) and not copied(tomb.value_hash):
+                    or restates_terms(my_terms, term_marks(tomb.term_hashes))) and not copied(tomb.value_hash):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
@@ -392,8 +401,9 @@ class WriteGuard:
             if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive) \
                     and not copied(tomb.value_hash):
                 return _erased(tomb.tombstone_id, tomb.reason)
+            marks = term_marks(tomb.term_hashes)
             found = [s.text for s, terms_of in parts if s.text not in left_out and (
-                restates_value(terms_of, tomb.term_hashes) if s.value else restates_terms(terms_of, tomb.term_hashes))]
+                restates_value(terms_of, marks) if s.value else restates_terms(terms_of, marks))]
             if found and not copied(tomb.value_hash):
                 left_out.update(dict.fromkeys(found, tomb.tombstone_id))
                 first = first or (tomb.tombstone_id, tomb.reason)

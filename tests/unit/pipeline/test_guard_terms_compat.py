@@ -10,7 +10,7 @@ import hmac
 
 from altm.core import normalise_text
 from altm.pipeline.writer._terms import _THOUSANDS, _WORD, _term, specific
-from altm.pipeline.writer.guard import keyed_terms, restates_terms
+from altm.pipeline.writer.guard import keyed_terms, restates_terms, term_marks
 
 KEY = b"k" * 32
 
@@ -25,5 +25,5 @@ def _keyed_terms_before_1b5e375(text: str) -> frozenset[str]:
 def test_a_tombstone_made_before_the_upgrade_still_refuses_its_value() -> None:
     erased = _keyed_terms_before_1b5e375("My pre-tax income is 85k per year.")
     candidate = "The user earns 85k a year."
-    assert restates_terms(_keyed_terms_before_1b5e375(candidate), erased)  # as it was refused before
-    assert restates_terms(keyed_terms(KEY, candidate), erased)
+    assert restates_terms(_keyed_terms_before_1b5e375(candidate), term_marks(erased))  # as it was refused before
+    assert restates_terms(keyed_terms(KEY, candidate), term_marks(erased))
