@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from altm.core.capsule import sections_without, statements
 from altm.core.settings import Settings
-from tests.support.memories import store_with
+from tests.support.memories import said_after_erasure
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
@@ -25,11 +25,7 @@ async def test_erased_content_after_a_pipe_stays_out_of_the_sections(settings: S
     erased = make_turn(1, "My sister Maya is moving to Leeds for a nursing job in the spring.", session="s1")
     later = [make_turn(2, "We decided to meet at the museum on Friday morning.", session="s2"),
              make_turn(3, PIPED, session="s2")]
-    async with store_with(settings.model_copy(update={"embedder": "none"}), [erased]) as (rt, app):
-        await app.erase(erased.scope, "session", session_id="s1")
-        await rt.run_until_idle()
-        await rt.publish(later)
-        await rt.run_until_idle()
+    await said_after_erasure(settings, erased, later)
     (capsule,) = rows(settings.data_dir, "SELECT content, attributes FROM memories WHERE layer='L1' "
                                          "AND session_id='s2'")
     assert "Leeds" not in capsule["content"]  # holds: the text is cut at the pipe

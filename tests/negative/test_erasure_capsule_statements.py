@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from altm.core.capsule import sections_without, statements, without
 from altm.core.settings import Settings
-from tests.support.memories import store_with
+from tests.support.memories import said_after_erasure
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
@@ -20,11 +20,7 @@ async def test_a_statement_that_re_states_erased_content_is_left_out_of_the_caps
              make_turn(3, "Are you showing your paintings at the LGBTQ art show in Seattle next month?",
                        session="s2"),
              make_turn(4, "The parking garage must be booked two days ahead.", session="s2")]
-    async with store_with(settings.model_copy(update={"embedder": "none"}), [erased]) as (rt, app):
-        await app.erase(erased.scope, "session", session_id="s1")
-        await rt.run_until_idle()
-        await rt.publish(later)
-        await rt.run_until_idle()
+    await said_after_erasure(settings, erased, later)
     (capsule,) = rows(settings.data_dir, "SELECT content, attributes FROM memories WHERE layer='L1' "
                                          "AND session_id='s2'")
     assert "museum on Friday" in capsule["content"]
@@ -40,11 +36,7 @@ async def test_a_statement_that_re_states_erased_content_is_left_out_of_the_caps
 async def test_a_capsule_whose_every_statement_re_states_erased_content_is_refused(settings: Settings) -> None:
     erased = make_turn(1, "I'm having an LGBTQ art show in Seattle with my paintings, can't wait!", session="s1")
     again = make_turn(2, "Are you showing your paintings at the LGBTQ art show in Seattle?", session="s2")
-    async with store_with(settings.model_copy(update={"embedder": "none"}), [erased]) as (rt, app):
-        await app.erase(erased.scope, "session", session_id="s1")
-        await rt.run_until_idle()
-        await rt.publish([again])
-        await rt.run_until_idle()
+    await said_after_erasure(settings, erased, [again])
     assert not rows(settings.data_dir, "SELECT 1 FROM memories WHERE layer='L1' AND session_id='s2'")
     assert rows(settings.data_dir, "SELECT 1 FROM memories WHERE layer='L0' AND session_id='s2'")
     (refused,) = rows(settings.data_dir, "SELECT reason FROM rejections")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from altm.core.settings import Settings
-from tests.support.memories import store_with
+from tests.support.memories import said_after_erasure
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
@@ -23,11 +23,7 @@ async def test_an_erased_value_does_not_come_back_in_the_numbers_line(settings: 
     erased = make_turn(1, erased_text, session="s1")
     later = [make_turn(2, "We decided to meet at the museum on Friday morning.", session="s2"),
              make_turn(3, again, session="s2")]
-    async with store_with(settings.model_copy(update={"embedder": "none"}), [erased]) as (rt, app):
-        await app.erase(erased.scope, "session", session_id="s1")
-        await rt.run_until_idle()
-        await rt.publish(later)
-        await rt.run_until_idle()
+    await said_after_erasure(settings, erased, later)
     for capsule in rows(settings.data_dir, "SELECT content, attributes FROM memories WHERE layer='L1' "
                                            "AND session_id='s2'"):
         assert again not in capsule["content"]  # holds: the question is left out

@@ -41,3 +41,13 @@ async def running(settings: Settings, llm_settings: dict[ModelTask, LLMSettings]
     """The started embedded runtime of a deployment (its stores close with it)."""
     async with open_embedded(settings, llm_settings=llm_settings) as deployment:
         yield runtime_of(deployment)
+
+
+async def said_after_erasure(settings: Settings, erased: TurnEvent, later: Sequence[TurnEvent]) -> None:
+    """``erased`` stored and its session erased, then ``later`` sent and derived (no embedder): what the
+    guard does with what is said after an erasure."""
+    async with store_with(settings.model_copy(update={"embedder": "none"}), [erased]) as (rt, app):
+        await app.erase(erased.scope, "session", session_id=erased.session_id)
+        await rt.run_until_idle()
+        await rt.publish(list(later))
+        await rt.run_until_idle()
