@@ -22,6 +22,10 @@ _TITLE = ": "
 _BY_TITLE = {**{title: key for key, title in SECTION_TITLES.items()}, "Summary": SUMMARY}
 
 
+def _separator(section: str) -> str:
+    return _VALUES if section in VALUE_SECTIONS else _ITEMS
+
+
 def flat(text: str) -> str:
     """An item as the capsule holds it: on one line, without the separator of items."""
     return " ".join(text.split()).replace(_ITEMS, " / ")
@@ -34,7 +38,7 @@ def render(header: str, sections: dict[str, list[str]], summary: str | None = No
         lines.append(f"Summary{_TITLE}{summary}")
     for key, title in SECTION_TITLES.items():
         if sections.get(key):
-            lines.append(f"{title}{_TITLE}{(_VALUES if key in VALUE_SECTIONS else _ITEMS).join(sections[key])}")
+            lines.append(f"{title}{_TITLE}{_separator(key).join(sections[key])}")
     return "\n".join(lines)
 
 
@@ -56,7 +60,7 @@ def _parse(line: str) -> tuple[str, str, list[str]]:
         return "", "", [line]
     if section == SUMMARY:
         return section, title + sep, [rest]
-    return section, title + sep, [i for i in rest.split(_VALUES if section in VALUE_SECTIONS else _ITEMS) if i]
+    return section, title + sep, [i for i in rest.split(_separator(section)) if i]
 
 
 def statements(content: str) -> list[Statement]:
@@ -77,7 +81,7 @@ def without(content: str, left_out: frozenset[str]) -> str | None:
         section, title, items = _parse(line)
         remaining = [item for item in items if item not in left_out and item.strip()]
         if remaining:
-            kept.append(title + (_VALUES if section in VALUE_SECTIONS else _ITEMS).join(remaining))
+            kept.append(title + _separator(section).join(remaining))
     return "\n".join(kept) if len(kept) > 1 else None
 
 
