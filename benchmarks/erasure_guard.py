@@ -11,9 +11,9 @@ message is sent again as a new turn of a new session:
   a number, code or identifier: see the guard's ``MIN_SHINGLES``), stored otherwise ("Thanks!" said again is
   a new message).
 
-Refusals of derived memories (L1-L4) formed from the re-sent messages are counted too, and the capsules stored
-without the statements that re-state an erased message (the guard leaves those out). The record has the
-config stamp, the figures and one row per refused message.
+Refusals of derived memories (L1-L4) formed from the re-sent messages are counted too, and the capsules and
+scenes stored without the statements or members that re-state an erased message (the guard leaves those out).
+The record has the config stamp, the figures and one row per refused message.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ async def run(samples: list[dict[str, Any]], fraction: float, seed: int, work: P
         "derived_refusals": len(derived),
         "derived_false_positives": sum(1 for r in derived if r["false_positive"]),
         "derived_refusals_without_session": sum(1 for r in derived if not r["session_id"]),
-        "capsules_with_statements_left_out": len(left_out), "statements_left_out": sum(left_out),
+        "capsules_with_statements_left_out": len(left_out["L1"]), "statements_left_out": sum(left_out["L1"]),
+        "scenes_with_members_left_out": len(left_out["L3"]), "members_left_out": sum(left_out["L3"]),
         "seconds": round(elapsed, 1), "rows": rows,
     }
 
@@ -116,15 +117,17 @@ def _refusals(data_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _left_out(data_dir: Path) -> list[int]:
-    """How many statements the guard left out of each capsule it stored without some (see ``ops.memory``)."""
-    out = []
+def _left_out(data_dir: Path) -> dict[str, list[int]]:
+    """By layer (L1 capsules, L3 scenes), how many statements or members the guard left out of each memory it
+    stored without some (see ``ops.memory``)."""
+    out: dict[str, list[int]] = {"L1": [], "L3": []}
     for _, path in shard_files(data_dir):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            out += [int(n) for (n,) in conn.execute(
-                "SELECT json_extract(attributes, ?) FROM memories WHERE json_extract(attributes, ?) IS NOT NULL",
-                (f"$.{LEFT_OUT}", f"$.{LEFT_OUT}"))]
+            for layer, n in conn.execute(
+                    "SELECT layer, json_extract(attributes, ?) FROM memories "
+                    "WHERE json_extract(attributes, ?) IS NOT NULL", (f"$.{LEFT_OUT}", f"$.{LEFT_OUT}")):
+                out.setdefault(layer, []).append(int(n))
         finally:
             conn.close()
     return out
@@ -150,7 +153,8 @@ def main() -> None:
           f"({result['derived_false_positives']} of memories formed from messages that were not erased); "
           f"{result['seconds']} s")
     print(f"capsules stored without some statements: {result['capsules_with_statements_left_out']} "
-          f"({result['statements_left_out']} statements left out)")
+          f"({result['statements_left_out']} statements left out); scenes stored without some members: "
+          f"{result['scenes_with_members_left_out']} ({result['members_left_out']} members left out)")
     path = write_record("erasure_guard", {
         "config": config_stamp(benchmark="erasure_guard", dataset=str(args.data), fraction=args.fraction,
                                seed=args.seed, min_shingles=MIN_SHINGLES),

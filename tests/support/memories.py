@@ -43,10 +43,11 @@ async def running(settings: Settings, llm_settings: dict[ModelTask, LLMSettings]
         yield runtime_of(deployment)
 
 
-async def said_after_erasure(settings: Settings, erased: TurnEvent, later: Sequence[TurnEvent]) -> None:
-    """``erased`` stored and its session erased, then ``later`` sent and derived (no embedder): what the
-    guard does with what is said after an erasure."""
-    async with store_with(settings.model_copy(update={"embedder": "none"}), [erased]) as (rt, app):
+async def said_after_erasure(settings: Settings, erased: TurnEvent, later: Sequence[TurnEvent], *,
+                             before: Sequence[TurnEvent] = ()) -> None:
+    """``before`` and ``erased`` stored and ``erased``'s session erased, then ``later`` sent and derived (no
+    embedder): what the guard does with what is said after an erasure."""
+    async with store_with(settings.model_copy(update={"embedder": "none"}), [*before, erased]) as (rt, app):
         await app.erase(erased.scope, "session", session_id=erased.session_id)
         await rt.run_until_idle()
         await rt.publish(list(later))

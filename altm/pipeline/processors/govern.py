@@ -31,6 +31,7 @@ from altm.core import (
     Supersession,
     derive_id,
 )
+from altm.core import scene as scene_text
 from altm.core.topics import Topic
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors._base import (
@@ -48,8 +49,6 @@ from altm.pipeline.processors._base import (
 from altm.store import MemoryReader
 
 _ATOMS = frozenset({Layer.L2})
-SCENE_MIN_SESSIONS = 2
-SCENE_MAX_ITEMS = 12
 SUPERSEDE_MIN_CONFIDENCE = 0.7
 
 
@@ -239,17 +238,17 @@ class GovernProcessor(Processor):
         node = reader.node(event.scope, node_id)
         if node is None or node["node_type"] not in ("Entity", "Time"):
             return []
-        members = reader.scene_members(event.scope, node["node_id"], SCENE_MAX_ITEMS)
+        members = reader.scene_members(event.scope, node["node_id"], scene_text.MAX_ITEMS)
         sessions = members.sessions
-        if len(sessions) < SCENE_MIN_SESSIONS:
+        if len(sessions) < scene_text.MIN_SESSIONS:
             return []
         atoms = reader.get_many(event.scope, members.memory_ids)
         if not atoms:  # erased between the two reads (another process's writer): a later mention rebuilds it
             return []
-        lines = [f"Scene: {node['name']} — {len(atoms)} memories across sessions {', '.join(sessions)}"]
-        lines += [f"- [{a.session_id}] {a.kind.value}: {a.content}" for a in atoms]
+        lines = [scene_text.member(a.session_id, a.kind.value, a.content) for a in atoms]
         scene = derived_memory(
-            scope=event.scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE, content="\n".join(lines),
+            scope=event.scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE,
+            content=scene_text.render(node["name"], sessions, lines),
             evidence=[a.memory_id for a in atoms], processor=self.name, method=Method.HEURISTIC,
             id_parts=[event.scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
             attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},

@@ -36,7 +36,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, capsule, normalise_text
+from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, capsule, normalise_text, scene
 from altm.pipeline.writer._terms import names, specific, terms, weak
 from altm.store import MemoryRow, ShardTx, Tombstone
 
@@ -94,7 +94,7 @@ class GuardVerdict:
     reason: str
     action: Literal["refuse", "flag"] = "refuse"
     anti_pattern: bool = False  # it re-asserts an anti-pattern (not: it matches erased content)
-    statements: tuple[str, ...] = ()  # a capsule's statements that re-state erased content (each on its own)
+    statements: tuple[str, ...] = ()  # a capsule's statements, a scene's members, that re-state erased content
 
 
 _LEAVING_WORD = re.compile(r"[a-z]+")
@@ -377,8 +377,8 @@ class WriteGuard:
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
         tombs = tx.tombstones(mem.scope, raw_only=True)
         mine = keyed_shingles(key, mem.content)
-        if is_capsule(mem):  # judged a statement at a time: see _capsule_statements
-            return self._capsule_statements(key, mem, mine, tombs, copied)
+        if is_capsule(mem) or is_scene(mem):  # judged a statement (a member) at a time: see _statements
+            return self._statements(key, mem, mine, tombs, copied)
         my_terms = keyed_terms(key, mem.content)
         for tomb in tombs:
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
@@ -386,15 +386,18 @@ class WriteGuard:
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
-    def _capsule_statements(self, key: bytes, mem: MemoryUnit, mine: frozenset[str], tombs: Sequence[Tombstone],
-                            copied: Callable[[str], bool]) -> GuardVerdict | None:
-        """A capsule is its session's sentences, each extracted on its own: one that re-states an erased message
-        in other words is named in the verdict (the writer leaves it out, see ``ops.memory``), where judging
-        the whole text let a long capsule hold most words of any short message ("Long time no see!") and
-        refused the session's decisions with it. A value of its numbers, dates and paths is left out when it is
-        made of an erased message's terms alone (see :func:`restates_value`). A quote (shingles) is judged on
-        the whole text."""
-        parts = [(s, keyed_terms(key, s.text)) for s in capsule.statements(mem.content)]
+    def _statements(self, key: bytes, mem: MemoryUnit, mine: frozenset[str], tombs: Sequence[Tombstone],
+                    copied: Callable[[str], bool]) -> GuardVerdict | None:
+        """A capsule is its session's sentences, each extracted on its own, and a scene its member atoms, each
+        judged when it was stored: one that re-states an erased message in other words is named in the verdict
+        (the writer leaves it out, see ``ops.memory``), where judging the whole text let a long capsule hold most
+        words of any short message ("Long time no see!") and refused the session's decisions with it, and let a
+        scene, whose every line names its anchor, gather an erased message's terms a line at a time. A value
+        of a capsule's numbers, dates and paths is left out when it is made of an erased message's terms alone
+        (see :func:`restates_value`). A quote (shingles) is judged on the whole text."""
+        found_in = capsule.statements(mem.content) if is_capsule(mem) else [
+            capsule.Statement("", line) for line in scene.members(mem.content)]
+        parts = [(s, keyed_terms(key, s.text)) for s in found_in]
         left_out: dict[str, str] = {}
         first: tuple[str, str] | None = None
         for tomb in tombs:
@@ -460,6 +463,10 @@ def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> set[str]:
 
 def is_capsule(mem: MemoryUnit) -> bool:
     return mem.layer is Layer.L1 and mem.kind.value == "capsule"
+
+
+def is_scene(mem: MemoryUnit) -> bool:
+    return mem.layer is Layer.L3 and mem.kind.value == "scene"
 
 
 RECOMPUTED = frozenset({Layer.L1, Layer.L3})

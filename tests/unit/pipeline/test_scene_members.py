@@ -21,9 +21,10 @@ from altm.core import (
     TurnEvent,
     UpsertMemoryProposal,
 )
+from altm.core.scene import MAX_ITEMS as SCENE_MAX_ITEMS
+from altm.core.scene import MIN_SESSIONS as SCENE_MIN_SESSIONS
 from altm.core.settings import Settings
 from altm.pipeline.processors import GovernProcessor, ProcessorContext
-from altm.pipeline.processors.govern import SCENE_MAX_ITEMS, SCENE_MIN_SESSIONS
 from altm.store import MEMORY_COLUMNS, MemoryReader, ShardSet, row_to_memory
 from altm.store import _reader as reader_module
 from tests.support.memories import embedded, runtime_of

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import orjson
 
-from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, capsule, content_hash
+from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, capsule, content_hash, scene
 from altm.core.bounds import content_over_limit
-from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_capsule
+from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_capsule, is_scene
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
@@ -121,8 +121,8 @@ def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
 
 def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit, GuardVerdict | None]:
     """Size, content hash, evidence (none for L0, stored memories for the rest) and the write guard: the memory
-    to store (a capsule without the statements that re-state erased content, see :func:`_left_out`) and what
-    the guard flagged (not refused)."""
+    to store (a capsule or a scene without the statements or members that re-state erased content, see
+    :func:`_left_out`) and what the guard flagged (not refused)."""
     if error := content_over_limit(mem.content, ctx.settings.max_content_bytes):
         raise Rejection(error, code="invalid")
     if mem.content_hash != content_hash(mem.content):
@@ -143,7 +143,7 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit,
         raise Erased(f"memory {mem.memory_id} was erased (tombstone {tombstone})")
     verdict = ctx.guard.check(tx, mem)
     if verdict is not None and verdict.statements:
-        mem = _left_out(mem, verdict)
+        mem = _scene_left_out(tx, mem, verdict) if is_scene(mem) else _left_out(mem, verdict)
         verdict = ctx.guard.check(tx, mem)
     if verdict is not None and verdict.action == "refuse" and not (is_capsule(mem) and verdict.anti_pattern):
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
@@ -153,7 +153,8 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit,
 
 
 LEFT_OUT = "guard_left_out"
-"""The attribute of a capsule stored without some of its statements: how many the write guard left out."""
+"""The attribute of a capsule (a scene) stored without some of its statements (members): how many the write guard
+left out."""
 
 
 def _left_out(mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
@@ -168,6 +169,33 @@ def _left_out(mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
         attributes["sections"] = capsule.sections_without(attributes["sections"], left_out)
     return mem.model_copy(update={"content": content, "content_hash": content_hash(content),
                                   "attributes": attributes})
+
+
+def _scene_left_out(tx: ShardTx, mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
+    """The scene without the members that re-state erased content: without their lines, their atoms among its
+    evidence, and the sessions that only they came from; refused when it is left with fewer sessions than a
+    scene needs, or is not in govern's form (a line per atom of its evidence), which is judged whole. The other
+    members are what was said and not erased: a scene is not lost with one of them."""
+    lines = scene.members(mem.content)
+    anchor, sessions = mem.attributes.get("anchor"), mem.attributes.get("sessions")
+    if len(lines) != len(mem.evidence) or not isinstance(anchor, str) or not isinstance(sessions, list):
+        raise Rejection(f"write guard: {verdict.reason}", code="guard")
+    left_out = frozenset(verdict.statements)
+    kept = [i for i, line in enumerate(lines) if line not in left_out]
+
+    def session_of(i: int) -> str:
+        row = tx.memory_row(mem.evidence[i])
+        return str(row["session_id"] or "") if row is not None else ""
+
+    still = {session_of(i) for i in kept}
+    gone = {session_of(i) for i in range(len(lines)) if i not in kept} - still
+    sessions_left = [s for s in sessions if s not in gone]
+    if len(sessions_left) < scene.MIN_SESSIONS:
+        raise Rejection(f"write guard: {verdict.reason}", code="guard")
+    content = scene.render(anchor, sessions_left, [lines[i] for i in kept])
+    attributes = {**mem.attributes, "sessions": sessions_left, LEFT_OUT: str(len(lines) - len(kept))}
+    return mem.model_copy(update={"content": content, "content_hash": content_hash(content),
+                                  "evidence": [mem.evidence[i] for i in kept], "attributes": attributes})
 
 
 def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
