@@ -65,19 +65,45 @@ def spread(turns: list[TurnEvent], users: int = 16) -> list[TurnEvent]:
     return out
 
 
+class LagProbe:
+    """A consumer group's lag over topics, asked again and again through one admin client and one consumer: a
+    client started per sample cost about 0.4 s of connecting on this machine, which stretched the sampling to
+    0.7 s (the searchable time was known to that) and took CPU from the workers it measured."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], partitions: int = PARTITIONS) -> None:
+        self.group = group
+        self.tps = [KafkaTP(t, p) for t in topics for p in range(partitions)]
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        self._probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+
+    async def start(self) -> None:
+        await self._admin.start()
+        try:
+            await self._probe.start()
+        except BaseException:
+            await self._admin.close()
+            raise
+
+    async def stop(self) -> None:
+        try:
+            await self._probe.stop()
+        finally:
+            await self._admin.close()
+
+    async def lag(self) -> int:
+        committed = await self._admin.list_consumer_group_offsets(self.group)
+        ends = await self._probe.end_offsets(self.tps)
+        return sum(max(0, ends[tp] - (committed[tp].offset if tp in committed else 0)) for tp in self.tps)
+
+
 async def lag(bootstrap: str, group: str, topics: list[str], partitions: int = PARTITIONS) -> int:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    probe = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await admin.start()
+    """The lag once (a probe started and stopped for it)."""
+    probe = LagProbe(bootstrap, group, topics, partitions)
     await probe.start()
     try:
-        committed = await admin.list_consumer_group_offsets(group)
-        tps = [KafkaTP(t, p) for t in topics for p in range(partitions)]
-        ends = await probe.end_offsets(tps)
-        return sum(max(0, ends[tp] - (committed[tp].offset if tp in committed else 0)) for tp in tps)
+        return await probe.lag()
     finally:
         await probe.stop()
-        await admin.close()
 
 
 @dataclass
@@ -165,6 +191,8 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
         dirs = [Path(tmp) / (f"data-{i}" if embedder != "none" else "data") for i in range(workers)]
         env = {**os.environ, "ALTM_TOPIC_PREFIX": prefix, "ALTM_EMBEDDER": embedder, "ALTM_WORKER_METRICS_PORT": "0",
                "ALTM_KEYSTORE": f"sqlite:///{Path(tmp) / 'keys.db'}"}
+        probe = LagProbe(bootstrap, f"{prefix}workers", topics)
+        probing = False
         procs = [
             subprocess.Popen(  # noqa: ASYNC220 - worker processes that outlive the loop iteration
                 [
@@ -185,6 +213,8 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
         ]
         try:
             await asyncio.sleep(8 if embedder == "none" else 20)  # the workers join before the clock starts
+            await probe.start()
+            probing = True
             start, start_epoch_ms = time.perf_counter(), time.time() * 1000
             await bus.publish_many([host_record(settings, t) for t in turns])
             published = time.perf_counter() - start
@@ -194,7 +224,7 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                 await asyncio.sleep(0.25)
                 now = time.perf_counter() - start
                 n = _l0_count(dirs)
-                current_lag = await lag(bootstrap, f"{prefix}workers", topics)
+                current_lag = await probe.lag()
                 samples.append({"t_s": round(now, 1), "l0": n, "lag": current_lag})
                 if searchable is None and n >= len(turns):
                     searchable = now
@@ -211,6 +241,8 @@ async def run(broker: str, turns: list[TurnEvent], workers: int, profile: Path |
                     print(f"worker {i} never made every turn searchable or derived; its log ends:\n{tail}",
                           file=sys.stderr)
         finally:
+            if probing:
+                await probe.stop()
             for p in procs:
                 p.send_signal(signal.SIGTERM)
             for p in procs:
