@@ -291,6 +291,16 @@ class ShardTx:
         """See :func:`upsert_applied` (the writer's apply-once rule)."""
         return upsert_applied(self._db, memory_id, proposal_id)
 
+    def sessions_mentioning(self, scope: Scope, node_id: str, *, besides: Sequence[str] = ()) -> set[str]:
+        """The sessions ("" for none) of the agent's L2 atoms with a MENTIONS edge to ``node_id``, the atoms of
+        ``besides`` aside: a scene's sessions (see ``MemoryReader.scene_members``) without some of its atoms."""
+        rows = self._db.execute(
+            "SELECT DISTINCT m.session_id, m.memory_id FROM memories m JOIN graph_edges e ON e.src_id = m.memory_id "
+            "AND e.edge_type='MENTIONS' AND e.rejected=0 WHERE e.dst_id=? AND m.layer='L2' AND m.tenant_id=? "
+            "AND m.workspace_id=? AND m.user_id=? AND m.agent_id=?", [node_id, *_home(scope), scope.agent_id])
+        aside = set(besides)
+        return {str(session or "") for session, memory_id in rows if memory_id not in aside}
+
     def raw_evidence(self, scope: Scope, memory_ids: Sequence[str], *, limit: int = 512) -> list[MemoryRow]:
         """The stored raw messages (L0) of the scope's user a derived memory rests on: its evidence, down
         through the derived memories it cites (another user's rows are skipped; at most ``limit`` visited)."""

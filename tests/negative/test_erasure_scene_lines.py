@@ -6,15 +6,27 @@ there refused it whole (2 or 3 scenes per run of benchmarks/erasure_guard.py).""
 
 from __future__ import annotations
 
-import orjson
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
-from altm.core import scene
+import orjson
+import pytest
+
+from altm.core import Kind, Layer, MemoryUnit, Method, Provenance, Role, Scope, content_hash, derive_id, scene
 from altm.core.settings import Settings
+from altm.pipeline.lifecycle_rules import LifecycleRules
+from altm.pipeline.writer.guard import WriteGuard, bury
+from altm.pipeline.writer.ops._base import OpContext, Rejection
+from altm.pipeline.writer.ops.memory import _validate
+from altm.store import Shard, memory_to_row, shard_path
 from tests.support.memories import said_after_erasure
+from tests.support.replay import replayed_equal
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
 ERASED = "My brother Marco is going through a divorce and moving back to Denver."
+RESTATES = "I decided to help my brother Marco with moving back to Denver after the divorce."
 
 
 async def test_a_scene_whose_lines_only_together_hold_erased_terms_is_stored(settings: Settings) -> None:
@@ -30,8 +42,7 @@ async def test_a_scene_whose_lines_only_together_hold_erased_terms_is_stored(set
 
 
 async def test_a_line_that_re_states_erased_content_is_left_out_of_the_scene(settings: Settings) -> None:
-    said_before = [make_turn(2, "I decided to help my brother Marco with moving back to Denver after the divorce.",
-                             session="s2")]
+    said_before = [make_turn(2, RESTATES, session="s2")]
     erased = make_turn(1, ERASED, session="s1")
     later = [make_turn(3, "I decided to call Marco every Sunday evening.", session="s3"),
              make_turn(4, "I decided to go hiking with Marco near the lake.", session="s4")]
@@ -55,11 +66,137 @@ def test_scene_members_are_its_lines_after_the_header() -> None:
 
 
 async def test_a_scene_left_with_one_session_is_refused(settings: Settings) -> None:
-    said_before = [make_turn(2, "I decided to help my brother Marco with moving back to Denver after the divorce.",
-                             session="s2")]
+    said_before = [make_turn(2, RESTATES, session="s2")]
     erased = make_turn(1, ERASED, session="s1")
     later = [make_turn(3, "I decided to call Marco every Sunday evening.", session="s3")]
     await said_after_erasure(settings, erased, later, before=said_before)
     assert not rows(settings.data_dir, "SELECT 1 FROM memories WHERE layer='L3'")
     (refused,) = rows(settings.data_dir, "SELECT reason FROM rejections WHERE payload LIKE '%\"kind\":\"scene\"%'")
     assert "matches erased content" in str(refused["reason"])
+
+
+# from a review of the change (each failed on 7e40071)
+
+async def test_replay_of_a_scene_stored_without_a_member(settings: Settings, tmp_path: Path) -> None:
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    said_before = [make_turn(2, RESTATES, session="s2")]
+    erased = make_turn(1, ERASED, session="s1")
+    later = [make_turn(3, "I decided to call Marco every Sunday evening.", session="s3"),
+             make_turn(4, "I decided to go hiking with Marco near the lake.", session="s4")]
+    await said_after_erasure(s, erased, later, before=said_before)
+    (found,) = rows(s.data_dir, "SELECT content FROM memories WHERE layer='L3'")
+    assert "Denver" not in found["content"]
+    await replayed_equal(s, tmp_path / "replayed")
+
+
+async def test_a_session_with_unlisted_atoms_is_not_dropped(settings: Settings) -> None:
+    """sessions are those of *every* atom mentioning the anchor (govern), the members only the first 12."""
+    said_before = [make_turn(2, RESTATES, session="s2")]
+    erased = make_turn(1, ERASED, session="s1")
+    hobbies = ["chess", "tennis", "golf", "poker", "sailing", "painting", "cooking", "cycling", "fishing",
+               "skiing", "rowing"]
+    later = [make_turn(10 + i, f"I decided to try {h} with Marco next month.", session="s3")
+             for i, h in enumerate(hobbies)]
+    later.append(make_turn(40, "I decided to visit Marco for the holidays.", session="s2"))
+    await said_after_erasure(settings, erased, later, before=said_before)
+    atoms = rows(settings.data_dir, "SELECT session_id FROM memories WHERE layer='L2' AND content LIKE '%Marco%'")
+    assert {a["session_id"] for a in atoms} >= {"s2", "s3"}, atoms
+    found = rows(settings.data_dir, "SELECT content, attributes FROM memories WHERE layer='L3' "
+                                    "AND content LIKE 'Scene: Marco %'")
+    refused = rows(settings.data_dir, "SELECT reason FROM rejections")
+    assert len(found) == 1, (found, refused)
+    assert "Denver" not in found[0]["content"]
+    assert orjson.loads(found[0]["attributes"])["sessions"] == ["s2", "s3"], found[0]
+
+
+async def test_a_stored_scene_keeps_a_session_its_unlisted_atoms_come_from(settings: Settings) -> None:
+    """The same, stored: s2 is dropped from the header and attributes["sessions"], though govern's sessions are
+    those of every atom that mentions the anchor and an atom of s2 that re-states nothing still does."""
+    said_before = [make_turn(2, RESTATES, session="s2")]
+    erased = make_turn(1, ERASED, session="s1")
+    hobbies = ["chess", "tennis", "golf", "poker", "sailing", "painting", "cooking", "cycling", "fishing", "skiing"]
+    later = [make_turn(10 + i, f"I decided to try {h} with Marco next month.", session="s3")
+             for i, h in enumerate(hobbies)]
+    later += [make_turn(30, "I decided to go rowing with Marco next month.", session="s4"),
+              make_turn(40, "I decided to visit Marco for the holidays.", session="s2")]
+    await said_after_erasure(settings, erased, later, before=said_before)
+    (found,) = rows(settings.data_dir, "SELECT content, attributes FROM memories WHERE layer='L3' "
+                                       "AND content LIKE 'Scene: Marco %'")
+    assert "Denver" not in found["content"]
+    assert orjson.loads(found["attributes"])["sessions"] == ["s2", "s3", "s4"], found
+
+
+# the writer's judgement of a scene proposal over a real shard, as govern renders it
+
+BENCH = Scope.parse("scene/guard/user/agent")
+AT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+
+
+def _unit(text: str, layer: Layer, kind: Kind, session: str | None, *, evidence: tuple[str, ...] = (),
+          attributes: dict[str, object] | None = None, tag: str = "") -> MemoryUnit:
+    return MemoryUnit(
+        memory_id=derive_id("mem", layer.value, kind.value, text, tag), scope=BENCH, session_id=session,
+        layer=layer, kind=kind, content=text, content_hash=content_hash(text), role=Role.USER.value,
+        attributes=attributes or {}, evidence=evidence, valid_from=AT,
+        provenance=Provenance(method=Method.HEURISTIC, processor="redteam"))
+
+
+class Bench:
+    def __init__(self, shard: Shard, settings: Settings) -> None:
+        self.shard, self.settings, self.guard = shard, settings, WriteGuard()
+
+    def erase(self, text: str) -> None:
+        with self.shard.transaction() as tx:
+            bury(tx, memory_to_row(_unit(text, Layer.L0, Kind.MESSAGE, "s1"), AT), reason="session erased: test",
+                 at=AT.isoformat())
+
+    def atom(self, session: str | None, kind: Kind, text: str) -> MemoryUnit:
+        msg = _unit(f"said: {text}", Layer.L0, Kind.MESSAGE, session, tag=str(session))
+        atom = _unit(text, Layer.L2, kind, session, evidence=(msg.memory_id,), tag=str(session))
+        with self.shard.transaction() as tx:
+            for m in (msg, atom):
+                tx.insert_memory(memory_to_row(m, AT), at=AT.isoformat(), proposal_id="rt", actor="rt")
+        return atom
+
+    def scene(self, anchor: str, atoms: list[MemoryUnit]) -> MemoryUnit:
+        """As govern renders it."""
+        sessions = sorted({a.session_id or "" for a in atoms})
+        lines = [scene.member(a.session_id, a.kind.value, a.content) for a in atoms]
+        return _unit(scene.render(anchor, sessions, lines), Layer.L3, Kind.SCENE, None,
+                     evidence=tuple(a.memory_id for a in atoms),
+                     attributes={"anchor": anchor, "anchor_node_id": "node_x", "sessions": sessions})
+
+    def validate(self, mem: MemoryUnit) -> MemoryUnit | Rejection:
+        ctx = OpContext(now=AT.isoformat(), settings=self.settings, guard=self.guard, rules=LifecycleRules())
+        with self.shard.transaction() as tx:
+            try:
+                return _validate(tx, mem, ctx)[0]
+            except Rejection as exc:
+                return exc
+
+
+@pytest.fixture
+def bench(settings: Settings) -> Iterator[Bench]:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    shard = Shard(shard_path(settings.data_dir, 0), 0).open()
+    try:
+        yield Bench(shard, settings)
+    finally:
+        shard.close()
+
+
+def test_a_markdown_list_in_an_atom_does_not_split_its_member(bench: Bench) -> None:
+    """An atom's content may hold "\n- [" (an LLM extractor keeps the message's text: extract.py stores
+    item.content as given; a markdown checklist "- [x] ..." is common). scene.members then cuts that atom's
+    line in two, and the guard judges each piece alone: the erased message's terms split across the pieces
+    pass, and the scene is stored with the erased content. The same atom without the checklist mark is left
+    out of the scene; before 7e40071 (whole text judged) the scene was refused."""
+    bench.erase(ERASED)
+    a3 = bench.atom("s3", Kind.DECISION, "I decided to call Marco every Sunday evening.")
+    a4 = bench.atom("s4", Kind.DECISION, "I decided to go hiking with Marco near the lake.")
+    plain = bench.atom("s2", Kind.FACT, "Marco is going through it:\nthe divorce papers")
+    out = bench.validate(bench.scene("Marco", [plain, a3, a4]))
+    assert isinstance(out, MemoryUnit) and "divorce" not in out.content  # holds: left out
+    checklist = bench.atom("s2", Kind.FACT, "Marco is going through it:\n- [x] the divorce papers")
+    out = bench.validate(bench.scene("Marco", [checklist, a3, a4]))
+    assert isinstance(out, Rejection) or "divorce" not in out.content, out.content

@@ -377,7 +377,7 @@ class WriteGuard:
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
         tombs = tx.tombstones(mem.scope, raw_only=True)
         mine = keyed_shingles(key, mem.content)
-        if is_capsule(mem) or is_scene(mem):  # judged a statement (a member) at a time: see _statements
+        if is_capsule(mem) or _members_apart(mem):  # judged a statement (a member) at a time: see _statements
             return self._statements(key, mem, mine, tombs, copied)
         my_terms = keyed_terms(key, mem.content)
         for tomb in tombs:
@@ -467,6 +467,13 @@ def is_capsule(mem: MemoryUnit) -> bool:
 
 def is_scene(mem: MemoryUnit) -> bool:
     return mem.layer is Layer.L3 and mem.kind.value == "scene"
+
+
+def _members_apart(mem: MemoryUnit) -> bool:
+    """A scene whose members can be told apart: a line for each atom of its evidence. An atom's own text may
+    hold a line that reads as a member ("- [x] the papers", a model's checklist): such a scene is judged
+    whole, where its pieces, judged alone, would each hold too little of an erased message."""
+    return is_scene(mem) and len(scene.members(mem.content)) == len(mem.evidence)
 
 
 RECOMPUTED = frozenset({Layer.L1, Layer.L3})

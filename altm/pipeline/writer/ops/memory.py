@@ -173,27 +173,28 @@ def _left_out(mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
 
 def _scene_left_out(tx: ShardTx, mem: MemoryUnit, verdict: GuardVerdict) -> MemoryUnit:
     """The scene without the members that re-state erased content: without their lines, their atoms among its
-    evidence, and the sessions that only they came from; refused when it is left with fewer sessions than a
-    scene needs, or is not in govern's form (a line per atom of its evidence), which is judged whole. The other
-    members are what was said and not erased: a scene is not lost with one of them."""
+    evidence, and the sessions no other atom that mentions its anchor comes from (a scene's sessions are those
+    of every such atom, its members only the first few); refused when it is left with fewer sessions than a
+    scene needs, or is not in govern's form (the guard then judged it whole). The other members are what was
+    said and not erased: a scene is not lost with one of them."""
     lines = scene.members(mem.content)
-    anchor, sessions = mem.attributes.get("anchor"), mem.attributes.get("sessions")
-    if len(lines) != len(mem.evidence) or not isinstance(anchor, str) or not isinstance(sessions, list):
+    anchor, node_id = mem.attributes.get("anchor"), mem.attributes.get("anchor_node_id")
+    sessions = mem.attributes.get("sessions")
+    if len(lines) != len(mem.evidence) or not isinstance(anchor, str) or not isinstance(node_id, str) \
+            or not isinstance(sessions, list):
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     left_out = frozenset(verdict.statements)
     kept = [i for i, line in enumerate(lines) if line not in left_out]
-
-    def session_of(i: int) -> str:
+    gone = [ev for i, ev in enumerate(mem.evidence) if i not in kept]
+    still = tx.sessions_mentioning(mem.scope, node_id, besides=gone)
+    for i in kept:
         row = tx.memory_row(mem.evidence[i])
-        return str(row["session_id"] or "") if row is not None else ""
-
-    still = {session_of(i) for i in kept}
-    gone = {session_of(i) for i in range(len(lines)) if i not in kept} - still
-    sessions_left = [s for s in sessions if s not in gone]
+        still.add(str(row["session_id"] or "") if row is not None else "")
+    sessions_left = [s for s in sessions if s in still]
     if len(sessions_left) < scene.MIN_SESSIONS:
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     content = scene.render(anchor, sessions_left, [lines[i] for i in kept])
-    attributes = {**mem.attributes, "sessions": sessions_left, LEFT_OUT: str(len(lines) - len(kept))}
+    attributes = {**mem.attributes, "sessions": sessions_left, LEFT_OUT: str(len(gone))}
     return mem.model_copy(update={"content": content, "content_hash": content_hash(content),
                                   "evidence": [mem.evidence[i] for i in kept], "attributes": attributes})
 
