@@ -491,11 +491,12 @@ class ShardTx:
             "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified') ORDER BY memory_id",
             [*_home(scope), scope.agent_id])]
 
-    def capsules(self, scope: Scope) -> list[MemoryRow]:
-        """The agent's session capsules (L1)."""
+    def summaries(self, scope: Scope) -> list[MemoryRow]:
+        """The agent's session capsules (L1) and scenes (L3)."""
         return [memory_row(r) for r in self._db.execute(
-            "SELECT * FROM memories WHERE layer='L1' AND kind='capsule' AND tenant_id=? AND workspace_id=? "
-            "AND user_id=? AND agent_id=? ORDER BY memory_id", [*_home(scope), scope.agent_id])]
+            "SELECT * FROM memories WHERE ((layer='L1' AND kind='capsule') OR (layer='L3' AND kind='scene')) "
+            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? ORDER BY memory_id",
+            [*_home(scope), scope.agent_id])]
 
     def signal_seen(self, signal: LifecycleSignal) -> bool:
         return self._db.execute(

@@ -38,7 +38,7 @@ import orjson
 
 from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, capsule, normalise_text, scene
 from altm.pipeline.writer._terms import names, specific, terms, weak
-from altm.store import MemoryRow, ShardTx, Tombstone
+from altm.store import MemoryRow, ShardTx, Tombstone, row_to_memory
 
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
 _STOP = frozenset("a an the and or to of in on at for with by is are was were be it this that i we you my our "
@@ -427,11 +427,16 @@ class WriteGuard:
         """Refused (or held) when it re-asserts a stored anti-pattern. Not judged: raw messages, anti-patterns
         themselves, and a failed outcome: "I tried X and it locked the table" is the evidence why X is an
         anti-pattern, not a recommendation of X (refusing it lost exactly that, and only when the anti-pattern
-        happened to be stored first: the state depended on arrival order)."""
+        happened to be stored first: the state depended on arrival order). A scene re-asserts one when one of
+        its member atoms does: its whole text gathered a pattern's terms a line at a time, and the anti-pattern's
+        own atom among its members read as the whole scene speaking against it."""
         if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
             return None
         if mem.kind.value == "outcome" and mem.attributes.get("success") is False:
             return None
+        if _members_apart(mem):  # a scene: each member atom as it would be judged now
+            verdicts = [v for atom in _members(tx, mem) if (v := self._anti_pattern(tx, atom)) is not None]
+            return next((v for v in verdicts if v.action == "refuse"), verdicts[0] if verdicts else None)
         flagged: GuardVerdict | None = None
         meaning = self.similarity.within(tx, mem.scope.home) if isinstance(self.similarity, KeptSimilarity) \
             else self.similarity
@@ -467,6 +472,18 @@ def is_capsule(mem: MemoryUnit) -> bool:
 
 def is_scene(mem: MemoryUnit) -> bool:
     return mem.layer is Layer.L3 and mem.kind.value == "scene"
+
+
+def summarises(mem: MemoryUnit) -> bool:
+    """A capsule or a scene: recomputed whole from memories that are stored anyway (a session's messages, the
+    atoms naming an anchor). One that re-asserts an anti-pattern is held for review, not refused (see
+    ``ops.memory``)."""
+    return is_capsule(mem) or is_scene(mem)
+
+
+def _members(tx: ShardTx, mem: MemoryUnit) -> list[MemoryUnit]:
+    """A scene's member atoms still stored, in its order."""
+    return [row_to_memory(row) for row in map(tx.memory_row, mem.evidence) if row is not None]
 
 
 def _members_apart(mem: MemoryUnit) -> bool:

@@ -8,7 +8,7 @@ import orjson
 
 from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, capsule, content_hash, scene
 from altm.core.bounds import content_over_limit
-from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_capsule, is_scene
+from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
 
@@ -27,7 +27,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
     if flag is not None:
         _held_for_review(new_row, flag)
-    elif is_capsule(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
+    elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
         new_row = carry_over(new_row, fresh, _TRUST)
     if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
         tx.drop_earlier_refusals(mem.memory_id, at=ctx.now, proposal_id=p.event_id)
@@ -48,7 +48,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
             )
         tx.update_memory(old_row, new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     if mem.kind.value == "anti_pattern":
-        also += _capsules_judged_again(tx, p, ctx)
+        also += _summaries_judged_again(tx, p, ctx)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
@@ -72,13 +72,14 @@ def _atom_order(tx: ShardTx, facet: MemoryRow) -> tuple[str, str] | None:
     return None if atom is None else (str(atom["valid_from"] or ""), str(atom["memory_id"]))
 
 
-def _capsules_judged_again(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
-    """A capsule that re-asserts an anti-pattern is held for review (see :func:`_validate`) whether it was
-    stored before the anti-pattern or after: fold and extract are separate stages, so which of the two reaches
-    the writer first depends on batching (a replay's differs from the source's), and the state may not. When an
-    anti-pattern is stored, the agent's capsules are judged again against every stored anti-pattern."""
+def _summaries_judged_again(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """A capsule or a scene that re-asserts an anti-pattern is held for review (see :func:`_validate`) whether
+    it was stored before the anti-pattern or after: fold, extract and govern are separate stages, so which
+    reaches the writer first depends on batching (a replay's differs from the source's), and the state may not.
+    When an anti-pattern is stored, the agent's capsules and scenes are judged again against every stored
+    anti-pattern."""
     changed: list[MemoryUnit] = []
-    for row in tx.capsules(p.memory.scope):
+    for row in tx.summaries(p.memory.scope):
         verdict = ctx.guard.reasserts(tx, row_to_memory(row))
         if verdict is None:
             continue
@@ -145,10 +146,11 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit,
     if verdict is not None and verdict.statements:
         mem = _scene_left_out(tx, mem, verdict) if is_scene(mem) else _left_out(mem, verdict)
         verdict = ctx.guard.check(tx, mem)
-    if verdict is not None and verdict.action == "refuse" and not (is_capsule(mem) and verdict.anti_pattern):
+    if verdict is not None and verdict.action == "refuse" and not (summarises(mem) and verdict.anti_pattern):
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
-    # a capsule re-asserting an anti-pattern is held, not refused: it summarises messages that are stored
-    # anyway, and a refusal could not be made whichever of the two was stored first (_capsules_judged_again)
+    # a capsule or scene re-asserting an anti-pattern is held, not refused: it summarises memories that are
+    # stored anyway, and a refusal could not be made whichever of the two was stored first
+    # (_summaries_judged_again)
     return mem, verdict
 
 
