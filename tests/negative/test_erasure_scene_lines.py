@@ -29,6 +29,14 @@ ERASED = "My brother Marco is going through a divorce and moving back to Denver.
 RESTATES = "I decided to help my brother Marco with moving back to Denver after the divorce."
 
 
+async def _restated_before_erasure(settings: Settings) -> None:
+    """An atom of s2 re-states the message erased afterwards; s3 and s4 then name Marco: a scene of three."""
+    later = [make_turn(3, "I decided to call Marco every Sunday evening.", session="s3"),
+             make_turn(4, "I decided to go hiking with Marco near the lake.", session="s4")]
+    await said_after_erasure(settings, make_turn(1, ERASED, session="s1"), later,
+                             before=[make_turn(2, RESTATES, session="s2")])
+
+
 async def test_a_scene_whose_lines_only_together_hold_erased_terms_is_stored(settings: Settings) -> None:
     erased = make_turn(1, ERASED, session="s1")
     later = [make_turn(2, "I decided to help Marco with his divorce paperwork.", session="s2"),
@@ -42,11 +50,7 @@ async def test_a_scene_whose_lines_only_together_hold_erased_terms_is_stored(set
 
 
 async def test_a_line_that_re_states_erased_content_is_left_out_of_the_scene(settings: Settings) -> None:
-    said_before = [make_turn(2, RESTATES, session="s2")]
-    erased = make_turn(1, ERASED, session="s1")
-    later = [make_turn(3, "I decided to call Marco every Sunday evening.", session="s3"),
-             make_turn(4, "I decided to go hiking with Marco near the lake.", session="s4")]
-    await said_after_erasure(settings, erased, later, before=said_before)
+    await _restated_before_erasure(settings)
     (found,) = rows(settings.data_dir, "SELECT content, evidence, attributes FROM memories WHERE layer='L3'")
     assert "Sunday evening" in found["content"] and "hiking with Marco" in found["content"]
     assert "Denver" not in found["content"] and "divorce" not in found["content"]
@@ -79,11 +83,7 @@ async def test_a_scene_left_with_one_session_is_refused(settings: Settings) -> N
 
 async def test_replay_of_a_scene_stored_without_a_member(settings: Settings, tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
-    said_before = [make_turn(2, RESTATES, session="s2")]
-    erased = make_turn(1, ERASED, session="s1")
-    later = [make_turn(3, "I decided to call Marco every Sunday evening.", session="s3"),
-             make_turn(4, "I decided to go hiking with Marco near the lake.", session="s4")]
-    await said_after_erasure(s, erased, later, before=said_before)
+    await _restated_before_erasure(s)
     (found,) = rows(s.data_dir, "SELECT content FROM memories WHERE layer='L3'")
     assert "Denver" not in found["content"]
     await replayed_equal(s, tmp_path / "replayed")
