@@ -434,13 +434,16 @@ class WriteGuard:
             return None
         if mem.kind.value == "outcome" and mem.attributes.get("success") is False:
             return None
+        patterns = tx.anti_patterns(mem.scope)
+        if not patterns:  # most agents: a scene's members are not read
+            return None
         if _members_apart(mem):  # a scene: each member atom as it would be judged now
             verdicts = [v for atom in _members(tx, mem) if (v := self._anti_pattern(tx, atom)) is not None]
             return next((v for v in verdicts if v.action == "refuse"), verdicts[0] if verdicts else None)
         flagged: GuardVerdict | None = None
         meaning = self.similarity.within(tx, mem.scope.home) if isinstance(self.similarity, KeptSimilarity) \
             else self.similarity
-        for mid, attributes in tx.anti_patterns(mem.scope):
+        for mid, attributes in patterns:
             attrs = orjson.loads(attributes)
             pattern = str(attrs.get("pattern") or "")
             if not pattern or negated_about(mem.content, pattern):
