@@ -7,22 +7,18 @@ there refused it whole (2 or 3 scenes per run of benchmarks/erasure_guard.py).""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 import pytest
 
-from altm.core import Kind, Layer, MemoryUnit, Method, Provenance, Role, Scope, content_hash, derive_id, scene
+from altm.core import Kind, MemoryUnit, scene
 from altm.core.settings import Settings
-from altm.pipeline.lifecycle_rules import LifecycleRules
-from altm.pipeline.writer.guard import WriteGuard, bury
-from altm.pipeline.writer.ops._base import OpContext, Rejection
-from altm.pipeline.writer.ops.memory import _validate
-from altm.store import Shard, memory_to_row, shard_path
+from altm.pipeline.writer.ops._base import Rejection
 from tests.support.memories import said_after_erasure
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
+from tests.support.scenes import SceneBench, scene_bench
 from tests.support.turns import make_turn
 
 ERASED = "My brother Marco is going through a divorce and moving back to Denver."
@@ -128,64 +124,13 @@ async def test_a_stored_scene_keeps_a_session_its_unlisted_atoms_come_from(setti
 
 # the writer's judgement of a scene proposal over a real shard, as govern renders it
 
-BENCH = Scope.parse("scene/guard/user/agent")
-AT = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-
-
-def _unit(text: str, layer: Layer, kind: Kind, session: str | None, *, evidence: tuple[str, ...] = (),
-          attributes: dict[str, object] | None = None, tag: str = "") -> MemoryUnit:
-    return MemoryUnit(
-        memory_id=derive_id("mem", layer.value, kind.value, text, tag), scope=BENCH, session_id=session,
-        layer=layer, kind=kind, content=text, content_hash=content_hash(text), role=Role.USER.value,
-        attributes=attributes or {}, evidence=evidence, valid_from=AT,
-        provenance=Provenance(method=Method.HEURISTIC, processor="redteam"))
-
-
-class Bench:
-    def __init__(self, shard: Shard, settings: Settings) -> None:
-        self.shard, self.settings, self.guard = shard, settings, WriteGuard()
-
-    def erase(self, text: str) -> None:
-        with self.shard.transaction() as tx:
-            bury(tx, memory_to_row(_unit(text, Layer.L0, Kind.MESSAGE, "s1"), AT), reason="session erased: test",
-                 at=AT.isoformat())
-
-    def atom(self, session: str | None, kind: Kind, text: str) -> MemoryUnit:
-        msg = _unit(f"said: {text}", Layer.L0, Kind.MESSAGE, session, tag=str(session))
-        atom = _unit(text, Layer.L2, kind, session, evidence=(msg.memory_id,), tag=str(session))
-        with self.shard.transaction() as tx:
-            for m in (msg, atom):
-                tx.insert_memory(memory_to_row(m, AT), at=AT.isoformat(), proposal_id="rt", actor="rt")
-        return atom
-
-    def scene(self, anchor: str, atoms: list[MemoryUnit]) -> MemoryUnit:
-        """As govern renders it."""
-        sessions = sorted({a.session_id or "" for a in atoms})
-        lines = [scene.member(a.session_id, a.kind.value, a.content) for a in atoms]
-        return _unit(scene.render(anchor, sessions, lines), Layer.L3, Kind.SCENE, None,
-                     evidence=tuple(a.memory_id for a in atoms),
-                     attributes={"anchor": anchor, "anchor_node_id": "node_x", "sessions": sessions})
-
-    def validate(self, mem: MemoryUnit) -> MemoryUnit | Rejection:
-        ctx = OpContext(now=AT.isoformat(), settings=self.settings, guard=self.guard, rules=LifecycleRules())
-        with self.shard.transaction() as tx:
-            try:
-                return _validate(tx, mem, ctx)[0]
-            except Rejection as exc:
-                return exc
-
-
 @pytest.fixture
-def bench(settings: Settings) -> Iterator[Bench]:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    shard = Shard(shard_path(settings.data_dir, 0), 0).open()
-    try:
-        yield Bench(shard, settings)
-    finally:
-        shard.close()
+def bench(settings: Settings) -> Iterator[SceneBench]:
+    with scene_bench(settings) as b:
+        yield b
 
 
-def test_a_markdown_list_in_an_atom_does_not_split_its_member(bench: Bench) -> None:
+def test_a_markdown_list_in_an_atom_does_not_split_its_member(bench: SceneBench) -> None:
     """An atom's content may hold "\n- [" (an LLM extractor keeps the message's text: extract.py stores
     item.content as given; a markdown checklist "- [x] ..." is common). scene.members then cuts that atom's
     line in two, and the guard judges each piece alone: the erased message's terms split across the pieces

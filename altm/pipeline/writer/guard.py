@@ -437,9 +437,16 @@ class WriteGuard:
         patterns = tx.anti_patterns(mem.scope)
         if not patterns:  # most agents: a scene's members are not read
             return None
-        if _members_apart(mem):  # a scene: each member atom as it would be judged now
+        if is_scene(mem):  # each member atom as it would be judged now (its evidence names them, however its
+            # lines split); a text whose lines are not its members one to one is judged whole as well
             verdicts = [v for atom in _members(tx, mem) if (v := self._anti_pattern(tx, atom)) is not None]
+            if not _members_apart(mem) and (whole := self._against(tx, mem, patterns)) is not None:
+                verdicts.append(whole)
             return next((v for v in verdicts if v.action == "refuse"), verdicts[0] if verdicts else None)
+        return self._against(tx, mem, patterns)
+
+    def _against(self, tx: ShardTx, mem: MemoryUnit, patterns: Sequence[tuple[str, str]]) -> GuardVerdict | None:
+        """``mem``'s text judged against each of ``patterns`` (id, attributes JSON)."""
         flagged: GuardVerdict | None = None
         meaning = self.similarity.within(tx, mem.scope.home) if isinstance(self.similarity, KeptSimilarity) \
             else self.similarity

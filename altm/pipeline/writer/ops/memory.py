@@ -6,7 +6,7 @@ from datetime import datetime
 
 import orjson
 
-from altm.core import ChangeStatus, Layer, MemoryUnit, UpsertMemoryProposal, capsule, content_hash, scene
+from altm.core import ChangeStatus, Layer, MemoryUnit, Scope, UpsertMemoryProposal, capsule, content_hash, scene
 from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
@@ -48,7 +48,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
             )
         tx.update_memory(old_row, new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     if mem.kind.value == "anti_pattern":
-        also += _summaries_judged_again(tx, p, ctx)
+        also += summaries_judged_again(tx, mem.scope, p.event_id, ctx)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
@@ -72,21 +72,21 @@ def _atom_order(tx: ShardTx, facet: MemoryRow) -> tuple[str, str] | None:
     return None if atom is None else (str(atom["valid_from"] or ""), str(atom["memory_id"]))
 
 
-def _summaries_judged_again(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> list[MemoryUnit]:
+def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpContext) -> list[MemoryUnit]:
     """A capsule or a scene that re-asserts an anti-pattern is held for review (see :func:`_validate`) whether
     it was stored before the anti-pattern or after: fold, extract and govern are separate stages, so which
     reaches the writer first depends on batching (a replay's differs from the source's), and the state may not.
-    When an anti-pattern is stored, the agent's capsules and scenes are judged again against every stored
-    anti-pattern."""
+    When an anti-pattern is stored (or a tool's is approved, and only then counts), the agent's capsules and
+    scenes are judged again against every stored anti-pattern."""
     changed: list[MemoryUnit] = []
-    for row in tx.summaries(p.memory.scope):
+    for row in tx.summaries(scope):
         verdict = ctx.guard.reasserts(tx, row_to_memory(row))
         if verdict is None:
             continue
         held: MemoryRow = {**row}
         _held_for_review(held, verdict)
         if comparable(held) != comparable(row):
-            tx.update_memory(row, held, at=ctx.now, proposal_id=p.event_id, actor="writer")
+            tx.update_memory(row, held, at=ctx.now, proposal_id=proposal_id, actor="writer")
             changed.append(row_to_memory(held))
     return changed
 
@@ -150,7 +150,7 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit,
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     # a capsule or scene re-asserting an anti-pattern is held, not refused: it summarises memories that are
     # stored anyway, and a refusal could not be made whichever of the two was stored first
-    # (_summaries_judged_again)
+    # (summaries_judged_again)
     return mem, verdict
 
 
