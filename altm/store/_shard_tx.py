@@ -483,11 +483,11 @@ class ShardTx:
         return None if row is None else bytes(row[0])
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
-        """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded; one stated by a
-        tool only once a review approved it (verified)."""
+        """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded nor rejected by a
+        review; one stated by a tool only once a review approved it (verified)."""
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
             "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
-            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? "
+            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND lc_state IS NOT 'rejected' "
             "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified') ORDER BY memory_id",
             [*_home(scope), scope.agent_id])]
 

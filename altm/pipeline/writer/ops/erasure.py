@@ -13,14 +13,20 @@ from altm.core import (
     EraseProposal,
     MemoryUnit,
     Scope,
-    TrustStatus,
     UpsertMemoryProposal,
     decode_event,
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied
-from altm.pipeline.writer.ops.memory import GUARD_HOLD, held_again, held_by_guard, previous_content, upsert_memory
+from altm.pipeline.writer.ops.memory import (
+    GUARD_HOLD,
+    held_again,
+    held_by_guard,
+    previous_content,
+    upsert_memory,
+    without_verdict,
+)
 from altm.store import MEMORY_ID, MemoryRow, ShardTx, comparable, row_to_memory
 
 
@@ -151,8 +157,7 @@ def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list
     that cannot open the erased content does."""
     cleared: dict[str, MemoryRow] = {}
     for row in tx.verdicts_naming(scope, gone):
-        fresh: MemoryRow = {**row, "trust_status": TrustStatus.UNVERIFIED.value, "trust_method": None,
-                            "trust_confidence": None, "trust_reason": None, "trust_contradicting_id": None}
+        fresh = without_verdict(row)
         if held_by_guard(row):
             fresh = held_again(tx, fresh, ctx)
         if tx.signal_tally(row["memory_id"]).counts:  # its weight counted the contradiction, as a replay did not

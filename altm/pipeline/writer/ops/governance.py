@@ -24,7 +24,7 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
-from altm.pipeline.writer.ops.memory import summaries_judged_again
+from altm.pipeline.writer.ops.memory import holds_lifted, summaries_judged_again
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
@@ -111,7 +111,8 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     """Approved: verified as ground truth. Rejected: contradicted and out of recall (kept for the audit). The
     decision names no memory it was judged by (an erasure clears the verdicts that name what it erases, and a
     reviewer's is not one of them). An approved anti-pattern (a tool's counts only once approved) judges the
-    agent's capsules and scenes again, as a stored one does."""
+    agent's capsules and scenes again, as a stored one does; a rejected one no longer counts, and what it held
+    for review is judged again without it."""
     old = target_row(tx, p, decision.item_id, "reviewed memory")
     approve = decision.decision == "approve"
     new: MemoryRow = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
@@ -119,7 +120,10 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
            "trust_contradicting_id": None, "trust_verified_at": ctx.now,
            "lc_state": old["lc_state"] if approve else "rejected"}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
-    also = summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve and old["kind"] == "anti_pattern" else []
+    also: list[MemoryUnit] = []
+    if old["kind"] == "anti_pattern":
+        also = (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
+                else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also)
 
 

@@ -111,6 +111,26 @@ def held_again(tx: ShardTx, row: MemoryRow, ctx: OpContext) -> MemoryRow:
     return held
 
 
+def without_verdict(row: MemoryRow) -> MemoryRow:
+    """``row`` with no trust verdict (unverified)."""
+    return {**row, "trust_status": "unverified", "trust_method": None, "trust_confidence": None,
+            "trust_reason": None, "trust_contradicting_id": None}
+
+
+def holds_lifted(tx: ShardTx, scope: Scope, anti_pattern_id: str, proposal_id: str, ctx: OpContext
+                 ) -> list[MemoryUnit]:
+    """The memories the guard held for re-asserting ``anti_pattern_id``, which no longer counts (a review
+    rejected it), judged again without it: held again only for another they re-assert."""
+    lifted: list[MemoryUnit] = []
+    for row in tx.verdicts_naming(scope, [anti_pattern_id]):
+        if not held_by_guard(row):
+            continue
+        fresh = held_again(tx, without_verdict(row), ctx)
+        tx.update_memory(row, fresh, at=ctx.now, proposal_id=proposal_id, actor="writer")
+        lifted.append(row_to_memory(fresh))
+    return lifted
+
+
 def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
     """A memory the guard flagged is stored as ``uncertain``, naming what it may re-assert: the review queue
     shows it, and recall weighs it down, until a reviewer decides. A verdict already given stands."""
