@@ -430,16 +430,15 @@ class WriteGuard:
         happened to be stored first: the state depended on arrival order). A scene re-asserts one when one of
         its member atoms does: its whole text gathered a pattern's terms a line at a time, and the anti-pattern's
         own atom among its members read as the whole scene speaking against it."""
-        if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
-            return None
-        if mem.kind.value == "outcome" and mem.attributes.get("success") is False:
+        if not _judged(mem):
             return None
         patterns = tx.anti_patterns(mem.scope)
         if not patterns:  # most agents: a scene's members are not read
             return None
         if is_scene(mem):  # each member atom as it would be judged now (its evidence names them, however its
             # lines split); a text whose lines are not its members one to one is judged whole as well
-            verdicts = [v for atom in _members(tx, mem) if (v := self._anti_pattern(tx, atom)) is not None]
+            verdicts = [v for atom in _members(tx, mem) if _judged(atom) and (v := self._against(
+                tx, atom, patterns if atom.scope == mem.scope else tx.anti_patterns(atom.scope))) is not None]
             if not _members_apart(mem) and (whole := self._against(tx, mem, patterns)) is not None:
                 verdicts.append(whole)
             return next((v for v in verdicts if v.action == "refuse"), verdicts[0] if verdicts else None)
@@ -489,6 +488,13 @@ def summarises(mem: MemoryUnit) -> bool:
     atoms naming an anchor). One that re-asserts an anti-pattern is held for review, not refused (see
     ``ops.memory``)."""
     return is_capsule(mem) or is_scene(mem)
+
+
+def _judged(mem: MemoryUnit) -> bool:
+    """Whether the guard judges ``mem`` against anti-patterns (see ``WriteGuard._anti_pattern``)."""
+    if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
+        return False
+    return not (mem.kind.value == "outcome" and mem.attributes.get("success") is False)
 
 
 def _members(tx: ShardTx, mem: MemoryUnit) -> list[MemoryUnit]:
