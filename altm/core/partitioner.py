@@ -6,6 +6,8 @@ same partition whether it travels through the embedded log or through Apache Kaf
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
@@ -42,5 +44,11 @@ def partition_for(key: str | bytes, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a non-null key."""
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
-    data = key.encode("utf-8") if isinstance(key, str) else key
-    return (murmur2(data) & 0x7FFFFFFF) % partitions
+    return _positive_hash(key) % partitions
+
+
+@lru_cache(maxsize=65536)
+def _positive_hash(key: str | bytes) -> int:
+    """murmur2 of the key's bytes, made positive as Kafka does; kept for the most recent keys (a scope home is
+    routed again for every record of its user, and murmur2 in Python costs a few microseconds a key)."""
+    return murmur2(key.encode("utf-8") if isinstance(key, str) else key) & 0x7FFFFFFF

@@ -239,11 +239,11 @@ class ShardTx:
         op, order = ("<", "DESC") if direction == "previous" else (">", "ASC")
         keys = [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"]]
         found = self._db.execute(
-            f"SELECT memory_id FROM memories WHERE {self._SAME_SESSION} AND {self._ORDER} {op} (?, ?, ?) "
+            f"SELECT * FROM memories WHERE {self._SAME_SESSION} AND {self._ORDER} {op} (?, ?, ?) "
             f"ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT 1",
             [*keys, row["valid_from"], row["source_id"], row["memory_id"]],
         ).fetchone()
-        return None if found is None else self.memory_row(found[0])
+        return None if found is None else memory_row(found)
 
     def verdicts_naming(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryRow]:
         """The user's memories whose trust verdict names one of ``memory_ids`` (contradicted by it, replacing

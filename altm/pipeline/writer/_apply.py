@@ -194,6 +194,8 @@ class Writer:
                     if reason is not None and on_deferred is not None:
                         on_deferred(records[i], reason)
                     held = until_deferred and reason is not None
+                if applied and not retry:  # once for the batch, in its transaction (the offset never moves back)
+                    tx.store_offset(WRITER_GROUP, topic, partition, max(records[i].offset for i in applied) + 1)
             if any(outcomes[i].erased is not None for i in applied):
                 self.destroy_retired_keys()
                 shard.purge()  # the erased content leaves the index segments and the write-ahead log too
@@ -202,7 +204,8 @@ class Writer:
     def _apply_in(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext, *,
                   retry: bool, extra: Headers = (), ahead: Mapping[str, Sequence[BuryProposal]],
                   enqueue: bool = True, reapplied: bool = False) -> WriteOutcome:
-        """One record inside the partition's transaction: apply, store its offset, enqueue its changes."""
+        """One record inside the partition's transaction: apply and enqueue its changes (its offset is stored
+        once for the batch, by :meth:`apply_batch`)."""
         # a record whose data key is destroyed, or made from a host record whose key is: nothing to apply,
         # nothing to report (a replay could not open it, or what it was made from)
         lineage = lineage_of(record)
@@ -211,8 +214,6 @@ class Writer:
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
             again = reapplied or is_reapplied(record.headers)
             self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
-        if not retry:
-            tx.store_offset(WRITER_GROUP, record.topic, record.partition, record.offset + 1)
         if not enqueue:
             return outcome
         source = source_header(source_ms(record))  # the changes carry their turn's time on

@@ -48,9 +48,10 @@ def link_memory(tx: ShardTx, p: LinkMemoryProposal, ctx: OpContext) -> Applied:
     links = p.links
     target_row(tx, p, links.memory_id, "memory to link")  # stored, and of this scope home
     changed = [_put_node(tx, node, p, ctx) for node in links.nodes]
+    memory, nodes = frozenset((links.memory_id,)), frozenset(node.node_id for node in links.nodes)  # stored now
     mentioned = []
     for edge in links.edges:
-        if _put_edge(tx, edge, p, ctx):
+        if _put_edge(tx, edge, p, ctx, memories=memory, nodes=nodes):
             changed.append(True)
             if edge.edge_type is EdgeType.MENTIONS:
                 mentioned.append(edge.dst_id)
@@ -79,16 +80,18 @@ def _put_node(tx: ShardTx, node: GraphNode, p: Proposal, ctx: OpContext) -> bool
     return True
 
 
-def _put_edge(tx: ShardTx, edge: GraphEdge, p: Proposal, ctx: OpContext) -> bool:
-    """An edge whose ends and evidence are in the shard; its evidence is the union of what was proposed and its
-    weight follows from it (order-independent): only what it does not cite yet is written. True when the row
-    changed."""
+def _put_edge(tx: ShardTx, edge: GraphEdge, p: Proposal, ctx: OpContext, *,
+              memories: frozenset[str] = frozenset(), nodes: frozenset[str] = frozenset()) -> bool:
+    """An edge whose ends (memories or nodes) and evidence (memories) are in the shard; ``memories`` and
+    ``nodes``: ids the caller has just found or put there, not looked up again. Its evidence is the union of
+    what was proposed and its weight follows from it (order-independent): only what it does not cite yet is
+    written. True when the row changed."""
     for end in (edge.src_id, edge.dst_id):
-        if not tx.has_memory(end) and tx.node(end) is None:
+        if end not in memories and end not in nodes and not tx.has_memory(end) and tx.node(end) is None:
             raise Rejection(f"edge end {end} is neither a memory nor a graph node in this shard",
                             code="missing_evidence")
     for ev in edge.evidence:
-        if not tx.has_memory(ev):
+        if ev not in memories and not tx.has_memory(ev):
             raise Rejection(f"edge evidence {ev} is not in this shard", code="missing_evidence")
     old = tx.edge(edge.edge_id)
     added = tx.new_edge_evidence(edge.edge_id, edge.evidence) if old else sorted(set(edge.evidence))
