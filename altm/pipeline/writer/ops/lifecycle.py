@@ -15,6 +15,7 @@ from altm.core import (
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
+from altm.pipeline.writer.ops.memory import holds_lifted
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -72,6 +73,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     memories that cited them keep their remaining evidence, or are flagged when none remains."""
     retention = p.forget
     forgotten: list[str] = []
+    anti_patterns: list[str] = []
     buried: list[BuriedContent] = []
     for mid in retention.memory_ids:
         # erased, so gone either way (a replay after the erasure of its session never had it)
@@ -89,10 +91,14 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
                                forgotten_by=event_ref(p.cause_event_id) if p.cause_event_id else None))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
+        if row["kind"] == "anti_pattern":
+            anti_patterns.append(mid)
     if not forgotten:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
+    # a forgotten anti-pattern no longer counts: what it held for review is judged again without it
+    lifted = [m for mid in anti_patterns for m in holds_lifted(tx, p.scope, mid, p.event_id, ctx)]
     pinned = [m for m in retention.memory_ids if m not in forgotten]
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
@@ -101,7 +107,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
          "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
     # the release is not in the record: whether a duplicate had met the forgotten memory is arrival order
-    changed = {m.memory_id: m for m in [*released, *repaired]}
+    changed = {m.memory_id: m for m in [*released, *repaired, *lifted]}
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
                    buried=tuple(buried))
 

@@ -120,7 +120,7 @@ def without_verdict(row: MemoryRow) -> MemoryRow:
 def holds_lifted(tx: ShardTx, scope: Scope, anti_pattern_id: str, proposal_id: str, ctx: OpContext
                  ) -> list[MemoryUnit]:
     """The memories the guard held for re-asserting ``anti_pattern_id``, which no longer counts (a review
-    rejected it), judged again without it: held again only for another they re-assert."""
+    rejected it, or retention forgot it), judged again without it: held again only for another they re-assert."""
     lifted: list[MemoryUnit] = []
     for row in tx.verdicts_naming(scope, [anti_pattern_id]):
         if not held_by_guard(row):
