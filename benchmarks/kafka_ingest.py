@@ -48,14 +48,18 @@ PARTITIONS = 4
 
 
 def spread(turns: list[TurnEvent], users: int = 16) -> list[TurnEvent]:
-    """The same conversation text spread over many users, so every partition gets work. A session keeps its
-    own id under every user (its conversation and copy in it): LoCoMo names its sessions ``session_N`` in every
-    conversation, and under one id a user's sessions of different conversations would be one session whose
-    turns arrive out of order (1,325 of 2,000 did, each moving its successor's context: a cost of the
-    benchmark, not of a deployment, whose session ids are its own)."""
+    """The same conversation text spread over many users, so every partition gets work: each session (of a
+    conversation, and of a copy of it) goes whole to one user, the sessions taking turns, and keeps its
+    turns' order. Earlier the turns themselves took turns, each under its session's LoCoMo id
+    (``session_N``, the same in every conversation): a user's session was pieces of many conversations'
+    sessions, whose turns arrived out of order (1,325 of 2,000 did, each moving its successor's context) --
+    a cost of the benchmark, not of a deployment, whose sessions are its own."""
+    sessions: dict[tuple[str, str, str], int] = {}
     out = []
     for i, t in enumerate(turns):
-        scope = Scope(tenant_id="bench", workspace_id="w", user_id=f"user{i % users}", agent_id="a")
+        session = (t.scope.workspace_id, t.scope.user_id, t.session_id)
+        n = sessions.setdefault(session, len(sessions))
+        scope = Scope(tenant_id="bench", workspace_id="w", user_id=f"user{n % users}", agent_id="a")
         out.append(
             TurnEvent(
                 scope=scope,
