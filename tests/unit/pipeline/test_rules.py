@@ -144,3 +144,16 @@ def test_closing_html_tags_are_not_paths() -> None:
     """Seen in the memory browser's screenshot of an HTML payload: "</script>" made a "/script" entity."""
     entities = rules.named_entities('<script>x</script><a href="y">click</a> and see /etc/hosts')
     assert "/script" not in entities and "/a" not in entities and "/etc/hosts" in entities
+
+
+def test_classify_gives_each_caller_its_own_match() -> None:
+    """The matching is remembered per sentence (fold and extract classify the same sentences): a caller that
+    changes its match's attributes changes no other caller's."""
+    sentence = "Never deploy on Fridays because rollbacks need the whole team."
+    first = rules.classify(sentence)
+    assert first is not None and first.kind is Kind.ANTI_PATTERN
+    first.attributes["occurrences"] = 7
+    first.attributes["extra"] = "x"
+    again = rules.classify(sentence)
+    assert again is not None and again is not first
+    assert again.attributes["occurrences"] == 1 and "extra" not in again.attributes
