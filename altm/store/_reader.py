@@ -55,6 +55,12 @@ class MemoryReader:
                            [memory_id, *_home_args(scope)])
         return rows[0] if rows else None
 
+    def holds(self, scope: Scope, memory_id: str) -> bool:
+        """The memory is stored, in ``scope``'s home (:meth:`get` without reading it)."""
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return shard._db.execute(f"SELECT 1 FROM memories WHERE memory_id=? AND {_HOME}",
+                                 [memory_id, *_home_args(scope)]).fetchone() is not None
+
     def upsert_applied(self, scope: Scope, memory_id: str, proposal_id: str) -> bool:
         """The memory is stored and the upsert ``proposal_id`` was applied to it (the audit log names it): the
         writer applies a memory upsert once, so delivered again this proposal would change nothing."""

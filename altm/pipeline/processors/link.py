@@ -99,7 +99,7 @@ class LinkProcessor(Processor):
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         mem = committed_memory(event, _FROM)
-        if mem is None or ctx.require_reader().get(mem.scope, mem.memory_id) is None:
+        if mem is None or not ctx.require_reader().holds(mem.scope, mem.memory_id):
             return []  # nothing to link, or the memory was erased since this change (a replayed change)
         if self._chat is not None and mem.layer is Layer.L2:
             named, relations, method = await self._model_entities(mem)

@@ -106,8 +106,8 @@ async def test_a_rejected_link_stays_reviewable_whatever_its_size(writer: Writer
 class _Present:
     """A reader for which every memory is still stored (link checks that before linking)."""
 
-    def get(self, scope: object, memory_id: str) -> object:
-        return object()
+    def holds(self, scope: object, memory_id: str) -> bool:
+        return True
 
 
 def _committed(mem: MemoryUnit) -> ChangeEvent:
