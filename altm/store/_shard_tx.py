@@ -31,13 +31,18 @@ from altm.core import (
 )
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
-from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, columns, memory_row
+from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, carry_over, columns, memory_row
 from altm.store._sql import CACHE_GET, CACHE_PUT
 from altm.store._sql import chunks as _chunks
 from altm.store._sql import marks as _marks
 
 Row = dict[str, Any]
 MEMORY_ID = re.compile(r"\bmem_[0-9a-f]{32}\b")  # a memory's id in a record's inputs (see derive_id)
+
+
+_REVIEWED = ("trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id",
+             "trust_verified_at")
+"""What a reviewer's decision on a memory sets (and a rejection ``lc_state='rejected'``: out of recall)."""
 
 
 def _json(value: Any) -> str:
@@ -1178,7 +1183,7 @@ class ShardTx:
         Every restoration is audited in turn. Returns "removed", "restored" or "reinserted"."""
         table, target_id, old, new = entry.table, entry.target_id, entry.old, entry.new
         if table == "memories":
-            return self._restore_memory(target_id, old, at=at, proposal_id=proposal_id)
+            return self._restore_memory(target_id, old, new, at=at, proposal_id=proposal_id)
         if table == "graph_edges":
             return self._restore_edge(target_id, old, new, at=at, proposal_id=proposal_id)
         if table in self._KEYS:
@@ -1297,16 +1302,23 @@ class ShardTx:
     def _edge_erased(self, edge: Row, memory_id: str) -> bool:
         return self._erased_of([edge["tenant_id"], edge["workspace_id"], edge["user_id"]], memory_id)
 
-    def _restore_memory(self, memory_id: str, old: Row | None, *, at: str, proposal_id: str) -> str:
+    def _restore_memory(self, memory_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str
+                        ) -> str:
+        """The memory as the audit row's old value has it (every column of the row as it was), except for a
+        reviewer's verdict given since (``new``, what the decision left, holds none): a reviewer's decision
+        outlives the rollback of an earlier one, as it outlives an erasure of what it was judged by."""
         current = self.memory_row(memory_id)
         if old is None:
             if current is not None:
                 self.delete_memory(current, at=at, proposal_id=proposal_id, actor="rollback", redact=False)
             return "removed"
-        prior = memory_row(old)  # the audit row's old value: every column of the row as it was
+        prior = memory_row(old)
         if current is None:
             self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
+        if current["trust_method"] == "ground_truth" and (new or {}).get("trust_method") != "ground_truth":
+            prior = carry_over(prior, current, (*_REVIEWED, *(("lc_state",) if current["lc_state"] == "rejected"
+                                                               else ())))
         self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")
         return "restored"
 

@@ -191,14 +191,15 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     if any(a.redacted for a in audits):
         raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone",
                         code="conflict")
-    restored: list[MemoryUnit] = []
+    back: list[str] = []  # a memory the decision changed twice (a forget's repair, then a lifted hold) once
     removed: list[str] = []
     for a in audits:
         outcome = tx.restore(a, at=ctx.now, proposal_id=p.event_id)
         if a.table == "memories" and outcome == "removed":
             removed.append(a.target_id)
-        elif a.table == "memories" and a.old is not None:
-            restored.append(row_to_memory(a.old))
+        elif a.table == "memories" and a.old is not None and a.target_id not in back:
+            back.append(a.target_id)
+    restored = [row_to_memory(row) for mid in back if (row := tx.memory_row(mid)) is not None]
     decision = steps[0][0]
     # a forget's tombstones of what it restored go (the guard refused every later version of them)
     tx.unbury_forgotten(scope, [m.memory_id for m in restored], at=ctx.now, proposal_id=p.event_id)

@@ -139,7 +139,8 @@ def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpCon
             attrs = orjson.loads(row["attributes"])
             attrs["evidence_forgotten"] = True
             new.update({"attributes": as_json(attrs), "trust_status": "uncertain", "trust_method": "confidence",
-                        "trust_reason": "its evidence was forgotten by the retention policy"})
+                        "trust_reason": "its evidence was forgotten by the retention policy",
+                        "trust_contradicting_id": None})  # the verdict it replaces named what it was judged by
         tx.update_memory(row, new, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
         repaired.append(row_to_memory(new))
     ends = tx.delete_edges_touching(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
