@@ -6,7 +6,9 @@ embedder; its proposals log is then applied again into fresh shards by a writer 
 each op's own time measured around it. No broker, no stage and no model run during the timed part, so the
 figure is what one writer can apply on this machine (the bound of a restore, a standby copy, and of the
 capture and derive throughput of a worker, whose writer lane is the same code). The fresh shards' state hash
-must equal the pipeline's: a writer change that alters what is stored shows up here too.
+must equal the pipeline's; both are made by the same writer, so that says the log applies again to the same
+state, not that the writer stores what an earlier commit stored: the hash is printed and recorded, to compare
+across commits (the state hash covers the memories, graph and governance rows, not the offsets or outbox).
 
     python benchmarks/writer.py [--turns 2000] [--batch 500] [--repeat 3] [--out FILE.json]
 """
@@ -135,6 +137,7 @@ def main() -> None:
         records = asyncio.run(proposals_log(turns, source))
         print(f"ingested {len(turns)} turns in {time.perf_counter() - start:.1f} s: {len(records)} proposals")
         expected = state_hash(source, bench_settings(source))
+        print(f"state hash {expected}")
         runs: list[dict[str, Any]] = []
         per_op: dict[str, list[float]] = defaultdict(list)
         for i in range(args.repeat):
@@ -169,6 +172,7 @@ def main() -> None:
         path = write_record("writer", {
             "config": config_stamp(turns=len(turns), batch=args.batch, partitions=PARTITIONS,
                                    source=turns_source(args.data), proposals=len(records)),
+            "state_hash": expected,
             "median_proposals_per_s": rate, "median_proposals_per_cpu_s": cpu_rate,
             "sql_statements_per_proposal": round(per_proposal, 2), "runs": runs, "per_op": rows,
         }, args.out)

@@ -44,7 +44,7 @@ def partition_for(key: str | bytes, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a non-null key."""
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
-    return _positive_hash(key) % partitions
+    return _positive_hash(bytes(key) if isinstance(key, bytearray) else key) % partitions
 
 
 @lru_cache(maxsize=65536)
