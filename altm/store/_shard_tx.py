@@ -1305,8 +1305,9 @@ class ShardTx:
     def _restore_memory(self, memory_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str
                         ) -> str:
         """The memory as the audit row's old value has it (every column of the row as it was), except for a
-        reviewer's verdict given since (``new``, what the decision left, holds none): a reviewer's decision
-        outlives the rollback of an earlier one, as it outlives an erasure of what it was judged by."""
+        reviewer's verdict given since (one that is not the verdict ``new``, what the decision left, holds): a
+        reviewer's decision outlives the rollback of an earlier one, as it outlives an erasure of what it was
+        judged by."""
         current = self.memory_row(memory_id)
         if old is None:
             if current is not None:
@@ -1316,7 +1317,8 @@ class ShardTx:
         if current is None:
             self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
-        if current["trust_method"] == "ground_truth" and (new or {}).get("trust_method") != "ground_truth":
+        now = columns(current)
+        if now["trust_method"] == "ground_truth" and any(now[c] != (new or {}).get(c) for c in _REVIEWED):
             prior = carry_over(prior, current, (*_REVIEWED, *(("lc_state",) if current["lc_state"] == "rejected"
                                                                else ())))
         self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")

@@ -270,10 +270,14 @@ class CueMatch:
 def classify(sentence: str) -> CueMatch | None:
     """The first matching cue, in priority order: anti-pattern, then preference … fact. A fresh match each call
     (its attributes are the caller's to change); the matching itself is remembered for the most recent
-    sentences, since fold and extract both classify every sentence of a message (and fold a session's again
-    when it folds the session again), at some 70 µs a sentence."""
-    found = _classified(sentence)
+    sentences of up to ``_REMEMBERED_CHARS``, since fold and extract both classify every sentence of a message
+    (and fold a session's again when it folds the session again), at some 70 µs a sentence."""
+    found = _classified(sentence) if len(sentence) <= _REMEMBERED_CHARS else _classified.__wrapped__(sentence)
     return None if found is None else CueMatch(found.kind, found.sentence, dict(found.attributes))
+
+
+_REMEMBERED_CHARS = 1000
+"""Longer sentences are classified each time: the memory holds at most 8,192 sentences of this size."""
 
 
 @lru_cache(maxsize=8192)

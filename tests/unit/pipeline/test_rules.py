@@ -157,3 +157,14 @@ def test_classify_gives_each_caller_its_own_match() -> None:
     again = rules.classify(sentence)
     assert again is not None and again is not first
     assert again.attributes["occurrences"] == 1 and "extra" not in again.attributes
+
+
+def test_long_sentences_are_not_remembered() -> None:
+    """The memory of matches is bounded in size, not only in count: a sentence longer than the limit (a
+    hostile turn can hold 64 KiB in one sentence) is classified each time and not kept."""
+    long = "We decided to keep " + "very " * 400 + "long notes."
+    assert len(long) > rules._REMEMBERED_CHARS
+    before = rules._classified.cache_info().currsize
+    match = rules.classify(long)
+    assert match is not None and match.kind is Kind.DECISION
+    assert rules._classified.cache_info().currsize == before

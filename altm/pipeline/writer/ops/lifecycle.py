@@ -135,12 +135,13 @@ def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpCon
             continue
         remaining = [e for e in orjson.loads(row["evidence"]) if e not in set(gone)]
         new: MemoryRow = {**row, "evidence": as_json(remaining)}
-        if not remaining:  # nothing left to stand on: kept, flagged for review
+        if not remaining:  # nothing left to stand on: kept, flagged for review (a verdict given stands)
             attrs = orjson.loads(row["attributes"])
             attrs["evidence_forgotten"] = True
-            new.update({"attributes": as_json(attrs), "trust_status": "uncertain", "trust_method": "confidence",
-                        "trust_reason": "its evidence was forgotten by the retention policy",
-                        "trust_contradicting_id": None})  # the verdict it replaces named what it was judged by
+            new["attributes"] = as_json(attrs)
+            if row["trust_status"] not in ("verified", "contradicted"):  # the hold it replaces named its reason
+                new.update({"trust_status": "uncertain", "trust_method": "confidence", "trust_contradicting_id": None,
+                            "trust_reason": "its evidence was forgotten by the retention policy"})
         tx.update_memory(row, new, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
         repaired.append(row_to_memory(new))
     ends = tx.delete_edges_touching(gone, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
