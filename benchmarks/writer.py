@@ -64,10 +64,13 @@ async def proposals_log(turns: list[TurnEvent], data_dir: Path) -> list[Record]:
 def op_of(record: Record) -> str:
     """A proposal's op, and its layer for a memory upsert (an L0 message costs what an atom does not)."""
     event = decode_event(record.value)
-    if not isinstance(event, Proposal):
-        return "other"
-    memory = getattr(event, "memory", None)
-    return f"{event.op.value}:{memory.layer.value}" if memory is not None else event.op.value
+    return op_label(event) if isinstance(event, Proposal) else "other"
+
+
+def op_label(p: Proposal) -> str:
+    """The proposal's op, with the layer of a memory upsert's memory."""
+    memory = getattr(p, "memory", None)
+    return f"{p.op.value}:{memory.layer.value}" if memory is not None else str(p.op.value)
 
 
 @contextmanager
@@ -81,9 +84,7 @@ def op_timer() -> Iterator[dict[str, list[float]]]:
         try:
             return inner(tx, p, ctx)
         finally:
-            memory = getattr(p, "memory", None)
-            spent[f"{p.op.value}:{memory.layer.value}" if memory is not None else p.op.value].append(
-                time.perf_counter() - start)
+            spent[op_label(p)].append(time.perf_counter() - start)
 
     setattr(_apply, "apply_op", timed)  # noqa: B010
     try:

@@ -22,6 +22,10 @@ MEMORY_COLUMNS: tuple[str, ...] = (
 
 WALL_CLOCK_COLUMNS = frozenset({"recorded_at", "superseded_at", "trust_verified_at"})
 
+VERDICT_COLUMNS: tuple[str, ...] = (
+    "trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id")
+"""A trust verdict: the columns that only make sense together (the guard's hold, verify's, a reviewer's)."""
+
 
 class MemoryRow(TypedDict):
     """One row of ``memories``, typed: JSON columns (attributes, evidence) as text, times as ISO 8601 text,

@@ -31,7 +31,15 @@ from altm.core import (
 )
 from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
-from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, MemoryRow, carry_over, columns, memory_row
+from altm.store._rows import (
+    MEMORY_COLUMNS,
+    TOMBSTONE_COLUMNS,
+    VERDICT_COLUMNS,
+    MemoryRow,
+    carry_over,
+    columns,
+    memory_row,
+)
 from altm.store._sql import CACHE_GET, CACHE_PUT
 from altm.store._sql import chunks as _chunks
 from altm.store._sql import marks as _marks
@@ -40,8 +48,7 @@ Row = dict[str, Any]
 MEMORY_ID = re.compile(r"\bmem_[0-9a-f]{32}\b")  # a memory's id in a record's inputs (see derive_id)
 
 
-_REVIEWED = ("trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id",
-             "trust_verified_at")
+_REVIEWED = (*VERDICT_COLUMNS, "trust_verified_at")
 """What a reviewer's decision on a memory sets (and a rejection ``lc_state='rejected'``: out of recall)."""
 
 

@@ -10,7 +10,15 @@ from altm.core import ChangeStatus, Layer, MemoryUnit, Scope, UpsertMemoryPropos
 from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
-from altm.store import MemoryRow, ShardTx, carry_over, comparable, memory_to_row, row_to_memory
+from altm.store import (
+    VERDICT_COLUMNS,
+    MemoryRow,
+    ShardTx,
+    carry_over,
+    comparable,
+    memory_to_row,
+    row_to_memory,
+)
 
 # What a re-derivation may not reset: other stages wrote it (trust, lifecycle, supersession, L0 context).
 _KEPT_ON_UPDATE = (
@@ -28,7 +36,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     if flag is not None:
         _held_for_review(new_row, flag)
     elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
-        new_row = carry_over(new_row, fresh, _TRUST)
+        new_row = carry_over(new_row, fresh, VERDICT_COLUMNS)
     if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
         tx.drop_earlier_refusals(mem.memory_id, at=ctx.now, proposal_id=p.event_id)
     also: list[MemoryUnit] = []
@@ -52,7 +60,6 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
-_TRUST = ("trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id")
 
 
 def _cites_later_atom(tx: ShardTx, old: MemoryRow, new: MemoryRow) -> bool:
