@@ -1,7 +1,8 @@
 """verify: L2 changes → trust verdicts, by cross-verification against same-subject atoms (or NLI).
 
 Verdicts are recomputed for the whole subject group from the stored atoms, so the final verdicts do not
-depend on arrival order. A periodic sweep over never-verified rows comes with the trust issue.
+depend on arrival order. A reviewer's verdict (``ground_truth``) is not recomputed, and an atom a reviewer
+rejected takes no part in the others' verdicts.
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ def _held_for_review(mem: MemoryUnit) -> Trust | None:
         return Trust(status=TrustStatus.UNCERTAIN, method=TrustMethod.CONFIDENCE, confidence=0.5,
                      reason="an anti-pattern stated by a tool: it guards nothing until a review approves it")
     return None
+
+
+def _rejected_by_review(mem: MemoryUnit) -> bool:
+    """A reviewer rejected it: it neither supports nor contradicts anything (its own verdict stands)."""
+    return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.CONTRADICTED
 
 
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
@@ -156,14 +162,14 @@ class VerifyProcessor(Processor):
             return []
         subject = mem.attributes.get("subject")
         group = ctx.require_reader().atoms_with(mem.scope, "subject", str(subject)) if subject else [mem]
-        group = group or [mem]
+        group = [m for m in group or [mem] if not _rejected_by_review(m)]
         verdicts = cross_verify(group)
-        if self._chat is not None and len(group) > 1:
+        if self._chat is not None and len(group) > 1 and mem.memory_id in verdicts:
             verdicts = await self._nli(self._chat, mem, group, verdicts)
         return [
             proposal(SetTrustProposal, scope=m.scope, processor=self.name, cause=event,
                      verdict=TrustVerdict(memory_id=m.memory_id, trust=verdicts[m.memory_id]))
-            for m in group if m.memory_id in verdicts
+            for m in group if m.memory_id in verdicts and m.trust.method is not TrustMethod.GROUND_TRUTH
         ]
 
     @staticmethod
