@@ -29,6 +29,12 @@ def _with_scope(row: Row) -> Row:
     return row
 
 
+# an audited change of a memory in what verify judges it by (a row put back or inserted counts)
+_JUDGED_CHANGE = " OR ".join(
+    ["a.old_value IS NULL"] + [f"json_extract(a.old_value, '$.{c}') IS NOT json_extract(a.new_value, '$.{c}')"
+                               for c in ("attributes", "content_hash", "valid_from", "role", "kind")])
+
+
 class _Routed:
     def __init__(self, shards: ShardSet) -> None:
         self.shards = shards
@@ -189,14 +195,17 @@ class MaintenanceQueries:
             "WHERE m.superseded_by IS NULL AND m.valid_from IS NOT NULL ORDER BY m.valid_from, m.memory_id")]
 
     def unverified(self, limit: int) -> list[Row]:
-        """Current L2 atoms never verified, or changed (by anything but verify or review) since their verdict."""
+        """Current L2 atoms never verified, or changed since their verdict in what verify reads (a use signal
+        or a compression is no such change: verify would find the same verdict, store nothing, and the atom
+        would be named on every pass). Not an atom a reviewer judged: verify gives it no verdict."""
         out: list[Row] = []
         for shard in self.shards.existing():
             out += [dict(r) for r in shard._db.execute(
                 "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id FROM memories m "
-                "WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND (m.trust_verified_at IS NULL OR EXISTS "
+                "WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND m.trust_method IS NOT 'ground_truth' "
+                "AND (m.trust_verified_at IS NULL OR EXISTS "
                 "(SELECT 1 FROM audit_log a WHERE a.target_table = 'memories' AND a.target_id = m.memory_id AND "
-                "a.actor NOT IN ('verify', 'review') AND a.at > m.trust_verified_at)) "
+                f"a.actor NOT IN ('verify', 'review') AND a.at > m.trust_verified_at AND ({_JUDGED_CHANGE}))) "
                 "ORDER BY m.valid_from, m.memory_id LIMIT ?", (limit - len(out),))]
             if len(out) >= limit:
                 break
