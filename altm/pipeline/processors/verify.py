@@ -84,6 +84,10 @@ def _rejected_by_review(mem: MemoryUnit) -> bool:
     return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.CONTRADICTED
 
 
+def _approved_by_review(mem: MemoryUnit) -> bool:
+    return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.VERIFIED
+
+
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     """Verdicts for every atom of one subject group (ordered by validity time)."""
     ordered = sorted(group, key=lambda m: (m.valid_from.isoformat() if m.valid_from else "", m.memory_id))
@@ -111,6 +115,11 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
                 reason=f"a later memory about {subject!r} states {sorted(_vals(b, 'values'))} instead of "
                        f"{sorted(_vals(mem, 'values'))}",
             )
+        elif approved := [a for a in earlier if _approved_by_review(a)]:  # a cue cannot overturn a reviewer
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.UNCERTAIN, method=TrustMethod.CROSS_VERIFY, confidence=0.4,
+                contradicting_id=approved[-1].memory_id,
+                reason=f"conflicts with a reviewer-approved memory about {subject!r}: needs review")
         elif earlier:
             a = earlier[-1]
             corrected = bool(mem.attributes.get("correction"))
@@ -136,10 +145,14 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     return out
 
 
+# changes after which an atom's subject is judged again: an erasure took an atom of it (and cleared the
+# verdicts that named it), a review judged one (a rejected atom no longer supports or contradicts the others)
+_JUDGED_AGAIN = frozenset({ProposalOp.ERASE, ProposalOp.REVIEW})
+
+
 def _subject_atom(event: Event) -> MemoryUnit | None:
-    """The atom whose subject is verified: a committed one, or one an erasure names (the erasure took an atom
-    of its subject and cleared the verdicts that named it; the subject is verified again from what is left)."""
-    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op is ProposalOp.ERASE:
+    """The atom whose subject is verified: a committed one, or one an erasure or a review names."""
+    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op in _JUDGED_AGAIN:
         return event.memory if event.memory is not None and event.memory.layer is Layer.L2 else None
     return committed_memory(event, _FROM)
 
@@ -152,9 +165,9 @@ class VerifyProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        """Committed atoms, and the atom an erasure names for each subject it took an atom of."""
+        """Committed atoms, the atom an erasure names for each subject it took an atom of, reviewed atoms."""
         return committed_upsert(marker, _FROM) or (
-            marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.ERASE and marker.layer is Layer.L2)
+            marker.status is ChangeStatus.COMMITTED and marker.op in _JUDGED_AGAIN and marker.layer is Layer.L2)
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         mem = _subject_atom(event)
