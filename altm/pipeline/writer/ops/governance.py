@@ -116,15 +116,25 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     old = target_row(tx, p, decision.item_id, "reviewed memory")
     approve = decision.decision == "approve"
     new: MemoryRow = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
-           "trust_confidence": 1.0, "trust_reason": f"{decision.decision}d by {_reviewer(decision)}",
+           "trust_confidence": 1.0, "trust_reason": f"{'approved' if approve else 'rejected'} by {_reviewer(decision)}",
            "trust_contradicting_id": None, "trust_verified_at": ctx.now,
-           "lc_state": old["lc_state"] if approve else "rejected"}
+           "lc_state": _reviewed_state(old, approve, ctx)}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
     also: list[MemoryUnit] = []
     if old["kind"] == "anti_pattern":
         also = (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
                 else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also)
+
+
+def _reviewed_state(old: MemoryRow, approve: bool, ctx: OpContext) -> str:
+    """Rejected: out of recall. Approved: as it was, or, approved after a rejection, the state its weight gives
+    (it stayed ``rejected`` for good before: approved, and in neither recall nor the review queue)."""
+    if not approve:
+        return "rejected"
+    if old["lc_state"] != "rejected":
+        return str(old["lc_state"])
+    return ctx.rules.state(float(old["lc_weight"]), pinned=bool(old["lc_pinned"]), current="active")
 
 
 def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:
