@@ -1312,9 +1312,9 @@ class ShardTx:
     def _restore_memory(self, memory_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str
                         ) -> str:
         """The memory as the audit row's old value has it (every column of the row as it was), except for a
-        reviewer's verdict given since (one that is not the verdict ``new``, what the decision left, holds): a
-        reviewer's decision outlives the rollback of an earlier one, as it outlives an erasure of what it was
-        judged by."""
+        verdict given since (one that is not the verdict ``new``, what the decision left, holds): a reviewer's
+        decision outlives the rollback of an earlier one, as it outlives an erasure of what it was judged by, and
+        so does verify's (a contradiction found after a demotion stays when the demotion is rolled back)."""
         current = self.memory_row(memory_id)
         if old is None:
             if current is not None:
@@ -1325,9 +1325,9 @@ class ShardTx:
             self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
         now = columns(current)
-        if now["trust_method"] == "ground_truth" and any(now[c] != (new or {}).get(c) for c in _REVIEWED):
-            prior = carry_over(prior, current, (*_REVIEWED, *(("lc_state",) if current["lc_state"] == "rejected"
-                                                               else ())))
+        if any(now[c] != (new or {}).get(c) for c in _REVIEWED):
+            rejected = now["trust_method"] == "ground_truth" and current["lc_state"] == "rejected"
+            prior = carry_over(prior, current, (*_REVIEWED, *(("lc_state",) if rejected else ())))
         self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")
         return "restored"
 
