@@ -34,6 +34,8 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     old_row = tx.memory_row(mem.memory_id)
     new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
     if flag is not None:
+        if old_row is not None and _approval_of_other_content(old_row, fresh):
+            new_row = carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at"))
         _held_for_review(new_row, flag)
     elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
         new_row = carry_over(new_row, fresh, VERDICT_COLUMNS)
@@ -136,6 +138,13 @@ def holds_lifted(tx: ShardTx, scope: Scope, anti_pattern_id: str, proposal_id: s
         tx.update_memory(row, fresh, at=ctx.now, proposal_id=proposal_id, actor="writer")
         lifted.append(row_to_memory(fresh))
     return lifted
+
+
+def _approval_of_other_content(old: MemoryRow, fresh: MemoryRow) -> bool:
+    """A reviewer approved another version of this memory (a capsule's id is its session's, a scene's its
+    anchor's): the approval does not cover what the guard flags in this one, which is held for review again."""
+    return (old["trust_method"] == "ground_truth" and old["trust_status"] == "verified"
+            and old["content_hash"] != fresh["content_hash"])
 
 
 def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
