@@ -126,9 +126,9 @@ class MemoryInspector:
         foreign = row["agent_id"] != scope.agent_id
         found.audit = [AuditStep(at=str(a["at"]), actor=str(a["actor"]), action=str(a["action"]),
                                  target=str(a["target_table"]), proposal_id=a["proposal_id"],
-                                 changed={} if a["redacted"] else self._shown(
+                                 changed={} if a["redacted"] == 1 else self._shown(
                                      scope, _changed(a["old_value"], a["new_value"]), foreign),
-                                 redacted=bool(a["redacted"]))
+                                 redacted=a["redacted"] == 1)
                        for a in rows]
         return found
 

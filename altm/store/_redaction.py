@@ -21,6 +21,21 @@ def redacted(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def redact_reason_json(value: str | None) -> str | None:
+    """Only the ``trust_reason`` of a JSON object redacted (the SQL function ``redact_reason_json``): a verdict
+    that named an erased memory quoted its values there, and nothing else of the row holds them."""
+    if value is None:
+        return None
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("trust_reason"), str):
+        return value
+    obj["trust_reason"] = {"redacted_sha256": hashlib.sha256(obj["trust_reason"].encode()).hexdigest()}
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def redact_json(value: str | None) -> str | None:
     """:func:`redacted` over a JSON object (the SQL function ``redact_json`` of an open shard)."""
     if value is None:

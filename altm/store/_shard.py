@@ -15,7 +15,7 @@ from typing import Any
 from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
-from altm.store._redaction import redact_json
+from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
 from altm.store._shard_tx import ShardTx
 
@@ -52,6 +52,7 @@ class Shard:
             migrate(conn)
         conn.execute("PRAGMA busy_timeout=5000")
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
+        conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
         conn.row_factory = sqlite3.Row
         self._conn = conn
         return self

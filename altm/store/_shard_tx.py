@@ -494,6 +494,15 @@ class ShardTx:
         row = self._db.execute("SELECT key FROM guard_keys WHERE home=?", (home,)).fetchone()
         return None if row is None else bytes(row[0])
 
+    def approved_holds(self, memory_id: str) -> list[tuple[str, str]]:
+        """(trust reason, contradicting id) of the memory as each reviewer approval found it: what the
+        approvals were given past (a hold's reason names the anti-pattern it is for)."""
+        return [(str(r[0]), str(r[1])) for r in self._db.execute(
+            "SELECT json_extract(old_value, '$.trust_reason'), json_extract(old_value, '$.trust_contradicting_id') "
+            "FROM audit_log WHERE target_table='memories' AND target_id=? AND actor='review' "
+            "AND json_extract(new_value, '$.trust_status')='verified' "
+            "AND json_extract(old_value, '$.trust_contradicting_id') IS NOT NULL ORDER BY audit_id", (memory_id,))]
+
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
         """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded nor rejected by a
         review; one stated by a tool only once a review approved it (verified)."""
@@ -548,7 +557,7 @@ class ShardTx:
         return [AuditEntry(table=a["target_table"], target_id=a["target_id"],
                            old=orjson.loads(a["old_value"]) if a["old_value"] else None,
                            new=orjson.loads(a["new_value"]) if a["new_value"] else None,
-                           redacted=bool(a["redacted"]))
+                           redacted=a["redacted"] == 1)
                 for a in self._db.execute("SELECT * FROM audit_log WHERE proposal_id=? ORDER BY audit_id DESC",
                                           (decision_id,)).fetchall()]
 
@@ -774,7 +783,7 @@ class ShardTx:
         for chunk in _chunks(memory_ids):
             for target, old in self._db.execute(
                     "SELECT target_id, old_value FROM audit_log WHERE target_table='memories' AND action='forget' "
-                    f"AND redacted=0 AND old_value IS NOT NULL AND target_id IN ({_marks(chunk)}) ORDER BY audit_id",
+                    f"AND redacted!=1 AND old_value IS NOT NULL AND target_id IN ({_marks(chunk)}) ORDER BY audit_id",
                     list(chunk)):
                 rows[str(target)] = orjson.loads(old)
         return [rows[m] for m in sorted(rows) if not self.has_memory(m)]
@@ -805,7 +814,7 @@ class ShardTx:
         for chunk in _chunks(forgets):
             for target, old in self._db.execute(
                     "SELECT target_id, old_value FROM audit_log WHERE target_table='memories' AND action='update' "
-                    f"AND redacted=0 AND proposal_id IN ({_marks(chunk)})", chunk):
+                    f"AND redacted!=1 AND proposal_id IN ({_marks(chunk)})", chunk):
                 with contextlib.suppress(orjson.JSONDecodeError, TypeError, KeyError):
                     evidence = orjson.loads(old)["evidence"]
                     evidence = orjson.loads(evidence) if isinstance(evidence, str) else evidence
@@ -829,8 +838,18 @@ class ShardTx:
         for chunk in _chunks(ids):
             self._db.execute(
                 "UPDATE audit_log SET old_value = redact_json(old_value), new_value = redact_json(new_value), "
-                f"redacted = 1 WHERE redacted = 0 AND target_table = ? AND target_id IN ({_marks(chunk)})",
+                f"redacted = 1 WHERE redacted IN (0, 2) AND target_table = ? AND target_id IN ({_marks(chunk)})",
                 [table, *chunk])
+
+    def redact_audit_reasons(self, memory_ids: Sequence[str]) -> None:
+        """Replace the trust reasons in earlier audit rows of ``memory_ids`` by their hashes, the rest of each row
+        kept (a verdict that named an erased memory quoted its values in its reason; redacting the whole rows
+        made every earlier decision on these memories impossible to roll back)."""
+        for chunk in _chunks(memory_ids):
+            self._db.execute(
+                "UPDATE audit_log SET old_value = redact_reason_json(old_value), "
+                "new_value = redact_reason_json(new_value), redacted = 2 WHERE redacted IN (0, 2) "
+                f"AND target_table = 'memories' AND target_id IN ({_marks(chunk)})", list(chunk))
 
     def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str
               ) -> list[MemoryRow]:
@@ -1070,7 +1089,7 @@ class ShardTx:
         and lifecycle state from the audit of that update (active where the audit has none)."""
         before = self._db.execute(
             "SELECT old_value FROM audit_log WHERE target_table='memories' AND target_id=? "
-            "AND action='update' AND redacted=0 AND json_extract(new_value, '$.superseded_by')=? "
+            "AND action='update' AND redacted!=1 AND json_extract(new_value, '$.superseded_by')=? "
             "AND COALESCE(json_extract(old_value, '$.superseded_by'), '') != ? ORDER BY audit_id DESC LIMIT 1",
             (row["memory_id"], row["superseded_by"], row["superseded_by"])).fetchone()
         old: dict[str, Any] = orjson.loads(before[0]) if before else {"lc_state": "active"}
@@ -1325,7 +1344,8 @@ class ShardTx:
             self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
         now = columns(current)
-        if any(now[c] != (new or {}).get(c) for c in _REVIEWED):
+        if any(now[c] != (new or {}).get(c) for c in _REVIEWED) or not isinstance(prior["trust_reason"], str | None):
+            # a verdict given since, or one an erasure cleared (its reason quoted the erased memory: redacted)
             rejected = now["trust_method"] == "ground_truth" and current["lc_state"] == "rejected"
             prior = carry_over(prior, current, (*_REVIEWED, *(("lc_state",) if rejected else ())))
         self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")

@@ -80,12 +80,20 @@ def _held_for_review(mem: MemoryUnit) -> Trust | None:
 
 
 def _rejected_by_review(mem: MemoryUnit) -> bool:
-    """A reviewer rejected it: it neither supports nor contradicts anything (its own verdict stands)."""
+    """A reviewer rejected it, or approved a correction over it: it neither supports nor contradicts anything
+    (its own verdict stands)."""
     return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.CONTRADICTED
 
 
 def _approved_by_review(mem: MemoryUnit) -> bool:
     return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.VERIFIED
+
+
+def _standing_approvals(earlier: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+    """The reviewer-approved atoms among ``earlier`` (in validity order) that no later approved one conflicts
+    with: a reviewer who approved a correction approved it over the value it replaced."""
+    approved = [a for a in earlier if _approved_by_review(a)]
+    return [a for j, a in enumerate(approved) if not any(conflicts(a, b) for b in approved[j + 1:])]
 
 
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
@@ -97,6 +105,7 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
         later = [b for b in ordered[i + 1 :] if conflicts(mem, b) and outranks(b, mem)]
         earlier = [a for a in ordered[:i] if conflicts(a, mem)]
         support = [o for o in ordered if o.memory_id != mem.memory_id and agrees(mem, o)]
+        standing = _standing_approvals(ordered[:i])
         held = _held_for_review(mem)
         if held is not None:
             out[mem.memory_id] = held
@@ -115,11 +124,15 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
                 reason=f"a later memory about {subject!r} states {sorted(_vals(b, 'values'))} instead of "
                        f"{sorted(_vals(mem, 'values'))}",
             )
-        elif approved := [a for a in earlier if _approved_by_review(a)]:  # a cue cannot overturn a reviewer
+        elif against := [a for a in standing if conflicts(a, mem)]:  # a cue cannot overturn a reviewer
             out[mem.memory_id] = Trust(
                 status=TrustStatus.UNCERTAIN, method=TrustMethod.CROSS_VERIFY, confidence=0.4,
-                contradicting_id=approved[-1].memory_id,
+                contradicting_id=against[-1].memory_id,
                 reason=f"conflicts with a reviewer-approved memory about {subject!r}: needs review")
+        elif any(agrees(mem, a) for a in standing):
+            out[mem.memory_id] = Trust(
+                status=TrustStatus.VERIFIED, method=TrustMethod.CROSS_VERIFY, confidence=0.8,
+                reason=f"agrees with a reviewer-approved memory about {subject!r}")
         elif earlier:
             a = earlier[-1]
             corrected = bool(mem.attributes.get("correction"))

@@ -36,7 +36,7 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, capsule, normalise_text, scene
+from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, Scope, capsule, normalise_text, scene
 from altm.pipeline.writer._terms import names, specific, terms, weak
 from altm.store import MemoryRow, ShardTx, Tombstone, row_to_memory
 
@@ -415,15 +415,17 @@ class WriteGuard:
         verdict = _erased(*first)
         return GuardVerdict(verdict.record_id, verdict.reason, statements=tuple(left_out))
 
-    def reasserts(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+    def reasserts(self, tx: ShardTx, mem: MemoryUnit, *, excluding: frozenset[str] = frozenset()
+                  ) -> GuardVerdict | None:
         """Only the anti-pattern half of :meth:`check` (a stored memory judged again when an anti-pattern is
-        stored after it)."""
+        stored after it), not against the anti-patterns ``excluding`` names (a reviewer approved it past them)."""
         try:
-            return self._anti_pattern(tx, mem)
+            return self._anti_pattern(tx, mem, excluding)
         except Exception as exc:  # fail closed, as check does
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
 
-    def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+    def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit, excluding: frozenset[str] = frozenset()
+                      ) -> GuardVerdict | None:
         """Refused (or held) when it re-asserts a stored anti-pattern. Not judged: raw messages, anti-patterns
         themselves, and a failed outcome: "I tried X and it locked the table" is the evidence why X is an
         anti-pattern, not a recommendation of X (refusing it lost exactly that, and only when the anti-pattern
@@ -432,13 +434,16 @@ class WriteGuard:
         own atom among its members read as the whole scene speaking against it."""
         if not _judged(mem):
             return None
-        patterns = tx.anti_patterns(mem.scope)
+        def stored(scope: Scope) -> list[tuple[str, str]]:
+            return [(mid, attrs) for mid, attrs in tx.anti_patterns(scope) if mid not in excluding]
+
+        patterns = stored(mem.scope)
         if not patterns:  # most agents: a scene's members are not read
             return None
         if is_scene(mem):  # each member atom as it would be judged now (its evidence names them, however its
             # lines split); a text whose lines are not its members one to one is judged whole as well
             verdicts = [v for atom in _members(tx, mem) if _judged(atom) and (v := self._against(
-                tx, atom, patterns if atom.scope == mem.scope else tx.anti_patterns(atom.scope))) is not None]
+                tx, atom, patterns if atom.scope == mem.scope else stored(atom.scope))) is not None]
             if not _members_apart(mem) and (whole := self._against(tx, mem, patterns)) is not None:
                 verdicts.append(whole)
             return next((v for v in verdicts if v.action == "refuse"), verdicts[0] if verdicts else None)

@@ -6,7 +6,17 @@ from datetime import datetime
 
 import orjson
 
-from altm.core import ChangeStatus, Layer, MemoryUnit, Scope, UpsertMemoryProposal, capsule, content_hash, scene
+from altm.core import (
+    ChangeStatus,
+    Layer,
+    MemoryUnit,
+    Scope,
+    TrustMethod,
+    UpsertMemoryProposal,
+    capsule,
+    content_hash,
+    scene,
+)
 from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
@@ -33,9 +43,11 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     fresh = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
     new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
-    if flag is not None:
-        if old_row is not None and _approval_of_other_content(old_row, fresh):
+    if flag is not None and old_row is not None and approved_by_review(old_row):
+        flag = past_approval(tx, old_row, mem, flag, ctx)
+        if flag is not None:  # it re-asserts what no approval of it covered: held for review again
             new_row = carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at"))
+    if flag is not None:
         _held_for_review(new_row, flag)
     elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
         new_row = carry_over(new_row, fresh, VERDICT_COLUMNS)
@@ -89,10 +101,14 @@ def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpC
     scenes are judged again against every stored anti-pattern."""
     changed: list[MemoryUnit] = []
     for row in tx.summaries(scope):
-        verdict = ctx.guard.reasserts(tx, row_to_memory(row))
+        mem = row_to_memory(row)
+        verdict = ctx.guard.reasserts(tx, mem)
+        approved = verdict is not None and approved_by_review(row)
+        if approved and verdict is not None:
+            verdict = past_approval(tx, row, mem, verdict, ctx)
         if verdict is None:
             continue
-        held: MemoryRow = {**row}
+        held: MemoryRow = without_verdict(row) if approved else {**row}
         _held_for_review(held, verdict)
         if comparable(held) != comparable(row):
             tx.update_memory(row, held, at=ctx.now, proposal_id=proposal_id, actor="writer")
@@ -140,11 +156,22 @@ def holds_lifted(tx: ShardTx, scope: Scope, anti_pattern_id: str, proposal_id: s
     return lifted
 
 
-def _approval_of_other_content(old: MemoryRow, fresh: MemoryRow) -> bool:
-    """A reviewer approved another version of this memory (a capsule's id is its session's, a scene's its
-    anchor's): the approval does not cover what the guard flags in this one, which is held for review again."""
-    return (old["trust_method"] == "ground_truth" and old["trust_status"] == "verified"
-            and old["content_hash"] != fresh["content_hash"])
+def approved_by_review(row: MemoryRow) -> bool:
+    return row["trust_method"] == "ground_truth" and row["trust_status"] == "verified"
+
+
+def past_approval(tx: ShardTx, row: MemoryRow, mem: MemoryUnit, flag: GuardVerdict, ctx: OpContext
+                  ) -> GuardVerdict | None:
+    """What the guard flags in ``mem`` (a version of ``row``, which a reviewer approved) that no approval of it
+    covered. An approval covers the anti-patterns the memory was held for when it was given: a capsule's id is
+    its session's and a scene's its anchor's, so later versions carry it, and one that goes on to re-assert
+    another anti-pattern (stored before or after it) is held for that one; one held again only for what was
+    approved keeps the approval (it was held again on every fold of a growing session)."""
+    holds = tx.approved_holds(str(row["memory_id"]))
+    covered = frozenset(cid for reason, cid in holds if reason.startswith(GUARD_HOLD))
+    if not flag.anti_pattern or flag.record_id not in covered:
+        return flag
+    return ctx.guard.reasserts(tx, mem, excluding=covered)
 
 
 def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
@@ -162,6 +189,9 @@ def _validate(tx: ShardTx, mem: MemoryUnit, ctx: OpContext) -> tuple[MemoryUnit,
     :func:`_left_out`) and what the guard flagged (not refused)."""
     if error := content_over_limit(mem.content, ctx.settings.max_content_bytes):
         raise Rejection(error, code="invalid")
+    if mem.trust.method is TrustMethod.GROUND_TRUTH:  # it would be final: verify and the sweep leave it be
+        raise Rejection("a ground-truth verdict is a reviewer's: a memory cannot be proposed with one",
+                        code="invalid")
     if mem.content_hash != content_hash(mem.content):
         raise Rejection("content_hash does not match the content", code="invalid")
     if mem.layer is Layer.L0 and mem.evidence:
