@@ -494,14 +494,12 @@ class ShardTx:
         row = self._db.execute("SELECT key FROM guard_keys WHERE home=?", (home,)).fetchone()
         return None if row is None else bytes(row[0])
 
-    def approved_holds(self, memory_id: str) -> list[tuple[str, str]]:
-        """(trust reason, contradicting id) of the memory as each reviewer approval found it: what the
-        approvals were given past (a hold's reason names the anti-pattern it is for)."""
-        return [(str(r[0]), str(r[1])) for r in self._db.execute(
-            "SELECT json_extract(old_value, '$.trust_reason'), json_extract(old_value, '$.trust_contradicting_id') "
-            "FROM audit_log WHERE target_table='memories' AND target_id=? AND actor='review' "
-            "AND json_extract(new_value, '$.trust_status')='verified' "
-            "AND json_extract(old_value, '$.trust_contradicting_id') IS NOT NULL ORDER BY audit_id", (memory_id,))]
+    def approvals(self, memory_id: str) -> list[tuple[Row, Row]]:
+        """(the row as a reviewer's approval found it, the row it left), oldest first, from the audit."""
+        return [(orjson.loads(r[0]), orjson.loads(r[1])) for r in self._db.execute(
+            "SELECT old_value, new_value FROM audit_log WHERE target_table='memories' AND target_id=? "
+            "AND actor='review' AND redacted != 1 AND old_value IS NOT NULL AND new_value IS NOT NULL "
+            "AND json_extract(new_value, '$.trust_status')='verified' ORDER BY audit_id", (memory_id,))]
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
         """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded nor rejected by a
@@ -841,15 +839,18 @@ class ShardTx:
                 f"redacted = 1 WHERE redacted IN (0, 2) AND target_table = ? AND target_id IN ({_marks(chunk)})",
                 [table, *chunk])
 
-    def redact_audit_reasons(self, memory_ids: Sequence[str]) -> None:
-        """Replace the trust reasons in earlier audit rows of ``memory_ids`` by their hashes, the rest of each row
-        kept (a verdict that named an erased memory quoted its values in its reason; redacting the whole rows
-        made every earlier decision on these memories impossible to roll back)."""
-        for chunk in _chunks(memory_ids):
+    def redact_audit_reasons(self, erased_ids: Sequence[str]) -> None:
+        """Replace by their hashes the trust reasons of the audit rows of memories whose verdict, then, named
+        one of ``erased_ids`` (it quoted its values, or an erased anti-pattern's words, in its reason), the rest
+        of each row kept: redacting whole rows made every earlier decision on those memories impossible to roll
+        back, and the rows of a verdict a reviewer's approval had since replaced were not redacted at all."""
+        for chunk in _chunks(erased_ids):
+            marks = _marks(chunk)
             self._db.execute(
                 "UPDATE audit_log SET old_value = redact_reason_json(old_value), "
-                "new_value = redact_reason_json(new_value), redacted = 2 WHERE redacted IN (0, 2) "
-                f"AND target_table = 'memories' AND target_id IN ({_marks(chunk)})", list(chunk))
+                "new_value = redact_reason_json(new_value), redacted = 2 WHERE redacted = 0 "
+                f"AND target_table = 'memories' AND (json_extract(old_value, '$.trust_contradicting_id') IN ({marks}) "
+                f"OR json_extract(new_value, '$.trust_contradicting_id') IN ({marks}))", [*chunk, *chunk])
 
     def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str
               ) -> list[MemoryRow]:

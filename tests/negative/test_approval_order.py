@@ -10,7 +10,7 @@ anti-pattern said first hold it (test_approval_carried_to_new_capsule). Which of
 the writer first depends on batching (a replay's can differ), so the stored verdict depends on arrival order.
 (Here the pickle anti-pattern is rejected after the approval, so the intermediate versions are flagged for
 nothing and keep the approval; with it still stored, every version is held again anyway:
-test_rt2_approved_capsule_churn.)
+test_approved_capsule_churn.)
 """
 
 from __future__ import annotations

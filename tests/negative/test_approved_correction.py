@@ -1,19 +1,12 @@
-"""A reviewer who approves a correction of an approved fact gets two approved, conflicting current facts, and
-every later statement of the corrected value is put to review again.
+"""A restatement of a correction a reviewer approved over an earlier approved value is verified by it.
 
-"Our deploy day is Tuesday." (A) is approved. The user says "Actually, the deploy day is Thursday now." (T): since
-5d24fb6 T is ``uncertain`` ("conflicts with a reviewer-approved memory ...: needs review") and queued: good. The
-reviewer approves T (the correction is right). Now:
-
-* A stays ``verified`` by ground truth and current (verify gives a reviewed atom no verdict, set_trust keeps it):
-  recall boosts both "Tuesday" and "Thursday" as reviewer-verified, and nothing is queued to resolve it;
-* the user says "Yes, the deploy day is Thursday." (R), agreeing with the approved T: ``cross_verify`` looks only
-  at the *earlier approved* atoms R conflicts with (A) and ignores that a later approval (T) overtook A, so R is
-  ``uncertain``, "needs review", and back in the queue. Each re-statement of the approved correction costs the
-  reviewer another decision, and R never counts as support.
-
-An approved atom that a later approved atom conflicts with should no longer outrank statements (R is verified by
-T's support), and the two conflicting approvals should be resolved (A contradicted/closed by T, or queued).
+"Our deploy day is Tuesday." (A) is approved. "Actually, the deploy day is Thursday now." (T) conflicts with it:
+T is ``uncertain`` and queued ("conflicts with a reviewer-approved memory"). The reviewer approves T. Then "Yes,
+the deploy day is Thursday." (R) was held against A again and queued, every restatement costing the reviewer a
+decision (d50cc14). Verify now holds a statement only against approvals no later approval conflicts with, and R
+agrees with T: verified. A keeps its approval: a reviewer's verdict is changed only by a review (approving T did
+not reject A; a review of A does). A version of this fix that contradicted A when T was approved lost A's
+approval for good when T was later erased, and a replay (where T never was) kept it: the state differed.
 """
 
 from __future__ import annotations
@@ -53,6 +46,5 @@ async def test_a_restatement_of_an_approved_correction_is_not_put_to_review(sett
         tuesday, thursday, again = rows(s.data_dir, _SQL)
         queued = {q["memory_id"] for q in app.review_queue(SCOPE)["memories"]}
     assert again["trust_status"] == "verified" and again["memory_id"] not in queued, dict(again)
-    assert not (tuesday["trust_status"] == thursday["trust_status"] == "verified"
-                and not queued & {tuesday["memory_id"], thursday["memory_id"]}), (dict(tuesday), dict(thursday))
+    assert (tuesday["trust_method"], thursday["trust_method"]) == ("ground_truth", "ground_truth")
     await replayed_equal(s, tmp_path / "replayed")

@@ -164,7 +164,7 @@ def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list
             fresh = tallied(tx, fresh, ctx)
         tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
         cleared[row["memory_id"]] = fresh
-    tx.redact_audit_reasons(sorted(cleared))
+    tx.redact_audit_reasons(sorted(gone))
     kept: dict[str, MemoryRow] = {}
     for atom in atoms:
         subject = orjson.loads(atom["attributes"] or "{}").get("subject")

@@ -25,10 +25,8 @@ from altm.core import (
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
 from altm.pipeline.writer.ops.memory import (
-    approved_by_review,
     holds_lifted,
     summaries_judged_again,
-    without_verdict,
 )
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
@@ -125,63 +123,11 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
            "trust_contradicting_id": None, "trust_verified_at": ctx.now,
            "lc_state": _reviewed_state(old, approve, ctx)}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
-    overtaken = _overtaken(tx, old, p, decision, ctx) if approve else None
-    also: list[MemoryUnit] = [overtaken] if overtaken is not None else []
-    if old["layer"] == "L2":
-        also += _facets_following(tx, str(old["memory_id"]), approve, p, ctx)
+    also: list[MemoryUnit] = []
     if old["kind"] == "anti_pattern":
         also += (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
                 else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also)
-
-
-_EVIDENCE_REJECTED = "its evidence was rejected by a reviewer"
-
-
-def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposal, ctx: OpContext
-                      ) -> list[MemoryUnit]:
-    """Persona facets (L4) that stand on the reviewed atom follow it: rejected, a facet none of whose atoms is
-    left unrejected leaves recall with it (it stayed the user's current profile, recalled as before); approved
-    again, a facet it took out comes back."""
-    out: list[MemoryUnit] = []
-    for mid in tx.dependants([atom_id]):
-        facet = tx.memory_row(mid)
-        if facet is None or facet["layer"] != "L4":
-            continue
-        if approve:
-            if facet["lc_state"] != "rejected" or facet["trust_reason"] != _EVIDENCE_REJECTED:
-                continue
-            new: MemoryRow = {**without_verdict(facet), "lc_state": ctx.rules.state(
-                float(facet["lc_weight"]), pinned=bool(facet["lc_pinned"]), current="active")}
-        else:
-            atoms = [tx.memory_row(e) for e in orjson.loads(facet["evidence"])]
-            if facet["lc_state"] == "rejected" or any(a is not None and a["lc_state"] != "rejected" for a in atoms):
-                continue
-            new = {**facet, "lc_state": "rejected", "trust_status": "contradicted", "trust_method": "ground_truth",
-                   "trust_confidence": 1.0, "trust_contradicting_id": None, "trust_verified_at": ctx.now,
-                   "trust_reason": _EVIDENCE_REJECTED}
-        tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")
-        out.append(row_to_memory(new))
-    return out
-
-
-def _overtaken(tx: ShardTx, old: MemoryRow, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext
-               ) -> MemoryUnit | None:
-    """Approving an atom held for conflicting with an earlier reviewer-approved one (what the review item
-    showed: verify's "conflicts with a reviewer-approved memory") approves it over that one, which is then
-    contradicted by it, as the reviewer's decision; before, both stayed approved and current."""
-    earlier_id = old["trust_contradicting_id"]
-    if old["trust_status"] != "uncertain" or not earlier_id or old["layer"] != "L2":
-        return None
-    earlier = tx.memory_row(str(earlier_id))
-    if earlier is None or not approved_by_review(earlier) or str(earlier["valid_from"] or "") > str(
-            old["valid_from"] or ""):
-        return None
-    new: MemoryRow = {**earlier, "trust_status": "contradicted", "trust_method": "ground_truth",
-                      "trust_confidence": 1.0, "trust_contradicting_id": old["memory_id"], "trust_verified_at": ctx.now,
-                      "trust_reason": f"replaced by {old['memory_id']}, approved by {_reviewer(decision)}"}
-    tx.update_memory(earlier, new, at=ctx.now, proposal_id=p.event_id, actor="review")
-    return row_to_memory(new)
 
 
 def _reviewed_state(old: MemoryRow, approve: bool, ctx: OpContext) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
 import orjson
 
@@ -42,15 +43,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     mem, flag = _validate(tx, p.memory, ctx)
     fresh = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
-    new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
-    if flag is not None and old_row is not None and approved_by_review(old_row):
-        flag = past_approval(tx, old_row, mem, flag, ctx)
-        if flag is not None:  # it re-asserts what no approval of it covered: held for review again
-            new_row = carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at"))
-    if flag is not None:
-        _held_for_review(new_row, flag)
-    elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
-        new_row = carry_over(new_row, fresh, VERDICT_COLUMNS)
+    new_row = _judged(tx, mem, fresh, old_row, flag, ctx)
     if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
         tx.drop_earlier_refusals(mem.memory_id, at=ctx.now, proposal_id=p.event_id)
     also: list[MemoryUnit] = []
@@ -74,6 +67,22 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
+
+
+def _judged(tx: ShardTx, mem: MemoryUnit, fresh: MemoryRow, old_row: MemoryRow | None, flag: GuardVerdict | None,
+            ctx: OpContext) -> MemoryRow:
+    """The row to store: ``fresh`` over what an update keeps of ``old_row``, held for review when the guard
+    flagged it past what a reviewer approved of it, its hold lifted when this version re-asserts nothing."""
+    new_row = fresh if old_row is None else carry_over(fresh, old_row, _KEPT_ON_UPDATE)
+    if flag is not None and old_row is not None and approved_by_review(old_row):
+        flag = past_approval(tx, old_row, mem, flag, ctx)
+        if flag is not None:  # it re-asserts what no approval of it covered: held for review again
+            new_row = carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at"))
+    if flag is not None:
+        _held_for_review(new_row, flag)
+    elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
+        new_row = carry_over(new_row, fresh, VERDICT_COLUMNS)
+    return new_row
 
 
 def _cites_later_atom(tx: ShardTx, old: MemoryRow, new: MemoryRow) -> bool:
@@ -128,7 +137,15 @@ def held_by_guard(row: MemoryRow) -> bool:
 def held_again(tx: ShardTx, row: MemoryRow, ctx: OpContext) -> MemoryRow:
     """``row`` (its hold lifted: what it re-asserted was erased) held again when it re-asserts another stored
     anti-pattern, as it would have been held for that one had the erased one never been stored."""
-    verdict = ctx.guard.reasserts(tx, row_to_memory(row))
+    mem = row_to_memory(row)
+    verdict = ctx.guard.reasserts(tx, mem)
+    covered = approved_past(tx, str(row["memory_id"]))
+    if covered and (verdict is None or verdict.record_id in covered):
+        # held for nothing but what a reviewer approved it past: approved again, as had the other never been
+        verdict = ctx.guard.reasserts(tx, mem, excluding=covered) if verdict is not None else None
+        approved = _last_approval(tx, row) if verdict is None else None
+        if approved is not None:
+            return approved
     if verdict is None:
         return row
     held: MemoryRow = {**row}
@@ -167,11 +184,31 @@ def past_approval(tx: ShardTx, row: MemoryRow, mem: MemoryUnit, flag: GuardVerdi
     its session's and a scene's its anchor's, so later versions carry it, and one that goes on to re-assert
     another anti-pattern (stored before or after it) is held for that one; one held again only for what was
     approved keeps the approval (it was held again on every fold of a growing session)."""
-    holds = tx.approved_holds(str(row["memory_id"]))
-    covered = frozenset(cid for reason, cid in holds if reason.startswith(GUARD_HOLD))
+    covered = approved_past(tx, str(row["memory_id"]))
     if not flag.anti_pattern or flag.record_id not in covered:
         return flag
     return ctx.guard.reasserts(tx, mem, excluding=covered)
+
+
+def approved_past(tx: ShardTx, memory_id: str) -> frozenset[str]:
+    """The anti-patterns reviewers approved the memory past: those its guard holds named when approved (a
+    hold is ``uncertain`` by ``confidence`` and names what it is for; read without its reason, which an erasure
+    may have redacted)."""
+    return frozenset(str(old["trust_contradicting_id"]) for old, _ in tx.approvals(memory_id)
+                     if old.get("trust_status") == "uncertain" and old.get("trust_method") == "confidence"
+                     and old.get("trust_contradicting_id"))
+
+
+def _last_approval(tx: ShardTx, row: MemoryRow) -> MemoryRow | None:
+    """``row`` with the verdict the last reviewer approval of it gave, or None when none did."""
+    approvals = tx.approvals(str(row["memory_id"]))
+    if not approvals:
+        return None
+    given = approvals[-1][1]
+    verdict = {c: given.get(c) for c in (*VERDICT_COLUMNS, "trust_verified_at")}
+    if not isinstance(verdict["trust_reason"], str):  # redacted by an erasure since
+        verdict["trust_reason"] = "approved by reviewer"
+    return cast("MemoryRow", {**row, **verdict})
 
 
 def _held_for_review(row: MemoryRow, flag: GuardVerdict) -> None:
