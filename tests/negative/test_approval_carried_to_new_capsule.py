@@ -16,9 +16,9 @@ anti-pattern stored after the approval: ``summaries_judged_again`` also skips a 
 from __future__ import annotations
 
 from altm.core import Settings
-from tests.support.memories import embedded, runtime_of
+from tests.support.memories import embedded, runtime_of, say
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE
 
 _CAPSULE = ("SELECT memory_id, content, trust_status, trust_method, trust_reason, trust_contradicting_id "
             "FROM memories WHERE kind='capsule' AND session_id='s1'")
@@ -31,18 +31,14 @@ async def test_a_new_capsule_version_is_held_for_an_anti_pattern_its_approved_ve
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app
 
-        async def say(i: int, text: str, session: str) -> None:
-            await rt.publish([make_turn(i, text, session=session)])
-            await rt.run_until_idle()
-
-        await say(1, "I decided to use pickle for the session cache.", "s1")
-        await say(2, "Never use pickle for the session cache because unpickling untrusted data runs code.", "s2")
-        await say(3, EVAL_ANTI, "s3")
+        await say(rt, 1, "I decided to use pickle for the session cache.", "s1")
+        await say(rt, 2, "Never use pickle for the session cache because unpickling untrusted data runs code.", "s2")
+        await say(rt, 3, EVAL_ANTI, "s3")
         (held,) = rows(s.data_dir, _CAPSULE)
         assert held["trust_status"] == "uncertain", held  # held for the pickle anti-pattern
         await app.review_decide(SCOPE, held["memory_id"], "approve", note="pickle is fine here: trusted data only")
         await rt.run_until_idle()
-        await say(4, "I decided to use eval to parse the config file.", "s1")  # the same session goes on
+        await say(rt, 4, "I decided to use eval to parse the config file.", "s1")  # the same session goes on
         (capsule,) = rows(s.data_dir, _CAPSULE)
         (eval_anti,) = rows(s.data_dir, "SELECT memory_id FROM memories WHERE kind='anti_pattern' AND content=?",
                             (EVAL_ANTI,))

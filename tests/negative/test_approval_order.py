@@ -18,9 +18,9 @@ from __future__ import annotations
 import pytest
 
 from altm.core import Settings
-from tests.support.memories import embedded, runtime_of
+from tests.support.memories import embedded, runtime_of, say
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE
 
 _CAPSULE = ("SELECT memory_id, content, trust_status, trust_method, trust_reason, trust_contradicting_id "
             "FROM memories WHERE kind='capsule' AND session_id='s1'")
@@ -35,12 +35,8 @@ async def test_an_approved_capsules_new_version_is_held_whatever_the_order(setti
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app
 
-        async def say(i: int, text: str, session: str) -> None:
-            await rt.publish([make_turn(i, text, session=session)])
-            await rt.run_until_idle()
-
-        await say(1, "I decided to use pickle for the session cache.", "s1")
-        await say(2, "Never use pickle for the session cache because unpickling untrusted data runs code.", "s2")
+        await say(rt, 1, "I decided to use pickle for the session cache.", "s1")
+        await say(rt, 2, "Never use pickle for the session cache because unpickling untrusted data runs code.", "s2")
         (held,) = rows(s.data_dir, _CAPSULE)
         assert held["trust_status"] == "uncertain", held
         await app.review_decide(SCOPE, held["memory_id"], "approve", note="pickle is fine here: trusted data only")
@@ -50,11 +46,11 @@ async def test_an_approved_capsules_new_version_is_held_whatever_the_order(setti
         await app.review_decide(SCOPE, pickle_anti["memory_id"], "reject", note="too broad")
         await rt.run_until_idle()
         if anti_first:
-            await say(3, EVAL_ANTI, "s3")
-            await say(4, EVAL_USE, "s1")
+            await say(rt, 3, EVAL_ANTI, "s3")
+            await say(rt, 4, EVAL_USE, "s1")
         else:
-            await say(3, EVAL_USE, "s1")  # the capsule recommends eval, nothing forbids it yet
-            await say(4, EVAL_ANTI, "s3")  # now something does: the agent's capsules are judged again
+            await say(rt, 3, EVAL_USE, "s1")  # the capsule recommends eval, nothing forbids it yet
+            await say(rt, 4, EVAL_ANTI, "s3")  # now something does: the agent's capsules are judged again
         (capsule,) = rows(s.data_dir, _CAPSULE)
         (eval_anti,) = rows(s.data_dir, "SELECT memory_id FROM memories WHERE kind='anti_pattern' AND content=?",
                             (EVAL_ANTI,))

@@ -15,9 +15,9 @@ approved version was not judged against (test_approval_carried_to_new_capsule) s
 from __future__ import annotations
 
 from altm.core import Settings
-from tests.support.memories import embedded, runtime_of
+from tests.support.memories import embedded, runtime_of, say
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE
 
 _CAPSULE = ("SELECT memory_id, content, content_hash, trust_status, trust_method, trust_reason, "
             "trust_contradicting_id FROM memories WHERE kind='capsule' AND session_id='s1'")
@@ -28,19 +28,15 @@ async def test_an_approved_capsule_is_not_held_again_for_what_it_was_approved_fo
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app
 
-        async def say(i: int, text: str, session: str) -> None:
-            await rt.publish([make_turn(i, text, session=session)])
-            await rt.run_until_idle()
-
-        await say(1, "I decided to use pickle for the session cache.", "s1")
-        await say(2, "Never use pickle for the session cache because unpickling untrusted data runs code.", "s2")
+        await say(rt, 1, "I decided to use pickle for the session cache.", "s1")
+        await say(rt, 2, "Never use pickle for the session cache because unpickling untrusted data runs code.", "s2")
         (held,) = rows(s.data_dir, _CAPSULE)
         assert held["trust_status"] == "uncertain", held  # held for the pickle anti-pattern
         await app.review_decide(SCOPE, held["memory_id"], "approve", note="pickle is fine here: trusted data only")
         await rt.run_until_idle()
         (approved,) = rows(s.data_dir, _CAPSULE)
         assert (approved["trust_status"], approved["trust_method"]) == ("verified", "ground_truth")
-        await say(3, "I decided to use Redis for the job queue.", "s1")  # the session goes on: nothing new flagged
+        await say(rt, 3, "I decided to use Redis for the job queue.", "s1")  # the session goes on: nothing new flagged
         (capsule,) = rows(s.data_dir, _CAPSULE)
         queued = {q["memory_id"] for q in app.review_queue(SCOPE)["memories"]}
     assert capsule["content_hash"] != approved["content_hash"], "the capsule was re-folded"

@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from tests.support.memories import embedded, runtime_of
+from tests.support.memories import embedded, runtime_of, say
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE
 
 _SQL = ("SELECT memory_id, content, trust_status, trust_method, trust_reason, trust_contradicting_id FROM memories "
         "WHERE layer='L2' ORDER BY valid_from")
@@ -29,20 +29,16 @@ async def test_a_restatement_of_an_approved_correction_is_not_put_to_review(sett
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app
 
-        async def say(i: int, text: str, session: str) -> None:
-            await rt.publish([make_turn(i, text, session=session)])
-            await rt.run_until_idle()
-
-        await say(1, "Our deploy day is Tuesday.", "s1")
+        await say(rt, 1, "Our deploy day is Tuesday.", "s1")
         (a,) = rows(s.data_dir, _SQL)
         await app.review_decide(SCOPE, a["memory_id"], "approve")
         await rt.run_until_idle()
-        await say(2, "Actually, the deploy day is Thursday now.", "s2")
+        await say(rt, 2, "Actually, the deploy day is Thursday now.", "s2")
         _, t = rows(s.data_dir, _SQL)
         assert t["trust_status"] == "uncertain", t  # put to review: good
         await app.review_decide(SCOPE, t["memory_id"], "approve", note="we moved it")
         await rt.run_until_idle()
-        await say(3, "Yes, the deploy day is Thursday.", "s3")
+        await say(rt, 3, "Yes, the deploy day is Thursday.", "s3")
         tuesday, thursday, again = rows(s.data_dir, _SQL)
         queued = {q["memory_id"] for q in app.review_queue(SCOPE)["memories"]}
     assert again["trust_status"] == "verified" and again["memory_id"] not in queued, dict(again)

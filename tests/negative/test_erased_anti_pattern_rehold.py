@@ -20,9 +20,9 @@ from pathlib import Path
 
 from altm.core import Settings
 from altm.wiring import replay_into
-from tests.support.memories import embedded, runtime_of
+from tests.support.memories import embedded, runtime_of, say
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE
 
 _CAPSULE = ("SELECT memory_id, content, trust_status, trust_method, trust_reason, trust_contradicting_id "
             "FROM memories WHERE kind='capsule' AND session_id='s1'")
@@ -35,18 +35,14 @@ async def test_erasing_another_anti_pattern_keeps_the_approval(settings: Setting
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app
 
-        async def say(i: int, text: str, session: str) -> None:
-            await rt.publish([make_turn(i, text, session=session)])
-            await rt.run_until_idle()
-
-        await say(1, "I decided to use pickle for the session cache.", "s1")
-        await say(2, PICKLE_ANTI, "s2")
+        await say(rt, 1, "I decided to use pickle for the session cache.", "s1")
+        await say(rt, 2, PICKLE_ANTI, "s2")
         (held,) = rows(s.data_dir, _CAPSULE)
         assert held["trust_status"] == "uncertain", dict(held)
         await app.review_decide(SCOPE, held["memory_id"], "approve", note="pickle is fine here: trusted data only")
         await rt.run_until_idle()
-        await say(3, EVAL_ANTI, "s3")
-        await say(4, "I decided to use eval to parse the config file.", "s1")
+        await say(rt, 3, EVAL_ANTI, "s3")
+        await say(rt, 4, "I decided to use eval to parse the config file.", "s1")
         (eval_anti,) = rows(s.data_dir, "SELECT memory_id FROM memories WHERE kind='anti_pattern' AND content=?",
                             (EVAL_ANTI,))
         (capsule,) = rows(s.data_dir, _CAPSULE)

@@ -10,6 +10,7 @@ from altm.core import Settings, TurnEvent
 from altm.models import LLMSettings, ModelTask
 from altm.pipeline import EmbeddedRuntime, Processor
 from altm.wiring import Deployment, open_embedded
+from tests.support.turns import make_turn
 
 
 @asynccontextmanager
@@ -52,3 +53,9 @@ async def said_after_erasure(settings: Settings, erased: TurnEvent, later: Seque
         await rt.run_until_idle()
         await rt.publish(list(later))
         await rt.run_until_idle()
+
+
+async def say(runtime: EmbeddedRuntime, i: int, text: str, session: str) -> None:
+    """Turn ``i`` said in ``session``, derived until the runtime is idle."""
+    await runtime.publish([make_turn(i, text, session=session)])
+    await runtime.run_until_idle()

@@ -80,8 +80,7 @@ def _held_for_review(mem: MemoryUnit) -> Trust | None:
 
 
 def _rejected_by_review(mem: MemoryUnit) -> bool:
-    """A reviewer rejected it, or approved a correction over it: it neither supports nor contradicts anything
-    (its own verdict stands)."""
+    """A reviewer rejected it: it neither supports nor contradicts anything (its own verdict stands)."""
     return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.CONTRADICTED
 
 

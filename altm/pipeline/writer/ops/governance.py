@@ -24,10 +24,7 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
-from altm.pipeline.writer.ops.memory import (
-    holds_lifted,
-    summaries_judged_again,
-)
+from altm.pipeline.writer.ops.memory import holds_lifted, summaries_judged_again
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
@@ -125,7 +122,7 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
     also: list[MemoryUnit] = []
     if old["kind"] == "anti_pattern":
-        also += (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
+        also = (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
                 else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also)
 

@@ -112,8 +112,8 @@ def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpC
     for row in tx.summaries(scope):
         mem = row_to_memory(row)
         verdict = ctx.guard.reasserts(tx, mem)
-        approved = verdict is not None and approved_by_review(row)
-        if approved and verdict is not None:
+        approved = approved_by_review(row)
+        if verdict is not None and approved:
             verdict = past_approval(tx, row, mem, verdict, ctx)
         if verdict is None:
             continue
