@@ -1,6 +1,9 @@
-"""A persona facet stays the user's profile when the user states the preference again after a reviewer rejected
-the atom it was first made from (a version of the fix for rejected facets, tried on 2026-12-07, took the facet
-out with the rejection and never brought it back: the re-statement is merged into the earliest, rejected atom).
+"""A persona facet taken out with its rejected atom comes back when the user states the preference again.
+
+A reviewer rejects "I prefer tabs over spaces in Python." (mis-heard): its facet leaves recall with it. Later the
+user really says it, in another session. A first version of the fix kept the facet out for good: the re-statement
+was merged into the earliest, rejected atom (out of recall with it), and govern cited that atom. Now no duplicate
+folds into a rejected atom and govern cites the earliest atom nobody rejected, which brings the facet back.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ async def test_a_facet_comes_back_when_its_preference_is_said_again(settings: Se
         assert facets
         await app.review_decide(SCOPE, atom["memory_id"], "reject", note="mis-heard")
         await rt.run_until_idle()
+        assert not {r["memory_id"] for r in app.list_memories(SCOPE, layer="L4")}  # out with its atom
         await rt.publish([make_turn(2, SAID, session="s2")])
         await rt.run_until_idle()
         atoms = rows(s.data_dir, "SELECT memory_id, lc_state FROM memories WHERE layer='L2' AND content=?", (SAID,))

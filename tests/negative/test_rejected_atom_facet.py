@@ -10,8 +10,6 @@ the agent keeps acting on the rejected preference. (The same holds for a scene's
 
 from __future__ import annotations
 
-import pytest
-
 from altm.core import Settings
 from tests.support.memories import embedded, runtime_of
 from tests.support.rows import rows
@@ -20,10 +18,6 @@ from tests.support.turns import SCOPE, make_turn
 SAID = "I prefer tabs over spaces in Python."
 
 
-@pytest.mark.xfail(strict=True, reason="known limit: a rejected atom's facet stays in recall. Taking it out with the "
-                   "rejection (tried on 2026-12-07) kept it out when the user said the preference again, since a "
-                   "re-statement is merged into the earliest (rejected) atom and govern cites that one; a fix "
-                   "needs govern to skip rejected atoms when it merges and cites")
 async def test_a_rejected_atoms_facet_leaves_recall(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
     async with embedded(s) as deployment:
@@ -46,3 +40,19 @@ async def test_a_rejected_atoms_facet_leaves_recall(settings: Settings) -> None:
     assert not [h for h in hits if "tabs" in h[2] and h[1] != "L0"], hits
     assert not visible & {f["memory_id"] for f in facets}, after
 
+
+async def test_a_facet_comes_back_when_its_atom_is_approved_after_its_rejection(settings: Settings) -> None:
+    s = settings.model_copy(update={"embedder": "none"})
+    async with embedded(s) as deployment:
+        rt, app = runtime_of(deployment), deployment.app
+        await rt.publish([make_turn(1, SAID, session="s1")])
+        await rt.run_until_idle()
+        (atom,) = rows(s.data_dir, "SELECT memory_id FROM memories WHERE layer='L2' AND content=?", (SAID,))
+        facets = {r["memory_id"] for r in app.list_memories(SCOPE, layer="L4")}
+        for decision in ("reject", "approve"):
+            await app.review_decide(SCOPE, atom["memory_id"], decision)
+            await rt.run_until_idle()
+        visible = {r["memory_id"] for r in app.list_memories(SCOPE, layer="L4")}
+        (facet,) = rows(s.data_dir, "SELECT trust_status, lc_state FROM memories WHERE layer='L4'")
+    assert facets and visible == facets, (facets, visible)
+    assert (facet["trust_status"], facet["lc_state"]) == ("unverified", "active"), dict(facet)

@@ -21,6 +21,7 @@ from altm.core import (
     HoldActionProposal,
     Kind,
     Layer,
+    LifecycleState,
     MemoryUnit,
     Merge,
     MergeProposal,
@@ -153,7 +154,10 @@ class GovernProcessor(Processor):
         return []
 
     def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[MergeProposal]:
-        same = sorted(reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash), key=_order)
+        """Exact duplicates fold into the earliest of them; not into one a reviewer rejected (a re-statement of
+        it vanished into the rejected atom, out of recall with it)."""
+        same = sorted((m for m in reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash)
+                       if not _rejected(m)), key=_order)
         if len(same) < 2:
             return []
         canonical = same[0]
@@ -165,6 +169,7 @@ class GovernProcessor(Processor):
         ]
 
     def _facet_memory(self, atom: MemoryUnit, facet_key: str) -> MemoryUnit:
+        """The facet version of ``atom``'s statement (its id is the statement's, whichever atom it cites)."""
         return derived_memory(
             scope=atom.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
             content=f"{facet_label(facet_key)}: {atom.content}", evidence=[atom.memory_id], processor=self.name,
@@ -186,7 +191,8 @@ class GovernProcessor(Processor):
         atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
         # the same statement made in several sessions is one facet version, cited from its first atom,
         # whichever of those atoms was processed first (the state must not depend on arrival order)
-        first = min((a for a in atoms if norm(a.content) == norm(mem.content)), key=_order, default=mem)
+        first = min((a for a in atoms if norm(a.content) == norm(mem.content) and not _rejected(a)), key=_order,
+                    default=mem)
         first = mem if _order(mem) < _order(first) else first
         facet = self._facet_memory(first, facet_key)
         out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
@@ -255,3 +261,8 @@ class GovernProcessor(Processor):
             # no source event: a scene is recomputed from every atom, whichever change triggered it
         )
         return [upsert_proposal(scene, processor=self.name, cause=event)]
+
+
+def _rejected(atom: MemoryUnit) -> bool:
+    """A reviewer rejected the atom: no duplicate folds into it and no facet cites it."""
+    return atom.lifecycle.state is LifecycleState.REJECTED

@@ -24,7 +24,7 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
-from altm.pipeline.writer.ops.memory import holds_lifted, summaries_judged_again
+from altm.pipeline.writer.ops.memory import EVIDENCE_REJECTED, holds_lifted, summaries_judged_again, without_verdict
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
@@ -120,11 +120,40 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
            "trust_contradicting_id": None, "trust_verified_at": ctx.now,
            "lc_state": _reviewed_state(old, approve, ctx)}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
-    also: list[MemoryUnit] = []
+    also: list[MemoryUnit] = _facets_following(tx, str(old["memory_id"]), approve, p, ctx) if old["layer"] == "L2" \
+        else []
     if old["kind"] == "anti_pattern":
-        also = (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
+        also += (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
                 else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also)
+
+
+def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposal, ctx: OpContext
+                      ) -> list[MemoryUnit]:
+    """Persona facets (L4) that cite the reviewed atom follow it. Rejected: a facet none of whose atoms is left
+    unrejected leaves recall with it (it stayed the user's current profile). Approved again: a facet it took out
+    comes back. (A re-statement by the user is cited instead of the rejected atom by govern, and brings the facet
+    back through the writer: :func:`upsert_memory`.)"""
+    out: list[MemoryUnit] = []
+    for mid in tx.dependants([atom_id]):
+        facet = tx.memory_row(mid)
+        if facet is None or facet["layer"] != "L4":
+            continue
+        if approve:
+            if facet["lc_state"] != "rejected" or facet["trust_reason"] != EVIDENCE_REJECTED:
+                continue
+            new: MemoryRow = {**without_verdict(facet), "lc_state": ctx.rules.state(
+                float(facet["lc_weight"]), pinned=bool(facet["lc_pinned"]), current="active")}
+        else:
+            cited = [tx.memory_row(e) for e in orjson.loads(facet["evidence"])]
+            if facet["lc_state"] == "rejected" or any(a is not None and a["lc_state"] != "rejected" for a in cited):
+                continue
+            new = {**facet, "lc_state": "rejected", "trust_status": "contradicted", "trust_method": "ground_truth",
+                   "trust_confidence": 1.0, "trust_contradicting_id": None, "trust_verified_at": ctx.now,
+                   "trust_reason": EVIDENCE_REJECTED}
+        tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")
+        out.append(row_to_memory(new))
+    return out
 
 
 def _reviewed_state(old: MemoryRow, approve: bool, ctx: OpContext) -> str:

@@ -44,6 +44,11 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     fresh = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
     new_row = _judged(tx, mem, fresh, old_row, flag, ctx)
+    back = old_row is not None and _stated_again(tx, old_row, mem)
+    if back:  # a facet its atoms' rejection took out, proposed from an atom nobody rejected: current again
+        new_row = {**carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at", "evidence")),
+                   "lc_state": ctx.rules.state(float(new_row["lc_weight"]), pinned=bool(new_row["lc_pinned"]),
+                                               current="active")}
     if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
         tx.drop_earlier_refusals(mem.memory_id, at=ctx.now, proposal_id=p.event_id)
     also: list[MemoryUnit] = []
@@ -54,7 +59,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
         if mem.layer is Layer.L0:
             also = _relink_successor(tx, new_row, p, ctx)
     else:
-        if comparable(old_row) == comparable(new_row) or _cites_later_atom(tx, old_row, new_row):
+        if comparable(old_row) == comparable(new_row) or (not back and _cites_later_atom(tx, old_row, new_row)):
             return Applied(ChangeStatus.UNCHANGED)
         if mem.layer is Layer.L0:
             raise Rejection(
@@ -83,6 +88,17 @@ def _judged(tx: ShardTx, mem: MemoryUnit, fresh: MemoryRow, old_row: MemoryRow |
     elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
         new_row = carry_over(new_row, fresh, VERDICT_COLUMNS)
     return new_row
+
+
+EVIDENCE_REJECTED = "its evidence was rejected by a reviewer"
+"""The trust reason of a persona facet taken out of recall because a reviewer rejected every atom it cites."""
+
+
+def _stated_again(tx: ShardTx, old: MemoryRow, mem: MemoryUnit) -> bool:
+    """``mem`` is a version of a facet its atoms' rejection took out, citing an atom no reviewer rejected."""
+    if mem.layer is not Layer.L4 or old["lc_state"] != "rejected" or old["trust_reason"] != EVIDENCE_REJECTED:
+        return False
+    return any((a := tx.memory_row(e)) is not None and a["lc_state"] != "rejected" for e in mem.evidence)
 
 
 def _cites_later_atom(tx: ShardTx, old: MemoryRow, new: MemoryRow) -> bool:
