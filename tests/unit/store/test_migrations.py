@@ -193,3 +193,37 @@ def test_an_erased_review_item_is_erased_for_its_own_home_only(tmp_path: Path) -
             assert not tx.item_erased("rej_0123", "t/w/eve")
     finally:
         shards.close()
+
+
+def test_version_19_lets_an_erasure_redact_the_trust_reasons_of_audit_rows_written_at_18(tmp_path: Path) -> None:
+    """Audit rows written by a shard at version 18 can be reason-redacted (``redacted = 2``, again without harm)
+    and then redacted whole; nothing else about an audit row may change, before or after."""
+    from altm.store import ShardSet
+
+    data = tmp_path / "data"
+    shards = ShardSet(data, 1)
+    path = shards.get(0).path
+    shards.close()
+    for stale in path.parent.glob(f"{path.name}*"):  # the shard file, its WAL: built again at version 18
+        stale.unlink()
+    conn = sqlite3.connect(path, isolation_level=None)
+    _at_version(conn, 18)
+    conn.execute("INSERT INTO audit_log (at, proposal_id, actor, action, target_table, target_id, old_value, "
+                 "new_value) VALUES ('then', 'p', 'verify', 'update', 'memories', 'm1', "
+                 "'{\"trust_contradicting_id\": \"gone\", \"trust_reason\": \"states thursday\"}', '{}')")
+    conn.close()
+    shards = ShardSet(data, 1)
+    try:
+        shard = shards.get(0)  # migrated to the latest version as it opens
+        with shard.transaction() as tx:
+            tx.redact_audit_reasons(["gone"])
+            tx.redact_audit_reasons(["gone"])  # a second erasure naming it: no abort
+        ((redacted, old),) = shard._db.execute("SELECT redacted, old_value FROM audit_log").fetchall()
+        assert redacted == 2 and "thursday" not in old and '"trust_contradicting_id":"gone"' in old
+        with pytest.raises(sqlite3.IntegrityError, match="insert-only"):
+            shard._db.execute("UPDATE audit_log SET actor='someone else'")
+        with shard.transaction() as tx:
+            tx.redact_audit("memories", ["m1"])
+        assert shard._db.execute("SELECT redacted FROM audit_log").fetchone()[0] == 1
+    finally:
+        shards.close()
