@@ -17,6 +17,7 @@ from altm.store._queries import (
 from altm.store._reader import MemoryReader, SceneMembers, SessionLine
 from altm.store._rows import (
     MEMORY_COLUMNS,
+    REVIEWED_COLUMNS,
     VERDICT_COLUMNS,
     WALL_CLOCK_COLUMNS,
     MemoryRow,
@@ -48,6 +49,7 @@ __all__ = [
     "HASHED_TABLES",
     "MEMORY_COLUMNS",
     "MEMORY_ID",
+    "REVIEWED_COLUMNS",
     "VERDICT_COLUMNS",
     "WALL_CLOCK_COLUMNS",
     "AuditEntry",

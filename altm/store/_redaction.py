@@ -12,10 +12,10 @@ _TEXT_FIELDS = ("content", "context", "attributes", "trust_reason", "name", "lab
                 "response", "bundle")
 
 
-def redacted(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row whose text fields are replaced by their SHA-256 (what an erasure may keep)."""
+def redacted(row: Mapping[str, Any], fields: tuple[str, ...] = _TEXT_FIELDS) -> dict[str, Any]:
+    """A row whose text ``fields`` are replaced by their SHA-256 (what an erasure may keep)."""
     out = dict(row)
-    for f in _TEXT_FIELDS:
+    for f in fields:
         if isinstance(out.get(f), str):
             out[f] = {"redacted_sha256": hashlib.sha256(out[f].encode()).hexdigest()}
     return out
@@ -32,8 +32,7 @@ def redact_reason_json(value: str | None) -> str | None:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("trust_reason"), str):
         return value
-    obj["trust_reason"] = {"redacted_sha256": hashlib.sha256(obj["trust_reason"].encode()).hexdigest()}
-    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS).decode()
+    return orjson.dumps(redacted(obj, ("trust_reason",)), option=orjson.OPT_SORT_KEYS).decode()
 
 
 def redact_json(value: str | None) -> str | None:

@@ -24,6 +24,8 @@ WALL_CLOCK_COLUMNS = frozenset({"recorded_at", "superseded_at", "trust_verified_
 
 VERDICT_COLUMNS: tuple[str, ...] = (
     "trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id")
+REVIEWED_COLUMNS: tuple[str, ...] = (*VERDICT_COLUMNS, "trust_verified_at")
+"""A verdict and when it was given: what a reviewer's decision on a memory sets."""
 """A trust verdict: the columns that only make sense together (the guard's hold, verify's, a reviewer's)."""
 
 

@@ -33,8 +33,8 @@ from altm.store._errors import ShardError, StoreUnavailable
 from altm.store._redaction import redacted
 from altm.store._rows import (
     MEMORY_COLUMNS,
+    REVIEWED_COLUMNS,
     TOMBSTONE_COLUMNS,
-    VERDICT_COLUMNS,
     MemoryRow,
     carry_over,
     columns,
@@ -46,10 +46,6 @@ from altm.store._sql import marks as _marks
 
 Row = dict[str, Any]
 MEMORY_ID = re.compile(r"\bmem_[0-9a-f]{32}\b")  # a memory's id in a record's inputs (see derive_id)
-
-
-_REVIEWED = (*VERDICT_COLUMNS, "trust_verified_at")
-"""What a reviewer's decision on a memory sets (and a rejection ``lc_state='rejected'``: out of recall)."""
 
 
 def _json(value: Any) -> str:
@@ -1345,10 +1341,11 @@ class ShardTx:
             self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
         now = columns(current)
-        if any(now[c] != (new or {}).get(c) for c in _REVIEWED) or not isinstance(prior["trust_reason"], str | None):
+        given_since = any(now[c] != (new or {}).get(c) for c in REVIEWED_COLUMNS)
+        if given_since or not isinstance(prior["trust_reason"], str | None):
             # a verdict given since, or one an erasure cleared (its reason quoted the erased memory: redacted)
             rejected = now["trust_method"] == "ground_truth" and current["lc_state"] == "rejected"
-            prior = carry_over(prior, current, (*_REVIEWED, *(("lc_state",) if rejected else ())))
+            prior = carry_over(prior, current, (*REVIEWED_COLUMNS, *(("lc_state",) if rejected else ())))
         self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")
         return "restored"
 

@@ -24,7 +24,13 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
-from altm.pipeline.writer.ops.memory import EVIDENCE_REJECTED, holds_lifted, summaries_judged_again, without_verdict
+from altm.pipeline.writer.ops.memory import (
+    EVIDENCE_REJECTED,
+    holds_lifted,
+    state_by_weight,
+    summaries_judged_again,
+    without_verdict,
+)
 from altm.store import MemoryRow, ShardTx, row_to_memory
 
 
@@ -142,8 +148,7 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
         if approve:
             if facet["lc_state"] != "rejected" or facet["trust_reason"] != EVIDENCE_REJECTED:
                 continue
-            new: MemoryRow = {**without_verdict(facet), "lc_state": ctx.rules.state(
-                float(facet["lc_weight"]), pinned=bool(facet["lc_pinned"]), current="active")}
+            new: MemoryRow = {**without_verdict(facet), "lc_state": state_by_weight(facet, ctx)}
         else:
             cited = [tx.memory_row(e) for e in orjson.loads(facet["evidence"])]
             if facet["lc_state"] == "rejected" or any(a is not None and a["lc_state"] != "rejected" for a in cited):
@@ -163,7 +168,7 @@ def _reviewed_state(old: MemoryRow, approve: bool, ctx: OpContext) -> str:
         return "rejected"
     if old["lc_state"] != "rejected":
         return str(old["lc_state"])
-    return ctx.rules.state(float(old["lc_weight"]), pinned=bool(old["lc_pinned"]), current="active")
+    return state_by_weight(old, ctx)
 
 
 def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx: OpContext) -> Applied:

@@ -22,6 +22,7 @@ from altm.core.bounds import content_over_limit
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import (
+    REVIEWED_COLUMNS,
     VERDICT_COLUMNS,
     MemoryRow,
     ShardTx,
@@ -46,9 +47,8 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     new_row = _judged(tx, mem, fresh, old_row, flag, ctx)
     back = old_row is not None and _stated_again(tx, old_row, mem)
     if back:  # a facet its atoms' rejection took out, proposed from an atom nobody rejected: current again
-        new_row = {**carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at", "evidence")),
-                   "lc_state": ctx.rules.state(float(new_row["lc_weight"]), pinned=bool(new_row["lc_pinned"]),
-                                               current="active")}
+        new_row = {**carry_over(new_row, fresh, (*REVIEWED_COLUMNS, "evidence")),
+                   "lc_state": state_by_weight(new_row, ctx)}
     if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
         tx.drop_earlier_refusals(mem.memory_id, at=ctx.now, proposal_id=p.event_id)
     also: list[MemoryUnit] = []
@@ -82,7 +82,7 @@ def _judged(tx: ShardTx, mem: MemoryUnit, fresh: MemoryRow, old_row: MemoryRow |
     if flag is not None and old_row is not None and approved_by_review(old_row):
         flag = past_approval(tx, old_row, mem, flag, ctx)
         if flag is not None:  # it re-asserts what no approval of it covered: held for review again
-            new_row = carry_over(new_row, fresh, (*VERDICT_COLUMNS, "trust_verified_at"))
+            new_row = carry_over(new_row, fresh, REVIEWED_COLUMNS)
     if flag is not None:
         _held_for_review(new_row, flag)
     elif summarises(mem) and held_by_guard(new_row):  # this version re-asserts nothing: the hold goes
@@ -169,6 +169,11 @@ def held_again(tx: ShardTx, row: MemoryRow, ctx: OpContext) -> MemoryRow:
     return held
 
 
+def state_by_weight(row: MemoryRow, ctx: OpContext) -> str:
+    """The lifecycle state ``row``'s weight gives it, as an active memory (one back from a rejection)."""
+    return ctx.rules.state(float(row["lc_weight"]), pinned=bool(row["lc_pinned"]), current="active")
+
+
 def without_verdict(row: MemoryRow) -> MemoryRow:
     """``row`` with no trust verdict (unverified)."""
     return {**row, "trust_status": "unverified", "trust_method": None, "trust_confidence": None,
@@ -221,7 +226,7 @@ def _last_approval(tx: ShardTx, row: MemoryRow) -> MemoryRow | None:
     if not approvals:
         return None
     given = approvals[-1][1]
-    verdict = {c: given.get(c) for c in (*VERDICT_COLUMNS, "trust_verified_at")}
+    verdict = {c: given.get(c) for c in REVIEWED_COLUMNS}
     if not isinstance(verdict["trust_reason"], str):  # redacted by an erasure since
         verdict["trust_reason"] = "approved by reviewer"
     return cast("MemoryRow", {**row, **verdict})
