@@ -41,9 +41,11 @@ use uses using used user users team someone anyone everyone people
 prefer prefers preferred preferring preference like likes liked love loves rather want wants wanted
 decide decides decided decision agree agrees agreed plan plans planned todo let lets go goes going gone gonna
 need needs needed fine okay ok good great simple simpler easy easier ever again today tonight
-make makes made get gets got keep keeps kept"""
+make makes made get gets got keep keeps kept
+actually correction sorry oops"""
 """Words that say nothing about *what* a statement is about. "keep" is here and not among the storage words:
-"keep the tests green" is not about storing."""
+"keep the tests green" is not about storing. The correction cues ("Actually, ...") are a stance too: every
+correction of a subject says them, so an erased correction's cue is no part of what was erased."""
 
 _SYNONYMS = [
     "store stores stored storing save saves saved saving persist persists persisted persisting put puts "
