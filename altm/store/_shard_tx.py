@@ -352,6 +352,16 @@ class ShardTx:
         ).fetchone()
         return None if found is None else (str(found[0]), str(found[1]))
 
+    def buried_beneath(self, tombstone_id: str) -> bool:
+        """Whether the erasure that made this tombstone also buried a memory of a lower layer (what the buried
+        one was derived from: a capsule's message, a scene's atom): it went as a derivative, not erased by its
+        own id. A tombstone written before version 6 has no layer and counts as raw."""
+        found = self._db.execute(
+            "SELECT 1 FROM tombstones t JOIN tombstones o ON o.erasure_id = t.erasure_id "
+            "WHERE t.tombstone_id=? AND o.tombstone_id != t.tombstone_id "
+            "AND COALESCE(o.layer, 'L0') < COALESCE(t.layer, 'L0') LIMIT 1", (tombstone_id,)).fetchone()
+        return found is not None
+
     def tombstones(self, scope: Scope, *, raw_only: bool = False) -> list[Tombstone]:
         """The user's tombstones with their keyed shingle hashes (of erased raw messages only, with ``raw_only``;
         a tombstone written before version 6 has no layer and counts as raw)."""

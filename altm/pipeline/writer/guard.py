@@ -525,15 +525,17 @@ def erased_itself(tx: ShardTx, mem: MemoryUnit) -> str | None:
     a redelivery). Nothing to store and nothing to review: the writer voids it, where a rejection kept the
     erased text in the rejections table. A capsule or scene erased by its id is void in any later version: a
     new message would fold the erased summary's sentences into it again, and whether the fold came before or
-    after the erasure depended on timing (the source and its replay disagreed)."""
+    after the erasure depended on timing (the source and its replay disagreed). One that went with a memory
+    erased by its id (the message a capsule quoted, the atom a scene listed) was not erased itself: what is left
+    is summarised again."""
     key = tx.existing_guard_key(mem.scope.home)
     if key is None:
         return None
     found = tx.tombstone_of_memory(mem.scope, mem.memory_id, value_hash(key, mem.content))
     if found is None and mem.layer in RECOMPUTED:  # erased by its id: not made again, whatever its content
         found = tx.tombstone_of_memory(mem.scope, mem.memory_id)
-        if found is not None and not found[1].startswith(ERASED_BY_ID_PREFIX):
-            found = None  # its session, agent or user was erased: what is said there afterwards folds anew
+        if found is not None and (not found[1].startswith(ERASED_BY_ID_PREFIX) or tx.buried_beneath(found[0])):
+            found = None  # its session, agent, user or evidence was erased: what is said afterwards folds anew
     return None if found is None else found[0]
 
 
