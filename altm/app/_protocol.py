@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from altm.app._cycles import CycleBook
 from altm.app._errors import BadMarker, CitationError, CycleStateError, IdempotencyConflict, NotFound
@@ -52,6 +52,13 @@ class Feedback(BaseModel):
     helpful: list[str] = Field(default_factory=list, description="Memory ids that helped")
     harmful: list[str] = Field(default_factory=list, description="Memory ids that misled")
     note: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _one_way_each(self) -> Feedback:
+        both = sorted(set(self.helpful) & set(self.harmful))
+        if both:
+            raise ValueError(f"memory ids {both} are marked both helpful and harmful; say which one each was")
+        return self
 
 
 class CompressedText(BaseModel):
