@@ -30,7 +30,7 @@ from altm.store._rows import (
 )
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
 from altm.store._shard import Shard
-from altm.store._shard_tx import MEMORY_ID, AuditEntry, ShardTx, SignalTally, Tombstone
+from altm.store._shard_tx import MEMORY_ID, RESTORABLE_SIGNAL, AuditEntry, ShardTx, SignalTally, Tombstone
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import (
     HASHED_TABLES,
@@ -49,6 +49,7 @@ __all__ = [
     "HASHED_TABLES",
     "MEMORY_COLUMNS",
     "MEMORY_ID",
+    "RESTORABLE_SIGNAL",
     "REVIEWED_COLUMNS",
     "VERDICT_COLUMNS",
     "WALL_CLOCK_COLUMNS",

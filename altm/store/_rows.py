@@ -24,9 +24,14 @@ WALL_CLOCK_COLUMNS = frozenset({"recorded_at", "superseded_at", "trust_verified_
 
 VERDICT_COLUMNS: tuple[str, ...] = (
     "trust_status", "trust_method", "trust_confidence", "trust_reason", "trust_contradicting_id")
+"""A trust verdict: the columns that only make sense together (the guard's hold, verify's, a reviewer's)."""
 REVIEWED_COLUMNS: tuple[str, ...] = (*VERDICT_COLUMNS, "trust_verified_at")
 """A verdict and when it was given: what a reviewer's decision on a memory sets."""
-"""A trust verdict: the columns that only make sense together (the guard's hold, verify's, a reviewer's)."""
+SUPERSESSION_COLUMNS: tuple[str, ...] = ("superseded_by", "superseded_at", "valid_to")
+"""What a supersession sets (and a release clears) together."""
+LIFECYCLE_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_COLUMNS if c.startswith("lc_"))
+"""The counters, weight, state, pin and compression its use signals give a memory."""
+COLUMN_GROUPS: tuple[tuple[str, ...], ...] = (REVIEWED_COLUMNS, SUPERSESSION_COLUMNS, LIFECYCLE_COLUMNS)
 
 
 class MemoryRow(TypedDict):
@@ -178,6 +183,16 @@ def carry_over(new: MemoryRow, old: MemoryRow, names: Iterable[str]) -> MemoryRo
     """``new`` with the ``names`` columns taken from ``old``."""
     kept = columns(old)
     return cast("MemoryRow", {**columns(new), **{name: kept[name] for name in names}})
+
+
+def changed_since(now: MemoryRow, then: Mapping[str, Any]) -> list[str]:
+    """The columns of ``now`` that differ from ``then`` (a row image the audit log keeps); a group of
+    :data:`COLUMN_GROUPS` whole when one of its columns differs."""
+    current = columns(now)
+    grouped = {c for group in COLUMN_GROUPS for c in group}
+    differ = {c for c in MEMORY_COLUMNS if c != "memory_id" and current[c] != then.get(c)}
+    return [c for c in MEMORY_COLUMNS if c in differ and c not in grouped] + [
+        c for group in COLUMN_GROUPS if differ & set(group) for c in group]
 
 
 def comparable(row: MemoryRow | Mapping[str, Any]) -> dict[str, Any]:

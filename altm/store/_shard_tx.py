@@ -37,6 +37,7 @@ from altm.store._rows import (
     TOMBSTONE_COLUMNS,
     MemoryRow,
     carry_over,
+    changed_since,
     columns,
     memory_row,
 )
@@ -524,9 +525,14 @@ class ShardTx:
             [*_home(scope), scope.agent_id])]
 
     def signal_seen(self, signal: LifecycleSignal) -> bool:
+        """The signal is counted, or was and a rollback took it (a redelivery of its event counts nothing)."""
+        if self._db.execute("SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+                            (signal.memory_id, signal.signal_id, signal.kind)).fetchone() is not None:
+            return True
         return self._db.execute(
-            "SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
-            (signal.memory_id, signal.signal_id, signal.kind)).fetchone() is not None
+            "SELECT 1 FROM audit_log WHERE target_table='lifecycle_signals' AND target_id=? AND actor='rollback' "
+            "AND action='delete' LIMIT 1",
+            (_signal_key(signal.memory_id, signal.signal_id, signal.kind),)).fetchone() is not None
 
     def signal_stored(self, signal_id: str) -> bool:
         """A use signal ``signal_id`` (the control event that sent it) is counted on some memory."""
@@ -921,7 +927,7 @@ class ShardTx:
                 d = dict(r)
                 target = d[key]
                 if table == "lifecycle_signals":
-                    target = f"{d['memory_id']}/{d['signal_id']}/{d['kind']}"
+                    target = _signal_key(d["memory_id"], d["signal_id"], d["kind"])
                     taken.add(str(d["memory_id"]))
                     signals.add((str(d["memory_id"]), str(d["signal_id"])))
                 self._erase_row(table, key, d, at=at, proposal_id=proposal_id, target_id=str(target), delete=False)
@@ -967,7 +973,7 @@ class ShardTx:
             if seq == n:
                 continue
             self._audit(at=at, proposal_id=proposal_id, actor="writer", action="update", table="lifecycle_signals",
-                        target_id=f"{memory_id}/{signal_id}/{kind}", old={"seq": seq}, new={"seq": n})
+                        target_id=_signal_key(memory_id, signal_id, kind), old={"seq": seq}, new={"seq": n})
             self._db.execute("UPDATE lifecycle_signals SET seq=? WHERE memory_id=? AND signal_id=? AND kind=?",
                              (n, memory_id, signal_id, kind))
 
@@ -1234,12 +1240,8 @@ class ShardTx:
             self._db.execute("INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
                              (old["memory_id"], old["evidence_id"]))
             return "reinserted"
-        if table == "lifecycle_signals" and new is not None:
-            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete", table=table,
-                        target_id=target_id, old=new, new=None)
-            self._db.execute("DELETE FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
-                             (target_id, new["signal_id"], new["kind"]))
-            return "removed"
+        if table == "lifecycle_signals":
+            return self._restore_signal(target_id, old, new, at=at, proposal_id=proposal_id)
         if table == "rejections" and old is not None:
             self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="update", table=table,
                         target_id=target_id, old=new, new=old)
@@ -1247,6 +1249,32 @@ class ShardTx:
                              (old["review_status"], int(target_id.removeprefix("rej_"))))
             return "restored"
         raise ShardError(f"cannot roll back a change to {table}")
+
+    def _restore_signal(self, target_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str) -> str:
+        """A use signal a decision counted goes (its whole row in the audit, under the signal's own key, so
+        that :meth:`signal_seen` still knows it: its event delivered again counts nothing); one a rollback took
+        is counted again when that rollback is rolled back."""
+        if old is None and new is not None:
+            memory_id = target_id.split("/")[0]
+            row = self._db.execute("SELECT * FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+                                   (memory_id, new["signal_id"], new["kind"])).fetchone()
+            if row is not None:
+                self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="delete",
+                            table="lifecycle_signals", target_id=_signal_key(memory_id, new["signal_id"], new["kind"]),
+                            old=dict(row), new=None)
+                self._db.execute("DELETE FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
+                                 (memory_id, new["signal_id"], new["kind"]))
+            return "removed"
+        if old is not None and new is None and old.keys() >= RESTORABLE_SIGNAL:
+            self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="insert", table="lifecycle_signals",
+                        target_id=target_id, old=None, new=old)
+            self._db.execute(
+                "INSERT OR IGNORE INTO lifecycle_signals (memory_id, signal_id, kind, at, level, seq, agent_id, "
+                "session_id) VALUES (?,?,?,?,?,?,?,?)", [old.get(c) for c in (
+                    "memory_id", "signal_id", "kind", "at", "level", "seq", "agent_id", "session_id")])
+            return "reinserted"
+        raise ShardError("cannot roll back this change to lifecycle_signals (a rollback recorded by an older "
+                         "release kept no copy of the signal it removed)")
 
     def _rollback_delete(self, table: str, key: str, current: Row, *, at: str, proposal_id: str) -> None:
         """A rollback deletes ``current`` (audited with its value)."""
@@ -1337,10 +1365,12 @@ class ShardTx:
 
     def _restore_memory(self, memory_id: str, old: Row | None, new: Row | None, *, at: str, proposal_id: str
                         ) -> str:
-        """The memory as the audit row's old value has it (every column of the row as it was), except for a
-        verdict given since (one that is not the verdict ``new``, what the decision left, holds): a reviewer's
-        decision outlives the rollback of an earlier one, as it outlives an erasure of what it was judged by, and
-        so does verify's (a contradiction found after a demotion stays when the demotion is rolled back)."""
+        """The memory as the audit row's old value has it, except for what changed since the decision left it
+        as ``new`` (:func:`changed_since`: a verdict, a supersession, use signals, any column): a later decision
+        outlives the rollback of an earlier one. A reviewer's verdict outlives it as it outlives an erasure of
+        what it was judged by, and so does verify's (a contradiction found after a demotion stays when the
+        demotion is rolled back); a supersession after a demotion stays when the demotion is rolled back, and a
+        pin given after it stays pinned (the rollback tallies the signals left again: ``ops.governance``)."""
         current = self.memory_row(memory_id)
         if old is None:
             if current is not None:
@@ -1351,12 +1381,14 @@ class ShardTx:
             self.insert_memory(prior, at=at, proposal_id=proposal_id, actor="rollback")
             return "reinserted"
         now = columns(current)
-        given_since = any(now[c] != (new or {}).get(c) for c in REVIEWED_COLUMNS)
-        if given_since or not isinstance(prior["trust_reason"], str | None):
+        kept = changed_since(current, new) if new is not None else [
+            c for c in REVIEWED_COLUMNS if now[c] is not None]  # the decision removed it: a verdict since stands
+        if set(kept) & set(REVIEWED_COLUMNS) or not isinstance(prior["trust_reason"], str | None):
             # a verdict given since, or one an erasure cleared (its reason quoted the erased memory: redacted)
             rejected = now["trust_method"] == "ground_truth" and current["lc_state"] == "rejected"
-            prior = carry_over(prior, current, (*REVIEWED_COLUMNS, *(("lc_state",) if rejected else ())))
-        self.update_memory(current, prior, at=at, proposal_id=proposal_id, actor="rollback")
+            kept = [*kept, *REVIEWED_COLUMNS, *(("lc_state",) if rejected else ())]
+        self.update_memory(current, carry_over(prior, current, dict.fromkeys(kept)), at=at,
+                           proposal_id=proposal_id, actor="rollback")
         return "restored"
 
     def mark_rejection(self, row: Row, status: str, *, at: str, proposal_id: str, actor: str) -> None:
@@ -1423,3 +1455,12 @@ class ShardTx:
     def enqueue(self, topic: str, key: str | None, value: bytes, headers: bytes | None = None) -> None:
         self._db.execute("INSERT INTO outbox (topic, key, value, headers) VALUES (?,?,?,?)",
                          (topic, key, value, headers))
+
+
+RESTORABLE_SIGNAL = frozenset({"memory_id", "signal_id", "kind", "at", "seq"})
+"""What a rollback's audit row keeps of a use signal it removed, so that undoing the rollback counts it again."""
+
+
+def _signal_key(memory_id: str, signal_id: str, kind: str) -> str:
+    """A use signal's own key in the audit log (an erasure's and a rollback's removals are audited under it)."""
+    return f"{memory_id}/{signal_id}/{kind}"

@@ -24,6 +24,7 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
+from altm.pipeline.writer.ops.lifecycle import tallied
 from altm.pipeline.writer.ops.memory import (
     EVIDENCE_REJECTED,
     holds_lifted,
@@ -31,7 +32,7 @@ from altm.pipeline.writer.ops.memory import (
     summaries_judged_again,
     without_verdict,
 )
-from altm.store import MemoryRow, ShardTx, row_to_memory
+from altm.store import RESTORABLE_SIGNAL, MemoryRow, ShardTx, comparable, row_to_memory
 
 
 def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
@@ -235,6 +236,10 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     if any(a.redacted for a in audits):
         raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone",
                         code="conflict")
+    if any(a.table == "lifecycle_signals" and a.new is None and not (a.old or {}).keys() >= RESTORABLE_SIGNAL
+           for a in audits):
+        raise Rejection(f"decision {undo.decision_id} removed use signals an older release recorded without their "
+                        "time and order: it cannot be rolled back (send the feedback again)", code="conflict")
     back: list[str] = []  # a memory the decision changed twice (a forget's repair, then a lifted hold) once
     removed: list[str] = []
     for a in audits:
@@ -243,6 +248,7 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
             removed.append(a.target_id)
         elif a.table == "memories" and a.old is not None and a.target_id not in back:
             back.append(a.target_id)
+    _tally_again(tx, {a.target_id.split("/")[0] for a in audits if a.table == "lifecycle_signals"}, p, ctx)
     restored = [row_to_memory(row) for mid in back if (row := tx.memory_row(mid)) is not None]
     decision = steps[0][0]
     # a forget's tombstones of what it restored go (the guard refused every later version of them)
@@ -252,6 +258,18 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
                        at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
+
+
+def _tally_again(tx: ShardTx, memory_ids: set[str], p: RollbackProposal, ctx: OpContext) -> None:
+    """The memories whose use signals the rollback took or counted again, with the lifecycle those left give
+    (a pin or more feedback sent after the rolled-back decision stands)."""
+    for mid in sorted(memory_ids):
+        row = tx.memory_row(mid)
+        if row is None:
+            continue
+        tally = tallied(tx, row, ctx)
+        if comparable(tally) != comparable(row):
+            tx.update_memory(row, tally, at=ctx.now, proposal_id=p.event_id, actor="rollback")
 
 
 def _evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType, src: str, dst: str) -> None:
