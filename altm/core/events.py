@@ -134,7 +134,7 @@ class ChangeEvent(Envelope):
         description="Memories this change removed (erase, forget, rollback): their derived copies go too")
     mentioned_ids: tuple[str, ...] = Field(
         default=(), description="Graph nodes a committed link_memory change added a MENTIONS edge to, or "
-        "strengthened one to (their scenes are recomputed)")
+        "strengthened one to, or that the atom a review judged mentions (their scenes are recomputed)")
     source_topic: str | None = None
     source_partition: int | None = None
     source_offset: int | None = None

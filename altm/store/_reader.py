@@ -134,15 +134,16 @@ class MemoryReader:
         return None if row is None else dict(row)
 
     def scene_members(self, scope: Scope, node_id: str, limit: int) -> SceneMembers:
-        """The L2 atoms of the agent with a MENTIONS edge to ``node_id``, each content once (the first of a kind
-        and content hash in valid-from order): the sessions they come from and the ids of the first ``limit``.
-        One scan that reads two columns per atom, so a node mentioned by thousands builds no memory per atom."""
+        """The L2 atoms of the agent with a MENTIONS edge to ``node_id`` that no reviewer rejected, each content
+        once (the first of a kind and content hash in valid-from order): the sessions they come from and the ids
+        of the first ``limit``. One scan that reads two columns per atom, so a node mentioned by thousands builds
+        no memory per atom."""
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
         rows = shard._db.execute(
             "WITH mentioning AS (SELECT m.memory_id, m.session_id, m.valid_from, ROW_NUMBER() OVER ("
             "PARTITION BY m.kind, m.content_hash ORDER BY m.valid_from, m.memory_id) AS nth FROM memories m "
             "JOIN graph_edges e ON e.src_id = m.memory_id AND e.edge_type='MENTIONS' AND e.rejected=0 "
-            f"WHERE e.dst_id=? AND m.layer='L2' AND "
+            f"WHERE e.dst_id=? AND m.layer='L2' AND m.lc_state != 'rejected' AND "
             f"{' AND '.join('m.' + c for c in _AGENT.split(' AND '))}) "
             "SELECT memory_id, session_id FROM mentioning WHERE nth=1 ORDER BY valid_from, memory_id",
             [node_id, *_agent_args(scope)],

@@ -34,6 +34,7 @@ from altm.store._redaction import redacted
 from altm.store._rows import (
     MEMORY_COLUMNS,
     REVIEWED_COLUMNS,
+    SUPERSESSION_COLUMNS,
     TOMBSTONE_COLUMNS,
     MemoryRow,
     carry_over,
@@ -270,6 +271,11 @@ class ShardTx:
             [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], subject]).fetchone()
         return None if found is None else self.memory_row(found[0])
 
+    def mentioned_by(self, memory_id: str) -> list[str]:
+        """The graph nodes a memory's MENTIONS edges point to (the anchors of the scenes it can be a member of)."""
+        return sorted({str(r[0]) for r in self._db.execute(
+            "SELECT dst_id FROM graph_edges WHERE src_id=? AND edge_type='MENTIONS'", (memory_id,))})
+
     def dependants(self, memory_ids: Sequence[str]) -> list[str]:
         """Memories that cite any of ``memory_ids`` as evidence."""
         return sorted({str(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
@@ -301,11 +307,13 @@ class ShardTx:
         return upsert_applied(self._db, memory_id, proposal_id)
 
     def sessions_mentioning(self, scope: Scope, node_id: str, *, besides: Sequence[str] = ()) -> set[str]:
-        """The sessions ("" for none) of the agent's L2 atoms with a MENTIONS edge to ``node_id``, the atoms of
+        """The sessions ("" for none) of the agent's L2 atoms with a MENTIONS edge to ``node_id`` (not one a
+        reviewer rejected), the atoms of
         ``besides`` aside: a scene's sessions (see ``MemoryReader.scene_members``) without some of its atoms."""
         rows = self._db.execute(
             "SELECT DISTINCT m.session_id, m.memory_id FROM memories m JOIN graph_edges e ON e.src_id = m.memory_id "
-            "AND e.edge_type='MENTIONS' AND e.rejected=0 WHERE e.dst_id=? AND m.layer='L2' AND m.tenant_id=? "
+            "AND e.edge_type='MENTIONS' AND e.rejected=0 WHERE e.dst_id=? AND m.layer='L2' "
+            "AND m.lc_state != 'rejected' AND m.tenant_id=? "
             "AND m.workspace_id=? AND m.user_id=? AND m.agent_id=?", [node_id, *_home(scope), scope.agent_id])
         aside = set(besides)
         return {str(session or "") for session, memory_id in rows if memory_id not in aside}
@@ -1076,7 +1084,7 @@ class ShardTx:
         self._drop_decisions_naming(home, erased, at=at, proposal_id=proposal_id)
         return released
 
-    _SUPERSESSION = ("superseded_by", "superseded_at", "valid_to", "lc_state")
+    _SUPERSESSION = (*SUPERSESSION_COLUMNS, "lc_state")
 
     def release_superseded(self, scope: Scope, gone: Sequence[str], *, at: str, proposal_id: str, actor: str
                            ) -> list[MemoryRow]:
@@ -1095,6 +1103,32 @@ class ShardTx:
                 released = self._unsuperseded(row)
                 self.update_memory(row, released, at=at, proposal_id=proposal_id, actor=actor)
                 out.append(released)
+        return out
+
+    def superseded_again(self, row: MemoryRow, *, released_by: str, at: str, proposal_id: str, actor: str
+                         ) -> list[MemoryRow]:
+        """The memories of ``row``'s user and facet key that ``released_by`` (an actor) released from ``row``
+        (:meth:`release_superseded`) and nothing supersedes now: superseded by it again, as they were before
+        that release (its audit row). Returned as updated."""
+        key = orjson.loads(row["attributes"] or "{}").get("facet_key")
+        out: list[MemoryRow] = []
+        for r in self._db.execute(
+                "SELECT * FROM memories WHERE layer=? AND superseded_by IS NULL AND memory_id != ? "
+                "AND json_extract(attributes, '$.facet_key') IS ? AND tenant_id=? AND workspace_id=? AND user_id=? "
+                "ORDER BY COALESCE(valid_from, ''), memory_id",
+                (row["layer"], row["memory_id"], key, row["tenant_id"], row["workspace_id"], row["user_id"])):
+            candidate = memory_row(r)
+            released = self._db.execute(
+                "SELECT old_value FROM audit_log WHERE target_table='memories' AND target_id=? AND action='update' "
+                "AND actor=? AND redacted!=1 AND json_extract(old_value, '$.superseded_by')=? "
+                "AND json_extract(new_value, '$.superseded_by') IS NULL ORDER BY audit_id DESC LIMIT 1",
+                (candidate["memory_id"], released_by, row["memory_id"])).fetchone()
+            if released is None:
+                continue
+            before = orjson.loads(released[0])
+            again = cast("MemoryRow", {**candidate, **{c: before.get(c) for c in self._SUPERSESSION}})
+            self.update_memory(candidate, again, at=at, proposal_id=proposal_id, actor=actor)
+            out.append(again)
         return out
 
     def _unsuperseded(self, row: MemoryRow) -> MemoryRow:

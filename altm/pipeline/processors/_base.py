@@ -169,12 +169,18 @@ def norm(text: str) -> str:
     return normalise_text(text)
 
 
-def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event) -> UpsertMemoryProposal:
+def upsert_proposal(memory: MemoryUnit, *, processor: str, cause: Event, per_cause: bool = False
+                    ) -> UpsertMemoryProposal:
     """A proposal with a deterministic id, timestamped with its cause (never the wall clock). The id covers the
     whole memory (evidence and attributes too): the writer applies a proposal once (a re-delivered one is the
-    same decision), so two upserts of one memory that differ in anything must not share an id."""
+    same decision), so two upserts of one memory that differ in anything must not share an id. ``per_cause``:
+    the cause's id too, for a recomputed summary that may return to a version applied before and replaced
+    since (a scene without the atom a reviewer rejected, then with it again once approved): with the payload's
+    id alone, the writer would answer that return ``unchanged``."""
+    once = (cause.event_id,) if per_cause else ()
     return UpsertMemoryProposal(
-        event_id=derive_id("prop", processor, memory.memory_id, memory.content_hash, sha256_hex(encode(memory))),
+        event_id=derive_id("prop", processor, memory.memory_id, memory.content_hash, sha256_hex(encode(memory)),
+                           *once),
         scope=memory.scope,
         timestamp=cause.timestamp,
         processor=processor,

@@ -68,7 +68,7 @@ def facet_label(facet_key: str) -> str:
     return f"{family.capitalize()} ({topic})" if topic else family.capitalize()
 
 
-_SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE})
+_SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE, ProposalOp.REVIEW})
 _RELEASING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE})
 """Ops whose changes may carry atoms they released from a merge into a memory they removed."""
 
@@ -94,7 +94,7 @@ class GovernProcessor(Processor):
 
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), and committed
-        links and edges (scenes)."""
+        links, edges and reviews of atoms (scenes)."""
         return committed_upsert(marker, _ATOMS) or (marker.status is ChangeStatus.COMMITTED and (
             marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)))
 
@@ -128,8 +128,9 @@ class GovernProcessor(Processor):
         if not isinstance(event, ChangeEvent):
             return []
         out: list[Proposal] = []
+        reviewed = event.op is ProposalOp.REVIEW  # computed for it whatever the batch computed already
         for node_id in self._scene_nodes(event, reader):
-            if (event.scope.path, node_id) not in scened:
+            if reviewed or (event.scope.path, node_id) not in scened:
                 scened.add((event.scope.path, node_id))
                 out += self._scene(event, reader, node_id)
         return out
@@ -145,7 +146,7 @@ class GovernProcessor(Processor):
         """The nodes whose scene a committed change (a link, an edge) may have changed."""
         if event.status is not ChangeStatus.COMMITTED:
             return []
-        if event.op is ProposalOp.LINK_MEMORY:
+        if event.op in (ProposalOp.LINK_MEMORY, ProposalOp.REVIEW):  # a review names the nodes of the atom judged
             return list(event.mentioned_ids)
         if event.op is ProposalOp.UPSERT_EDGE and event.memory_id:  # an edge an older link proposed alone
             edge = reader.edge(event.scope, event.memory_id)
@@ -260,7 +261,9 @@ class GovernProcessor(Processor):
             attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
             # no source event: a scene is recomputed from every atom, whichever change triggered it
         )
-        return [upsert_proposal(scene, processor=self.name, cause=event)]
+        # after a review, the scene may return to a version applied before (without a rejected atom, then with
+        # it again): a proposal of that review's own
+        return [upsert_proposal(scene, processor=self.name, cause=event, per_cause=event.op is ProposalOp.REVIEW)]
 
 
 def _rejected(atom: MemoryUnit) -> bool:

@@ -22,6 +22,7 @@ from altm.core import (
     SupersedeProposal,
     Supersession,
     derive_id,
+    scene,
 )
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
 from altm.pipeline.writer.ops.lifecycle import tallied
@@ -127,20 +128,53 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
            "trust_contradicting_id": None, "trust_verified_at": ctx.now,
            "lc_state": _reviewed_state(old, approve, ctx)}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
-    also: list[MemoryUnit] = _facets_following(tx, str(old["memory_id"]), approve, p, ctx) if old["layer"] == "L2" \
-        else []
+    also: list[MemoryUnit] = []
+    mentioned: tuple[str, ...] = ()
+    if old["layer"] == "L2":
+        atom_id = str(old["memory_id"])
+        also = _facets_following(tx, atom_id, approve, p, ctx)
+        also += [] if approve else _scenes_emptied(tx, atom_id, p, ctx)
+        mentioned = tuple(tx.mentioned_by(atom_id))  # govern computes their scenes again, without it or with it
     if old["kind"] == "anti_pattern":
         also += (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
                 else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
-    return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also, mentioned=mentioned)
+
+
+def _scenes_emptied(tx: ShardTx, atom_id: str, p: ReviewProposal, ctx: OpContext) -> list[MemoryUnit]:
+    """A scene (L3) quoting the rejected atom that the atoms nobody rejected no longer make (they come from
+    fewer sessions than a scene needs) leaves recall with it; govern computes the others again without it (the
+    review change names the atom's nodes), and a scene it took out comes back when govern proposes it again
+    from atoms nobody rejected (:func:`upsert_memory`)."""
+    out: list[MemoryUnit] = []
+    for mid in tx.dependants([atom_id]):
+        found = tx.memory_row(mid)
+        if found is None or found["layer"] != "L3" or found["lc_state"] == "rejected":
+            continue
+        scene_row = row_to_memory(found)
+        node_id = scene_row.attributes.get("anchor_node_id")
+        if isinstance(node_id, str) and len(tx.sessions_mentioning(scene_row.scope, node_id)) >= scene.MIN_SESSIONS:
+            continue
+        new = _out_with_evidence(found, ctx)
+        tx.update_memory(found, new, at=ctx.now, proposal_id=p.event_id, actor="review")
+        out.append(row_to_memory(new))
+    return out
+
+
+def _out_with_evidence(row: MemoryRow, ctx: OpContext) -> MemoryRow:
+    """A derived memory out of recall because a reviewer rejected what it stands on (:data:`EVIDENCE_REJECTED`)."""
+    return {**row, "lc_state": "rejected", "trust_status": "contradicted", "trust_method": "ground_truth",
+            "trust_confidence": 1.0, "trust_contradicting_id": None, "trust_verified_at": ctx.now,
+            "trust_reason": EVIDENCE_REJECTED}
 
 
 def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposal, ctx: OpContext
                       ) -> list[MemoryUnit]:
     """Persona facets (L4) that cite the reviewed atom follow it. Rejected: a facet none of whose atoms is left
-    unrejected leaves recall with it (it stayed the user's current profile). Approved again: a facet it took out
-    comes back. (A re-statement by the user is cited instead of the rejected atom by govern, and brings the facet
-    back through the writer: :func:`upsert_memory`.)"""
+    unrejected leaves recall with it (it stayed the user's current profile), and the version it superseded is
+    current again (a rejected correction no longer hides the value it corrected). Approved again: a facet it
+    took out comes back, superseding that version again. (A re-statement by the user is cited instead of the
+    rejected atom by govern, and brings the facet back through the writer: :func:`upsert_memory`.)"""
     out: list[MemoryUnit] = []
     for mid in tx.dependants([atom_id]):
         facet = tx.memory_row(mid)
@@ -154,11 +188,14 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
             cited = [tx.memory_row(e) for e in orjson.loads(facet["evidence"])]
             if facet["lc_state"] == "rejected" or any(a is not None and a["lc_state"] != "rejected" for a in cited):
                 continue
-            new = {**facet, "lc_state": "rejected", "trust_status": "contradicted", "trust_method": "ground_truth",
-                   "trust_confidence": 1.0, "trust_contradicting_id": None, "trust_verified_at": ctx.now,
-                   "trust_reason": EVIDENCE_REJECTED}
+            new = _out_with_evidence(facet, ctx)
         tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")
         out.append(row_to_memory(new))
+        # the versions it superseded are current again while it is out, and superseded again when it is back
+        changed = (tx.superseded_again(new, released_by="review", at=ctx.now, proposal_id=p.event_id, actor="review")
+                   if approve else tx.release_superseded(p.scope, [mid], at=ctx.now, proposal_id=p.event_id,
+                                                         actor="review"))
+        out += [row_to_memory(r) for r in changed]
     return out
 
 

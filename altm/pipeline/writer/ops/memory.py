@@ -46,7 +46,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     old_row = tx.memory_row(mem.memory_id)
     new_row = _judged(tx, mem, fresh, old_row, flag, ctx)
     back = old_row is not None and _stated_again(tx, old_row, mem)
-    if back:  # a facet its atoms' rejection took out, proposed from an atom nobody rejected: current again
+    if back:  # a facet or scene its atoms' rejection took out, proposed from atoms nobody rejected: current again
         new_row = {**carry_over(new_row, fresh, (*REVIEWED_COLUMNS, "evidence")),
                    "lc_state": state_by_weight(new_row, ctx)}
     if mem.layer in RECOMPUTED:  # the latest judged version counts: an earlier one's refusal is not pending
@@ -91,12 +91,15 @@ def _judged(tx: ShardTx, mem: MemoryUnit, fresh: MemoryRow, old_row: MemoryRow |
 
 
 EVIDENCE_REJECTED = "its evidence was rejected by a reviewer"
-"""The trust reason of a persona facet taken out of recall because a reviewer rejected every atom it cites."""
+"""The trust reason of a persona facet taken out of recall because a reviewer rejected every atom it cites,
+and of a scene the atoms nobody rejected no longer make."""
 
 
 def _stated_again(tx: ShardTx, old: MemoryRow, mem: MemoryUnit) -> bool:
-    """``mem`` is a version of a facet its atoms' rejection took out, citing an atom no reviewer rejected."""
-    if mem.layer is not Layer.L4 or old["lc_state"] != "rejected" or old["trust_reason"] != EVIDENCE_REJECTED:
+    """``mem`` is a version of a facet or scene its atoms' rejection took out, citing an atom no reviewer
+    rejected."""
+    if mem.layer not in (Layer.L3, Layer.L4) or old["lc_state"] != "rejected" \
+            or old["trust_reason"] != EVIDENCE_REJECTED:
         return False
     return any((a := tx.memory_row(e)) is not None and a["lc_state"] != "rejected" for e in mem.evidence)
 
