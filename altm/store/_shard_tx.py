@@ -361,6 +361,21 @@ class ShardTx:
         ).fetchone()
         return None if found is None else (str(found[0]), str(found[1]))
 
+    def inserted_at(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """When each of ``memory_ids`` was last stored, as the audit id of its insert (the shard's order)."""
+        return {str(r[0]): int(r[1]) for chunk in _chunks(sorted(set(memory_ids))) for r in self._db.execute(
+            "SELECT target_id, MAX(audit_id) FROM audit_log WHERE target_table='memories' AND action='insert' "
+            f"AND target_id IN ({_marks(chunk)}) GROUP BY target_id", chunk)}
+
+    def tombstone_active_since(self, tombstone_id: str) -> int | None:
+        """When a tombstone began to refuse, as an audit id: its insert, or (carried pending by a replay) the
+        erasure that activated it; None without such an audit row."""
+        found = self._db.execute(
+            "SELECT MIN(audit_id) FROM audit_log WHERE target_table='tombstones' AND target_id=? "
+            "AND action IN ('insert', 'update') AND COALESCE(json_extract(new_value, '$.pending'), 0) = 0",
+            (tombstone_id,)).fetchone()
+        return None if found is None or found[0] is None else int(found[0])
+
     def buried_beneath(self, tombstone_id: str) -> bool:
         """Whether the erasure that made this tombstone also buried a memory of a lower layer (what the buried
         one was derived from: a capsule's message, a scene's atom): it went as a derivative, not erased by its

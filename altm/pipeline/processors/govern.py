@@ -69,6 +69,11 @@ def facet_label(facet_key: str) -> str:
 
 
 _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE, ProposalOp.REVIEW})
+_NAMING_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.REVIEW, ProposalOp.ERASE})
+"""Ops whose change names the nodes whose scenes to compute again: a link's new mentions, the nodes of the atom a
+review judged, the anchors of the scenes an erasure took (computed again from what is left)."""
+_RECOMPUTING_OPS = frozenset({ProposalOp.REVIEW, ProposalOp.ERASE})
+"""... of which these may return a scene to a version applied before (see :func:`upsert_proposal`)."""
 _RELEASING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE})
 """Ops whose changes may carry atoms they released from a merge into a memory they removed."""
 
@@ -94,9 +99,10 @@ class GovernProcessor(Processor):
 
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), and committed
-        links, edges and reviews of atoms (scenes)."""
+        links, edges, reviews of atoms and erasures (scenes)."""
         return committed_upsert(marker, _ATOMS) or (marker.status is ChangeStatus.COMMITTED and (
-            marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)))
+            marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)
+            or (marker.op is ProposalOp.ERASE and marker.removes)))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         return await self._proposals(event, ctx, ctx.require_reader(), scened=set())
@@ -128,7 +134,7 @@ class GovernProcessor(Processor):
         if not isinstance(event, ChangeEvent):
             return []
         out: list[Proposal] = []
-        reviewed = event.op is ProposalOp.REVIEW  # computed for it whatever the batch computed already
+        reviewed = event.op in _RECOMPUTING_OPS  # computed for it whatever the batch computed already
         for node_id in self._scene_nodes(event, reader):
             if reviewed or (event.scope.path, node_id) not in scened:
                 scened.add((event.scope.path, node_id))
@@ -146,7 +152,7 @@ class GovernProcessor(Processor):
         """The nodes whose scene a committed change (a link, an edge) may have changed."""
         if event.status is not ChangeStatus.COMMITTED:
             return []
-        if event.op in (ProposalOp.LINK_MEMORY, ProposalOp.REVIEW):  # a review names the nodes of the atom judged
+        if event.op in _NAMING_OPS:
             return list(event.mentioned_ids)
         if event.op is ProposalOp.UPSERT_EDGE and event.memory_id:  # an edge an older link proposed alone
             edge = reader.edge(event.scope, event.memory_id)
@@ -261,9 +267,9 @@ class GovernProcessor(Processor):
             attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
             # no source event: a scene is recomputed from every atom, whichever change triggered it
         )
-        # after a review, the scene may return to a version applied before (without a rejected atom, then with
-        # it again): a proposal of that review's own
-        return [upsert_proposal(scene, processor=self.name, cause=event, per_cause=event.op is ProposalOp.REVIEW)]
+        # after a review or an erasure, the scene may return to a version applied before (without a rejected
+        # atom, then with it again): a proposal of that change's own
+        return [upsert_proposal(scene, processor=self.name, cause=event, per_cause=event.op in _RECOMPUTING_OPS)]
 
 
 def _rejected(atom: MemoryUnit) -> bool:

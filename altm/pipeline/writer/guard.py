@@ -359,17 +359,17 @@ class WriteGuard:
         own = tx.tombstone_of_memory(mem.scope, mem.memory_id) if mem.layer is Layer.L0 else None
         if own is not None:
             return _erased(*own)
-        live: set[str] | None = None  # read only when something matches (see _live_copies)
+        live: LiveCopies | None = None  # read only when something matches (see _live_copies)
 
-        def copied(erased_hash: str) -> bool:
+        def copied(erased_hash: str, tombstone_id: str) -> bool:
             nonlocal live
             if live is None:
                 live = _live_copies(tx, mem, key)
-            return erased_hash in live
+            return _copied_before(tx, live, erased_hash, tombstone_id)
 
         mine_hash = value_hash(key, mem.content)
         exact = tx.tombstone_of_value(mem.scope, mine_hash)
-        if exact is not None and exact[2] and not (mem.layer is not Layer.L0 and copied(mine_hash)):  # distinctive
+        if exact is not None and exact[2] and not (mem.layer is not Layer.L0 and copied(mine_hash, exact[0])):
             return _erased(exact[0], exact[1])
         if mem.layer is Layer.L0:
             return None
@@ -382,12 +382,13 @@ class WriteGuard:
         my_terms = keyed_terms(key, mem.content)
         for tomb in tombs:
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
-                    or restates_terms(my_terms, term_marks(tomb.term_hashes))) and not copied(tomb.value_hash):
+                    or restates_terms(my_terms, term_marks(tomb.term_hashes))) \
+                    and not copied(tomb.value_hash, tomb.tombstone_id):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
     def _statements(self, key: bytes, mem: MemoryUnit, mine: frozenset[str], tombs: Sequence[Tombstone],
-                    copied: Callable[[str], bool]) -> GuardVerdict | None:
+                    copied: Callable[[str, str], bool]) -> GuardVerdict | None:
         """A capsule is its session's sentences, each extracted on its own, and a scene its member atoms, each
         judged when it was stored: one that re-states an erased message in other words is named in the verdict
         (the writer leaves it out, see ``ops.memory``), where judging the whole text let a long capsule hold most
@@ -402,12 +403,12 @@ class WriteGuard:
         first: tuple[str, str] | None = None
         for tomb in tombs:
             if restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive) \
-                    and not copied(tomb.value_hash):
+                    and not copied(tomb.value_hash, tomb.tombstone_id):
                 return _erased(tomb.tombstone_id, tomb.reason)
             marks = term_marks(tomb.term_hashes)
             found = [s.text for s, terms_of in parts if s.text not in left_out and (
                 restates_value(terms_of, marks) if s.value else restates_terms(terms_of, marks))]
-            if found and not copied(tomb.value_hash):
+            if found and not copied(tomb.value_hash, tomb.tombstone_id):
                 left_out.update(dict.fromkeys(found, tomb.tombstone_id))
                 first = first or (tomb.tombstone_id, tomb.reason)
         if first is None:
@@ -472,12 +473,36 @@ class WriteGuard:
         return flagged
 
 
-def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> set[str]:
-    """Value hashes of the stored raw messages a derived memory rests on. An erased message whose very text is
-    one of them was also said elsewhere before the erasure (an exact re-send after it is refused at L0), is
-    still stored and served: a derived memory citing that copy is not refused for the erased one, whether it
-    is formed before or after the erasure (a replay forms it after)."""
-    return {value_hash(key, row["content"]) for row in tx.raw_evidence(mem.scope, mem.evidence)}
+LiveCopies = Mapping[str, int]
+"""Value hashes of the stored raw messages a derived memory rests on, each with when the earliest of them was
+stored (its insert's audit id: the shard's order of application)."""
+
+
+def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> LiveCopies:
+    """The raw messages a derived memory rests on (see :data:`LiveCopies`). An erased message whose very text
+    one of them repeats, stored before the erasure (said elsewhere, or before: an exact re-send of a distinctive
+    text after it is refused at L0), is still stored and served: a derived memory citing that copy is not
+    refused for the erased one, whether it is formed before or after the erasure (a replay forms it after). A
+    short text said again after the erasure is the user's new message at L0, but what is derived from it
+    re-states the erased content: that copy exempts nothing (see :func:`_copied_before`)."""
+    rows = tx.raw_evidence(mem.scope, mem.evidence)
+    order = tx.inserted_at([str(row["memory_id"]) for row in rows])
+    out: dict[str, int] = {}
+    for row in rows:
+        h = value_hash(key, row["content"])
+        out[h] = min(out.get(h, order.get(str(row["memory_id"]), 0)), order.get(str(row["memory_id"]), 0))
+    return out
+
+
+def _copied_before(tx: ShardTx, live: LiveCopies, erased_hash: str, tombstone_id: str) -> bool:
+    """A copy of the erased text among ``live`` was stored before the tombstone ``tombstone_id`` refused anything
+    (a replay's carried tombstone refuses from the replayed erasure on, as the source's did: the same order). A
+    shard without those audit rows (restored from a changelog) counts every copy, as before."""
+    stored = live.get(erased_hash)
+    if stored is None:
+        return False
+    active = tx.tombstone_active_since(tombstone_id)
+    return active is None or stored < active
 
 
 def is_capsule(mem: MemoryUnit) -> bool:

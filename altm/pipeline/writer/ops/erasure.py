@@ -52,6 +52,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
     messages: list[MemoryRow] = []  # the erased L0 messages
     atoms: list[MemoryRow] = []  # the erased L2 atoms (their subjects are verified again)
+    anchors: set[str] = set()  # the nodes of the erased scenes (govern computes them again from what is left)
     buried: list[BuriedContent] = []
     for mid in sorted(doomed):
         row = tx.memory_row(mid)
@@ -61,6 +62,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             messages.append(row)
         elif row["layer"] == "L2":
             atoms.append(row)
+        elif row["layer"] == "L3" and isinstance(node := orjson.loads(row["attributes"]).get("anchor_node_id"), str):
+            anchors.add(node)
         if mid in seeds or not _swept(row, doomed):
             buried.append(bury(tx, row, reason=erasure.tombstone_reason, at=ctx.now,
                                keys=ctx.guard_keys, erasure_id=p.event_id))
@@ -81,7 +84,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     _drop_unpublished(tx, p, doomed)
     readmitted = _refusals_lifted(tx, scope, set(gone), p, ctx)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left,
-                   readmitted=readmitted)
+                   readmitted=readmitted, mentioned=tuple(sorted(anchors)))
 
 
 def _refusals_lifted(tx: ShardTx, scope: Scope, gone: set[str], p: EraseProposal,
