@@ -1432,6 +1432,8 @@ class ShardTx:
         now = columns(current)
         kept = changed_since(current, new) if new is not None else [
             c for c in REVIEWED_COLUMNS if now[c] is not None]  # the decision removed it: a verdict since stands
+        if "superseded_by" not in kept and now["lc_state"] == "merged" and (new or {}).get("lc_state") == "merged":
+            kept = [c for c in kept if c != "lc_state"]  # a merge undone: its state goes with it
         if set(kept) & set(REVIEWED_COLUMNS) or not isinstance(prior["trust_reason"], str | None):
             # a verdict given since, or one an erasure cleared (its reason quoted the erased memory: redacted)
             rejected = now["trust_method"] == "ground_truth" and current["lc_state"] == "rejected"
