@@ -56,3 +56,18 @@ async def test_the_mcp_prepare_tool_keeps_its_budget(settings: Settings) -> None
     assert not result.is_error, result.content
     bundle = json.loads(result.content[0].text)["bundle"]
     assert bundle["tokens"] <= 16, f"token_budget=16 but the MCP bundle renders {bundle['tokens']} tokens"
+
+
+async def test_a_huge_budget_is_served_or_refused_with_a_reason(settings: Settings) -> None:
+    """MCP ``prepare`` takes any integer: ``token_budget=2**64`` is not refused with a reason (ValueError →
+    a tool error naming it) but fails inside ``orjson.dumps`` of the request hash (altm/app/_protocol.py:138,
+    ``JSONEncodeError``, a TypeError), which the MCP wrapper turns into an opaque internal error."""
+    s = settings.model_copy(update={"embedder": "none"})
+    async with store_with(s, HISTORY) as (_rt, app):
+        try:
+            prepared = await app.prepare_turn(SCOPE, "s2", "t-huge", QUESTION, 2**64)
+        except ValueError:
+            return  # refused with a reason
+        except Exception as exc:  # the finding: anything else is a server error
+            raise AssertionError(f"token_budget=2**64 raised {type(exc).__name__}: {exc}") from exc
+    assert prepared.bundle.tokens <= 2**64

@@ -8,7 +8,7 @@ inspector deliberately hides what names the sibling's turns (altm/app/_inspectio
 another agent's row (an L4 facet seen from a sibling agent) that name that agent's turns"), and the README
 promises that "a memory or cycle id outside the key's reach answers 404 like an unknown one".
 
-Recall does not: ``SearchQueries.source_ids`` (altm/store/_search.py:172-199) walks the facet's evidence down
+Recall does not: ``SearchQueries.source_ids`` (altm/store/_search.py:177-199) walks the facet's evidence down
 to L0 with no scope check, and the hit's ``source_ids`` go out unfiltered in ``POST /v1/query`` results and
 in every ``prepare_turn`` bundle item (altm/recall/context/_bundle.py, ``source_ids=hit.source_ids``). An agent
 key for ``coder`` reads the host's turn id of the ``writer`` agent's conversation (here it names the writer's

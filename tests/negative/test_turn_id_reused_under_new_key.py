@@ -3,7 +3,7 @@
 
 README: "The same idempotency key with the same request is a safe retry; with a different request it is a
 conflict." Without a key the turn id is the key, so reusing a turn id with other content answers 409. With a
-caller's own ``idempotency_key`` the cycle id comes from the key alone (altm/app/_protocol.py:139-141), while
+caller's own ``idempotency_key`` the cycle id comes from the key alone (altm/app/_protocol.py:137), while
 the user's turn event and its L0 memory are still identified by scope, session, turn id and role
 (``TurnEvent`` event id, ``capture.l0_memory_id``). A client that makes a fresh key per attempt (common
 practice for idempotency keys) and sends other content for a turn id it used gets 200, a new cycle and a
