@@ -38,6 +38,7 @@ from altm.recall import (
     ContextBundle,
     Hit,
     build_bundle,
+    check_budget,
     count_tokens,
     detect,
 )
@@ -132,6 +133,7 @@ class ProtocolService:
         strict_session: bool = False, preset_name: str = DEFAULT_PRESET, idempotency_key: str | None = None,
         timestamp: datetime | None = None,
     ) -> PreparedTurn:
+        check_budget(token_budget)  # before anything is published
         key = idempotency_key or f"{scope.path}/{session_id}/{turn_id}"
         # a caller's own key is namespaced by its scope: another tenant reusing it gets a cycle of its own
         cycle_id = derive_id("cyc", scope.path, "key", key) if idempotency_key else derive_id("cyc", key)

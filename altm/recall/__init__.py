@@ -2,7 +2,18 @@
 pydantic configs, and context governance (token-budgeted bundles, compression, markers)."""
 
 from altm.recall._metrics import BUNDLE_TOKENS, PREPARE_SECONDS, TRACER, span
-from altm.recall.context import BundleItem, ContentType, ContextBundle, build_bundle, count_tokens, detect, marker_for
+from altm.recall.context import (
+    MAX_TOKEN_BUDGET,
+    MIN_TOKEN_BUDGET,
+    BundleItem,
+    ContentType,
+    ContextBundle,
+    build_bundle,
+    check_budget,
+    count_tokens,
+    detect,
+    marker_for,
+)
 from altm.recall.context._bundle import share_estimate
 from altm.recall.retrieval import (
     CHANNELS,
@@ -21,6 +32,8 @@ __all__ = [
     "BUNDLE_TOKENS",
     "CHANNELS",
     "DEFAULT_PRESET",
+    "MAX_TOKEN_BUDGET",
+    "MIN_TOKEN_BUDGET",
     "PREPARE_SECONDS",
     "PRESETS",
     "TRACER",
@@ -33,6 +46,7 @@ __all__ = [
     "SearchConfig",
     "SearchResult",
     "build_bundle",
+    "check_budget",
     "count_tokens",
     "detect",
     "marker_for",

@@ -20,7 +20,7 @@ from altm.interfaces.cli._common import (
     run,
     settings_for,
 )
-from altm.recall import DEFAULT_PRESET, PRESETS, build_bundle
+from altm.recall import DEFAULT_PRESET, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET, PRESETS, build_bundle
 from altm.wiring import open_read_only
 
 PresetOpt = Annotated[str, typer.Option("--preset", help=f"Search preset: {', '.join(PRESETS)}")]
@@ -33,7 +33,7 @@ def query(
     session: Annotated[str, typer.Option("--session", help="Current session id")] = "",
     preset_name: PresetOpt = DEFAULT_PRESET,
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=200)] = 10,
-    token_budget: Annotated[int, typer.Option("--token-budget", min=1)] = 2000,
+    token_budget: Annotated[int, typer.Option("--token-budget", min=MIN_TOKEN_BUDGET, max=MAX_TOKEN_BUDGET)] = 2000,
     strict_session: Annotated[bool, typer.Option("--strict-session")] = False,
     as_of: Annotated[datetime | None, typer.Option("--as-of", help="Valid in the world at (ISO 8601)")] = None,
     known_at: Annotated[datetime | None, typer.Option("--known-at", help="Believed by the store at")] = None,
@@ -70,7 +70,7 @@ def prepare(
     scope: ScopeOpt = "",
     session: Annotated[str, typer.Option("--session")] = "",
     turn: Annotated[str, typer.Option("--turn", help="Turn id of this user message")] = "",
-    token_budget: Annotated[int, typer.Option("--token-budget", min=1)] = 2000,
+    token_budget: Annotated[int, typer.Option("--token-budget", min=MIN_TOKEN_BUDGET, max=MAX_TOKEN_BUDGET)] = 2000,
     preset_name: PresetOpt = DEFAULT_PRESET,
     strict_session: Annotated[bool, typer.Option("--strict-session")] = False,
     broker: BrokerOpt = None,

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from altm.app import Feedback
 from altm.core import Scope
-from altm.recall import DEFAULT_PRESET, PRESETS
+from altm.recall import DEFAULT_PRESET, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET, PRESETS
 
 
 class _Scoped(BaseModel):
@@ -27,7 +27,7 @@ class PrepareRequest(_Scoped):
     session_id: str = Field(min_length=1, max_length=128)
     turn_id: str = Field(min_length=1, max_length=256)
     content: str = Field(min_length=1)
-    token_budget: int = Field(default=2000, ge=64, le=200_000)
+    token_budget: int = Field(default=2000, ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET)
     strict_session: bool = False
     preset: str = DEFAULT_PRESET
     idempotency_key: str | None = Field(default=None, max_length=256)

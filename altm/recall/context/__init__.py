@@ -6,6 +6,15 @@ from altm.recall.context._tokens import TokenizerError, count_tokens, encoding, 
 __all__ = ["Compressed", "ContentType", "TokenizerError", "compress", "count_tokens", "detect", "encoding",
            "truncate_tokens"]
 
-from altm.recall.context._bundle import BundleItem, ContextBundle, build_bundle, marker_for
+from altm.recall.context._bundle import (
+    MAX_TOKEN_BUDGET,
+    MIN_TOKEN_BUDGET,
+    BundleItem,
+    ContextBundle,
+    build_bundle,
+    check_budget,
+    marker_for,
+)
 
-__all__ += ["BundleItem", "ContextBundle", "build_bundle", "marker_for"]
+__all__ += ["MAX_TOKEN_BUDGET", "MIN_TOKEN_BUDGET", "BundleItem", "ContextBundle", "build_bundle", "check_budget",
+            "marker_for"]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from altm.recall.context import ContentType, build_bundle, compress, count_tokens, detect
@@ -92,6 +94,12 @@ def test_bundle_quotes_memories_and_flags_contradictions() -> None:
 
 def test_tiny_budget_gives_an_empty_but_valid_bundle() -> None:
     bundle = build_bundle([_hit(0, "x " * 500)], query="", scope="t/w/u/a", session_id="s", preset="hybrid",
-                          token_budget=60)
-    assert bundle.tokens <= 60 or bundle.items == []
+                          token_budget=64)
+    assert bundle.tokens <= 64
     assert bundle.omitted + len(bundle.items) == 1
+
+
+@pytest.mark.parametrize("budget", [0, 1, 44, 63, 200_001, 2**64])
+def test_a_budget_no_bundle_can_keep_is_refused_with_the_reason(budget: int) -> None:
+    with pytest.raises(ValueError, match="token_budget must be between 64 and 200000"):
+        build_bundle([_hit(0, "x")], query="", scope="t/w/u/a", session_id="s", preset="hybrid", token_budget=budget)
