@@ -29,7 +29,8 @@ class MemoryApp:
         self.settings = settings
         self.cycles = CycleBook(shards)
         self.recall = RecallService(shards, retriever)
-        self.protocol = ProtocolService(self.recall, publish, chat or NoChat(), self.cycles)
+        self.protocol = ProtocolService(self.recall, publish, chat or NoChat(), self.cycles,
+                                        max_content_bytes=settings.max_content_bytes)
         self.admin = AdminService(settings, shards, self.recall, publish, self.cycles)
 
     # -- runtime protocol ------------------------------------------------------------------------------

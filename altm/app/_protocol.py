@@ -30,7 +30,9 @@ from altm.core import (
     derive_id,
     sha256_hex,
 )
+from altm.core.bounds import content_over_limit
 from altm.models import ChatModel, ModelTask
+from altm.pipeline.processors import l0_memory_id
 from altm.recall import (
     BUNDLE_TOKENS,
     DEFAULT_PRESET,
@@ -100,11 +102,30 @@ def cycle_event(cycle: RuntimeCycle, timestamp: datetime) -> ControlEvent:
 
 
 class ProtocolService:
-    def __init__(self, recall: RecallService, publish: Publisher, chat: ChatModel, cycles: CycleBook) -> None:
+    def __init__(self, recall: RecallService, publish: Publisher, chat: ChatModel, cycles: CycleBook, *,
+                 max_content_bytes: int) -> None:
         self.recall = recall
         self.publish = publish
         self.chat = chat
         self.cycles = cycles
+        self.max_content_bytes = max_content_bytes  # a turn over it is refused before it is published
+
+    def _turn_unused(self, turn: TurnEvent, key: str) -> None:
+        """A turn id names one message: a prepare of a stored turn with other content, under another key, is a
+        conflict (the writer would refuse the message as a change of an append-only L0 row, after the caller
+        was told it was prepared)."""
+        try:
+            stored = self.recall.memory(turn.scope, l0_memory_id(turn))
+        except NotFound:
+            return
+        if stored["content"] != turn.content:
+            raise IdempotencyConflict(
+                f"turn {turn.turn_id!r} of session {turn.session_id!r} is stored with other content; idempotency "
+                f"key {key!r} cannot give it new content: use a new turn id")
+
+    def _check_content(self, content: str) -> None:
+        if (why := content_over_limit(content, self.max_content_bytes)) is not None:
+            raise ValueError(why)
 
     async def _model_compressions(self, scope: Scope, hits: Sequence[Hit], query: str, token_budget: int
                                   ) -> dict[str, str]:
@@ -134,6 +155,7 @@ class ProtocolService:
         timestamp: datetime | None = None,
     ) -> PreparedTurn:
         check_budget(token_budget)  # before anything is published
+        self._check_content(content)
         key = idempotency_key or f"{scope.path}/{session_id}/{turn_id}"
         # a caller's own key is namespaced by its scope: another tenant reusing it gets a cycle of its own
         cycle_id = derive_id("cyc", scope.path, "key", key) if idempotency_key else derive_id("cyc", key)
@@ -147,6 +169,9 @@ class ProtocolService:
                     "use a new turn id or key")
             return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
                                 replayed=True)
+        if idempotency_key is not None:  # without one, the turn id is the key: a new key may not rename a turn
+            self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                        content=content, timestamp=timestamp or _now()), key)
         result = self.recall.search(scope, session_id, content, preset_name=preset_name,
                                     strict_session=strict_session)
         rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
@@ -182,6 +207,7 @@ class ProtocolService:
     async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
                           feedback: Feedback | None = None) -> CommittedTurn:
         cycle = self.cycles.find(cycle_id)
+        self._check_content(assistant_content)
         cited = list(dict.fromkeys(cited_memory_ids))
         commit_hash = sha256_hex(orjson.dumps(
             [assistant_content, cited, feedback.model_dump() if feedback else None]))

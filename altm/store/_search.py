@@ -76,7 +76,7 @@ _ALLOWED = ("WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOI
             "ON m.memory_id = c.id WHERE {where}")
 _MATCH = ("SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
           "WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
-_EVIDENCE = ("SELECT memory_id, layer, source_id, evidence FROM memories WHERE memory_id IN ({marks}) "
+_EVIDENCE = ("SELECT memory_id, layer, source_id, evidence, agent_id FROM memories WHERE memory_id IN ({marks}) "
              "ORDER BY valid_from, memory_id")
 _SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id "
                   "FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'")
@@ -174,11 +174,13 @@ class SearchQueries:
                 out[r[0]] = _candidate(r)
         return out
 
-    def source_ids(self, rows: Sequence[CandidateRow]) -> dict[str, list[str]]:
-        """L0 source ids each memory stands for: its own, or those of its evidence chain (oldest first)."""
-        return {row.memory_id: self._sources_of(row) for row in rows}
+    def source_ids(self, rows: Sequence[CandidateRow], *, agent_id: str) -> dict[str, list[str]]:
+        """L0 source ids each memory stands for: its own, or those of its evidence chain (oldest first), as far
+        as they are the turns of the asking agent ``agent_id``: a persona facet is the user's, seen by every
+        agent of the user, but the turns it came from stay their agent's (as in the inspector)."""
+        return {row.memory_id: self._sources_of(row, agent_id) for row in rows}
 
-    def _sources_of(self, row: CandidateRow) -> list[str]:
+    def _sources_of(self, row: CandidateRow, agent_id: str) -> list[str]:
         if row.layer == "L0":
             return [row.source_id] if row.source_id else []
         found: list[str] = []
@@ -186,17 +188,18 @@ class SearchQueries:
         frontier = list(row.evidence)
         while batch := [f for f in frontier if f not in seen]:
             seen.update(batch)
-            frontier = self._evidence_layer(batch, found)
+            frontier = self._evidence_layer(batch, found, agent_id)
         return found
 
-    def _evidence_layer(self, batch: list[str], found: list[str]) -> list[str]:
-        """Append the source ids of the L0 messages among ``batch`` to ``found`` (oldest first, once each);
-        the evidence of the others, one layer further down."""
+    def _evidence_layer(self, batch: list[str], found: list[str], agent_id: str) -> list[str]:
+        """Append the source ids of the asking agent's L0 messages among ``batch`` to ``found`` (oldest first,
+        once each); the evidence of the others, one layer further down."""
         below: list[str] = []
-        for _mid, layer, source_id, evidence in self._conn.execute(_EVIDENCE.format(marks=marks(batch)), batch):
+        for _mid, layer, source_id, evidence, agent in self._conn.execute(_EVIDENCE.format(marks=marks(batch)),
+                                                                          batch):
             if layer != "L0":
                 below += orjson.loads(evidence)
-            elif source_id and source_id not in found:
+            elif source_id and agent == agent_id and source_id not in found:
                 found.append(source_id)
         return below
 

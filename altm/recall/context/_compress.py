@@ -130,6 +130,8 @@ def compress_log(text: str, budget: int, query: str = "") -> str:
 def compress_prose(text: str, budget: int, query: str = "") -> str:
     """Extractive: the first sentence, then sentences that share words with the query, in order."""
     sentences = [s for s in _SENT.split(text.strip()) if s]
+    if not sentences:  # only whitespace: nothing to extract
+        return truncate_tokens(text.strip(), max(1, budget))
     terms = _terms(query)
     scored = [(i, sum(t in s.casefold() for t in terms)) for i, s in enumerate(sentences)]
     chosen = {0} | {i for i, score in sorted(scored, key=lambda x: -x[1]) if score > 0}

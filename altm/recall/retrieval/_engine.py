@@ -242,7 +242,7 @@ class Retriever:
             with channels.timed("graph"):
                 paths = self._graph_channel(queries, scope, fused, rows, channels.ranked, policy, config)
         with channels.timed("assemble"):
-            hits = self._assemble(queries, ordered(fused), rows, channels.ranked, paths, config)
+            hits = self._assemble(queries, scope, ordered(fused), rows, channels.ranked, paths, config)
         for step, ms in channels.timings_ms.items():
             RECALL_STEP_SECONDS.labels(step=step).observe(ms / 1000)
         return SearchResult(hits, channels.timings_ms, config.name)
@@ -279,12 +279,13 @@ class Retriever:
         rows.update(queries.rows([m for m in ranked["graph"] if m not in rows]))
         return paths
 
-    def _assemble(self, queries: SearchQueries, fused: list[tuple[str, float]], rows: dict[str, CandidateRow],
-                  ranked: dict[str, list[str]], paths: dict[str, list[str]], config: SearchConfig) -> list[Hit]:
+    def _assemble(self, queries: SearchQueries, scope: Scope, fused: list[tuple[str, float]],
+                  rows: dict[str, CandidateRow], ranked: dict[str, list[str]], paths: dict[str, list[str]],
+                  config: SearchConfig) -> list[Hit]:
         if not fused:
             return []
         top = scored(grouped(fused, rows, ranked), config)[: config.top_k]
-        sources = queries.source_ids([s.group.row for s in top])
+        sources = queries.source_ids([s.group.row for s in top], agent_id=scope.agent_id)
         return [self._scored_hit(s, sources, paths, config) for s in top]
 
     def _scored_hit(self, s: Scored, sources: dict[str, list[str]], paths: dict[str, list[str]],
@@ -312,7 +313,7 @@ class Retriever:
         policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
         admitted = queries.admitted(list(memory_ids), policy)
         rows = queries.rows(admitted)
-        sources = queries.source_ids([rows[m] for m in admitted])
+        sources = queries.source_ids([rows[m] for m in admitted], agent_id=scope.agent_id)
         return [self._hit(rows[m], sources[m], 0.0, {}, {"replayed": 1.0}, None) for m in admitted]
 
     def emerge(self, scope: Scope, query: str, *, session_id: str | None = None, seed_limit: int = 5,

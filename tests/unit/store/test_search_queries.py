@@ -70,9 +70,11 @@ async def test_rows_are_typed_and_stand_for_their_turns(queries: SearchQueries) 
         ["prefer"], ScopePolicy(SCOPE, None, l0_across_sessions=True), 50, 0.5)]).values() if r.layer != "L0"}
     atom, facet, capsule = derived["L2"], derived["L4"], derived["L1"]
     assert atom.evidence == (first.memory_id,) and facet.evidence == (atom.memory_id,)
-    sources = queries.source_ids([first, atom, facet, capsule])
+    sources = queries.source_ids([first, atom, facet, capsule], agent_id=SCOPE.agent_id)
     assert sources[first.memory_id] == sources[atom.memory_id] == ["s1-t1"]
     assert sources[facet.memory_id] == ["s1-t1"]  # down the evidence chain
+    # the user's facet seen by a sibling agent: the turns it came from are the other agent's
+    assert queries.source_ids([facet], agent_id=OTHER_AGENT.agent_id) == {facet.memory_id: []}
     # a capsule stands for the turns it quotes, in conversation order: t1 (the first; "300 lines") and t2 (a
     # day); t3 and t4 give it nothing
     assert sources[capsule.memory_id] == ["s1-t1", "s1-t2"]
