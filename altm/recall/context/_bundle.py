@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from altm.recall.context._compress import Compressed, ContentType, compress
-from altm.recall.context._tokens import count_tokens
+from altm.recall.context._tokens import count_tokens, truncate_tokens
 from altm.recall.retrieval import Hit
 
 HEADER = (
@@ -94,13 +94,23 @@ def _escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _level_text(content: str, level: int, kind: ContentType) -> Compressed:
+_LEVEL_SUFFIX = " (summary; drill down on the marker for the original)"
+TITLE_TOKENS = 32
+"""A C3 title's most tokens (twelve words, unless a word is a whole document)."""
+
+
+def _level_text(content: str, level: int, kind: ContentType, limit: int) -> Compressed:
+    """C2 the first sentence, C3 its first twelve words, C4 a marker only; never more than ``limit`` tokens (the
+    memory's rendering at its share: a document with no sentence break is its own first sentence)."""
     if level >= 4:
         text = "(archived: drill down on the marker for the original)"
     else:
         first = (re.split(r"(?<=[.!?])\s|\n", content.strip(), maxsplit=1) or [""])[0]
         text = first if level == 2 else " ".join(first.split()[:12]) + (" …" if len(first.split()) > 12 else "")
-        text += " (summary; drill down on the marker for the original)"
+        body = max(1, min(limit - count_tokens(_LEVEL_SUFFIX), TITLE_TOKENS if level == 3 else limit))
+        if count_tokens(text) > body:
+            text = truncate_tokens(text, max(1, body - 1)) + "…"
+        text += _LEVEL_SUFFIX
     return Compressed(text, kind, True, count_tokens(text))
 
 
@@ -132,13 +142,15 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
         capacity = max(1, remaining // (header_tokens + MIN_SHARE_CONTENT))
         share = remaining // max(1, min(len(hits) - i, capacity))
         room = share - header_tokens
-        if room < MIN_ITEM_TOKENS and count_tokens(hit.content) > max(room, 0):
+        leveled = hit.compression_level >= 2  # lifecycle levels: summary, title, marker only (short by design)
+        if room < MIN_ITEM_TOKENS and count_tokens(hit.content) > max(room, 0) and not leveled:
             continue
         shown = compress(hit.content, max(room, 1) if not hit.compression_level else
                          max(1, min(room, count_tokens(hit.content) // 2)), query)
         how = "extractive" if shown.compressed else None
-        if hit.compression_level >= 2:  # lifecycle levels: summary, title, marker only
-            shown = _level_text(hit.content, hit.compression_level, shown.content_type)
+        if leveled:  # never longer than its full (C0) rendering at this share
+            full = compress(hit.content, max(room, 1), query)
+            shown = _level_text(hit.content, hit.compression_level, shown.content_type, full.tokens)
             how = f"C{hit.compression_level}"
         rewrite = (rewrites or {}).get(hit.memory_id)
         if shown.compressed and shown.content_type.value == "prose" and rewrite and count_tokens(rewrite) <= room:
