@@ -11,7 +11,7 @@ import contextlib
 import re
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, cast
@@ -839,6 +839,28 @@ class ShardTx:
         found = self._db.execute(
             f"SELECT DISTINCT target_id, proposal_id FROM audit_log WHERE {' AND '.join(where)}", args).fetchall()
         return sorted({str(r[0]) for r in found}), sorted({str(r[1]) for r in found if r[1] is not None})
+
+    def forgotten_derived(self, scope: Scope, sources: Collection[str]) -> tuple[list[str], list[str]]:
+        """(memory ids, ids of the forget proposals) of what retention forgot of the user whose evidence, as
+        it was forgotten, names one of ``sources`` or of these (a scene made from an atom, forgotten before the
+        atom's session is erased: what was derived from erased content goes with it, forgotten or not)."""
+        parsed: list[tuple[str, str | None, set[str]]] = []
+        for target, proposal, old in self._db.execute(
+                "SELECT target_id, proposal_id, old_value FROM audit_log WHERE target_table='memories' "
+                "AND action='forget' AND redacted!=1 AND json_extract(old_value, '$.tenant_id')=? "
+                "AND json_extract(old_value, '$.workspace_id')=? AND json_extract(old_value, '$.user_id')=? "
+                "AND json_extract(old_value, '$.layer') != 'L0'", _home(scope)):
+            with contextlib.suppress(orjson.JSONDecodeError, TypeError, KeyError):
+                evidence = orjson.loads(old)["evidence"]
+                parsed.append((str(target), proposal, set(orjson.loads(evidence) if isinstance(evidence, str)
+                                                         else evidence)))
+        reached, ids, forgets = set(sources), set[str](), set[str]()
+        while grown := [(t, p) for t, p, ev in parsed if t not in ids and ev & reached]:
+            for target, proposal in grown:
+                ids.add(target)
+                reached.add(target)
+                forgets.update([proposal] if proposal is not None else [])
+        return sorted(ids), sorted(forgets)
 
     def repaired_by(self, forgets: Sequence[str], forgotten: Sequence[str]) -> list[str]:
         """Stored memories whose evidence ``forgets`` repaired by taking ``forgotten`` ones out of it (they were

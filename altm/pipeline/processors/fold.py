@@ -161,10 +161,13 @@ def flat_sections(sections: dict[str, list[str]]) -> dict[str, list[str]]:
     return {key: [capsule.flat(item) for item in items] for key, items in sections.items()}
 
 
+_REMOVING = frozenset({ProposalOp.ERASE, ProposalOp.FORGET})
+
+
 def _session_message(event: Event) -> MemoryUnit | None:
-    """The message whose session is folded: a committed one, or one an erasure names (the erasure took the
-    session's capsule with a message, and the session is folded again from the messages left)."""
-    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op is ProposalOp.ERASE:
+    """The message whose session is folded: a committed one, or one an erasure or a forget names (it took a
+    message the capsule quoted, and the session is folded again from the messages left)."""
+    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op in _REMOVING:
         return event.memory if event.memory is not None and event.memory.layer is Layer.L0 else None
     return committed_memory(event, _FROM)
 
@@ -179,9 +182,10 @@ class FoldProcessor(Processor):
         self.silent = SilentMessages()
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        """Committed messages, and the message an erasure names for each session it took a message from."""
+        """Committed messages, and the message an erasure or a forget names for each session it took a message
+        from."""
         return committed_upsert(marker, _FROM) or (
-            marker.status is ChangeStatus.COMMITTED and marker.op is ProposalOp.ERASE and marker.layer is Layer.L0)
+            marker.status is ChangeStatus.COMMITTED and marker.op in _REMOVING and marker.layer is Layer.L0)
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,
@@ -248,4 +252,6 @@ class FoldProcessor(Processor):
             valid_from=first.valid_from, attributes=attributes, model=model,
             prompt_hash=prompt_hash,  # no source event: a capsule is derived from all of them
         )
-        return upsert_proposal(capsule, processor=self.name, cause=event)
+        # after a forget the capsule (kept, its evidence repaired) may return to a version applied before
+        forgot = isinstance(event, ChangeEvent) and event.op is ProposalOp.FORGET
+        return upsert_proposal(capsule, processor=self.name, cause=event, per_cause=forgot)

@@ -69,10 +69,11 @@ def facet_label(facet_key: str) -> str:
 
 
 _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE, ProposalOp.REVIEW})
-_NAMING_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.REVIEW, ProposalOp.ERASE})
+_NAMING_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.REVIEW, ProposalOp.ERASE, ProposalOp.FORGET})
 """Ops whose change names the nodes whose scenes to compute again: a link's new mentions, the nodes of the atom a
-review judged, the anchors of the scenes an erasure took (computed again from what is left)."""
-_RECOMPUTING_OPS = frozenset({ProposalOp.REVIEW, ProposalOp.ERASE})
+review judged, the anchors of the scenes an erasure took or whose atoms a forget took (computed again from what
+is left)."""
+_RECOMPUTING_OPS = frozenset({ProposalOp.REVIEW, ProposalOp.ERASE, ProposalOp.FORGET})
 """... of which these may return a scene to a version applied before (see :func:`upsert_proposal`)."""
 _RELEASING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE})
 """Ops whose changes may carry atoms they released from a merge into a memory they removed."""
@@ -99,10 +100,10 @@ class GovernProcessor(Processor):
 
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), and committed
-        links, edges, reviews of atoms and erasures (scenes)."""
+        links, edges, reviews of atoms, erasures and forgets (scenes)."""
         return committed_upsert(marker, _ATOMS) or (marker.status is ChangeStatus.COMMITTED and (
             marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)
-            or (marker.op is ProposalOp.ERASE and marker.removes)))
+            or (marker.op in _RELEASING_OPS and marker.removes)))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         return await self._proposals(event, ctx, ctx.require_reader(), scened=set())

@@ -11,6 +11,7 @@ from altm.core import (
     ChangeStatus,
     DecodeError,
     EraseProposal,
+    Erasure,
     MemoryUnit,
     Scope,
     UpsertMemoryProposal,
@@ -23,7 +24,7 @@ from altm.pipeline.writer.ops.memory import (
     GUARD_HOLD,
     held_again,
     held_by_guard,
-    previous_content,
+    messages_left,
     upsert_memory,
     without_verdict,
 )
@@ -45,11 +46,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
         raise Erased(f"memory {erasure.memory_id} was erased already")
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
-    forgotten, forgets = ([], []) if erasure.target == "memory" else tx.forgotten_memories(
-        scope, agent_id=None if erasure.target == "user" else scope.agent_id,
-        session_id=erasure.session_id if erasure.target == "session" else None)
-    # what was derived from memories retention forgot before (their evidence was repaired) is erased too
-    doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
+    doomed, forgotten, forgets = _reached(tx, scope, erasure, seeds)
     messages: list[MemoryRow] = []  # the erased L0 messages
     atoms: list[MemoryRow] = []  # the erased L2 atoms (their subjects are verified again)
     anchors: set[str] = set()  # the nodes of the erased scenes (govern computes them again from what is left)
@@ -68,7 +65,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
             buried.append(bury(tx, row, reason=erasure.tombstone_reason, at=ctx.now,
                                keys=ctx.guard_keys, erasure_id=p.event_id))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
-    left = _messages_left(tx, messages, p, ctx)
+    left, relinked = messages_left(tx, messages, p.event_id, ctx)
+    tx.redact_audit("memories", relinked)  # their context held the erased content
     for row in tx.forgotten_rows(forgotten):  # an id tombstone: a forget that named it still holds in a replay
         buried.append(bury(tx, row, reason=erasure.tombstone_reason, at=ctx.now,
                            keys=ctx.guard_keys, erasure_id=p.event_id))
@@ -85,6 +83,22 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     readmitted = _refusals_lifted(tx, scope, set(gone), p, ctx)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left,
                    readmitted=readmitted, mentioned=tuple(sorted(anchors)))
+
+
+def _reached(tx: ShardTx, scope: Scope, erasure: Erasure, seeds: list[str]) -> tuple[set[str], list[str], list[str]]:
+    """What an erasure removes (its seeds and what was derived from them), what retention forgot of it before
+    and the forgets that did (their records and audit values go too)."""
+    forgotten, forgets = ([], []) if erasure.target == "memory" else tx.forgotten_memories(
+        scope, agent_id=None if erasure.target == "user" else scope.agent_id,
+        session_id=erasure.session_id if erasure.target == "session" else None)
+    # what was derived from memories retention forgot before (their evidence was repaired) is erased too
+    doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
+    # and so is what retention forgot that was derived from what this erasure reaches (a forgotten scene)
+    derived, derived_by = tx.forgotten_derived(scope, {*doomed, *forgotten})
+    if derived:
+        forgotten, forgets = sorted({*forgotten, *derived}), sorted({*forgets, *derived_by})
+        doomed = _with_derivatives(tx, [*seeds, *tx.repaired_by(forgets, forgotten)])
+    return doomed, forgotten, forgets
 
 
 def _refusals_lifted(tx: ShardTx, scope: Scope, gone: set[str], p: EraseProposal,
@@ -129,28 +143,6 @@ def _tally_again(tx: ShardTx, memory_id: str, p: EraseProposal, ctx: OpContext) 
         tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
 
 
-def _messages_left(tx: ShardTx, erased: list[MemoryRow], p: EraseProposal, ctx: OpContext) -> list[MemoryUnit]:
-    """The messages that follow erased ones are relinked (their context held erased content), and one message
-    of each session that keeps messages is returned for the erasure's change: the session's capsule went with
-    the erased message (:func:`_with_derivatives`), and fold folds it again from what is left, at once, as a
-    replay of the log without the erased message does (the state must not depend on whether the session's
-    next message ever comes)."""
-    relinked: dict[str, MemoryRow] = {}
-    last: dict[tuple[object, ...], MemoryRow] = {}  # per session: its message nearest an erased one
-    for row in erased:
-        following = tx.session_neighbour(row, "next")
-        if following is not None:
-            fresh: MemoryRow = {**following, "context": previous_content(tx, following)}
-            if following["memory_id"] not in relinked:
-                tx.update_memory(following, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
-            relinked[following["memory_id"]] = fresh
-        near = following or tx.session_neighbour(row, "previous")
-        if near is not None and near["session_id"] is not None:
-            last.setdefault(_session_of(near), near)
-    tx.redact_audit("memories", sorted(relinked))
-    return [row_to_memory(relinked.get(r["memory_id"], r)) for r in sorted(last.values(), key=lambda r: r["memory_id"])]
-
-
 def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list[str], p: EraseProposal,
                    ctx: OpContext) -> list[MemoryUnit]:
     """A verdict of a memory kept that names an erased one (contradicted by it, replacing it) quotes the erased
@@ -183,10 +175,6 @@ def _swept(row: MemoryRow, doomed: set[str]) -> bool:
     same capsule folded again from the same messages later (after a chit-chat message was erased, the next
     one gives the capsule it had)."""
     return row["kind"] == "capsule" and not set(orjson.loads(row["evidence"])) & doomed
-
-
-def _session_of(row: MemoryRow) -> tuple[object, ...]:
-    return (row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"])
 
 
 def _sealed_with_erased_key(p: EraseProposal, value: bytes) -> bool:

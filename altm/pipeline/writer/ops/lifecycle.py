@@ -9,13 +9,15 @@ from altm.core import (
     BuriedContent,
     ChangeStatus,
     ForgetProposal,
+    Layer,
     MemoryUnit,
     SignalProposal,
     event_ref,
+    scene,
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
-from altm.pipeline.writer.ops.memory import holds_lifted
+from altm.pipeline.writer.ops.memory import holds_lifted, messages_left
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -73,6 +75,8 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     memories that cited them keep their remaining evidence, or are flagged when none remains."""
     retention = p.forget
     forgotten: list[str] = []
+    gone: list[str] = []  # named, but not stored: nothing to forget
+    messages: list[MemoryRow] = []  # the forgotten L0 messages (their sessions are folded again)
     anti_patterns: list[str] = []
     buried: list[BuriedContent] = []
     for mid in retention.memory_ids:
@@ -81,6 +85,9 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
             if retention.tombstone:  # the source's forget buried it before the erasure did: it holds from here
                 tx.forgotten_first(p.scope, mid, f"{FORGOTTEN_PREFIX}{retention.reason}", at=ctx.now)
             forgotten.append(mid)
+            continue
+        if not tx.has_memory(mid):  # forgotten already (another pass), or never derived (a replay from a point)
+            gone.append(mid)
             continue
         row = target_row(tx, p, mid, "memory to forget")
         if row["lc_pinned"]:
@@ -93,23 +100,53 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         forgotten.append(mid)
         if row["kind"] == "anti_pattern":
             anti_patterns.append(mid)
+        elif row["layer"] == "L0":
+            messages.append(row)
     if not forgotten:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
+    anchors, unmade = _scenes_repaired(tx, repaired, p, ctx)
+    repaired = [m for m in repaired if m.memory_id not in unmade]
+    left, _ = messages_left(tx, messages, p.event_id, ctx)  # their sessions fold again from what is left
     # a forgotten anti-pattern no longer counts: what it held for review is judged again without it
     lifted = [m for mid in anti_patterns for m in holds_lifted(tx, p.scope, mid, p.event_id, ctx)]
-    pinned = [m for m in retention.memory_ids if m not in forgotten]
+    pinned = [m for m in retention.memory_ids if m not in forgotten and m not in gone]
+    inputs: dict[str, object] = {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
+                                 "repaired": [m.memory_id for m in repaired]}
+    inputs.update({"gone": gone} if gone else {})
+    inputs.update({"scenes_unmade": unmade} if unmade else {})
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
         ("decided", retention.reason),
         ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
-        {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
-         "repaired": [m.memory_id for m in repaired]}, at=ctx.now)
+        inputs, at=ctx.now)
     # the release is not in the record: whether a duplicate had met the forgotten memory is arrival order
-    changed = {m.memory_id: m for m in [*released, *repaired, *lifted]}
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
-                   buried=tuple(buried))
+    changed = {m.memory_id: m for m in [*released, *repaired, *lifted, *left]}
+    return Applied(ChangeStatus.COMMITTED, removed=tuple([*forgotten, *unmade]),
+                   also_changed=list(changed.values()), buried=tuple(buried), mentioned=anchors)
+
+
+def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit], p: ForgetProposal, ctx: OpContext
+                     ) -> tuple[tuple[str, ...], list[str]]:
+    """The scenes whose atoms retention forgot: the anchors of those the atoms left still make (govern computes
+    them again without the forgotten lines, as a store that never held them has them), and the ids of those
+    they no longer make (fewer sessions than a scene needs), removed with what they stood on (a replay that
+    repeats the forget removes them too)."""
+    anchors: set[str] = set()
+    unmade: list[str] = []
+    for mem in repaired:
+        node_id = mem.attributes.get("anchor_node_id")
+        if mem.layer is not Layer.L3 or not isinstance(node_id, str):
+            continue
+        if len(tx.sessions_mentioning(mem.scope, node_id)) >= scene.MIN_SESSIONS:
+            anchors.add(node_id)
+            continue
+        row = tx.memory_row(mem.memory_id)
+        if row is not None:
+            tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
+            unmade.append(mem.memory_id)
+    return tuple(sorted(anchors)), unmade
 
 
 def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:

@@ -334,6 +334,30 @@ def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
     return None if prev is None else str(prev["content"])
 
 
+def messages_left(tx: ShardTx, gone: list[MemoryRow], proposal_id: str, ctx: OpContext
+                  ) -> tuple[list[MemoryUnit], list[str]]:
+    """The messages that follow removed ones (erased, forgotten) are relinked (their context held the removed
+    content), and one message of each session that keeps messages is returned for the change: the session's
+    capsule quoted what was removed, and fold folds it again from what is left, at once, as a replay of the log
+    without it does (the state must not depend on whether the session's next message ever comes). Returns them
+    and the ids of the relinked messages."""
+    relinked: dict[str, MemoryRow] = {}
+    last: dict[tuple[object, ...], MemoryRow] = {}  # per session: its message nearest a removed one
+    for row in gone:
+        following = tx.session_neighbour(row, "next")
+        if following is not None:
+            fresh: MemoryRow = {**following, "context": previous_content(tx, following)}
+            if following["memory_id"] not in relinked:
+                tx.update_memory(following, fresh, at=ctx.now, proposal_id=proposal_id, actor="writer")
+            relinked[following["memory_id"]] = fresh
+        near = following or tx.session_neighbour(row, "previous")
+        if near is not None and near["session_id"] is not None:
+            key = (near["tenant_id"], near["workspace_id"], near["user_id"], near["agent_id"], near["session_id"])
+            last.setdefault(key, near)
+    left = [row_to_memory(relinked.get(r["memory_id"], r)) for r in sorted(last.values(), key=lambda r: r["memory_id"])]
+    return left, sorted(relinked)
+
+
 def _relink_successor(tx: ShardTx, row: MemoryRow, p: UpsertMemoryProposal, ctx: OpContext
                       ) -> list[MemoryUnit]:
     """A message that arrived late becomes the context of the one after it (order-independent)."""
