@@ -106,8 +106,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx)
-    anchors, unmade = _scenes_repaired(tx, repaired, p, ctx)
-    repaired = [m for m in repaired if m.memory_id not in unmade]
+    anchors = _scenes_repaired(tx, repaired)
     left, _ = messages_left(tx, messages, p.event_id, ctx)  # their sessions fold again from what is left
     # a forgotten anti-pattern no longer counts: what it held for review is judged again without it
     lifted = [m for mid in anti_patterns for m in holds_lifted(tx, p.scope, mid, p.event_id, ctx)]
@@ -115,7 +114,6 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     inputs: dict[str, object] = {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
                                  "repaired": [m.memory_id for m in repaired]}
     inputs.update({"gone": gone} if gone else {})
-    inputs.update({"scenes_unmade": unmade} if unmade else {})
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
         ("decided", retention.reason),
@@ -123,30 +121,23 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         inputs, at=ctx.now)
     # the release is not in the record: whether a duplicate had met the forgotten memory is arrival order
     changed = {m.memory_id: m for m in [*released, *repaired, *lifted, *left]}
-    return Applied(ChangeStatus.COMMITTED, removed=tuple([*forgotten, *unmade]),
-                   also_changed=list(changed.values()), buried=tuple(buried), mentioned=anchors)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
+                   buried=tuple(buried), mentioned=anchors)
 
 
-def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit], p: ForgetProposal, ctx: OpContext
-                     ) -> tuple[tuple[str, ...], list[str]]:
-    """The scenes whose atoms retention forgot: the anchors of those the atoms left still make (govern computes
-    them again without the forgotten lines, as a store that never held them has them), and the ids of those
-    they no longer make (fewer sessions than a scene needs), removed with what they stood on (a replay that
-    repeats the forget removes them too)."""
+def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit]) -> tuple[str, ...]:
+    """The anchors of the scenes whose atoms retention forgot that the atoms left still make (two sessions or
+    more): govern computes them again without the forgotten lines, as a store that never held them has them,
+    where the anchor's next mention did so before. A scene the atoms left no longer make is kept as it was, its
+    evidence repaired (flagged when none is left), as any derived memory retention took evidence from: a summary
+    outlives what it summarised until its own layer's retention."""
     anchors: set[str] = set()
-    unmade: list[str] = []
     for mem in repaired:
         node_id = mem.attributes.get("anchor_node_id")
-        if mem.layer is not Layer.L3 or not isinstance(node_id, str):
-            continue
-        if len(tx.sessions_mentioning(mem.scope, node_id)) >= scene.MIN_SESSIONS:
+        if mem.layer is Layer.L3 and isinstance(node_id, str) \
+                and len(tx.sessions_mentioning(mem.scope, node_id)) >= scene.MIN_SESSIONS:
             anchors.add(node_id)
-            continue
-        row = tx.memory_row(mem.memory_id)
-        if row is not None:
-            tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
-            unmade.append(mem.memory_id)
-    return tuple(sorted(anchors)), unmade
+    return tuple(sorted(anchors))
 
 
 def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
