@@ -96,13 +96,14 @@ def _is_erasure(obj: dict[str, Any]) -> bool:
 
 
 def _is_users_decision(obj: dict[str, Any]) -> bool:
-    """A rollback request or proposal: a decision about the user's governance record (whichever agent's scope
-    the operator asked from), carrying ids and a reason, no memory content. It is sealed under the user's own
-    key, so an erasure of the asking agent or of a session does not make it unreadable while its effect on the
-    other agents' memories stays; an erasure of the user destroys it."""
+    """A rollback or a review, requested or proposed: a decision about the user's governance record or the
+    user's memories (whichever agent's scope the operator asked from; the review queue covers the whole user),
+    carrying ids, a decision and a reason, no memory content. It is sealed under the user's own key, so an
+    erasure of the asking agent or of a session does not make it unreadable while its effect on the other
+    agents' memories stays (a replay applies it as the source did); an erasure of the user destroys it."""
     etype = obj.get("event_type")
-    return (etype == "control" and obj.get("action") == "rollback") or (
-        etype == "proposal" and obj.get("op") == "rollback")
+    return (etype == "control" and obj.get("action") in ("rollback", "review_decision")) or (
+        etype == "proposal" and obj.get("op") in ("rollback", "review"))
 
 
 def owner_of(value: bytes | str, key: str | None) -> Owner | None:
