@@ -9,7 +9,9 @@ from typing import Any
 import orjson
 
 _TEXT_FIELDS = ("content", "context", "attributes", "trust_reason", "name", "label", "normalised_text", "compressed",
-                "response", "bundle")
+                "response", "bundle", "inputs", "reason")
+"""Fields that may hold memory text: a held action's and a governance decision's inputs and reason quote the
+memories they name (a supersede held for review quotes both versions)."""
 
 
 def redacted(row: Mapping[str, Any], fields: tuple[str, ...] = _TEXT_FIELDS) -> dict[str, Any]:
