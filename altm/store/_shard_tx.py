@@ -276,6 +276,14 @@ class ShardTx:
         return sorted({str(r[0]) for r in self._db.execute(
             "SELECT dst_id FROM graph_edges WHERE src_id=? AND edge_type='MENTIONS'", (memory_id,))})
 
+    def atoms_of_facet(self, facet: MemoryRow) -> list[MemoryRow]:
+        """The user's L2 atoms (of every agent) of a facet's facet key, in valid-time order."""
+        key = orjson.loads(facet["attributes"] or "{}").get("facet_key")
+        return [memory_row(r) for r in self._db.execute(
+            "SELECT * FROM memories WHERE layer='L2' AND json_extract(attributes, '$.facet_key') IS ? "
+            "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY COALESCE(valid_from, ''), memory_id",
+            (key, facet["tenant_id"], facet["workspace_id"], facet["user_id"]))]
+
     def dependants(self, memory_ids: Sequence[str]) -> list[str]:
         """Memories that cite any of ``memory_ids`` as evidence."""
         return sorted({str(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
@@ -1217,6 +1225,7 @@ class ShardTx:
         for r in self._db.execute("SELECT * FROM held_actions WHERE tenant_id=? AND workspace_id=? AND user_id=?",
                                   home).fetchall():
             if set(MEMORY_ID.findall(f"{r['target_ids'] or ''} {r['inputs'] or ''}")) & erased:
+                self.redact_audit("held_actions", [str(r["action_id"])])  # its earlier rows quote them too
                 self._erase_row("held_actions", "action_id", dict(r), at=at, proposal_id=proposal_id)
 
     def _drop_decisions_naming(self, home: list[str], erased: set[str], *, at: str, proposal_id: str) -> None:

@@ -21,7 +21,6 @@ from altm.core import (
     HoldActionProposal,
     Kind,
     Layer,
-    LifecycleState,
     MemoryUnit,
     Merge,
     MergeProposal,
@@ -47,6 +46,7 @@ from altm.pipeline.processors._base import (
     said_by_user,
     upsert_proposal,
 )
+from altm.pipeline.processors.facets import facet_version, order, rejected
 from altm.store import MemoryReader
 
 _ATOMS = frozenset({Layer.L2})
@@ -57,15 +57,6 @@ class SupersedeRubric(BaseModel):
     supersede: bool
     confidence: float = Field(ge=0.0, le=1.0)
     reason: str = Field(min_length=1, max_length=500)
-
-
-def _order(m: MemoryUnit) -> tuple[str, str]:
-    return (m.valid_from.isoformat() if m.valid_from else "", m.memory_id)
-
-
-def facet_label(facet_key: str) -> str:
-    family, _, topic = facet_key.partition(":")
-    return f"{family.capitalize()} ({topic})" if topic else family.capitalize()
 
 
 _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE, ProposalOp.REVIEW})
@@ -165,7 +156,7 @@ class GovernProcessor(Processor):
         """Exact duplicates fold into the earliest of them; not into one a reviewer rejected (a re-statement of
         it vanished into the rejected atom, out of recall with it)."""
         same = sorted((m for m in reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash)
-                       if not _rejected(m)), key=_order)
+                       if not rejected(m)), key=order)
         if len(same) < 2:
             return []
         canonical = same[0]
@@ -175,17 +166,6 @@ class GovernProcessor(Processor):
                                  reason="exact duplicate (same kind and content hash)"))
             for dup in same[1:] if dup.superseded_by is None
         ]
-
-    def _facet_memory(self, atom: MemoryUnit, facet_key: str) -> MemoryUnit:
-        """The facet version of ``atom``'s statement (its id is the statement's, whichever atom it cites)."""
-        return derived_memory(
-            scope=atom.scope, session_id=None, layer=Layer.L4, kind=Kind.FACET,
-            content=f"{facet_label(facet_key)}: {atom.content}", evidence=[atom.memory_id], processor=self.name,
-            method=Method.HEURISTIC, id_parts=[atom.scope.home, "L4", facet_key, norm(atom.content)],
-            valid_from=atom.valid_from, attributes={"facet_key": facet_key, "source_kind": atom.kind.value},
-            role=atom.role,
-            source_event_id=atom.provenance.source_event_id,
-        )
 
     async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
                      ) -> list[Proposal]:
@@ -199,15 +179,15 @@ class GovernProcessor(Processor):
         atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
         # the same statement made in several sessions is one facet version, cited from its first atom,
         # whichever of those atoms was processed first (the state must not depend on arrival order)
-        first = min((a for a in atoms if norm(a.content) == norm(mem.content) and not _rejected(a)), key=_order,
+        first = min((a for a in atoms if norm(a.content) == norm(mem.content) and not rejected(a)), key=order,
                     default=mem)
-        first = mem if _order(mem) < _order(first) else first
-        facet = self._facet_memory(first, facet_key)
+        first = mem if order(mem) < order(first) else first
+        facet = facet_version(first, facet_key)
         out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
-        earlier = [a for a in atoms if _order(a) < _order(first) and a.superseded_by is None]
+        earlier = [a for a in atoms if order(a) < order(first) and a.superseded_by is None]
         if not earlier:
             return out
-        previous = self._facet_memory(max(earlier, key=_order), facet_key)
+        previous = facet_version(max(earlier, key=order), facet_key)
         if previous.content_hash == facet.content_hash:
             return out
         decision = await self._should_supersede(first, previous, facet)
@@ -271,8 +251,3 @@ class GovernProcessor(Processor):
         # after a review or an erasure, the scene may return to a version applied before (without a rejected
         # atom, then with it again): a proposal of that change's own
         return [upsert_proposal(scene, processor=self.name, cause=event, per_cause=event.op in _RECOMPUTING_OPS)]
-
-
-def _rejected(atom: MemoryUnit) -> bool:
-    """A reviewer rejected the atom: no duplicate folds into it and no facet cites it."""
-    return atom.lifecycle.state is LifecycleState.REJECTED

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import orjson
 
 from altm.bus.sealing import owner_of
@@ -22,6 +24,7 @@ from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied
 from altm.pipeline.writer.ops.memory import (
     GUARD_HOLD,
+    facet_recited,
     held_again,
     held_by_guard,
     messages_left,
@@ -47,24 +50,13 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     if erasure.target == "memory" and not seeds:
         raise Rejection(f"no memory {erasure.memory_id} in scope {scope.home}", code="unknown_target")
     doomed, forgotten, forgets = _reached(tx, scope, erasure, seeds)
-    messages: list[MemoryRow] = []  # the erased L0 messages
-    atoms: list[MemoryRow] = []  # the erased L2 atoms (their subjects are verified again)
-    anchors: set[str] = set()  # the nodes of the erased scenes (govern computes them again from what is left)
-    buried: list[BuriedContent] = []
-    for mid in sorted(doomed):
-        row = tx.memory_row(mid)
-        if row is None:
-            continue
-        if row["layer"] == "L0":
-            messages.append(row)
-        elif row["layer"] == "L2":
-            atoms.append(row)
-        elif row["layer"] == "L3" and isinstance(node := orjson.loads(row["attributes"]).get("anchor_node_id"), str):
-            anchors.add(node)
-        if mid in seeds or not _swept(row, doomed):
-            buried.append(bury(tx, row, reason=erasure.tombstone_reason, at=ctx.now,
-                               keys=ctx.guard_keys, erasure_id=p.event_id))
-        tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    recited = _facets_kept(tx, erasure, doomed)
+    doomed -= set(recited)
+    removed = _removed(tx, doomed, seeds, p, ctx)
+    messages, atoms, anchors, buried = removed.messages, removed.atoms, removed.anchors, removed.buried
+    for row in recited.values():  # after the atoms they cited went
+        tx.update_memory(tx.memory_row(row["memory_id"]) or row, row, at=ctx.now, proposal_id=p.event_id,
+                         actor="writer")
     left, relinked = messages_left(tx, messages, p.event_id, ctx)
     tx.redact_audit("memories", relinked)  # their context held the erased content
     for row in tx.forgotten_rows(forgotten):  # an id tombstone: a forget that named it still holds in a replay
@@ -75,7 +67,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
     released = tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
     # the released, as they are now (exact duplicates among them fold again through governance)
-    left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in released)]}.values())
+    left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in [*released, *recited.values()])]
+                 }.values())
     for mid in tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id):
         _tally_again(tx, mid, p, ctx)  # it was used by what was erased (a recall cycle of the erased session)
     _drop_deferred(tx, p)
@@ -83,6 +76,48 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     readmitted = _refusals_lifted(tx, scope, set(gone), p, ctx)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(sorted(doomed)), buried=tuple(buried), also_changed=left,
                    readmitted=readmitted, mentioned=tuple(sorted(anchors)))
+
+
+@dataclass
+class _Removed:
+    messages: list[MemoryRow] = field(default_factory=list)  # the erased L0 messages
+    atoms: list[MemoryRow] = field(default_factory=list)  # the erased L2 atoms (their subjects are verified again)
+    anchors: set[str] = field(default_factory=set)  # the nodes of the erased scenes (computed again from the rest)
+    buried: list[BuriedContent] = field(default_factory=list)
+
+
+def _removed(tx: ShardTx, doomed: set[str], seeds: list[str], p: EraseProposal, ctx: OpContext) -> _Removed:
+    """Delete ``doomed`` (audited, values redacted), burying the seeds and what is not swept with them."""
+    out = _Removed()
+    for mid in sorted(doomed):
+        row = tx.memory_row(mid)
+        if row is None:
+            continue
+        if row["layer"] == "L0":
+            out.messages.append(row)
+        elif row["layer"] == "L2":
+            out.atoms.append(row)
+        elif row["layer"] == "L3" and isinstance(node := orjson.loads(row["attributes"]).get("anchor_node_id"), str):
+            out.anchors.add(node)
+        if mid in seeds or not _swept(row, doomed):
+            out.buried.append(bury(tx, row, reason=p.erasure.tombstone_reason, at=ctx.now,
+                                   keys=ctx.guard_keys, erasure_id=p.event_id))
+        tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return out
+
+
+def _facets_kept(tx: ShardTx, erasure: Erasure, doomed: set[str]) -> dict[str, MemoryRow]:
+    """The persona facets among ``doomed`` (the user's: of the erased agent's scope, or citing an erased atom)
+    whose statement an atom the erasure keeps states too (another agent or session said it): each as it stands
+    on that atom, as a store that never heard the erased content has it. Not one erased by its own id."""
+    kept: dict[str, MemoryRow] = {}
+    for mid in sorted(doomed):
+        row = tx.memory_row(mid)
+        if row is None or row["layer"] != "L4" or (erasure.target == "memory" and mid == erasure.memory_id):
+            continue
+        if (recited := facet_recited(tx, row, besides=frozenset(doomed))) is not None:
+            kept[mid] = recited
+    return kept
 
 
 def _reached(tx: ShardTx, scope: Scope, erasure: Erasure, seeds: list[str]) -> tuple[set[str], list[str], list[str]]:

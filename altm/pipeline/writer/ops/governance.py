@@ -28,6 +28,7 @@ from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied
 from altm.pipeline.writer.ops.memory import (
     EVIDENCE_REJECTED,
+    facet_recited,
     holds_lifted,
     state_by_weight,
     summaries_judged_again,
@@ -171,7 +172,8 @@ def _out_with_evidence(row: MemoryRow, ctx: OpContext) -> MemoryRow:
 def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposal, ctx: OpContext
                       ) -> list[MemoryUnit]:
     """Persona facets (L4) that cite the reviewed atom follow it. Rejected: a facet none of whose atoms is left
-    unrejected leaves recall with it (it stayed the user's current profile), and the version it superseded is
+    unrejected leaves recall with it (it stayed the user's current profile) unless another atom of the user
+    states it (another agent heard it too: the facet cites that one), and the version it superseded is
     current again (a rejected correction no longer hides the value it corrected). Approved again: a facet it
     took out comes back, superseding that version again. (A re-statement by the user is cited instead of the
     rejected atom by govern, and brings the facet back through the writer: :func:`upsert_memory`.)"""
@@ -187,6 +189,10 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
         else:
             cited = [tx.memory_row(e) for e in orjson.loads(facet["evidence"])]
             if facet["lc_state"] == "rejected" or any(a is not None and a["lc_state"] != "rejected" for a in cited):
+                continue
+            if (recited := facet_recited(tx, facet)) is not None:  # another agent or session said it too
+                tx.update_memory(facet, recited, at=ctx.now, proposal_id=p.event_id, actor="review")
+                out.append(row_to_memory(recited))
                 continue
             new = _out_with_evidence(facet, ctx)
         tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")

@@ -19,6 +19,7 @@ from altm.core import (
     scene,
 )
 from altm.core.bounds import content_over_limit
+from altm.pipeline.processors.facets import facet_version, stands_on
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import (
@@ -332,6 +333,20 @@ def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
     """The content of the L0 message before ``row`` in its session: its context."""
     prev = tx.session_neighbour(row, "previous")
     return None if prev is None else str(prev["content"])
+
+
+def facet_recited(tx: ShardTx, facet: MemoryRow, *, besides: frozenset[str] = frozenset()) -> MemoryRow | None:
+    """``facet`` standing on another atom of its statement, when the one it cites goes (a reviewer rejected
+    it, or an erasure takes it: ``besides``) and another agent or session of the user said the same: the
+    version govern makes from the earliest such atom (its scope, its time), what the facet kept of its own
+    (trust, lifecycle, supersession). None when no other atom states it."""
+    current = row_to_memory(facet)
+    atom = stands_on(current, [row_to_memory(r) for r in tx.atoms_of_facet(facet)], besides=besides)
+    if atom is None:
+        return None
+    key = current.attributes.get("facet_key")
+    fresh = memory_to_row(facet_version(atom, str(key)), datetime.fromisoformat(str(facet["recorded_at"])))
+    return carry_over(fresh, facet, _KEPT_ON_UPDATE)
 
 
 def messages_left(tx: ShardTx, gone: list[MemoryRow], proposal_id: str, ctx: OpContext
