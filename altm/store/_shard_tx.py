@@ -490,10 +490,10 @@ class ShardTx:
             where = (f"memory_id IN ({_marks(chunk)}) AND reason LIKE ? AND tenant_id=? AND workspace_id=? "
                      "AND user_id=?")
             args = [*chunk, f"{FORGOTTEN_PREFIX}%", *_home(scope)]
-            for tid, mid, reason in self._db.execute(
-                    f"SELECT tombstone_id, memory_id, reason FROM tombstones WHERE {where}", args).fetchall():
+            for row in self._db.execute(f"SELECT * FROM tombstones WHERE {where}", args).fetchall():
+                # the whole row (hashes, no text): a rollback of this rollback puts it back
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="delete", table="tombstones",
-                            target_id=str(tid), old={"memory_id": mid, "reason": reason}, new=None)
+                            target_id=str(row["tombstone_id"]), old=dict(row), new=None)
             self._db.execute(f"DELETE FROM tombstones WHERE {where}", args)
 
     def activate_tombstones(self, erasure_id: str, *, reason: str, at: str) -> list[str]:
@@ -767,6 +767,8 @@ class ShardTx:
         tid = tombstone_id(row["tenant_id"], row["workspace_id"], row["user_id"], row["memory_id"])
         if self._erased_after_forget(tid, reason, at, erasure_id) or self._forgotten_first(tid, reason, at):
             return tid
+        if self._erased_again(tid, reason, at, erasure_id, value_hash, shingle_hashes, term_hashes, distinctive):
+            return tid
         self._audit(at=at, proposal_id=None, actor="writer", action="insert", table="tombstones", target_id=tid,
                     old=None, new={"value_hash": value_hash, "memory_id": row["memory_id"], "reason": reason})
         self._db.execute(
@@ -779,6 +781,31 @@ class ShardTx:
              reason if forgotten_by is not None else None),
         )
         return tid
+
+    def _erased_again(self, tombstone_id: str, reason: str, at: str, erasure_id: str | None, value_hash: str,
+                      shingle_hashes: frozenset[str], term_hashes: frozenset[str], distinctive: bool) -> bool:
+        """A memory an earlier erasure buried that is stored again (a capsule folded anew after its message's
+        erasure), erased by a later one: the tombstone becomes the later erasure's (its reason: erased by its
+        own id, say) and refuses both versions (their hashes together), where the later one was dropped.
+        Whether there was such a tombstone."""
+        if reason.startswith(FORGOTTEN_PREFIX) or erasure_id is None:
+            return False
+        found = self._db.execute(
+            "SELECT reason, erasure_id, shingle_hashes, term_hashes, distinctive FROM tombstones "
+            "WHERE tombstone_id=? AND pending=0", (tombstone_id,)).fetchone()
+        if found is None or str(found[0]).startswith(FORGOTTEN_PREFIX) or found[1] == erasure_id:
+            return False
+        shingles = sorted({*orjson.loads(found[2] or "[]"), *shingle_hashes})
+        terms = sorted({*orjson.loads(found[3] or "[]"), *term_hashes})
+        self._audit(at=at, proposal_id=None, actor="writer", action="update", table="tombstones",
+                    target_id=tombstone_id, old={"reason": found[0], "erasure_id": found[1]},
+                    new={"reason": reason, "erasure_id": erasure_id, "value_hash": value_hash})
+        self._db.execute(
+            "UPDATE tombstones SET reason=?, at=?, erasure_id=?, value_hash=?, shingle_hashes=?, term_hashes=?, "
+            "distinctive=? WHERE tombstone_id=?",
+            (reason, at, erasure_id, value_hash, orjson.dumps(shingles).decode(), orjson.dumps(terms).decode(),
+             int(distinctive or bool(found[4])), tombstone_id))
+        return True
 
     def _erased_after_forget(self, tombstone_id: str, reason: str, at: str, erasure_id: str | None) -> bool:
         """An erasure that reaches a memory retention forgot (and buried) before takes its tombstone over: it
@@ -1154,7 +1181,8 @@ class ShardTx:
                          ) -> list[MemoryRow]:
         """The memories of ``row``'s user and facet key that ``released_by`` (an actor) released from ``row``
         (:meth:`release_superseded`) and nothing supersedes now: superseded by it again, as they were before
-        that release (its audit row). Returned as updated."""
+        that release (its audit row), unless a rollback touched them since (an operator who rolled the
+        supersession back decided). Returned as updated."""
         key = orjson.loads(row["attributes"] or "{}").get("facet_key")
         out: list[MemoryRow] = []
         for r in self._db.execute(
@@ -1164,11 +1192,13 @@ class ShardTx:
                 (row["layer"], row["memory_id"], key, row["tenant_id"], row["workspace_id"], row["user_id"])):
             candidate = memory_row(r)
             released = self._db.execute(
-                "SELECT old_value FROM audit_log WHERE target_table='memories' AND target_id=? AND action='update' "
-                "AND actor=? AND redacted!=1 AND json_extract(old_value, '$.superseded_by')=? "
+                "SELECT old_value, audit_id FROM audit_log WHERE target_table='memories' AND target_id=? "
+                "AND action='update' AND actor=? AND redacted!=1 AND json_extract(old_value, '$.superseded_by')=? "
                 "AND json_extract(new_value, '$.superseded_by') IS NULL ORDER BY audit_id DESC LIMIT 1",
                 (candidate["memory_id"], released_by, row["memory_id"])).fetchone()
-            if released is None:
+            if released is None or self._db.execute(
+                    "SELECT 1 FROM audit_log WHERE target_table='memories' AND target_id=? AND audit_id > ? "
+                    "AND actor='rollback' LIMIT 1", (candidate["memory_id"], released[1])).fetchone():
                 continue
             before = orjson.loads(released[0])
             again = cast("MemoryRow", {**candidate, **{c: before.get(c) for c in self._SUPERSESSION}})

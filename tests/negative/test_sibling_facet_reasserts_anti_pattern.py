@@ -19,6 +19,8 @@ guards; an L4 facet is judged at least against the anti-patterns of the agents t
 
 from __future__ import annotations
 
+import pytest
+
 from altm.core import Settings
 from tests.support.memories import embedded, runtime_of
 from tests.support.rows import rows
@@ -29,6 +31,9 @@ ANTI = "Never use pickle for the session cache because unpickling untrusted data
 PREF = "I prefer pickle for the session cache."
 
 
+@pytest.mark.xfail(strict=True, reason="known limit (issue 15): anti-patterns are an agent's (L2), a facet is the "
+                   "user's (L4); the guard judges a facet against its own agent's anti-patterns only. Judging it "
+                   "against every agent's, or holding it for review, is a design decision left open")
 async def test_the_users_facet_does_not_reassert_an_anti_pattern_the_recalling_agent_holds(
         settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})

@@ -161,7 +161,9 @@ def flat_sections(sections: dict[str, list[str]]) -> dict[str, list[str]]:
     return {key: [capsule.flat(item) for item in items] for key, items in sections.items()}
 
 
-_REMOVING = frozenset({ProposalOp.ERASE, ProposalOp.FORGET})
+_REMOVING = frozenset({ProposalOp.ERASE, ProposalOp.FORGET, ProposalOp.ROLLBACK})
+"""Changes that name a message whose session is folded again: what an erasure or a forget left, what a rollback
+(of a forget) put back."""
 
 
 def _session_message(event: Event) -> MemoryUnit | None:
@@ -252,6 +254,6 @@ class FoldProcessor(Processor):
             valid_from=first.valid_from, attributes=attributes, model=model,
             prompt_hash=prompt_hash,  # no source event: a capsule is derived from all of them
         )
-        # after a forget the capsule (kept, its evidence repaired) may return to a version applied before
-        forgot = isinstance(event, ChangeEvent) and event.op is ProposalOp.FORGET
-        return upsert_proposal(capsule, processor=self.name, cause=event, per_cause=forgot)
+        # after a forget or a rollback the capsule (kept) may return to a version applied before
+        again = isinstance(event, ChangeEvent) and event.op in (ProposalOp.FORGET, ProposalOp.ROLLBACK)
+        return upsert_proposal(capsule, processor=self.name, cause=event, per_cause=again)

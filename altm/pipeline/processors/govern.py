@@ -60,11 +60,12 @@ class SupersedeRubric(BaseModel):
 
 
 _SCENE_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.UPSERT_EDGE, ProposalOp.REVIEW})
-_NAMING_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.REVIEW, ProposalOp.ERASE, ProposalOp.FORGET})
+_NAMING_OPS = frozenset({ProposalOp.LINK_MEMORY, ProposalOp.REVIEW, ProposalOp.ERASE, ProposalOp.FORGET,
+                         ProposalOp.ROLLBACK})
 """Ops whose change names the nodes whose scenes to compute again: a link's new mentions, the nodes of the atom a
 review judged, the anchors of the scenes an erasure took or whose atoms a forget took (computed again from what
-is left)."""
-_RECOMPUTING_OPS = frozenset({ProposalOp.REVIEW, ProposalOp.ERASE, ProposalOp.FORGET})
+is left), the nodes of the atoms a rollback put back."""
+_RECOMPUTING_OPS = frozenset({ProposalOp.REVIEW, ProposalOp.ERASE, ProposalOp.FORGET, ProposalOp.ROLLBACK})
 """... of which these may return a scene to a version applied before (see :func:`upsert_proposal`)."""
 _RELEASING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE})
 """Ops whose changes may carry atoms they released from a merge into a memory they removed."""
@@ -91,10 +92,10 @@ class GovernProcessor(Processor):
 
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), and committed
-        links, edges, reviews of atoms, erasures and forgets (scenes)."""
+        links, edges, reviews of atoms, erasures, forgets and rollbacks (scenes)."""
         return committed_upsert(marker, _ATOMS) or (marker.status is ChangeStatus.COMMITTED and (
             marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)
-            or (marker.op in _RELEASING_OPS and marker.removes)))
+            or (marker.op in _RELEASING_OPS and marker.removes) or marker.op is ProposalOp.ROLLBACK))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         return await self._proposals(event, ctx, ctx.require_reader(), scened=set())
@@ -184,7 +185,7 @@ class GovernProcessor(Processor):
         first = mem if order(mem) < order(first) else first
         facet = facet_version(first, facet_key)
         out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
-        earlier = [a for a in atoms if order(a) < order(first) and a.superseded_by is None]
+        earlier = [a for a in atoms if order(a) < order(first) and a.superseded_by is None and not rejected(a)]
         if not earlier:
             return out
         previous = facet_version(max(earlier, key=order), facet_key)
@@ -232,19 +233,21 @@ class GovernProcessor(Processor):
         node = reader.node(event.scope, node_id)
         if node is None or node["node_type"] not in ("Entity", "Time"):
             return []
-        members = reader.scene_members(event.scope, node["node_id"], scene_text.MAX_ITEMS)
+        # the node's agent's scene (a review or an erasure may come from another agent's scope of the user)
+        scope = event.scope.model_copy(update={"agent_id": node["agent_id"]})
+        members = reader.scene_members(scope, node["node_id"], scene_text.MAX_ITEMS)
         sessions = members.sessions
         if len(sessions) < scene_text.MIN_SESSIONS:
             return []
-        atoms = reader.get_many(event.scope, members.memory_ids)
+        atoms = reader.get_many(scope, members.memory_ids)
         if not atoms:  # erased between the two reads (another process's writer): a later mention rebuilds it
             return []
         lines = [scene_text.member(a.session_id, a.kind.value, a.content) for a in atoms]
         scene = derived_memory(
-            scope=event.scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE,
+            scope=scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE,
             content=scene_text.render(node["name"], sessions, lines),
             evidence=[a.memory_id for a in atoms], processor=self.name, method=Method.HEURISTIC,
-            id_parts=[event.scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
+            id_parts=[scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
             attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
             # no source event: a scene is recomputed from every atom, whichever change triggered it
         )

@@ -12,6 +12,7 @@ from altm.core import (
     ChangeStatus,
     EdgeType,
     HoldActionProposal,
+    Layer,
     LifecycleState,
     MemoryUnit,
     MergeProposal,
@@ -293,6 +294,8 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
             back.append(a.target_id)
     _tally_again(tx, {a.target_id.split("/")[0] for a in audits if a.table == "lifecycle_signals"}, p, ctx)
     restored = [row_to_memory(row) for mid in back if (row := tx.memory_row(mid)) is not None]
+    # the scenes of the atoms it put back are computed again (fold folds the sessions of its messages again)
+    mentioned = sorted({n for m in restored if m.layer is Layer.L2 for n in tx.mentioned_by(m.memory_id)})
     decision = steps[0][0]
     # a forget's tombstones of what it restored go (the guard refused every later version of them)
     tx.unbury_forgotten(scope, [m.memory_id for m in restored], at=ctx.now, proposal_id=p.event_id)
@@ -300,7 +303,7 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
                        {"decision_id": undo.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
                        at=ctx.now)
-    return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored)
+    return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored, mentioned=tuple(mentioned))
 
 
 def _tally_again(tx: ShardTx, memory_ids: set[str], p: RollbackProposal, ctx: OpContext) -> None:
