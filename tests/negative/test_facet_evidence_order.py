@@ -12,8 +12,8 @@ from __future__ import annotations
 from altm.bus import OutgoingRecord
 from altm.core import Layer, Topic, UpsertMemoryProposal, encode, topic_name
 from altm.core.settings import Settings
-from altm.pipeline.processors import GovernProcessor
 from altm.pipeline.processors._base import upsert_proposal
+from altm.pipeline.processors.facets import facet_version
 from altm.store import MemoryReader
 from tests.support.memories import embedded, runtime_of
 from tests.support.rows import rows
@@ -34,7 +34,7 @@ async def test_a_late_facet_proposal_from_the_later_atom_leaves_the_facet_on_the
         reader = MemoryReader(deployment.shards)
         (later,) = [m for m in reader.atoms_with(SCOPE, "facet_key", "preference:standups", Layer.L2)
                     if m.session_id == "s1"]
-        stale = GovernProcessor()._facet_memory(later, "preference:standups")  # what a lane that saw only s1 made
+        stale = facet_version(later, "preference:standups")  # what a lane that saw only s1 made
         late: UpsertMemoryProposal = upsert_proposal(stale, processor="govern", cause=turns[1])
         await rt.log.publish_many([OutgoingRecord(topic_name(Topic.PROPOSALS, s.topic_prefix), encode(late),
                                                   key=late.key)])
