@@ -497,7 +497,8 @@ def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> LiveCopies:
 def _copied_before(tx: ShardTx, live: LiveCopies, erased_hash: str, tombstone_id: str) -> bool:
     """A copy of the erased text among ``live`` was stored before the tombstone ``tombstone_id`` refused anything
     (a replay's carried tombstone refuses from the replayed erasure on, as the source's did: the same order). A
-    shard without those audit rows (restored from a changelog) counts every copy, as before."""
+    shard without those audit rows counts every copy, as before (a restore re-applies the proposals log, and so
+    writes them again in the same order)."""
     stored = live.get(erased_hash)
     if stored is None:
         return False

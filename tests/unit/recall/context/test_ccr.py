@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-import pytest
-
 import json
+
+import pytest
 
 from altm.recall.context import ContentType, build_bundle, compress, count_tokens, detect
 from altm.recall.retrieval import Hit
