@@ -12,7 +12,12 @@ from typing import Protocol
 class LLMCache(Protocol):
     def get(self, model: str, prompt_hash: str) -> str | None: ...
 
-    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None: ...
+    def erasures(self, home: str) -> object:
+        """A marker of the user's erasures so far, taken before a model call: an answer that comes back after an
+        erasure of that user (which cleared the user's entries) is not kept (it may quote what was erased)."""
+        ...
+
+    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None) -> None: ...
 
 
 class MemoryLLMCache:
@@ -24,5 +29,8 @@ class MemoryLLMCache:
     def get(self, model: str, prompt_hash: str) -> str | None:
         return self._data.get((model, prompt_hash))
 
-    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
+    def erasures(self, home: str) -> object:
+        return None  # nothing here is erased
+
+    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None) -> None:
         self._data.setdefault((model, prompt_hash), response)

@@ -74,23 +74,37 @@ class _Endpoint:
         if wait > 0:
             time.sleep(wait)
 
-    def spent(self, usage: Any) -> None:
+    def spent(self, usage: Any, *, counted: tuple[int, int] = (0, 0)) -> None:
+        """Count a call: the tokens the endpoint reports, or ``counted`` here (prompt, completion) where it
+        reports none, zero or fewer (a budget must not rest on the endpoint's word; a negative count is none)."""
         self.requests += 1
-        if usage is not None:
-            self.tokens_used += int(usage.total_tokens or 0)
-            task, s = self.task.value, self.settings
-            prompt, completion = int(getattr(usage, "prompt_tokens", 0) or 0), int(
-                getattr(usage, "completion_tokens", 0) or 0)
-            MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
-            MODEL_TOKENS.labels(task=task, direction="completion").inc(completion)
-            cost = (prompt * s.usd_per_1k_prompt_tokens + completion * s.usd_per_1k_completion_tokens) / 1000
-            if cost:
-                MODEL_COST.labels(task=task).inc(cost)
+        if usage is None and counted == (0, 0):
+            return
+        reported = (_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"))
+        prompt, completion = (max(a, b) for a, b in zip(reported, counted, strict=True))
+        self.tokens_used += max(_tokens(usage, "total_tokens"), prompt + completion)
+        task, s = self.task.value, self.settings
+        MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
+        MODEL_TOKENS.labels(task=task, direction="completion").inc(completion)
+        cost = (prompt * s.usd_per_1k_prompt_tokens + completion * s.usd_per_1k_completion_tokens) / 1000
+        if cost:
+            MODEL_COST.labels(task=task).inc(cost)
 
     async def aclose(self) -> None:
         if self.client is not None:
             await self.client.close()
             self.client = None
+
+
+def _estimated_tokens(text: str) -> int:
+    """About four bytes a token: what a call is charged at least when its endpoint reports no usage."""
+    return (len(text.encode("utf-8", errors="surrogatepass")) + 3) // 4
+
+
+def _tokens(usage: Any, field: str) -> int:
+    """A token count of an endpoint's usage report, 0 when missing or not a count of at least 0."""
+    value = getattr(usage, field, 0) if usage is not None else 0
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 class OpenAIChat(ChatModel):
@@ -137,6 +151,7 @@ class OpenAIChat(ChatModel):
         except Deferred:
             MODEL_CALLS.labels(task=task.value, outcome="over_budget").inc()
             raise
+        since = cache.erasures(scope.home)  # an erasure of the user while the call runs: its answer is not kept
         s = endpoint.settings
         params: dict[str, Any] = {
             "model": model, "messages": list(messages), "temperature": s.temperature,
@@ -151,8 +166,9 @@ class OpenAIChat(ChatModel):
             endpoint.spent(None)
             MODEL_CALLS.labels(task=task.value, outcome="failed").inc()
             raise Deferred(f"{task.value} model call failed: {type(exc).__name__}: {exc}") from exc
-        endpoint.spent(resp.usage)
         text = resp.choices[0].message.content if resp.choices else None
+        endpoint.spent(resp.usage, counted=(sum(_estimated_tokens(m.get("content") or "") for m in messages),
+                                            _estimated_tokens(text or "")))
         try:
             if not text:
                 raise Deferred(f"{task.value} model returned no content")
@@ -165,7 +181,7 @@ class OpenAIChat(ChatModel):
             MODEL_CALLS.labels(task=task.value, outcome="invalid").inc()
             raise
         MODEL_CALLS.labels(task=task.value, outcome="ok").inc()
-        cache.put(model, phash, value.model_dump_json(), scope.home)
+        cache.put(model, phash, value.model_dump_json(), scope.home, since=since)
         return Structured(value, model, phash, cached=False)
 
 

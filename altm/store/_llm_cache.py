@@ -25,9 +25,20 @@ class ShardLLMCache:
         """Copy cached answers (model, prompt hash, home, response, recorded at), e.g. into a replay."""
         self.shard._db.executemany(CACHE_PUT, rows)
 
-    def put(self, model: str, prompt_hash: str, response: str, home: str) -> None:
-        """``home`` records whose content the prompt held, so an erasure can remove the entry. A process that
-        opened the shard read-only (a Kafka client beside the workers) keeps nothing: it is only a cache."""
-        if self.shard.read_only:
+    def erasures(self, home: str) -> object:
+        """How many of the user's tombstones are an erasure's, and the latest one's time (an erasure that takes
+        a tombstone over changes it): what an erasure of ``home`` since changes."""
+        tenant, workspace, user = home.split("/", 2)
+        return tuple(self.shard._db.execute(
+            "SELECT COUNT(*), MAX(at) FROM tombstones WHERE tenant_id=? AND workspace_id=? AND user_id=? "
+            "AND reason NOT LIKE 'forgotten: %'", (tenant, workspace, user)).fetchone())
+
+    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None) -> None:
+        """``home`` records whose content the prompt held, so an erasure can remove the entry; ``since``: the
+        marker of :meth:`erasures` taken before the call (an answer that arrives after an erasure of the user
+        is not kept: the erasure cleared the entries of the user and the answer may quote what it erased). A
+        process that opened the shard read-only (a Kafka client beside the workers) keeps nothing: it is only
+        a cache."""
+        if self.shard.read_only or (since is not None and self.erasures(home) != since):
             return
         self.shard._db.execute(CACHE_PUT, (model, prompt_hash, home, response, datetime.now(UTC).isoformat()))

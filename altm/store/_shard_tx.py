@@ -541,11 +541,13 @@ class ShardTx:
 
     def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
         """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded nor rejected by a
-        review; one stated by a tool only once a review approved it (verified)."""
+        review; one stated by a tool only once a reviewer approved it (ground truth: a model's entailment is no
+        approval)."""
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
             "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
             "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND lc_state IS NOT 'rejected' "
-            "AND (role IS NULL OR role != 'tool' OR trust_status = 'verified') ORDER BY memory_id",
+            "AND (role IS NULL OR role != 'tool' OR (trust_status = 'verified' AND trust_method = 'ground_truth')) "
+            "ORDER BY memory_id",
             [*_home(scope), scope.agent_id])]
 
     def summaries(self, scope: Scope) -> list[MemoryRow]:

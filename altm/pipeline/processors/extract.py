@@ -28,6 +28,10 @@ _EXTRACT_ROLES = frozenset({"user", "tool"})
 _FROM = frozenset({Layer.L0})
 
 
+MAX_ATTRIBUTE_CHARS = 2000
+"""The longest free-text attribute (subject, pattern, why it is bad, what is better) kept from a model's atom."""
+
+
 class ExtractedAtom(BaseModel):
     kind: Literal["fact", "preference", "decision", "issue", "task", "outcome", "heuristic", "anti_pattern"]
     content: str = Field(min_length=3, max_length=2000, description="One self-contained statement")
@@ -98,7 +102,9 @@ class ExtractProcessor(Processor):
         atoms: list[MemoryUnit] = []
         for item in result.value.atoms:
             kind = Kind(item.kind)
-            extra = item.model_dump(exclude={"kind", "content"})
+            # a model's free text is bounded as content is (an attribute over the bound is left out, not kept whole)
+            extra = {k: v for k, v in item.model_dump(exclude={"kind", "content"}).items()
+                     if not (isinstance(v, str) and len(v) > MAX_ATTRIBUTE_CHARS)}
             if kind is Kind.ANTI_PATTERN:
                 extra["occurrences"] = 1
             atoms.append(self._atom(mem, kind, item.content, extra, Method.LLM, result.model, result.prompt_hash))

@@ -56,6 +56,16 @@ class CapsuleSummary(BaseModel):
     open_questions: list[str] = Field(default_factory=list)
 
 
+_MODEL_ITEM_CHARS = 500
+
+
+def _bounded(items: list[str]) -> list[str]:
+    """A model's section as the extractive one is bounded: its first ``_SECTION_LIMIT`` items, each cut at
+    ``_MODEL_ITEM_CHARS`` (a model's thousands of items made a capsule over the content limit, refused, and the
+    session had none)."""
+    return [i if len(i) <= _MODEL_ITEM_CHARS else i[: _MODEL_ITEM_CHARS - 1] + "…" for i in items[:_SECTION_LIMIT]]
+
+
 def capsule_id_parts(mem: MemoryUnit) -> list[str]:
     return [mem.scope.path, mem.session_id or "", "L1", "capsule"]
 
@@ -239,8 +249,9 @@ class FoldProcessor(Processor):
         ], CapsuleSummary)
         s = result.value
         llm_sections = flat_sections({
-            "decisions": s.decisions, "constraints": s.constraints, "corrections": s.corrections,
-            "open_questions": s.open_questions, "numbers": sections["numbers"], "paths": sections["paths"]})
+            "decisions": _bounded(s.decisions), "constraints": _bounded(s.constraints),
+            "corrections": _bounded(s.corrections), "open_questions": _bounded(s.open_questions),
+            "numbers": sections["numbers"], "paths": sections["paths"]})
         content = render_capsule(mem.session_id, len(messages), messages[0], llm_sections, capsule.flat(s.summary))
         return [self._capsule(event, mem, content, [m.memory_id for m in messages], messages[0], Method.LLM,
                               {"sections": llm_sections, "turns": len(messages)}, result.model, result.prompt_hash)]

@@ -79,6 +79,11 @@ def _held_for_review(mem: MemoryUnit) -> Trust | None:
     return None
 
 
+_NOT_FOR_NLI = frozenset({TrustStatus.CONTRADICTED, TrustStatus.UNCERTAIN})
+"""Verdicts a model's entailment does not replace: a contradiction, and a hold for review (a tool's
+anti-pattern, a tool's statement against the user's): only a reviewer lifts a hold."""
+
+
 def _rejected_by_review(mem: MemoryUnit) -> bool:
     """A reviewer rejected it: it neither supports nor contradicts anything (its own verdict stands)."""
     return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.CONTRADICTED
@@ -219,7 +224,7 @@ class VerifyProcessor(Processor):
                     status=TrustStatus.CONTRADICTED, method=TrustMethod.NLI, confidence=j.confidence,
                     contradicting_id=newer.memory_id, reason=f"NLI ({result.model}): contradicted by a later memory",
                 )
-            elif j.label == "entailment" and out[mem.memory_id].status is not TrustStatus.CONTRADICTED:
+            elif j.label == "entailment" and out[mem.memory_id].status not in _NOT_FOR_NLI:
                 out[mem.memory_id] = Trust(
                     status=TrustStatus.VERIFIED, method=TrustMethod.NLI, confidence=j.confidence,
                     reason=f"NLI ({result.model}): entailed by {other.memory_id}",

@@ -346,9 +346,20 @@ class WriteGuard:
 
     def check(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         try:
-            return self._tombstone(tx, mem) or self._anti_pattern(tx, mem)
+            return self._tombstone(tx, mem) or self._attributes_erased(tx, mem) or self._anti_pattern(tx, mem)
         except Exception as exc:  # fail closed: a guard that cannot decide must not let the write through
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
+
+    def _attributes_erased(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+        """An atom's free-text attributes (a model writes its subject, pattern, why it is bad, what is better)
+        judged as its content is: erased words in them came back as surely as in the content."""
+        if mem.layer is not Layer.L2 or tx.existing_guard_key(mem.scope.home) is None:
+            return None
+        for text in _free_text(mem):
+            found = self._tombstone(tx, mem.model_copy(update={"content": text}))
+            if found is not None:
+                return found
+        return None
 
     def _tombstone(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         key = tx.existing_guard_key(mem.scope.home)
@@ -504,6 +515,17 @@ def _copied_before(tx: ShardTx, live: LiveCopies, erased_hash: str, tombstone_id
         return False
     active = tx.tombstone_active_since(tombstone_id)
     return active is None or stored < active
+
+
+FREE_TEXT_ATTRIBUTES = ("subject", "pattern", "why_bad", "better_alternative")
+"""An atom's attributes that hold text of their own (a model's words, not only the content's)."""
+
+
+def _free_text(mem: MemoryUnit) -> list[str]:
+    """The atom's free-text attributes that say more than its content does."""
+    folded = mem.content.casefold()
+    return [v for k in FREE_TEXT_ATTRIBUTES if isinstance(v := mem.attributes.get(k), str) and v.strip()
+            and v.casefold() not in folded]
 
 
 def is_capsule(mem: MemoryUnit) -> bool:
