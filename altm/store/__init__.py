@@ -30,7 +30,15 @@ from altm.store._rows import (
 )
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
 from altm.store._shard import Shard
-from altm.store._shard_tx import MEMORY_ID, RESTORABLE_SIGNAL, AuditEntry, ShardTx, SignalTally, Tombstone
+from altm.store._shard_tx import (
+    MEMORY_ID,
+    RESTORABLE_SIGNAL,
+    AuditEntry,
+    ShardTx,
+    SignalTally,
+    Tombstone,
+    merged_attributes,
+)
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import (
     HASHED_TABLES,
@@ -91,6 +99,7 @@ __all__ = [
     "llm_cache_rows",
     "memory_row",
     "memory_to_row",
+    "merged_attributes",
     "row_to_memory",
     "shard_counts",
     "shard_files",

@@ -725,11 +725,12 @@ class ShardTx:
         """After a forget: graph edges whose evidence was only the forgotten memories ``gone`` go, the others
         lose them from their evidence and weight, and the nodes among ``ends`` (and the ends of the edges that
         went) that no edge holds any more go too. Audited with their values (a forget is not an erasure)."""
-        home = _home(scope)
+        home, touched = _home(scope), set[str]()
         ends = ends | self._prune_edges(home, set(gone), at=at, proposal_id=proposal_id, actor=actor,
-                                        action="delete", redact=False)
+                                        action="delete", redact=False, touched=touched)
         self._drop_orphan_nodes(home, ends, at=at, proposal_id=proposal_id, actor=actor, action="delete",
                                 redact=False)
+        self._respell_nodes(touched | ends, at=at, proposal_id=proposal_id, actor=actor, redact=False)
 
     def _drop_orphan_nodes(self, home: list[str], among: set[str] | None, *, at: str, proposal_id: str, actor: str,
                            action: str, redact: bool) -> list[str]:
@@ -951,7 +952,7 @@ class ShardTx:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
         that still held the erased content. Every deletion is audited (values redacted). Returns the memories
         the erased ones had superseded or merged into themselves, released (see :meth:`release_superseded`)."""
-        db, home = self._db, _home(scope)
+        db, home, ends = self._db, _home(scope), set[str]()
         for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
             for table, key, where in (
@@ -961,6 +962,8 @@ class ShardTx:
             ):
                 for r in db.execute(f"SELECT * FROM {table} WHERE {where}", [*chunk, *chunk]).fetchall():
                     d = dict(r)
+                    if table == "graph_edges":
+                        ends.update({str(d["src_id"]), str(d["dst_id"])})
                     self._erase_row(table, key, d, at=at, proposal_id=proposal_id, delete=False,
                                     target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"))
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
@@ -969,6 +972,7 @@ class ShardTx:
         orphans = self._drop_orphan_nodes(home, None, at=at, proposal_id=proposal_id, actor="writer", action="erase",
                                           redact=True)
         self.redact_audit("graph_nodes", orphans)
+        self._respell_nodes(ends, at=at, proposal_id=proposal_id, actor="writer", redact=True)
         db.execute("UPDATE runtime_cycles SET bundle = NULL WHERE tenant_id=? AND workspace_id=? AND user_id=?", home)
         if all_cache:
             n = db.execute("SELECT COUNT(*) FROM llm_cache WHERE home=?", (scope.home,)).fetchone()[0]
@@ -1144,8 +1148,10 @@ class ShardTx:
         released from a supersession by an erased one."""
         if not erased:
             return []
-        db, home = self._db, _home(scope)
-        self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True)
+        db, home, touched = self._db, _home(scope), set[str]()
+        self._prune_edges(home, erased, at=at, proposal_id=proposal_id, actor="writer", action="erase", redact=True,
+                          touched=touched)
+        self._respell_nodes(touched, at=at, proposal_id=proposal_id, actor="writer", redact=True)
         for chunk in _chunks(self._rejections_about(sorted(erased), str(home[2]))):
             for row_id, memory_id, text in db.execute(
                     f"SELECT rejection_id, memory_id, payload FROM rejections WHERE rejection_id IN ({_marks(chunk)})",
@@ -1287,7 +1293,7 @@ class ShardTx:
         return sorted(found)
 
     def _prune_edges(self, home: list[str], gone: set[str], *, at: str, proposal_id: str, actor: str, action: str,
-                     redact: bool) -> set[str]:
+                     redact: bool, touched: set[str] | None = None) -> set[str]:
         """Graph edges of the user whose evidence was only ``gone`` memories go; the others lose them from their
         evidence and weight (weight = unit weight × evidence), as if those memories never were, audited as what
         they lost (``{"count": n}`` before, ``{"count": m, "removed": [...]}`` after). The edges are found
@@ -1303,6 +1309,8 @@ class ShardTx:
         for edge_id, removed in sorted(cited.items()):
             r = self.edge(edge_id)
             assert r is not None
+            if touched is not None:  # the ends of every edge the gone memories were evidence of
+                touched.update({str(r["src_id"]), str(r["dst_id"])})
             count = int(r["evidence_count"]) - len(removed)
             if count <= 0:
                 old = redacted(self._edge_image(r)) if redact else self._edge_image(r)
@@ -1320,6 +1328,33 @@ class ShardTx:
                            [(edge_id, mid) for mid in sorted(removed)])
             db.execute("UPDATE graph_edges SET evidence_count=?, weight=? WHERE edge_id=?", (count, weight, edge_id))
         return ends
+
+    def _respell_nodes(self, touched: set[str], *, at: str, proposal_id: str, actor: str, redact: bool) -> None:
+        """The graph nodes among ``touched`` that memories still mention, spelled and made as those memories have
+        them (the least spelling of the name in their content, the least method of their mentions), as a store
+        that never held the memories just removed has them: the least of all spellings seen stayed (an erased
+        session's "Monday" over the "monday" left, which a replay never met). A name no remaining content
+        spells out keeps its row."""
+        for node_id in sorted(n for n in touched if n.startswith("node_")):
+            node = self.node(node_id)
+            if node is None:
+                continue
+            mentions = self._db.execute(
+                "SELECT m.content, e.method FROM graph_edges e JOIN memories m ON m.memory_id = e.src_id "
+                "WHERE e.dst_id=? AND e.edge_type='MENTIONS'", (node_id,)).fetchall()
+            if not mentions:
+                continue
+            name = str(node["name"])
+            word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
+            spellings = [m.group(0) for content, _ in mentions for m in word.finditer(str(content))]
+            new = {**node, "name": min(spellings, default=name), "method": min(str(m) for _, m in mentions)}
+            if (new["name"], new["method"]) == (node["name"], node["method"]):
+                continue
+            self._audit(at=at, proposal_id=proposal_id, actor=actor, action="update", table="graph_nodes",
+                        target_id=node_id, old=redacted(node) if redact else node,
+                        new=redacted(new) if redact else new)
+            self._db.execute("UPDATE graph_nodes SET name=?, method=? WHERE node_id=?",
+                             (new["name"], new["method"], node_id))
 
     def _edge_image(self, row: Row) -> Row:
         """An edge's row with its evidence listed (what a deletion or a rollback audits)."""
@@ -1344,6 +1379,8 @@ class ShardTx:
                 if current is not None:
                     self._rollback_delete(table, key, current, at=at, proposal_id=proposal_id)
                 return "removed"
+            if table == "graph_nodes" and new is None and current is not None:  # made again since it went
+                old = node_union(old, current)
             self._put_row(table, key, old, current, at=at, proposal_id=proposal_id, actor="rollback")
             return "restored" if current is not None else "reinserted"
         if table == "evidence_edges" and old is not None:
@@ -1578,3 +1615,22 @@ RESTORABLE_SIGNAL = frozenset({"memory_id", "signal_id", "kind", "at", "seq"})
 def _signal_key(memory_id: str, signal_id: str, kind: str) -> str:
     """A use signal's own key in the audit log (an erasure's and a rollback's removals are audited under it)."""
     return f"{memory_id}/{signal_id}/{kind}"
+
+
+def merged_attributes(old: Mapping[str, object], new: Mapping[str, object]) -> dict[str, object]:
+    """Both attribute sets of a graph node; where they disagree, the least value (by its JSON), whichever came
+    first (a node's row is a function of what was proposed, not of the order)."""
+    out = dict(old)
+    for key, value in new.items():
+        if key not in out or _json(value) < _json(out[key]):
+            out[key] = value
+    return out
+
+
+def node_union(old: Row, current: Row) -> Row:
+    """A node a rollback puts back that was made again since: both as one, as the writer joins spellings (the
+    least name and method, the attributes merged)."""
+    attributes = merged_attributes(orjson.loads(str(current["attributes"] or "{}")),
+                                   orjson.loads(str(old["attributes"] or "{}")))
+    return {**current, "name": min(str(old["name"]), str(current["name"])),
+            "method": min(str(old["method"]), str(current["method"])), "attributes": _json(attributes)}

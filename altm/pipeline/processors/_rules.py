@@ -54,6 +54,15 @@ _COMMON_CAPS = frozenset(
     "aren wasn weren shouldn couldn wouldn haven hasn let that's there's what's it's".split()
 )
 
+_LEADING = frozenset(
+    "in on at for with from by to of about into onto over under after before during through between across against "
+    "among around behind below beside beyond near off out past per toward towards upon within without last every "
+    "each all some any many most few several both either neither one two three four five six seven eight nine ten "
+    "first second third another other such as like than".split()
+)
+"""Words that open a sentence, and so are capitalised, without being part of a name ("In hindsight", "Last week",
+"With Kafka"): a run of capitalised words loses them at its start."""
+
 _NEGATED_VALUE = re.compile(r"\bnot\s+((?:" + _DATE.pattern[2:-2] + r")|\d+(?:[.,]\d+)*)", re.IGNORECASE)
 
 CORRECTION_CUES = re.compile(
@@ -227,6 +236,8 @@ def named_entities(text: str) -> list[str]:
             continue  # a contraction such as Don't / We're
         words = [w for w in m.group(0).split()
                  if w.casefold().strip("'") not in _COMMON_CAPS and w.casefold().rstrip("s") not in _COMMON_CAPS]
+        while words and words[0].casefold() in _LEADING:
+            words = words[1:]
         if not words:
             continue
         name = " ".join(words)

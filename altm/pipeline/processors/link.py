@@ -118,6 +118,10 @@ class LinkProcessor(Processor):
         return [proposal(LinkMemoryProposal, scope=mem.scope, processor=self.name, cause=event, links=links)]
 
 
+MAX_NODE_NAME = 512
+"""The longest node name (``GraphNode.name``): a longer one is no node, and the memory's other names stand."""
+
+
 def _capped(named: list[tuple[NodeType, str]], limit: int) -> list[tuple[NodeType, str]]:
     """At most ``limit`` names, in their order: the ones that stand for the memory (its own node, its dates,
     what a model typed) first, then entities in the room left."""
@@ -134,6 +138,8 @@ def _links(mem: MemoryUnit, named: list[tuple[NodeType, str]], relations: list[E
     and the relations a model named between them; None when it names nothing."""
     nodes: dict[str, GraphNode] = {}
     for node_type, name in named:
+        if len(name) > MAX_NODE_NAME:  # a presigned URL, a generated path: no entity a memory is found by
+            continue
         nid = node_id(mem, node_type, name)
         nodes.setdefault(nid, GraphNode(node_id=nid, scope=mem.scope, node_type=node_type, name=name, method=method))
     if not nodes:

@@ -331,7 +331,9 @@ class Retriever:
         ranks = personalised_pagerank(sub.adjacency, seeds)
         policy = ScopePolicy(scope, session_id, l0_across_sessions=True)
         candidates = [n for n in ranks if n.startswith("mem_") and n not in direct]
-        best = self._admitted_by_rank(queries, candidates, ranks, policy)[:limit]
+        # an atom that stands for one matched message was matched with it (recall shows them as one hit)
+        stand_ins = {m for m, r in queries.rows(candidates).items() if len(r.evidence) == 1 and r.evidence[0] in direct}
+        best = self._admitted_by_rank(queries, [n for n in candidates if n not in stand_ins], ranks, policy)[:limit]
         rows = queries.rows(best)
         return [
             Emergent(memory_id=n, layer=rows[n].layer, kind=rows[n].kind, content=rows[n].content,

@@ -15,21 +15,12 @@ from altm.core import (
     UpsertNodeProposal,
 )
 from altm.pipeline.writer.ops._base import Applied, OpContext, Rejection, Row, as_json, target_row
-from altm.store import ShardTx
+from altm.store import ShardTx, merged_attributes
 
 
 def _holds(old: Row | None, row: Row) -> bool:
     """The stored row already holds these values (the proposal changes nothing)."""
     return old is not None and all(old[k] == v for k, v in row.items())
-
-
-def _merged(old: dict[str, object], new: dict[str, object]) -> dict[str, object]:
-    """Both attribute sets; where they disagree, the least value (by its JSON), whichever came first."""
-    out = dict(old)
-    for key, value in new.items():
-        if key not in out or as_json(value) < as_json(out[key]):
-            out[key] = value
-    return out
 
 
 def upsert_node(tx: ShardTx, p: UpsertNodeProposal, ctx: OpContext) -> Applied:
@@ -68,7 +59,7 @@ def _put_node(tx: ShardTx, node: GraphNode, p: Proposal, ctx: OpContext) -> bool
     name, method, attributes = node.name, node.method.value, dict(node.attributes)
     if old is not None:  # every field a function of the proposals seen, not of their order
         name, method = min(str(old["name"]), name), min(str(old["method"]), method)
-        attributes = _merged(orjson.loads(str(old["attributes"] or "{}")), attributes)
+        attributes = merged_attributes(orjson.loads(str(old["attributes"] or "{}")), attributes)
     row = {
         "node_id": node.node_id, "tenant_id": node.scope.tenant_id, "workspace_id": node.scope.workspace_id,
         "user_id": node.scope.user_id, "agent_id": node.scope.agent_id, "node_type": node.node_type.value,
@@ -97,13 +88,19 @@ def _put_edge(tx: ShardTx, edge: GraphEdge, p: Proposal, ctx: OpContext, *,
     added = tx.new_edge_evidence(edge.edge_id, edge.evidence) if old else sorted(set(edge.evidence))
     count = (int(old["evidence_count"]) if old else 0) + len(added)
     confidence = max(edge.confidence, float(old["confidence"]) if old else 0.0)
+    # as a node's: every field a function of the proposals seen, not of their order (the least label and
+    # method, the greatest unit weight)
+    label, method, unit = edge.label, edge.method.value, edge.unit_weight
+    if old is not None:
+        label = min((x for x in (old["label"], label) if x is not None), default=None)
+        method, unit = min(str(old["method"]), method), max(float(old["unit_weight"]), unit)
     row = {
         "edge_id": edge.edge_id, "tenant_id": edge.scope.tenant_id, "workspace_id": edge.scope.workspace_id,
         "user_id": edge.scope.user_id, "agent_id": edge.scope.agent_id, "src_id": edge.src_id,
-        "dst_id": edge.dst_id, "edge_type": edge.edge_type.value, "label": edge.label,
-        "unit_weight": edge.unit_weight, "weight": edge.unit_weight * count,
+        "dst_id": edge.dst_id, "edge_type": edge.edge_type.value, "label": label,
+        "unit_weight": unit, "weight": unit * count,
         "confidence": confidence, "rejected": int(old["rejected"]) if old else 0,
-        "evidence_count": count, "method": edge.method.value,
+        "evidence_count": count, "method": method,
     }
     if _holds(old, row):  # the count holds: nothing added
         return False
