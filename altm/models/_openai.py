@@ -81,7 +81,7 @@ class _Endpoint:
         if usage is None and counted == (0, 0):
             return
         reported = (_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"))
-        prompt, completion = (max(a, b) for a, b in zip(reported, counted, strict=True))
+        prompt, completion = reported if any(reported) else counted
         self.tokens_used += max(_tokens(usage, "total_tokens"), prompt + completion)
         task, s = self.task.value, self.settings
         MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
