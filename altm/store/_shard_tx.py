@@ -1330,24 +1330,21 @@ class ShardTx:
         return ends
 
     def _respell_nodes(self, touched: set[str], *, at: str, proposal_id: str, actor: str, redact: bool) -> None:
-        """The graph nodes among ``touched`` that memories still mention, spelled and made as those memories have
-        them (the least spelling of the name in their content, the least method of their mentions), as a store
-        that never held the memories just removed has them: the least of all spellings seen stayed (an erased
-        session's "Monday" over the "monday" left, which a replay never met). A name no remaining content
-        spells out keeps its row."""
+        """The graph nodes among ``touched`` that memories still mention, spelled and made as those memories gave
+        them (the least spelling their mentions carry, the least method), as a store that never held the memories
+        just removed has them: the least of all spellings seen stayed (an erased session's "Monday" over the
+        "monday" left, which a replay never met). A node mentioned from before mentions carried their spelling
+        keeps its row."""
         for node_id in sorted(n for n in touched if n.startswith("node_")):
             node = self.node(node_id)
             if node is None:
                 continue
             mentions = self._db.execute(
-                "SELECT m.content, e.method FROM graph_edges e JOIN memories m ON m.memory_id = e.src_id "
-                "WHERE e.dst_id=? AND e.edge_type='MENTIONS'", (node_id,)).fetchall()
-            if not mentions:
-                continue
-            name = str(node["name"])
-            word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
-            spellings = [m.group(0) for content, _ in mentions for m in word.finditer(str(content))]
-            new = {**node, "name": min(spellings, default=name), "method": min(str(m) for _, m in mentions)}
+                "SELECT label, method FROM graph_edges WHERE dst_id=? AND edge_type='MENTIONS'", (node_id,)).fetchall()
+            if not mentions or any(label is None for label, _ in mentions):
+                continue  # a mention from before its spelling was kept: the name stays as it is
+            new = {**node, "name": min(str(label) for label, _ in mentions),
+                   "method": min(str(m) for _, m in mentions)}
             if (new["name"], new["method"]) == (node["name"], node["method"]):
                 continue
             self._audit(at=at, proposal_id=proposal_id, actor=actor, action="update", table="graph_nodes",

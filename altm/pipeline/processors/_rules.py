@@ -61,7 +61,8 @@ _LEADING = frozenset(
     "first second third another other such as like than".split()
 )
 """Words that open a sentence, and so are capitalised, without being part of a name ("In hindsight", "Last week",
-"With Kafka"): a run of capitalised words loses them at its start."""
+"With Kafka"): a run of capitalised words that opens a sentence loses them at its start (inside a sentence they
+are part of the name: "at Two Sigma", "the Four Seasons")."""
 
 _NEGATED_VALUE = re.compile(r"\bnot\s+((?:" + _DATE.pattern[2:-2] + r")|\d+(?:[.,]\d+)*)", re.IGNORECASE)
 
@@ -223,6 +224,12 @@ def _dedupe(items: object) -> list[str]:
     return list(seen.values())
 
 
+def _opens_sentence(text: str, start: int) -> bool:
+    """The text at ``start`` opens a sentence (or a line, or a quote at one)."""
+    before = text[:start].rstrip(" \t\"'“‘([")
+    return not before or before[-1] in ".!?:;\n"
+
+
 def named_entities(text: str) -> list[str]:
     """Capitalised names (not sentence-initial function words), versioned products, identifiers, paths."""
     found: list[str] = []
@@ -236,7 +243,8 @@ def named_entities(text: str) -> list[str]:
             continue  # a contraction such as Don't / We're
         words = [w for w in m.group(0).split()
                  if w.casefold().strip("'") not in _COMMON_CAPS and w.casefold().rstrip("s") not in _COMMON_CAPS]
-        while words and words[0].casefold() in _LEADING:
+        opens = _opens_sentence(text, m.start())
+        while opens and words and words[0].casefold() in _LEADING:  # "In hindsight", not "at Two Sigma"
             words = words[1:]
         if not words:
             continue

@@ -66,8 +66,10 @@ def node_id(mem: MemoryUnit, node_type: NodeType, name: str) -> str:
     return derive_id("node", mem.scope.path, node_type.value, norm(name))
 
 
-def edge_id(mem: MemoryUnit, edge_type: EdgeType, src: str, dst: str) -> str:
-    return derive_id("edge", mem.scope.path, edge_type.value, src, dst)
+def edge_id(mem: MemoryUnit, edge_type: EdgeType, src: str, dst: str, label: str | None = None) -> str:
+    """An edge's id: its scope, type and ends, and its label when it has one (each relation a model named is an
+    edge of its own, with its own evidence: an erased memory's relation goes with it, not kept on another's)."""
+    return derive_id("edge", mem.scope.path, edge_type.value, src, dst, *([norm(label)] if label else []))
 
 
 class LinkProcessor(Processor):
@@ -145,10 +147,12 @@ def _links(mem: MemoryUnit, named: list[tuple[NodeType, str]], relations: list[E
     if not nodes:
         return None
     edges = [
+        # the label is the spelling this memory gave the node (its name is the least spelling of those left:
+        # ShardTx._respell_nodes)
         GraphEdge(edge_id=edge_id(mem, EdgeType.MENTIONS, mem.memory_id, nid), scope=mem.scope,
-                  src_id=mem.memory_id, dst_id=nid, edge_type=EdgeType.MENTIONS, unit_weight=1.0,
+                  src_id=mem.memory_id, dst_id=nid, edge_type=EdgeType.MENTIONS, label=node.name, unit_weight=1.0,
                   evidence=(mem.memory_id,), method=method)
-        for nid in nodes
+        for nid, node in nodes.items()
     ]
     linked = [n for n in nodes.values() if n.node_type in (NodeType.ENTITY, NodeType.TIME)][:_MAX_COOCCUR]
     for a, b in combinations(sorted(linked, key=lambda n: n.node_id), 2):
@@ -162,7 +166,7 @@ def _links(mem: MemoryUnit, named: list[tuple[NodeType, str]], relations: list[E
         src, dst = by_name.get(norm(rel.src)), by_name.get(norm(rel.dst))
         if src and dst and src != dst:
             edges.append(GraphEdge(
-                edge_id=edge_id(mem, EdgeType.RELATED, src, dst), scope=mem.scope, src_id=src,
+                edge_id=edge_id(mem, EdgeType.RELATED, src, dst, rel.label), scope=mem.scope, src_id=src,
                 dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
                 evidence=(mem.memory_id,), method=method,
             ))

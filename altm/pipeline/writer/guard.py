@@ -187,9 +187,11 @@ def term_marks(erased: Iterable[str]) -> TermMarks:
     return {h[2:]: h[0] for h in erased}
 
 
-def restates_terms(candidate: frozenset[str], marks: TermMarks) -> bool:
+def restates_terms(candidate: frozenset[str], marks: TermMarks, *, whole: bool = False) -> bool:
     """The candidate carries an erased message's content back in other words (see the module's docstring);
-    ``marks``: the erased message's, from :func:`term_marks`."""
+    ``marks``: the erased message's, from :func:`term_marks`. ``whole``: the share counts against the erased
+    message's terms, not the shorter text's (a topic label of three words restates no longer message by holding
+    three of its words; its specific terms and names still count as in a content)."""
     if not candidate or not marks:
         return False
     shared = [marks[h[2:]] for h in candidate if h[2:] in marks]
@@ -202,7 +204,7 @@ def restates_terms(candidate: frozenset[str], marks: TermMarks) -> bool:
     if "s" in marks.values():  # what it named exactly is what was erased: the rest is its topic
         return False
     least, share = RESTATED_TERMS
-    return len(shared) >= least and len(shared) / min(len(candidate), len(marks)) >= share
+    return len(shared) >= least and len(shared) / (len(marks) if whole else min(len(candidate), len(marks))) >= share
 
 
 def restates_value(value: frozenset[str], marks: TermMarks) -> bool:
@@ -355,13 +357,13 @@ class WriteGuard:
         judged as its content is: erased words in them came back as surely as in the content."""
         if mem.layer is not Layer.L2 or tx.existing_guard_key(mem.scope.home) is None:
             return None
-        for text in _free_text(mem):
-            found = self._tombstone(tx, mem.model_copy(update={"content": text}))
+        for text in _free_text(mem):  # a short label shares all its few words with many a message: see ``whole``
+            found = self._tombstone(tx, mem.model_copy(update={"content": text}), label=True)
             if found is not None:
                 return found
         return None
 
-    def _tombstone(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
+    def _tombstone(self, tx: ShardTx, mem: MemoryUnit, *, label: bool = False) -> GuardVerdict | None:
         key = tx.existing_guard_key(mem.scope.home)
         if key is None:  # nothing of this user was ever erased or forgotten with a tombstone
             return None
@@ -393,7 +395,7 @@ class WriteGuard:
         my_terms = keyed_terms(key, mem.content)
         for tomb in tombs:
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
-                    or restates_terms(my_terms, term_marks(tomb.term_hashes))) \
+                    or restates_terms(my_terms, term_marks(tomb.term_hashes), whole=label)) \
                     and not copied(tomb.value_hash, tomb.tombstone_id):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None

@@ -45,11 +45,11 @@ async def test_a_proposal_the_replicas_guard_deferred_is_applied_later(settings:
     calls = {"n": 0}
     real = guard._tombstone
 
-    def flaky(tx: Any, mem: Any) -> Any:  # the guard fails once (a locked key store, the embedder...)
+    def flaky(tx: Any, mem: Any, *, label: bool = False) -> Any:  # the guard fails once (a locked key store...)
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("transient")
-        return real(tx, mem)
+        return real(tx, mem, label=label)
 
     guard._tombstone = flaky  # type: ignore[method-assign]
     replica.RETRY_DEFERRED_S = 0.2

@@ -25,6 +25,7 @@ from altm.core import (
     derive_id,
     scene,
 )
+from altm.pipeline.processors.facets import facet_version
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
 from altm.pipeline.writer.ops.lifecycle import tallied
 from altm.pipeline.writer.ops.memory import (
@@ -179,14 +180,15 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
     took out comes back, superseding that version again. (A re-statement by the user is cited instead of the
     rejected atom by govern, and brings the facet back through the writer: :func:`upsert_memory`.)"""
     out: list[MemoryUnit] = []
-    for mid in tx.dependants([atom_id]):
+    for mid in _facets_of(tx, atom_id, approve):
         facet = tx.memory_row(mid)
         if facet is None or facet["layer"] != "L4":
             continue
         if approve:
             if facet["lc_state"] != "rejected" or facet["trust_reason"] != EVIDENCE_REJECTED:
                 continue
-            new: MemoryRow = {**without_verdict(facet), "lc_state": state_by_weight(facet, ctx)}
+            standing = facet_recited(tx, facet) or facet  # on the earliest atom nobody rejected: maybe this one
+            new: MemoryRow = {**without_verdict(standing), "lc_state": state_by_weight(standing, ctx)}
         else:
             cited = [tx.memory_row(e) for e in orjson.loads(facet["evidence"])]
             if facet["lc_state"] == "rejected" or any(a is not None and a["lc_state"] != "rejected" for a in cited):
@@ -204,6 +206,17 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
                                                          actor="review"))
         out += [row_to_memory(r) for r in changed]
     return out
+
+
+def _facets_of(tx: ShardTx, atom_id: str, approve: bool) -> list[str]:
+    """The facets that cite the atom and, approved, the facet of its statement (which a rejection may have
+    moved to another agent's atom of it before that one was rejected too)."""
+    found = tx.dependants([atom_id])
+    atom = tx.memory_row(atom_id)
+    key = orjson.loads(atom["attributes"] or "{}").get("facet_key") if atom is not None else None
+    if approve and atom is not None and isinstance(key, str):
+        found = sorted({*found, facet_version(row_to_memory(atom), key).memory_id})
+    return found
 
 
 def _reviewed_state(old: MemoryRow, approve: bool, ctx: OpContext) -> str:
