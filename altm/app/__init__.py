@@ -23,10 +23,11 @@ from altm.app._protocol import (
     ProtocolService,
     Publisher,
 )
-from altm.app._recall import RecallService
+from altm.app._recall import MAX_QUERY_CHARS, RecallService
 from altm.recall import Emergent
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "AdminService",
     "AuditStep",
     "BadMarker",

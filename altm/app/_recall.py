@@ -16,6 +16,10 @@ from altm.core import Scope
 from altm.recall import DEFAULT_PRESET, Emergent, Hit, Retriever, SearchConfig, SearchResult, preset
 from altm.store import GovernanceQueries, MemoryQueries, MemoryRow, ReviewQueries, ShardSet
 
+MAX_QUERY_CHARS = 65_536
+"""The longest query text recall takes (a turn's content is at most ``ALTM_MAX_CONTENT_BYTES``, 64 KiB by default,
+and a turn is the longest query ``prepare_turn`` makes)."""
+
 
 class RecallService:
     def __init__(self, shards: ShardSet, retriever: Retriever) -> None:
@@ -30,6 +34,8 @@ class RecallService:
                known_at: datetime | None = None) -> SearchResult:
         """Recall. ``as_of``: what was valid in the world at that time (superseded versions included);
         ``known_at``: what the store believed at that time. Default: valid and believed now."""
+        if len(text) > MAX_QUERY_CHARS:  # refused before any work: one such query held the server for seconds
+            raise ValueError(f"a query of {len(text)} characters is over the limit of {MAX_QUERY_CHARS}")
         config: SearchConfig = preset(preset_name)
         if top_k is not None:
             config = config.model_copy(update={"top_k": top_k})

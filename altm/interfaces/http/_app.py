@@ -193,7 +193,9 @@ async def _invalid_request(request: Request, exc: Exception) -> Response:
 
 def create_app(memory: MemoryApp, keys: KeyStore, stats: StatsProvider | None = None, *,
                max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
-    api = FastAPI(title="ALTM", version="0.1.0",
+    # no /docs or /redoc: FastAPI's pages load their scripts from a CDN, on the browser's origin (no CDN
+    # links: every asset ships in the package); /openapi.json stays for clients and their own tools
+    api = FastAPI(title="ALTM", version="0.1.0", docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM agents: prepare/commit turns, recall, drilldown.")
     api.state.memory, api.state.keys, api.state.stats = memory, keys, stats
     api.add_exception_handler(ProtocolError, _protocol_error)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from altm.app import Feedback
+from altm.app import MAX_QUERY_CHARS, Feedback
 from altm.core import Scope
 from altm.recall import DEFAULT_PRESET, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET, PRESETS
 
 
-class _Scoped(BaseModel):
+class _Body(BaseModel):
+    """A request body: an unknown field answers 422 (a misspelt option was silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Scoped(_Body):
     scope: str = Field(description="TENANT/WORKSPACE/USER/AGENT", examples=["acme/platform/dana/coder"])
 
     @field_validator("scope")
@@ -40,21 +46,21 @@ class PrepareRequest(_Scoped):
         return value
 
 
-class CommitRequest(BaseModel):
+class CommitRequest(_Body):
     cycle_id: str
     assistant_content: str
     cited_memory_ids: list[str] = Field(default_factory=list)
     feedback: Feedback | None = None
 
 
-class AbortRequest(BaseModel):
+class AbortRequest(_Body):
     cycle_id: str
     reason: str = Field(min_length=1, max_length=2000)
 
 
 class DrilldownRequest(_Scoped):
-    marker: str
-    query: str | None = None
+    marker: str = Field(max_length=512)
+    query: str | None = Field(default=None, max_length=MAX_QUERY_CHARS)
 
 
 class FeedbackRequest(_Scoped):
@@ -78,7 +84,7 @@ class ReviewRequest(_Scoped):
 
 class QueryRequest(_Scoped):
     session_id: str | None = None
-    query: str = Field(min_length=1)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     preset: str = DEFAULT_PRESET
     top_k: int = Field(default=10, ge=1, le=200)
     strict_session: bool = False

@@ -68,14 +68,12 @@ def as_json(value: Any) -> str:
 
 
 def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow:
-    """The stored row of a memory the proposal acts on, refused when missing or of another scope home."""
+    """The stored row of a memory the proposal acts on, refused when missing or of another scope home (alike: a
+    rejection is shown to the proposal's user, and may not tell whether another user has such a memory)."""
     row = tx.memory_row(memory_id)
     if row is None and tx.tombstone_of_memory(p.scope, memory_id, pending=True) is not None:
         raise Erased(f"{what} {memory_id} was erased")
-    if row is None:
-        raise Rejection(f"{what} {memory_id} is not in this shard", code="unknown_target")
-    home = f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
-    if home != p.scope.home:
-        raise Rejection(f"{what} {memory_id} belongs to scope home {home!r}, not {p.scope.home!r}",
-                        code="foreign_scope")
+    home = None if row is None else f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}"
+    if row is None or home != p.scope.home:  # another user's reads as unknown: the reason names no other home
+        raise Rejection(f"no {what} {memory_id} in scope home {p.scope.home!r}", code="unknown_target")
     return row
