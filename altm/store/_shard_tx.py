@@ -952,7 +952,7 @@ class ShardTx:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
         that still held the erased content. Every deletion is audited (values redacted). Returns the memories
         the erased ones had superseded or merged into themselves, released (see :meth:`release_superseded`)."""
-        db, home, ends = self._db, _home(scope), set[str]()
+        db, home, ends, gone_edges = self._db, _home(scope), set[str](), list[str]()
         for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
             for table, key, where in (
@@ -964,10 +964,12 @@ class ShardTx:
                     d = dict(r)
                     if table == "graph_edges":
                         ends.update({str(d["src_id"]), str(d["dst_id"])})
+                        gone_edges.append(str(d["edge_id"]))
                     self._erase_row(table, key, d, at=at, proposal_id=proposal_id, delete=False,
                                     target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"))
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
+        self.redact_audit("graph_edges", gone_edges)  # a mention's label is the erased memory's spelling
         released = self._scrub_references(scope, set(memory_ids), at=at, proposal_id=proposal_id)
         orphans = self._drop_orphan_nodes(home, None, at=at, proposal_id=proposal_id, actor="writer", action="erase",
                                           redact=True)

@@ -222,7 +222,7 @@ async def test_a_link_of_another_users_memory_in_the_same_shard_is_refused(write
     assert stored.status is ChangeStatus.COMMITTED
     link = _links(theirs.memory.memory_id, ["Billing"])  # proposed under SCOPE's home
     (change,) = writer.apply(_record(link, 1), N).changes
-    assert change.status is ChangeStatus.REJECTED and change.reason is not None and "belongs to" in change.reason
+    assert change.status is ChangeStatus.REJECTED and change.reason is not None and "no memory to link" in change.reason
     assert _graph(writer, home) == ([], [])
 
 
