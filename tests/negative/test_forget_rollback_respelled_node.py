@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from altm.core import Settings, TurnEvent
+from altm.core import Settings
 from tests.support.memories import store_with
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0, make_turn
