@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from altm.app._cycles import CycleBook
 from altm.app._errors import BadMarker, CitationError, CycleStateError, IdempotencyConflict, NotFound
-from altm.app._recall import RecallService
+from altm.app._recall import MAX_QUERY_CHARS, RecallService
 from altm.core import (
     ControlAction,
     ControlEvent,
@@ -54,6 +54,8 @@ DRILLDOWN_MAX_TERMS = 64
 
 
 class Feedback(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt list ("harmfull") is refused, not ignored
+
     helpful: list[str] = Field(default_factory=list, description="Memory ids that helped")
     harmful: list[str] = Field(default_factory=list, description="Memory ids that misled")
     note: str | None = Field(default=None, max_length=2000)
@@ -174,7 +176,8 @@ class ProtocolService:
         if idempotency_key is not None:  # without one, the turn id is the key: a new key may not rename a turn
             self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
                                         content=content, timestamp=timestamp or _now()), key)
-        result = self.recall.search(scope, session_id, content, preset_name=preset_name,
+        # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
+        result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
                                     strict_session=strict_session)
         rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
         bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,

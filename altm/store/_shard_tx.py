@@ -284,6 +284,15 @@ class ShardTx:
             "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY COALESCE(valid_from, ''), memory_id",
             (key, facet["tenant_id"], facet["workspace_id"], facet["user_id"]))]
 
+    def facets_of_key(self, facet: MemoryRow, key: str) -> list[MemoryRow]:
+        """The user's current persona facets (not superseded, not rejected) of ``key``, besides ``facet``, in
+        valid-time order."""
+        return [memory_row(r) for r in self._db.execute(
+            "SELECT * FROM memories WHERE layer='L4' AND json_extract(attributes, '$.facet_key')=? "
+            "AND superseded_by IS NULL AND lc_state != 'rejected' AND memory_id != ? AND tenant_id=? "
+            "AND workspace_id=? AND user_id=? ORDER BY COALESCE(valid_from, ''), memory_id",
+            (key, facet["memory_id"], facet["tenant_id"], facet["workspace_id"], facet["user_id"]))]
+
     def dependants(self, memory_ids: Sequence[str]) -> list[str]:
         """Memories that cite any of ``memory_ids`` as evidence."""
         return sorted({str(r[0]) for chunk in _chunks(memory_ids) for r in self._db.execute(
@@ -1316,6 +1325,8 @@ class ShardTx:
             count = int(r["evidence_count"]) - len(removed)
             if count <= 0:
                 old = redacted(self._edge_image(r)) if redact else self._edge_image(r)
+                if redact:  # its earlier rows too (a relation's label is the erased memory's word)
+                    self.redact_audit("graph_edges", [edge_id])
                 self._audit(at=at, proposal_id=proposal_id, actor=actor, action=action, table="graph_edges",
                             target_id=edge_id, old=old, new=None)
                 db.execute("DELETE FROM graph_edges WHERE edge_id=?", (edge_id,))
@@ -1378,7 +1389,7 @@ class ShardTx:
                 if current is not None:
                     self._rollback_delete(table, key, current, at=at, proposal_id=proposal_id)
                 return "removed"
-            if table == "graph_nodes" and new is None and current is not None:  # made again since it went
+            if table == "graph_nodes" and current is not None:  # made again, or respelled, since: both as one
                 old = node_union(old, current)
             self._put_row(table, key, old, current, at=at, proposal_id=proposal_id, actor="rollback")
             return "restored" if current is not None else "reinserted"

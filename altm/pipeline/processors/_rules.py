@@ -224,10 +224,13 @@ def _dedupe(items: object) -> list[str]:
     return list(seen.values())
 
 
+_LIST_ITEM = re.compile(r"(?:^|\n)[ \t]*(?:[-*•–]|\d+[.)])[ \t]*$")
+
+
 def _opens_sentence(text: str, start: int) -> bool:
-    """The text at ``start`` opens a sentence (or a line, or a quote at one)."""
+    """The text at ``start`` opens a sentence (or a line, a list item, or a quote at one)."""
     before = text[:start].rstrip(" \t\"'“‘([")
-    return not before or before[-1] in ".!?:;\n"
+    return not before or before[-1] in ".!?:;\n" or _LIST_ITEM.search(before) is not None
 
 
 def named_entities(text: str) -> list[str]:

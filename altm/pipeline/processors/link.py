@@ -167,7 +167,7 @@ def _links(mem: MemoryUnit, named: list[tuple[NodeType, str]], relations: list[E
         if src and dst and src != dst:
             edges.append(GraphEdge(
                 edge_id=edge_id(mem, EdgeType.RELATED, src, dst, rel.label), scope=mem.scope, src_id=src,
-                dst_id=dst, edge_type=EdgeType.RELATED, label=rel.label, confidence=0.7,
+                dst_id=dst, edge_type=EdgeType.RELATED, label=norm(rel.label), confidence=0.7,
                 evidence=(mem.memory_id,), method=method,
             ))
     return MemoryLinks(memory_id=mem.memory_id, scope=mem.scope, nodes=tuple(nodes.values()), edges=tuple(edges))

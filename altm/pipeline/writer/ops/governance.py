@@ -200,12 +200,36 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
             new = _out_with_evidence(facet, ctx)
         tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")
         out.append(row_to_memory(new))
+        if approve and (corrected := _corrected_since(tx, new, p, ctx)) is not None:
+            out.append(row_to_memory(corrected))  # back, as the version a later correction replaced
+            continue
         # the versions it superseded are current again while it is out, and superseded again when it is back
         changed = (tx.superseded_again(new, released_by="review", at=ctx.now, proposal_id=p.event_id, actor="review")
                    if approve else tx.release_superseded(p.scope, [mid], at=ctx.now, proposal_id=p.event_id,
                                                          actor="review"))
         out += [row_to_memory(r) for r in changed]
     return out
+
+
+def _corrected_since(tx: ShardTx, facet: MemoryRow, p: ReviewProposal, ctx: OpContext) -> MemoryRow | None:
+    """A facet approved back after a later version of its key came as a correction (which superseded nothing
+    then: the only earlier atom was rejected) is superseded by it, as govern would have had it; the row as
+    superseded, or None."""
+    key = orjson.loads(facet["attributes"] or "{}").get("facet_key")
+    later = [f for f in tx.facets_of_key(facet, key) if (str(f["valid_from"] or ""), str(f["memory_id"]))
+             > (str(facet["valid_from"] or ""), str(facet["memory_id"]))] if isinstance(key, str) else []
+    if not later:
+        return None
+    newest = later[-1]
+    atom = tx.memory_row(orjson.loads(newest["evidence"])[0]) if orjson.loads(newest["evidence"]) else None
+    if atom is None or not orjson.loads(atom["attributes"] or "{}").get("correction"):
+        return None  # no correction: both versions stand, as govern holds such a supersede for review
+    supersede(tx, SupersedeProposal(
+        event_id=p.event_id, scope=p.scope, timestamp=p.timestamp, processor=p.processor,
+        cause_event_id=p.cause_event_id, supersession=Supersession(
+            old_id=str(facet["memory_id"]), new_id=str(newest["memory_id"]), reason=f"new version of facet {key!r}")),
+        ctx)
+    return tx.memory_row(str(facet["memory_id"]))
 
 
 def _facets_of(tx: ShardTx, atom_id: str, approve: bool) -> list[str]:
