@@ -43,6 +43,7 @@ class InputReader:
             self._fh.seek(0)
             self._hash = hashlib.sha256()
         self.resumed_after = self._line
+        self._complete = ResumePoint(self._line, self._offset, self._hash.hexdigest())
         """The line this reader resumed after (0 when it started at the top)."""
 
     def _prefix_matches(self, start: ResumePoint) -> bool:
@@ -63,16 +64,26 @@ class InputReader:
 
     def lines(self) -> Iterator[tuple[int, str]]:
         for raw in self._fh:
+            at_start = self._offset == 0
             self._hash.update(raw)
             self._line += 1
             self._offset += len(raw)
+            if raw.endswith(b"\n"):  # a line still being written is read again on resume
+                self._complete = ResumePoint(self._line, self._offset, self._hash.hexdigest())
             text = raw[:-1] if raw.endswith(b"\n") else raw
             text = text[:-1] if text.endswith(b"\r") else text
+            if at_start:
+                text = text.removeprefix(_BOM)  # an editor's byte order mark is not part of the first line
             if text.strip():
                 yield self._line, text.decode("utf-8", errors="surrogateescape")
 
     def position(self) -> ResumePoint:
-        return ResumePoint(self._line, self._offset, self._hash.hexdigest())
+        """Where a resume starts: after the last line read that ends with a newline (one without may be a line
+        a writer has not finished: its rest would be read as a line of its own)."""
+        return self._complete
+
+
+_BOM = b"\xef\xbb\xbf"
 
 
 class IngestMarker:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 
+from altm.store._errors import ShardError
+
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
@@ -47,9 +49,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     """Apply pending migrations, each in its own transaction; returns the resulting version."""
     version = current_version(conn)
     if version > LATEST_VERSION:
-        raise RuntimeError(
-            f"shard schema version {version} is newer than this ALTM ({LATEST_VERSION}); upgrade ALTM"
-        )
+        raise ShardError(f"shard schema version {version} is newer than this ALTM ({LATEST_VERSION}); upgrade ALTM")
     for mig in load_migrations():
         if mig.version <= version:
             continue

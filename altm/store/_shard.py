@@ -40,6 +40,9 @@ class Shard:
                 "SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone() else 0
             if version != LATEST_VERSION:
                 conn.close()
+                if version > LATEST_VERSION:
+                    raise ShardError(f"shard {self.path} has schema version {version}, newer than this ALTM reads "
+                                     f"({LATEST_VERSION}): upgrade ALTM")
                 raise ShardError(
                     f"shard {self.path} has schema version {version}, this ALTM reads {LATEST_VERSION}: open the "
                     "data dir once for writing (e.g. `altm sweep --data-dir DIR`) to migrate it")

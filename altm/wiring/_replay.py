@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
+from altm.bus import Record
+from altm.bus.sealing import is_sealed
 from altm.core import FORGOTTEN_PREFIX, Settings, partition_for
 from altm.store import DataDirError, ShardLLMCache, ShardSet, erasure_rows, llm_cache_rows
 from altm.wiring._adapters import open_bus, resolve
 from altm.wiring._deployment import open_embedded
+
+
+def _keys_for(origin: Settings, records: Sequence[Record]) -> None:
+    """The source's key store is there when its log holds sealed records: checked before the target is made,
+    so a replay that cannot open them fails with the reason and leaves ``--into`` empty for a rerun."""
+    keystore = origin.keystore or ""
+    if keystore.startswith("kafka://") or not any(is_sealed(r.value) for r in records):
+        return
+    path = Path(keystore.removeprefix("sqlite:///"))
+    if not path.exists():
+        raise DataDirError(f"{origin.data_dir}'s log is sealed and its key store {path} is missing: restore it "
+                           "(its master key beside it) and run the replay again")
 
 
 def _require_empty(target: Path) -> None:
@@ -94,6 +109,7 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
         records = await read_host_records(bus, origin.topic_prefix, from_offset=from_offset, from_time=from_time)
     finally:
         await bus.stop()
+    _keys_for(origin, records)
     rebuilt = base.model_copy(update={"data_dir": target, "partitions": partitions, "bus": None, "broker": None,
                                       "vectors": None, "keystore": None})  # the target seals with its own keys
     async with open_embedded(rebuilt, vectors_from=source) as deployment:

@@ -64,12 +64,24 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         fail(str(exc))
 
 
+def _require_data_dir(bus: str | None, data_dir: Path) -> None:
+    """An embedded deployment's data dir holds its log (a mistyped --data-dir is refused, not created)."""
+    log = Path((bus or "").removeprefix("sqlite:///"))
+    if (bus or "").startswith("sqlite:///") and not log.exists():
+        raise DataDirError(f"{data_dir} is not an ALTM data dir (no {log.name}); check --data-dir, or run "
+                           "`altm ingest` first")
+
+
 @asynccontextmanager
-async def deployment_for(data_dir: Path, broker: str | None = None, **overrides: Any) -> AsyncIterator[Deployment]:
+async def deployment_for(data_dir: Path, broker: str | None = None, *, existing: bool = False,
+                         **overrides: Any) -> AsyncIterator[Deployment]:
     """The deployment a writing command acts on: the embedded pipeline in this process, or a Kafka client
     (``--broker``, or the bus the data dir recorded) whose workers apply what it publishes. Call
-    ``settle()`` to wait for that."""
+    ``settle()`` to wait for that. ``existing``: the command acts on memory already there (an erasure, a
+    review, a preview), so a data dir that is not one is refused before anything is created in it."""
     settings = resolve(settings_for(data_dir, broker=broker, **overrides))
+    if existing:
+        _require_data_dir(settings.bus, data_dir)
     deployment = await open_deployment(settings, pipeline=not (settings.bus or "").startswith("kafka://"))
     async with deployment:
         yield deployment

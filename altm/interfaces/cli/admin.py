@@ -67,21 +67,31 @@ def erase(
         fail("choose exactly one of --session S, --memory ID, --agent, --user")
     parsed = parse_scope(scope)
 
-    async def go() -> str:
-        async with deployment_for(data_dir, broker) as deployment:
+    async def go() -> tuple[str, bool]:
+        async with deployment_for(data_dir, broker, existing=True) as deployment:
+            before = deployment.app.admin.tombstones(parsed)
             request = await deployment.app.admin.erase(parsed, chosen[0], memory_id=memory, session_id=session,
                                                        reason=reason)
             pending = await _applied(deployment, request, "erasure")
-            return pending or (f"erased ({chosen[0]}); {deployment.app.admin.tombstones(parsed)} tombstones for "
-                               f"{parsed.home}")
+            after = deployment.app.admin.tombstones(parsed)
+            if pending:
+                return pending, True
+            # a mistyped id or another scope: nothing was stored there, so nothing was buried (said, not "erased")
+            found = after > before or chosen[0] == "memory"
+            return (f"erased ({chosen[0]}); {after} tombstones for {parsed.home}" if found else
+                    f"nothing of {chosen[0]} {session or ''} was stored in {parsed.path}: nothing erased (check the "
+                    "scope and the id; records of it still on the log, if any, are shredded)"), found
 
-    console.print(run(go()))
+    message, found = run(go())
+    if not found:
+        fail(message)
+    console.print(message)
 
 
 def _maintenance(data_dir: Path, broker: str | None, preview: bool, which: str, now: datetime | None = None
                  ) -> list[dict[str, Any]] | int:
     async def go() -> list[dict[str, Any]] | int:
-        async with deployment_for(data_dir, broker) as deployment:
+        async with deployment_for(data_dir, broker, existing=True) as deployment:
             admin = deployment.app.admin
             if preview:
                 return admin.retention_candidates(now) if which == "retention" else admin.compaction_candidates(now)
@@ -122,7 +132,7 @@ def sweep(data_dir: DataDir = DEFAULT_DATA_DIR, broker: BrokerOpt = None) -> Non
     """Verify every L2 memory that was never verified or changed since its verdict (no reads needed)."""
 
     async def go() -> int:
-        async with deployment_for(data_dir, broker) as deployment:
+        async with deployment_for(data_dir, broker, existing=True) as deployment:
             with PipelineProgress("verifications", None) as progress:
                 n = await deployment.app.admin.sweep(limit=100_000)
                 progress("events", n)  # all published: the total is known
@@ -209,7 +219,7 @@ def _decide(item: str, decision: str, data_dir: Path, scope: str, note: str | No
     parsed = parse_scope(scope)
 
     async def go() -> str:
-        async with deployment_for(data_dir, broker) as deployment:
+        async with deployment_for(data_dir, broker, existing=True) as deployment:
             request = await deployment.app.admin.review_decide(parsed, item, decision, note)
             return await _applied(deployment, request, "decision")
 
@@ -263,7 +273,7 @@ def governance_rollback(
     parsed = parse_scope(scope)
 
     async def go() -> str:
-        async with deployment_for(data_dir, broker) as deployment:
+        async with deployment_for(data_dir, broker, existing=True) as deployment:
             request = await deployment.app.admin.rollback(parsed, decision_id, reason)
             return await _applied(deployment, request, "rollback")
 

@@ -49,10 +49,21 @@ def _line_count(file: Path) -> int:
         return sum(1 for _ in f)
 
 
-def ingest(file: FileArg, data_dir: DataDir = DEFAULT_DATA_DIR, partitions: Partitions = None) -> None:
-    """Run the embedded pipeline over FILE until idle. Bad lines go to the DLQ with their line number."""
+def _readable(file: Path) -> None:
+    """A file to read, or a one-line error before anything is opened or created."""
     if not file.exists():
         fail(f"no such file: {file}")
+    if not file.is_file():
+        fail(f"{file} is not a file")
+    try:
+        file.open("rb").close()
+    except OSError as exc:
+        fail(f"cannot read {file}: {exc.strerror or exc}")
+
+
+def ingest(file: FileArg, data_dir: DataDir = DEFAULT_DATA_DIR, partitions: Partitions = None) -> None:
+    """Run the embedded pipeline over FILE until idle. Bad lines go to the DLQ with their line number."""
+    _readable(file)
     print_summary(run(ingest_into(settings_for(data_dir, partitions=partitions), file)))
 
 
@@ -60,6 +71,7 @@ def publish(file: FileArg, broker: Annotated[str, typer.Option(help="kafka://HOS
             partitions: Partitions = None, data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     """Publish FILE to Kafka (creating the topics if needed), as a host agent would, sealed with the key store
     of DATA_DIR (the workers' data dir: they open what it seals)."""
+    _readable(file)
     settings = resolve(settings_for(data_dir, broker=broker, partitions=partitions))
     summary = IngestSummary()
 
@@ -79,6 +91,7 @@ def publish(file: FileArg, broker: Annotated[str, typer.Option(help="kafka://HOS
 
 def validate(file: Annotated[Path, typer.Argument()]) -> None:
     """Check a JSONL file of events without ingesting it; prints each bad line and why."""
+    _readable(file)
     bad = 0
     settings = settings_for(DEFAULT_DATA_DIR)
     for lineno, text in iter_lines(file):
