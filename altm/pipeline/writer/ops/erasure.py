@@ -21,7 +21,7 @@ from altm.core import (
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
-from altm.pipeline.writer.ops.lifecycle import tallied
+from altm.pipeline.writer.ops.lifecycle import tallied, tally_again
 from altm.pipeline.writer.ops.memory import (
     GUARD_HOLD,
     facet_recited,
@@ -31,7 +31,7 @@ from altm.pipeline.writer.ops.memory import (
     upsert_memory,
     without_verdict,
 )
-from altm.store import MEMORY_ID, MemoryRow, ShardTx, comparable, row_to_memory
+from altm.store import MEMORY_ID, MemoryRow, ShardTx, row_to_memory
 
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
@@ -69,8 +69,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     # the released, as they are now (exact duplicates among them fold again through governance)
     left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in [*released, *recited.values()])]
                  }.values())
-    for mid in tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id):
-        _tally_again(tx, mid, p, ctx)  # it was used by what was erased (a recall cycle of the erased session)
+    # kept memories used by what was erased (a recall cycle of the erased session): a promotion they caused goes
+    tally_again(tx, tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id),
+                proposal_id=p.event_id, actor="writer", ctx=ctx)
     _drop_deferred(tx, p)
     _drop_unpublished(tx, p, doomed)
     readmitted = _refusals_lifted(tx, scope, set(gone), p, ctx)
@@ -165,17 +166,6 @@ def _refusals_lifted(tx: ShardTx, scope: Scope, gone: set[str], p: EraseProposal
         tx.erase_rejection(row_id, payload, scope.home, at=ctx.now, proposal_id=p.event_id)
         out.append((refused, applied))
     return tuple(out)
-
-
-def _tally_again(tx: ShardTx, memory_id: str, p: EraseProposal, ctx: OpContext) -> None:
-    """A kept memory whose use signals the erasure took: its counters, weight and state as the signals left
-    give them (a promotion they caused is undone; ShardTx.erase_records erases its record)."""
-    row = tx.memory_row(memory_id)
-    if row is None:
-        return
-    fresh = tallied(tx, row, ctx)
-    if comparable(fresh) != comparable(row):
-        tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="writer")
 
 
 def _verdicts_kept(tx: ShardTx, scope: Scope, atoms: list[MemoryRow], gone: list[str], p: EraseProposal,

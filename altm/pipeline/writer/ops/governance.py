@@ -27,7 +27,7 @@ from altm.core import (
 )
 from altm.pipeline.processors.facets import facet_version
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
-from altm.pipeline.writer.ops.lifecycle import tallied
+from altm.pipeline.writer.ops.lifecycle import tally_again
 from altm.pipeline.writer.ops.memory import (
     EVIDENCE_REJECTED,
     facet_recited,
@@ -36,7 +36,7 @@ from altm.pipeline.writer.ops.memory import (
     summaries_judged_again,
     without_verdict,
 )
-from altm.store import RESTORABLE_SIGNAL, MemoryRow, ShardTx, comparable, row_to_memory
+from altm.store import RESTORABLE_SIGNAL, MemoryRow, ShardTx, row_to_memory
 
 
 def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
@@ -329,7 +329,9 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
             removed.append(a.target_id)
         elif a.table == "memories" and a.old is not None and a.target_id not in back:
             back.append(a.target_id)
-    _tally_again(tx, {a.target_id.split("/")[0] for a in audits if a.table == "lifecycle_signals"}, p, ctx)
+    # the signals it took or put back: a pin or more feedback sent after the rolled-back decision stands
+    tally_again(tx, {a.target_id.split("/")[0] for a in audits if a.table == "lifecycle_signals"},
+                proposal_id=p.event_id, actor="rollback", ctx=ctx)
     restored = [row_to_memory(row) for mid in back if (row := tx.memory_row(mid)) is not None]
     # the scenes of the atoms it put back are computed again (fold folds the sessions of its messages again)
     mentioned = sorted({n for m in restored if m.layer is Layer.L2 for n in tx.mentioned_by(m.memory_id)})
@@ -341,18 +343,6 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
                        at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored, mentioned=tuple(mentioned))
-
-
-def _tally_again(tx: ShardTx, memory_ids: set[str], p: RollbackProposal, ctx: OpContext) -> None:
-    """The memories whose use signals the rollback took or counted again, with the lifecycle those left give
-    (a pin or more feedback sent after the rolled-back decision stands)."""
-    for mid in sorted(memory_ids):
-        row = tx.memory_row(mid)
-        if row is None:
-            continue
-        tally = tallied(tx, row, ctx)
-        if comparable(tally) != comparable(row):
-            tx.update_memory(row, tally, at=ctx.now, proposal_id=p.event_id, actor="rollback")
 
 
 def _evidence_edge(tx: ShardTx, p: Proposal, ctx: OpContext, edge_type: EdgeType, src: str, dst: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import orjson
 
 from altm.core import (
@@ -56,6 +58,18 @@ def tallied(tx: ShardTx, old: MemoryRow, ctx: OpContext) -> MemoryRow:
     return {**old, "lc_injected": injected, "lc_cited": cited, "lc_helpful": helpful, "lc_harmful": harmful,
             "lc_pinned": int(pinned), "lc_weight": weight, "lc_compression": _compression_level(tally),
             "lc_state": ctx.rules.state(weight, pinned=pinned, current=old["lc_state"])}
+
+
+def tally_again(tx: ShardTx, memory_ids: Iterable[str], *, proposal_id: str, actor: str, ctx: OpContext) -> None:
+    """Memories whose use signals changed under them (an erasure or a rollback took or put back some): their
+    counters, weight and state as the signals now stored give them."""
+    for mid in sorted(set(memory_ids)):
+        row = tx.memory_row(mid)
+        if row is None:
+            continue
+        fresh = tallied(tx, row, ctx)
+        if comparable(fresh) != comparable(row):
+            tx.update_memory(row, fresh, at=ctx.now, proposal_id=proposal_id, actor=actor)
 
 
 def _compression_level(tally: SignalTally) -> int:
