@@ -961,7 +961,7 @@ class ShardTx:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
         that still held the erased content. Every deletion is audited (values redacted). Returns the memories
         the erased ones had superseded or merged into themselves, released (see :meth:`release_superseded`)."""
-        db, home, ends, gone_edges = self._db, _home(scope), set[str](), list[str]()
+        db, home, ends = self._db, _home(scope), set[str]()
         for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
             for table, key, where in (
@@ -969,16 +969,17 @@ class ShardTx:
                 ("graph_edges", "edge_id", f"src_id IN ({marks}) OR dst_id IN ({marks})"),
                 ("ccr_entries", "marker", f"memory_id IN ({marks}) OR memory_id IN ({marks})"),
             ):
-                for r in db.execute(f"SELECT * FROM {table} WHERE {where}", [*chunk, *chunk]).fetchall():
+                found = db.execute(f"SELECT * FROM {table} WHERE {where}", [*chunk, *chunk]).fetchall()
+                if table == "graph_edges":  # their earlier rows: a mention's label is the erased memory's spelling
+                    self.redact_audit("graph_edges", [str(r["edge_id"]) for r in found])
+                for r in found:
                     d = dict(r)
                     if table == "graph_edges":
                         ends.update({str(d["src_id"]), str(d["dst_id"])})
-                        gone_edges.append(str(d["edge_id"]))
                     self._erase_row(table, key, d, at=at, proposal_id=proposal_id, delete=False,
                                     target_id=str(d.get(key) or f"{d.get('memory_id')}->{d.get('evidence_id')}"))
                 db.execute(f"DELETE FROM {table} WHERE {where}", [*chunk, *chunk])
         self.redact_audit("memories", memory_ids)
-        self.redact_audit("graph_edges", gone_edges)  # a mention's label is the erased memory's spelling
         released = self._scrub_references(scope, set(memory_ids), at=at, proposal_id=proposal_id)
         orphans = self._drop_orphan_nodes(home, None, at=at, proposal_id=proposal_id, actor="writer", action="erase",
                                           redact=True)

@@ -67,7 +67,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 def _require_data_dir(bus: str | None, data_dir: Path) -> None:
     """An embedded deployment's data dir holds its log (a mistyped --data-dir is refused, not created)."""
     log = Path((bus or "").removeprefix("sqlite:///"))
-    if (bus or "").startswith("sqlite:///") and not log.exists():
+    # shards without a log are a Kafka worker's data dir, refused with that reason when the deployment opens
+    if (bus or "").startswith("sqlite:///") and not log.exists() and not (data_dir / "shards").exists():
         raise DataDirError(f"{data_dir} is not an ALTM data dir (no {log.name}); check --data-dir, or run "
                            "`altm ingest` first")
 
