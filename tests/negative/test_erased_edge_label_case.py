@@ -49,7 +49,8 @@ async def _stored(s: Settings, turns: list[Any], *, erase: bool) -> list[dict[st
             await rt.publish(turns)
             await rt.run_until_idle()
             if erase:
-                assert rows(s.data_dir, RELATED) == [{"label": "manages", "evidence_count": 2}]  # one spelling: the normalised
+                # one spelling: the normalised one
+                assert rows(s.data_dir, RELATED) == [{"label": "manages", "evidence_count": 2}]
                 await app.erase(SCOPE, "session", session_id="s1")
                 await rt.run_until_idle()
     return rows(s.data_dir, RELATED)
