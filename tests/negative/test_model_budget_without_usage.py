@@ -14,47 +14,13 @@ and can be counted (``altm.recall.context._tokens.count_tokens``) when the repor
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
-from typing import Any
-
 import pytest
 
 from altm.core.settings import Settings
 from altm.models import LLMSettings, ModelTask
 from tests.support.memories import running
-from tests.support.openai_double import OpenAIDouble, _handler
+from tests.support.openai_double import one_fact, openai_double
 from tests.support.turns import make_turn
-
-
-@contextmanager
-def double_reporting(usage: dict[str, int] | None) -> Iterator[OpenAIDouble]:
-    """The repo's OpenAI double, answering with ``usage`` in place of its own (None: no usage at all)."""
-    double = OpenAIDouble(lambda body: json.dumps({"atoms": [{"kind": "fact", "content": next(
-        m["content"] for m in body["messages"] if m["role"] == "user")}]}))
-    base = _handler(double, threading.Lock())
-
-    class Handler(base):  # type: ignore[misc,valid-type]
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
-            if "choices" in payload:
-                payload.pop("usage", None)
-                if usage is not None:
-                    payload["usage"] = usage
-            super()._send(status, payload)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    double.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield double
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 @pytest.mark.parametrize("usage", [None, {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}],
@@ -62,7 +28,7 @@ def double_reporting(usage: dict[str, int] | None) -> Iterator[OpenAIDouble]:
 async def test_a_budget_holds_when_the_endpoint_does_not_report_usage(settings: Settings,
                                                                      usage: dict[str, int] | None) -> None:
     s = settings.model_copy(update={"embedder": "none", "defer_backoff_s": 3600.0})
-    with double_reporting(usage) as api:
+    with openai_double(one_fact, usage=usage) as api:
         llm = {ModelTask.L2: LLMSettings(base_url=api.base_url, model="extractor", max_retries=0, token_budget=100)}
         async with running(s, llm_settings=llm) as rt:
             await rt.publish([make_turn(i, f"We moved service number {i} of the billing platform to the new "

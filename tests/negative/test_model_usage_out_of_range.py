@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from altm.core.settings import Settings
 from altm.models import LLMSettings, ModelTask
-from tests.negative.test_model_budget_without_usage import double_reporting
 from tests.support.memories import running
+from tests.support.openai_double import one_fact, openai_double
 from tests.support.rows import rows
 from tests.support.turns import make_turn
 
@@ -28,7 +28,7 @@ SAID = "We moved the billing service to the new cluster."
 
 async def test_a_negative_usage_report_does_not_dead_letter_the_message(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none", "defer_backoff_s": 3600.0})
-    with double_reporting({"prompt_tokens": -50, "completion_tokens": 10, "total_tokens": -40}) as api:
+    with openai_double(one_fact, usage={"prompt_tokens": -50, "completion_tokens": 10, "total_tokens": -40}) as api:
         llm = {ModelTask.L2: LLMSettings(base_url=api.base_url, model="extractor", max_retries=0)}
         async with running(s, llm_settings=llm) as rt:
             await rt.publish([make_turn(1, SAID)])

@@ -13,9 +13,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 Responder = Callable[[dict[str, Any]], "str | int"]
+
+
+_REPORTED = {"prompt_tokens": 50, "completion_tokens": 50, "total_tokens": 100}
 
 
 @dataclass
@@ -23,6 +26,8 @@ class OpenAIDouble:
     responder: Responder
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
+    usage: dict[str, int] | None = field(default_factory=lambda: dict(_REPORTED))
+    """What a chat completion reports as its usage; None: no usage at all (an endpoint that leaves it out)."""
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -75,15 +80,25 @@ def _handler(double: OpenAIDouble, lock: threading.Lock) -> type[BaseHTTPRequest
                 "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": answer}}],
-                "usage": {"prompt_tokens": 50, "completion_tokens": 50, "total_tokens": 100},
+                **({"usage": double.usage} if double.usage is not None else {}),
             })
 
     return Handler
 
 
+def one_fact(body: dict[str, Any]) -> str:
+    """A responder for the extraction task: one fact atom, the user's message as it is."""
+    return json.dumps({"atoms": [{"kind": "fact", "content": next(
+        m["content"] for m in body["messages"] if m["role"] == "user")}]})
+
+
 @contextmanager
-def openai_double(responder: Responder) -> Iterator[OpenAIDouble]:
+def openai_double(responder: Responder, *, usage: dict[str, int] | Literal["reported"] | None = "reported"
+                  ) -> Iterator[OpenAIDouble]:
+    """The double on a loopback port; ``usage``: what its completions report (default 50 + 50 tokens)."""
     double = OpenAIDouble(responder)
+    if usage != "reported":
+        double.usage = usage
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(double, threading.Lock()))
     double.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
