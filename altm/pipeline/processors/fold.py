@@ -171,7 +171,7 @@ def flat_sections(sections: dict[str, list[str]]) -> dict[str, list[str]]:
     return {key: [capsule.flat(item) for item in items] for key, items in sections.items()}
 
 
-_REMOVING = frozenset({ProposalOp.ERASE, ProposalOp.FORGET, ProposalOp.ROLLBACK})
+_FOLDED_AGAIN = frozenset({ProposalOp.ERASE, ProposalOp.FORGET, ProposalOp.ROLLBACK})
 """Changes that name a message whose session is folded again: what an erasure or a forget left, what a rollback
 (of a forget) put back."""
 
@@ -179,7 +179,7 @@ _REMOVING = frozenset({ProposalOp.ERASE, ProposalOp.FORGET, ProposalOp.ROLLBACK}
 def _session_message(event: Event) -> MemoryUnit | None:
     """The message whose session is folded: a committed one, or one an erasure or a forget names (it took a
     message the capsule quoted, and the session is folded again from the messages left)."""
-    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op in _REMOVING:
+    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op in _FOLDED_AGAIN:
         return event.memory if event.memory is not None and event.memory.layer is Layer.L0 else None
     return committed_memory(event, _FROM)
 
@@ -197,7 +197,7 @@ class FoldProcessor(Processor):
         """Committed messages, and the message an erasure or a forget names for each session it took a message
         from."""
         return committed_upsert(marker, _FROM) or (
-            marker.status is ChangeStatus.COMMITTED and marker.op in _REMOVING and marker.layer is Layer.L0)
+            marker.status is ChangeStatus.COMMITTED and marker.op in _FOLDED_AGAIN and marker.layer is Layer.L0)
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,

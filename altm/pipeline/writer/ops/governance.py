@@ -23,13 +23,13 @@ from altm.core import (
     SupersedeProposal,
     Supersession,
     derive_id,
-    scene,
 )
 from altm.pipeline.processors.facets import facet_version
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
 from altm.pipeline.writer.ops.lifecycle import tally_again
 from altm.pipeline.writer.ops.memory import (
     EVIDENCE_REJECTED,
+    anchor_still_made,
     facet_recited,
     holds_lifted,
     state_by_weight,
@@ -154,9 +154,7 @@ def _scenes_emptied(tx: ShardTx, atom_id: str, p: ReviewProposal, ctx: OpContext
         found = tx.memory_row(mid)
         if found is None or found["layer"] != "L3" or found["lc_state"] == "rejected":
             continue
-        scene_row = row_to_memory(found)
-        node_id = scene_row.attributes.get("anchor_node_id")
-        if isinstance(node_id, str) and len(tx.sessions_mentioning(scene_row.scope, node_id)) >= scene.MIN_SESSIONS:
+        if anchor_still_made(tx, row_to_memory(found)) is not None:
             continue
         new = _out_with_evidence(found, ctx)
         tx.update_memory(found, new, at=ctx.now, proposal_id=p.event_id, actor="review")
@@ -221,7 +219,8 @@ def _corrected_since(tx: ShardTx, facet: MemoryRow, p: ReviewProposal, ctx: OpCo
     if not later:
         return None
     newest = later[-1]
-    atom = tx.memory_row(orjson.loads(newest["evidence"])[0]) if orjson.loads(newest["evidence"]) else None
+    cited = orjson.loads(newest["evidence"])
+    atom = tx.memory_row(cited[0]) if cited else None
     if atom is None or not orjson.loads(atom["attributes"] or "{}").get("correction"):
         return None  # no correction: both versions stand, as govern holds such a supersede for review
     supersede(tx, SupersedeProposal(

@@ -11,15 +11,13 @@ from altm.core import (
     BuriedContent,
     ChangeStatus,
     ForgetProposal,
-    Layer,
     MemoryUnit,
     SignalProposal,
     event_ref,
-    scene,
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
-from altm.pipeline.writer.ops.memory import holds_lifted, messages_left
+from altm.pipeline.writer.ops.memory import anchor_still_made, holds_lifted, messages_left
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -145,13 +143,7 @@ def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit]) -> tuple[str, ...]
     where the anchor's next mention did so before. A scene the atoms left no longer make is kept as it was, its
     evidence repaired (flagged when none is left), as any derived memory retention took evidence from: a summary
     outlives what it summarised until its own layer's retention."""
-    anchors: set[str] = set()
-    for mem in repaired:
-        node_id = mem.attributes.get("anchor_node_id")
-        if mem.layer is Layer.L3 and isinstance(node_id, str) \
-                and len(tx.sessions_mentioning(mem.scope, node_id)) >= scene.MIN_SESSIONS:
-            anchors.add(node_id)
-    return tuple(sorted(anchors))
+    return tuple(sorted({node for mem in repaired if (node := anchor_still_made(tx, mem)) is not None}))
 
 
 def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:

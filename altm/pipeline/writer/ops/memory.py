@@ -349,6 +349,15 @@ def facet_recited(tx: ShardTx, facet: MemoryRow, *, besides: frozenset[str] = fr
     return carry_over(fresh, facet, _KEPT_ON_UPDATE)
 
 
+def anchor_still_made(tx: ShardTx, mem: MemoryUnit) -> str | None:
+    """The anchor node of a scene (L3) whose atoms now stored, and not rejected by a reviewer, still span the
+    sessions a scene needs; None for another memory, or a scene they no longer make."""
+    node_id = mem.attributes.get("anchor_node_id")
+    if mem.layer is not Layer.L3 or not isinstance(node_id, str):
+        return None
+    return node_id if len(tx.sessions_mentioning(mem.scope, node_id)) >= scene.MIN_SESSIONS else None
+
+
 def messages_left(tx: ShardTx, gone: list[MemoryRow], proposal_id: str, ctx: OpContext
                   ) -> tuple[list[MemoryUnit], list[str]]:
     """The messages that follow removed ones (erased, forgotten) are relinked (their context held the removed
