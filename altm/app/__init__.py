@@ -23,11 +23,24 @@ from altm.app._protocol import (
     ProtocolService,
     Publisher,
 )
-from altm.app._recall import MAX_QUERY_CHARS, RecallService
+from altm.app._recall import (
+    MAX_EMERGE_HOPS,
+    MAX_EMERGE_SEEDS,
+    MAX_EMERGED,
+    MAX_LISTED,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    RecallService,
+)
 from altm.recall import Emergent
 
 __all__ = [
+    "MAX_EMERGED",
+    "MAX_EMERGE_HOPS",
+    "MAX_EMERGE_SEEDS",
+    "MAX_LISTED",
     "MAX_QUERY_CHARS",
+    "MAX_REASON_CHARS",
     "AdminService",
     "AuditStep",
     "BadMarker",

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from altm.app._cycles import CycleBook
 from altm.app._errors import BadMarker, CitationError, CycleStateError, IdempotencyConflict, NotFound
-from altm.app._recall import MAX_QUERY_CHARS, RecallService
+from altm.app._recall import MAX_QUERY_CHARS, MAX_REASON_CHARS, RecallService
 from altm.core import (
     ControlAction,
     ControlEvent,
@@ -159,6 +159,8 @@ class ProtocolService:
         timestamp: datetime | None = None,
     ) -> PreparedTurn:
         check_budget(token_budget)  # before anything is published
+        if not content:
+            raise ValueError("content is empty: the user's message says something")
         self._check_content(content)
         key = idempotency_key or f"{scope.path}/{session_id}/{turn_id}"
         # a caller's own key is namespaced by its scope: another tenant reusing it gets a cycle of its own
@@ -252,6 +254,8 @@ class ProtocolService:
         return CommittedTurn(cycle_id=cycle_id, cited_memory_ids=cited)
 
     async def abort_turn(self, cycle_id: str, reason: str) -> RuntimeCycle:
+        if not reason or len(reason) > MAX_REASON_CHARS:
+            raise ValueError(f"an abort reason is 1 to {MAX_REASON_CHARS} characters, not {len(reason)}")
         cycle = self.cycles.find(cycle_id)
         if cycle.state is CycleState.ABORTED:
             return cycle

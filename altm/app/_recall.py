@@ -17,6 +17,14 @@ from altm.recall import DEFAULT_PRESET, Emergent, Hit, Retriever, SearchConfig, 
 from altm.store import GovernanceQueries, MemoryQueries, MemoryRow, ReviewQueries, ShardSet
 
 MAX_QUERY_CHARS = 65_536
+MAX_REASON_CHARS = 2000
+"""An abort's reason, as an erasure's reason and a review's note (``altm.core.governance``)."""
+MAX_LISTED = 500
+"""The most items one page of a listing (the review queue) holds."""
+MAX_EMERGE_SEEDS = 50
+"""Emergence recalls four candidates a seed: 200, recall's largest ``top_k`` over HTTP."""
+MAX_EMERGE_HOPS = 4
+MAX_EMERGED = 200
 """The longest query text recall takes (a turn's content is at most ``ALTM_MAX_CONTENT_BYTES``, 64 KiB by default,
 and a turn is the longest query ``prepare_turn`` makes)."""
 
@@ -44,6 +52,11 @@ class RecallService:
 
     def emerge(self, scope: Scope, query: str, *, session_id: str | None = None, seed_limit: int = 5,
                max_hops: int = 2, limit: int = 10) -> list[Emergent]:
+        _within("seed_limit", seed_limit, MAX_EMERGE_SEEDS)
+        _within("max_hops", max_hops, MAX_EMERGE_HOPS)
+        _within("limit", limit, MAX_EMERGED)
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"a query of {len(query)} characters is over the limit of {MAX_QUERY_CHARS}")
         return self.retriever.emerge(scope, query, session_id=session_id, seed_limit=seed_limit, max_hops=max_hops,
                                      limit=limit)
 
@@ -66,6 +79,7 @@ class RecallService:
 
     def review_queue(self, scope: Scope, *, limit: int = 50) -> dict[str, Any]:
         """Contradicted or uncertain memories, held actions and rejected proposals of the user."""
+        _within("limit", limit, MAX_LISTED)
         return dict(self._review.queue(scope, limit=limit))
 
     def governance_events(self, scope: Scope, *, limit: int = 200) -> list[dict[str, Any]]:
@@ -98,3 +112,9 @@ class RecallService:
                       session_id: str | None = None) -> list[dict[str, Any]]:
         """Every memory an erasure of ``target`` would remove (what it names and what was derived from it)."""
         return self._inspector.erasure_reach(scope, target, memory_id=memory_id, session_id=session_id)
+
+
+def _within(name: str, value: int, most: int) -> None:
+    """A count a caller chose is 1..``most`` (SQLite reads a negative LIMIT as none, a slice drops from the end)."""
+    if not 1 <= value <= most:
+        raise ValueError(f"{name} is 1 to {most}, not {value}")

@@ -11,10 +11,13 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+
 from altm.app import NotFound, ScopeDenied
 from altm.app.stats import collect_stats
 from altm.core import Settings
-from altm.interfaces.http import ApiKey, KeyStore, create_app
+from altm.interfaces.http import ApiKey, BodyLimit, KeyStore, create_app
 from altm.interfaces.mcp import Profile, build_server
 from altm.store import DataDirError, ShardError
 from altm.wiring import Deployment, configure_tracing, open_deployment, record_deployment, resolve
@@ -87,7 +90,8 @@ def _key_middleware(app: ASGIApp, keys: KeyStore) -> ASGIApp:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        headers = {k.decode().lower(): v.decode() for k, v in scope.get("headers", [])}
+        # latin-1, as Starlette reads headers: one byte over 0x7F in any header was a 500
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         token = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ").strip()
         key = keys.lookup(token) if token else None
         if key is None:
@@ -96,6 +100,8 @@ def _key_middleware(app: ASGIApp, keys: KeyStore) -> ASGIApp:
                         "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
             await send({"type": "http.response.body", "body": body})
             return
+        # the SDK binds a session to the principal that opened it: another key's request on it answers 404
+        scope["user"] = AuthenticatedUser(AccessToken(token=key.sha256, client_id=key.sha256, scopes=[]))
         token_ctx = _CURRENT_KEY.set(key)
         try:
             await app(scope, receive, send)
@@ -123,7 +129,9 @@ async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: 
         import uvicorn
 
         server = build_server(deployment.app, profile, caller=_current_key, **kwargs)
-        app = _key_middleware(server.streamable_http_app(host=host), keystore(settings))
+        limit = deployment.settings.max_request_bytes
+        mcp_app = server.streamable_http_app(host=host, max_request_body_size=limit)
+        app = _key_middleware(BodyLimit(mcp_app, limit), keystore(settings))
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
     finally:
         await deployment.close()

@@ -2,5 +2,6 @@
 
 from altm.interfaces.access import ApiKey, KeyStore
 from altm.interfaces.http._app import create_app
+from altm.interfaces.http._limits import BodyLimit
 
-__all__ = ["ApiKey", "KeyStore", "create_app"]
+__all__ = ["ApiKey", "BodyLimit", "KeyStore", "create_app"]
