@@ -567,13 +567,14 @@ class ShardTx:
             [*_home(scope), scope.agent_id])]
 
     def signal_seen(self, signal: LifecycleSignal) -> bool:
-        """The signal is counted, or was and a rollback took it (a redelivery of its event counts nothing)."""
+        """The signal is counted, or was and a rollback or a forget took it (a redelivery of its event counts
+        nothing)."""
         if self._db.execute("SELECT 1 FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
                             (signal.memory_id, signal.signal_id, signal.kind)).fetchone() is not None:
             return True
         return self._db.execute(
-            "SELECT 1 FROM audit_log WHERE target_table='lifecycle_signals' AND target_id=? AND actor='rollback' "
-            "AND action='delete' LIMIT 1",
+            "SELECT 1 FROM audit_log WHERE target_table='lifecycle_signals' AND target_id=? AND action='delete' "
+            "LIMIT 1",
             (_signal_key(signal.memory_id, signal.signal_id, signal.kind),)).fetchone() is not None
 
     def signal_stored(self, signal_id: str) -> bool:
@@ -662,6 +663,27 @@ class ShardTx:
         self._db.execute("DELETE FROM memories WHERE memory_id=?", (row["memory_id"],))
         # its own evidence edges index its evidence column (in the audited value): they go with it, as its FTS rows
         self._db.execute("DELETE FROM evidence_edges WHERE memory_id=?", (row["memory_id"],))
+        if not redact:  # an erasure takes the signals itself (``erase_records``), their values redacted
+            self._drop_signals(row["memory_id"], at=at, proposal_id=proposal_id, actor=actor)
+
+    def _drop_signals(self, memory_id: str, *, at: str, proposal_id: str, actor: str) -> None:
+        """A forgotten memory's use signals go with it, each audited whole under its own key (a rollback of the
+        forget counts them again; :meth:`signal_seen` still knows them): ids are made from scope and content, so
+        a facet said again after retention forgot it is stored under the same id, and tallied the forgotten
+        one's harm and compression at its first signal."""
+        for r in self._db.execute("SELECT * FROM lifecycle_signals WHERE memory_id=? ORDER BY seq",
+                                  (memory_id,)).fetchall():
+            d = dict(r)
+            self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="lifecycle_signals",
+                        target_id=_signal_key(memory_id, d["signal_id"], d["kind"]), old=d, new=None)
+        self._db.execute("DELETE FROM lifecycle_signals WHERE memory_id=?", (memory_id,))
+
+    def forgotten_in(self, scope: Scope, memory_id: str) -> bool:
+        """Retention forgot the memory ``memory_id`` of the scope's user (an audit row of the forget)."""
+        return self._db.execute(
+            "SELECT 1 FROM audit_log WHERE target_table='memories' AND target_id=? AND action='forget' "
+            "AND json_extract(old_value, '$.tenant_id')=? AND json_extract(old_value, '$.workspace_id')=? "
+            "AND json_extract(old_value, '$.user_id')=? LIMIT 1", (memory_id, *_home(scope))).fetchone() is not None
 
     def put_node(self, row: Row, old: Row | None, *, at: str, proposal_id: str, actor: str) -> None:
         self._put_row("graph_nodes", "node_id", row, old, at=at, proposal_id=proposal_id, actor=actor)
@@ -1012,8 +1034,11 @@ class ShardTx:
             for chunk in _chunks(sorted(memory_ids))]
         if erasure.target in owners:
             where, args = owners[erasure.target]
+            # a pin or unpin it sent is the user's curation (an L4 facet pinned with a user key from the erased
+            # agent's scope): it stays on the memories kept, as a review decision does
             found += [("lifecycle_signals", "memory_id",
-                       f"memory_id IN (SELECT memory_id FROM memories WHERE {user}){where}", [*home, *args]),
+                       f"memory_id IN (SELECT memory_id FROM memories WHERE {user}){where}"
+                       + (" AND kind NOT IN ('pin', 'unpin')" if erasure.target != "user" else ""), [*home, *args]),
                       ("runtime_cycles", "cycle_id", user + where, [*home, *args])]
         if erasure.target == "user":
             found += [("governance_events", "event_id", user, list(home)),

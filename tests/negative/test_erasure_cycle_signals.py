@@ -47,8 +47,9 @@ async def test_erasing_a_cycles_session_takes_back_the_signals_it_sent(settings:
 
 
 async def test_erasing_an_agent_takes_back_its_feedback_outside_a_session(settings: Settings, tmp_path: Path) -> None:
-    """Feedback sent outside any cycle (``feedback``: a pin, a helpful mark) is sealed under its agent's key: an
-    erasure of that agent takes it back too."""
+    """Feedback sent outside any cycle (a helpful mark) is sealed under its agent's key: an erasure of that agent
+    takes it back too. A pin is the user's curation (an L4 facet is pinned with a user key, from whichever agent's
+    scope): it stays (``test_user_pin_outlives_agent_erasure.py``)."""
     s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
     async with store_with(s, [make_turn(1, SAID, session="s1")]) as (rt, app):
         before = rows(s.data_dir, USE)
@@ -60,8 +61,11 @@ async def test_erasing_an_agent_takes_back_its_feedback_outside_a_session(settin
             {"lc_pinned": 1, "lc_helpful": 1}]
         await app.erase(REVIEWER, "agent")
         await rt.run_until_idle()
-    assert rows(s.data_dir, SIGNALS) == []
-    assert rows(s.data_dir, USE) == before
+    assert [r["kind"] for r in rows(s.data_dir, SIGNALS)] == ["pin"]
+    assert rows(s.data_dir, "SELECT lc_pinned, lc_helpful FROM memories WHERE memory_id=?", (facet,)) == [
+        {"lc_pinned": 1, "lc_helpful": 0}]
+    assert [r for r in rows(s.data_dir, USE) if r["memory_id"] != facet] == [
+        r for r in before if r["memory_id"] != facet]
     await replayed_equal(s, tmp_path / "replayed")
 
 

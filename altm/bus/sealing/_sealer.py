@@ -96,14 +96,24 @@ def _is_erasure(obj: dict[str, Any]) -> bool:
 
 
 def _is_users_decision(obj: dict[str, Any]) -> bool:
-    """A rollback or a review, requested or proposed: a decision about the user's governance record or the
-    user's memories (whichever agent's scope the operator asked from; the review queue covers the whole user),
-    carrying ids, a decision and a reason, no memory content. It is sealed under the user's own key, so an
+    """A rollback, a review or a pin (or unpin), requested or proposed: a decision about the user's governance
+    record or the user's memories (whichever agent's scope the operator asked from; the review queue covers the
+    whole user), carrying ids, a decision and a reason, no memory content. It is sealed under the user's own key, so an
     erasure of the asking agent or of a session does not make it unreadable while its effect on the other
     agents' memories stays (a replay applies it as the source did); an erasure of the user destroys it."""
     etype = obj.get("event_type")
-    return (etype == "control" and obj.get("action") in ("rollback", "review_decision")) or (
-        etype == "proposal" and obj.get("op") in ("rollback", "review"))
+    return (etype == "control" and obj.get("action") in ("rollback", "review_decision", *_CURATION)) or (
+        etype == "proposal" and (obj.get("op") in ("rollback", "review") or _is_curation(obj)))
+
+
+_CURATION = ("pin", "unpin")
+"""A pin is a curation decision about the user's memories (an L4 facet is pinned with a user key, from whichever
+agent's scope): like a review, it outlives an erasure of the agent whose scope carried it."""
+
+
+def _is_curation(proposal: dict[str, Any]) -> bool:
+    signal = proposal.get("signal")
+    return proposal.get("op") == "signal" and isinstance(signal, dict) and signal.get("kind") in _CURATION
 
 
 def owner_of(value: bytes | str, key: str | None) -> Owner | None:

@@ -16,7 +16,7 @@ from altm.core import (
     event_ref,
 )
 from altm.pipeline.writer.guard import bury
-from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row
+from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, as_json, target_row
 from altm.pipeline.writer.ops.memory import anchor_still_made, holds_lifted, messages_left
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
@@ -24,6 +24,10 @@ from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memor
 def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
     """Count a use signal once, then recompute counters, weight and state from all signals."""
     use_signal = p.signal
+    if not tx.has_memory(use_signal.memory_id) and tx.forgotten_in(p.scope, use_signal.memory_id):
+        # a retention pass forgot it while a cycle that showed it was open: void, as on an erased memory (a
+        # rejection would be a review item nobody can act on), whether or not the forget left a tombstone
+        raise Erased(f"signalled memory {use_signal.memory_id} was forgotten by retention")
     old = target_row(tx, p, use_signal.memory_id, "signalled memory")
     if tx.signal_seen(use_signal):
         return Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
