@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import orjson
 
@@ -12,12 +12,13 @@ from altm.core import (
     ChangeStatus,
     ForgetProposal,
     MemoryUnit,
+    Scope,
     SignalProposal,
     event_ref,
 )
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, as_json, target_row
-from altm.pipeline.writer.ops.memory import anchor_still_made, holds_lifted, messages_left
+from altm.pipeline.writer.ops.memory import anchor_still_made, facet_recited, holds_lifted, messages_left
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -95,7 +96,10 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     messages: list[MemoryRow] = []  # the forgotten L0 messages (their sessions are folded again)
     anti_patterns: list[str] = []
     buried: list[BuriedContent] = []
+    recited = _facets_restated(tx, p.scope, retention.memory_ids)
     for mid in retention.memory_ids:
+        if mid in recited:
+            continue
         # erased, so gone either way (a replay after the erasure of its session never had it)
         if not tx.has_memory(mid) and tx.erased(p.scope, mid):
             if retention.tombstone:  # the source's forget buried it before the erasure did: it holds from here
@@ -118,18 +122,19 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
             anti_patterns.append(mid)
         elif row["layer"] == "L0":
             messages.append(row)
-    if not forgotten:
+    if not forgotten and not recited:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
-    repaired = _repair_evidence(tx, forgotten, p, ctx)
+    repaired = _repair_evidence(tx, forgotten, p, ctx, restated=recited)
     anchors = _scenes_repaired(tx, repaired)
     left, _ = messages_left(tx, messages, p.event_id, ctx)  # their sessions fold again from what is left
     # a forgotten anti-pattern no longer counts: what it held for review is judged again without it
     lifted = [m for mid in anti_patterns for m in holds_lifted(tx, p.scope, mid, p.event_id, ctx)]
-    pinned = [m for m in retention.memory_ids if m not in forgotten and m not in gone]
+    pinned = [m for m in retention.memory_ids if m not in forgotten and m not in gone and m not in recited]
     inputs: dict[str, object] = {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
                                  "repaired": [m.memory_id for m in repaired]}
     inputs.update({"gone": gone} if gone else {})
+    inputs.update({"restated": sorted(recited)} if recited else {})
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
         ("decided", retention.reason),
@@ -163,13 +168,31 @@ def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) ->
                                                             actor="lifecycle")]
 
 
-def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) -> list[MemoryUnit]:
-    """Memories that cited forgotten ones keep the rest of their evidence (flagged when none is left); the
-    edges to the forgotten ones go."""
+def _facets_restated(tx: ShardTx, scope: Scope, candidates: Iterable[str]) -> set[str]:
+    """The persona facets among ``candidates`` whose statement an atom the pass keeps states too (the user said it
+    again, within retention): they are not forgotten but stand on that atom (``_repair_evidence``), as a store
+    that never held the forgotten atom has them, from the re-statement's time."""
+    rows = [row for mid in sorted(set(candidates)) if (row := tx.memory_row(mid)) is not None
+            and f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}" == scope.home]
+    going = frozenset(row["memory_id"] for row in rows if not row["lc_pinned"])
+    return {row["memory_id"] for row in rows if row["layer"] == "L4" and row["memory_id"] in going
+            and (fresh := facet_recited(tx, row, besides=going)) is not None and fresh["evidence"] != row["evidence"]}
+
+
+def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext, *,
+                     restated: Collection[str] = ()) -> list[MemoryUnit]:
+    """Memories that cited forgotten ones keep the rest of their evidence (flagged when none is left), a persona
+    facet stands on another atom of its statement when one is left (and so do the ``restated`` facets the pass
+    named); the edges to the forgotten ones go."""
     repaired = []
-    for mid in tx.dependants(gone):
+    dependants = tx.dependants(gone)
+    for mid in [*dependants, *sorted(set(restated) - set(dependants))]:
         row = tx.memory_row(mid)
         if row is None:
+            continue
+        if row["layer"] == "L4" and (fresh := facet_recited(tx, row, besides=frozenset(gone))) is not None:
+            tx.update_memory(row, fresh, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+            repaired.append(row_to_memory(fresh))
             continue
         remaining = [e for e in orjson.loads(row["evidence"]) if e not in set(gone)]
         new: MemoryRow = {**row, "evidence": as_json(remaining)}
