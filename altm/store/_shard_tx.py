@@ -890,22 +890,6 @@ class ShardTx:
                 rows[str(target)] = orjson.loads(old)
         return [rows[m] for m in sorted(rows) if not self.has_memory(m)]
 
-    def forgotten_atoms_of_facet(self, facet: MemoryRow) -> list[tuple[MemoryRow, str]]:
-        """(last value, id of the forget proposal) of each L2 atom of the user (every agent) of a facet's facet
-        key that retention forgot (from the audit of its forget, not redacted) and that is not stored again."""
-        key = orjson.loads(facet["attributes"] or "{}").get("facet_key")
-        found: dict[str, tuple[MemoryRow, str]] = {}
-        for target, proposal, old in self._db.execute(
-                "SELECT target_id, proposal_id, old_value FROM audit_log WHERE target_table='memories' "
-                "AND action='forget' AND redacted!=1 AND old_value IS NOT NULL AND proposal_id IS NOT NULL "
-                "AND json_extract(old_value, '$.layer')='L2' AND json_extract(old_value, '$.tenant_id')=? "
-                "AND json_extract(old_value, '$.workspace_id')=? AND json_extract(old_value, '$.user_id')=? "
-                "AND json_extract(json_extract(old_value, '$.attributes'), '$.facet_key') IS ? ORDER BY audit_id",
-                (facet["tenant_id"], facet["workspace_id"], facet["user_id"], key)):
-            with contextlib.suppress(orjson.JSONDecodeError, TypeError):
-                found[str(target)] = (orjson.loads(old), str(proposal))
-        return [found[m] for m in sorted(found) if not self.has_memory(m)]
-
     def forgotten_memories(self, scope: Scope, *, agent_id: str | None,
                            session_id: str | None) -> tuple[list[str], list[str]]:
         """(memory ids, ids of the forget proposals) of what retention forgot before of a user (or of one agent,
@@ -1094,15 +1078,6 @@ class ShardTx:
         made = {str(r["decision_id"]) for r in rows
                 if r["decision"] != "rollback" and _made_on(r, signals, agent, session)}
         self._erase_decisions(rows, made, at=at, proposal_id=proposal_id)
-
-    def erase_decisions(self, scope: Scope, decision_ids: Collection[str], *, at: str, proposal_id: str) -> None:
-        """Every step of the user's decisions ``decision_ids`` and of their rollbacks, audited (values
-        redacted)."""
-        if not decision_ids:
-            return
-        rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=?",
-                                _home(scope)).fetchall()
-        self._erase_decisions(rows, set(decision_ids), at=at, proposal_id=proposal_id)
 
     def _erase_decisions(self, rows: Sequence[sqlite3.Row], doomed: set[str], *, at: str, proposal_id: str) -> None:
         """Every step of the ``doomed`` decisions among ``rows`` and of their rollbacks, audited (values

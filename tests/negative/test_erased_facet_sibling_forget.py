@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import orjson
 import pytest
 
 from altm.core import Role, Settings, TurnEvent
@@ -61,8 +60,27 @@ async def test_a_sibling_agents_forget_of_an_erased_facets_statement_replays_the
         forgets = rows(s.data_dir, "SELECT inputs FROM governance_events WHERE decision='forget' "
                                    "AND agent_id='reviewer' AND step='applied'")
         assert len(forgets) == 1
-        assert facets[0]["memory_id"] not in orjson.loads(str(forgets[0]["inputs"]))["repaired"]
         await app.erase(SCOPE, target, session_id="s1" if target == "session" else None)
         await rt.run_until_idle()
-        assert not rows(s.data_dir, "SELECT 1 FROM memories WHERE layer='L4'")  # the erasure took the facet
+    await replayed_equal(s, s.data_dir.parent / "replayed")
+
+
+@pytest.mark.parametrize("target", ["agent", "session"])
+async def test_a_facet_restated_by_a_third_agent_replays_the_same_after_a_forget_and_an_erasure(
+        settings: Settings, target: str) -> None:
+    """The same, with a third agent saying it 40 days later, within retention: the source's erasure made the
+    facet stand on the third agent's atom, while in the replay the reviewer's forget had left it with no evidence
+    (a forget repaired a facet, an erasure re-cited it); a forget now re-cites it as an erasure does."""
+    writer = SCOPE.model_copy(update={"agent_id": "writer"})
+    turns = [*_turns(), TurnEvent(scope=writer, session_id="s5", turn_id="s5-t1", role=Role.USER, content=SAID,
+                                  timestamp=OLD + timedelta(days=40))]
+    s = settings.model_copy(update={"embedder": "none", "retention_days_l0": 30.0, "retention_days_l2": 30.0,
+                                    "retired_key_grace_s": 0.0, "retention_tombstones": False})
+    async with store_with(s, turns) as (rt, app):
+        assert await app.admin.retention(OLD + timedelta(days=45)) > 0
+        await rt.run_until_idle()
+        await app.erase(SCOPE, target, session_id="s1" if target == "session" else None)
+        await rt.run_until_idle()
+        (facet,) = rows(s.data_dir, "SELECT agent_id, evidence FROM memories WHERE layer='L4'")
+        assert facet["agent_id"] == "writer" and facet["evidence"] != "[]", facet
     await replayed_equal(s, s.data_dir.parent / "replayed")

@@ -19,7 +19,6 @@ from altm.core import (
     UpsertMemoryProposal,
     decode_event,
 )
-from altm.pipeline.processors.facets import stands_on
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied, tally_again
@@ -53,7 +52,6 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     doomed, forgotten, forgets = _reached(tx, scope, erasure, seeds)
     recited = _facets_kept(tx, erasure, doomed)
     doomed -= set(recited)
-    sibling_forgets = _forgets_naming_in_a_replay(tx, erasure, doomed, forgotten)
     removed = _removed(tx, doomed, seeds, p, ctx)
     messages, atoms, anchors, buried = removed.messages, removed.atoms, removed.anchors, removed.buried
     for row in recited.values():  # after the atoms they cited went
@@ -68,7 +66,6 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     gone = sorted(doomed | set(forgotten) | set(activated))
     left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
     released = tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
-    tx.erase_decisions(scope, sibling_forgets, at=ctx.now, proposal_id=p.event_id)
     # the released, as they are now (exact duplicates among them fold again through governance)
     left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in [*released, *recited.values()])]
                  }.values())
@@ -122,31 +119,6 @@ def _facets_kept(tx: ShardTx, erasure: Erasure, doomed: set[str]) -> dict[str, M
         if (recited := facet_recited(tx, row, besides=frozenset(doomed))) is not None:
             kept[mid] = recited
     return kept
-
-
-def _forgets_naming_in_a_replay(tx: ShardTx, erasure: Erasure, doomed: set[str], forgotten: list[str]
-                                ) -> list[str]:
-    """The forgets that a replay, which cannot open the erased session's or agent's records, made about a
-    persona facet this erasure takes: there the facet stood on the earliest atom of its statement said
-    elsewhere (another agent or session heard it too), and when retention forgot that atom its forget repaired
-    the facet and names it, so the replay's erasure drops that decision with the facet (``scrub``: a decision
-    that names an erased memory goes). Here the facet stood on the erased atom, and that forget does not name
-    it. Returns the ids of those forget decisions (seeds 624 and 674 of the randomized replay check)."""
-    if erasure.target not in ("session", "agent"):  # a user's decisions all go; a memory's erasure shreds nothing
-        return []
-    erased = frozenset(doomed | set(forgotten))
-    out: set[str] = set()
-    for mid in sorted(doomed):
-        row = tx.memory_row(mid)
-        if row is None or row["layer"] != "L4":
-            continue
-        taken = {atom["memory_id"]: (atom, forget) for atom, forget in tx.forgotten_atoms_of_facet(row)
-                 if atom["memory_id"] not in erased}
-        atoms = [row_to_memory(r) for r in [*tx.atoms_of_facet(row), *(atom for atom, _ in taken.values())]]
-        first = stands_on(row_to_memory(row), atoms, besides=erased)
-        if first is not None and first.memory_id in taken:
-            out.add(taken[first.memory_id][1])
-    return sorted(out)
 
 
 def _reached(tx: ShardTx, scope: Scope, erasure: Erasure, seeds: list[str]) -> tuple[set[str], list[str], list[str]]:
