@@ -57,7 +57,15 @@ from altm.pipeline._telemetry import (
     writer_transactions,
 )
 from altm.pipeline.processors import BatchFailure, Processor, ProcessorContext
-from altm.pipeline.writer import REAPPLIED_HEADER, WRITER_GROUP, Writer, burials_to_find, is_reapplied
+from altm.pipeline.writer import (
+    REAPPLIED_HEADER,
+    REDERIVED_HEADER,
+    WRITER_GROUP,
+    Writer,
+    burials_to_find,
+    is_reapplied,
+    is_rederived,
+)
 from altm.store import DeferredWork, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
@@ -219,11 +227,17 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
     spans = start_record_spans(processor.name, [rec for rec, _ in decoded])
     hosts = {topic_name(t, ctx.settings.topic_prefix) for t in (Topic.TURNS, Topic.CONTROL)}
     try:
-        await _process(processor, decoded, ctx, result, {ev.event_id: (*h, *lineage_headers(_lineage(rec, hosts)))
+        await _process(processor, decoded, ctx, result, {ev.event_id: (*h, *lineage_headers(_lineage(rec, hosts)),
+                                                                       *_rederived(rec))
                                                          for (rec, ev), (_, h) in zip(decoded, spans, strict=True)})
     finally:
         end_record_spans(spans)
     return result
+
+
+def _rederived(record: Record) -> Headers:
+    """A change a restore published again marks what is proposed from it (``REDERIVED_HEADER``)."""
+    return ((REDERIVED_HEADER, b"1"),) if is_rederived(record.headers) else ()
 
 
 def _lineage(record: Record, hosts: set[str]) -> tuple[str, ...]:

@@ -10,14 +10,16 @@
 
 from altm.pipeline.writer._apply import (
            REAPPLIED_HEADER,
+           REDERIVED_HEADER,
            WRITER_GROUP,
            WriteOutcome,
            Writer,
            burials_to_find,
            is_reapplied,
+           is_rederived,
 )
 from altm.pipeline.writer._similarity import EmbeddingSimilarity
 from altm.pipeline.writer.guard import GuardKeys, TextSimilarity
 
-__all__ = ["REAPPLIED_HEADER", "WRITER_GROUP", "EmbeddingSimilarity", "GuardKeys", "TextSimilarity", "WriteOutcome",
-           "Writer", "burials_to_find", "is_reapplied"]
+__all__ = ["REAPPLIED_HEADER", "REDERIVED_HEADER", "WRITER_GROUP", "EmbeddingSimilarity", "GuardKeys",
+           "TextSimilarity", "WriteOutcome", "Writer", "burials_to_find", "is_reapplied", "is_rederived"]

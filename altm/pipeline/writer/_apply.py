@@ -218,6 +218,8 @@ class Writer:
             return outcome
         source = source_header(source_ms(record))  # the changes carry their turn's time on
         carried = lineage_headers(lineage)  # the stages that read a change carry it on
+        if reapplied or is_reapplied(record.headers):  # a restore: what the stages derive again, its owner derived
+            carried = (*carried, (REDERIVED_HEADER, b"1"))
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
             tx.enqueue(Topic.CHANGES.value, change.key, encode(change),
                        pack_headers((source, change_header(change), *extra, *carried)))
@@ -252,6 +254,9 @@ class Writer:
         except Erased as exc:  # void: nothing to do, nothing to review
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED, reason=str(exc))])
         except Rejection as exc:
+            if is_rederived(record.headers):  # its owner derived it first; a refusal it earned there is on the log
+                return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED,
+                                                     reason=f"derived again in a restore and refused: {exc}")])
             return _rejected(tx, event, record, str(exc), ctx.now, exc.code)
         except StoreUnavailable:
             raise  # not the proposal's fault: nothing is committed, the record is applied again later
@@ -320,6 +325,18 @@ def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
 REAPPLIED_HEADER = "altm-reapplied"
 """Header of a proposal deferred where it was applied again from the log (a restore, a standby copy): its retry
 is a re-application too."""
+
+
+REDERIVED_HEADER = "altm-rederived"
+"""Header of a change a restore published again (its owner had published it: the new owner's stages derive from
+it again, see ``WriterDriver``), carried by the stages onto what they propose from it. Such a proposal that the
+writer refuses is void, not a rejection for review: the owner derived it from the same change when it came first,
+and a refusal that earned is on the log (the restore filed it again); one refused only now was derived from
+what the log removed since (a message retention forgot), which a store that followed the log never re-derives."""
+
+
+def is_rederived(headers: Headers) -> bool:
+    return any(k == REDERIVED_HEADER for k, _ in headers)
 
 
 def is_reapplied(headers: Headers) -> bool:
