@@ -120,9 +120,21 @@ class GovernanceQueries(_Routed):
             [decision_id, scope.tenant_id, scope.workspace_id, scope.user_id])
 
     def names(self, scope: Scope, decision_id: str) -> tuple[str, ...]:
-        """The memories one decision's record names (its inputs and reasons, as an erasure reads them)."""
-        return tuple(sorted({m for r in self.decision(scope, decision_id)
-                             for m in MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}")}))
+        """The memories one decision's record names (its inputs and reasons, as an erasure reads them); a
+        rollback's are those of the decision it undid (an erasure that takes that decision's record takes the
+        rollback's: ``ShardTx._erase_decisions``)."""
+        found: set[str] = set()
+        seen: set[str] = set()
+        todo = [decision_id]
+        while todo:
+            current = todo.pop()
+            seen.add(current)
+            for r in self.decision(scope, current):
+                found.update(MEMORY_ID.findall(f"{r['inputs'] or ''} {r['reason'] or ''}"))
+                undone = orjson.loads(r["inputs"] or "{}").get("decision_id") if r["decision"] == "rollback" else None
+                if isinstance(undone, str) and undone not in seen:
+                    todo.append(undone)
+        return tuple(sorted(found))
 
     def signal(self, scope: Scope, decision_id: str) -> str | None:
         """The use signal a promotion or demotion was made on (its record's inputs name it), if any."""

@@ -1080,10 +1080,12 @@ class ShardTx:
         self._erase_decisions(rows, made, at=at, proposal_id=proposal_id)
 
     def _erase_decisions(self, rows: Sequence[sqlite3.Row], doomed: set[str], *, at: str, proposal_id: str) -> None:
-        """Every step of the ``doomed`` decisions among ``rows`` and of their rollbacks, audited (values
-        redacted)."""
-        doomed = doomed | {str(r["decision_id"]) for r in rows if r["decision"] == "rollback"
-                           and str(orjson.loads(r["inputs"] or "{}").get("decision_id")) in doomed}
+        """Every step of the ``doomed`` decisions among ``rows`` and of their rollbacks (and of the rollbacks of
+        those, a rollback rolled back), audited (values redacted)."""
+        undid = {(str(r["decision_id"]), str(orjson.loads(r["inputs"] or "{}").get("decision_id")))
+                 for r in rows if r["decision"] == "rollback"}  # (rollback, the decision it undid)
+        while grown := {rollback for rollback, undone in undid if undone in doomed} - doomed:
+            doomed = doomed | grown
         for r in rows:
             if str(r["decision_id"]) in doomed:
                 self._erase_row("governance_events", "event_id", dict(r), at=at, proposal_id=proposal_id)
