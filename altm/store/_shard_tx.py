@@ -548,16 +548,23 @@ class ShardTx:
             "AND actor='review' AND redacted != 1 AND old_value IS NOT NULL AND new_value IS NOT NULL "
             "AND json_extract(new_value, '$.trust_status')='verified' ORDER BY audit_id", (memory_id,))]
 
-    def anti_patterns(self, scope: Scope) -> list[tuple[str, str]]:
-        """(memory id, attributes JSON) of the agent's anti-patterns that are not superseded nor rejected by a
-        review; one stated by a tool only once a reviewer approved it (ground truth: a model's entailment is no
-        approval)."""
+    def anti_patterns(self, scope: Scope, *, whole_user: bool = False) -> list[tuple[str, str]]:
+        """(memory id, attributes JSON) of the agent's anti-patterns (of every agent of the user: ``whole_user``)
+        that are not superseded nor rejected by a review; one stated by a tool only once a reviewer approved it
+        (ground truth: a model's entailment is no approval)."""
+        agent = "" if whole_user else "AND agent_id=? "
         return [(str(r[0]), str(r[1])) for r in self._db.execute(
             "SELECT memory_id, attributes FROM memories WHERE kind='anti_pattern' AND superseded_by IS NULL "
-            "AND tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND lc_state IS NOT 'rejected' "
+            f"AND tenant_id=? AND workspace_id=? AND user_id=? {agent}AND lc_state IS NOT 'rejected' "
             "AND (role IS NULL OR role != 'tool' OR (trust_status = 'verified' AND trust_method = 'ground_truth')) "
             "ORDER BY memory_id",
-            [*_home(scope), scope.agent_id])]
+            [*_home(scope), *([] if whole_user else [scope.agent_id])])]
+
+    def persona_facets(self, scope: Scope) -> list[MemoryRow]:
+        """The user's current persona facets (L4, of every agent's scope)."""
+        return [memory_row(r) for r in self._db.execute(
+            "SELECT * FROM memories WHERE layer='L4' AND superseded_by IS NULL AND tenant_id=? AND workspace_id=? "
+            "AND user_id=? ORDER BY memory_id", _home(scope))]
 
     def summaries(self, scope: Scope) -> list[MemoryRow]:
         """The agent's session capsules (L1) and scenes (L3)."""

@@ -15,6 +15,13 @@ anti-pattern is refused, naming the anti-pattern and its why-bad". The facet is 
 the user's store, that every agent of the user recalls: what the coder learnt to be an anti-pattern must not come
 back to the coder through the user's persona because another agent heard it. (Per-agent L0-L3 may keep per-agent
 guards; an L4 facet is judged at least against the anti-patterns of the agents that recall it.)
+
+Decided (2026-12-07): a persona facet is judged against the anti-patterns of every agent of the user, and one
+that re-asserts one is held for review, not refused, as a capsule or a scene is: it restates an atom that stays
+stored (the writer's), and a refusal could not be made whichever of the facet and the anti-pattern came first
+(``summaries_judged_again`` judges the user's facets again when an anti-pattern is stored). Recall serves it
+labelled ``uncertain``, with the anti-pattern it may re-assert as the reason, never as a trusted persona fact;
+when the anti-pattern goes (erased, forgotten, rejected) the hold is lifted.
 """
 
 from __future__ import annotations
@@ -31,25 +38,31 @@ ANTI = "Never use pickle for the session cache because unpickling untrusted data
 PREF = "I prefer pickle for the session cache."
 
 
-@pytest.mark.xfail(strict=True, reason="known limit (issue 15): anti-patterns are an agent's (L2), a facet is the "
-                   "user's (L4); the guard judges a facet against its own agent's anti-patterns only. Judging it "
-                   "against every agent's, or holding it for review, is a design decision left open")
-async def test_the_users_facet_does_not_reassert_an_anti_pattern_the_recalling_agent_holds(
-        settings: Settings) -> None:
-    s = settings.model_copy(update={"embedder": "none"})
+async def _facet_after_anti_pattern(s: Settings, *, reverse: bool = False) -> None:
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app
-        await rt.publish([make_turn(1, ANTI, session="a1")])
-        await rt.run_until_idle()
+        order = [make_turn(2, PREF, scope=WRITER, session="b1"), make_turn(1, ANTI, session="a1")]
+        for turn in order if reverse else order[::-1]:
+            await rt.publish([turn])
+            await rt.run_until_idle()
         assert rows(s.data_dir, "SELECT 1 FROM memories WHERE kind='anti_pattern' AND agent_id='coder'")
-        await rt.publish([make_turn(2, PREF, scope=WRITER, session="b1")])
-        await rt.run_until_idle()
-        await rt.publish([make_turn(3, PREF, session="a2")])  # the same told to the coder: its guard refuses it
-        await rt.run_until_idle()
-        refused = [r["reason"] for r in rows(s.data_dir, "SELECT reason FROM rejections")]
-        coder_l4 = [r["content"] for r in app.list_memories(SCOPE, layer="L4")]
-        recalled = [(h.layer, h.content) for h in app.search(SCOPE, "a3", "pickle for the session cache").hits
+        (facet,) = rows(s.data_dir, "SELECT memory_id, trust_status, trust_reason, trust_contradicting_id "
+                                    "FROM memories WHERE layer='L4' AND content LIKE '%pickle%'")
+        anti = rows(s.data_dir, "SELECT memory_id FROM memories WHERE kind='anti_pattern'")[0]["memory_id"]
+        assert facet["trust_status"] == "uncertain" and facet["trust_contradicting_id"] == anti, facet
+        assert "anti-pattern" in str(facet["trust_reason"]), facet
+        recalled = [(h.trust_status, h.content) for h in app.search(SCOPE, "a3", "pickle for the session cache").hits
                     if h.layer == "L4"]
-    assert any("re-asserts anti-pattern" in r for r in refused), refused  # the coder's own atom is refused
-    assert not [c for c in coder_l4 if "pickle" in c], f"the coder sees a facet re-asserting it: {coder_l4}"
-    assert not recalled, f"the coder's recall serves it: {recalled}"
+        assert recalled and all(status == "uncertain" for status, _ in recalled), recalled
+        held = [m["memory_id"] for m in app.review_queue(SCOPE)["memories"]]
+        assert facet["memory_id"] in held, held
+        await app.erase(SCOPE, "memory", memory_id=str(anti))  # the anti-pattern goes: the hold is lifted
+        await rt.run_until_idle()
+        (after,) = rows(s.data_dir, "SELECT trust_status FROM memories WHERE layer='L4' AND content LIKE '%pickle%'")
+        assert after["trust_status"] != "uncertain", after
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["anti-pattern-first", "facet-first"])
+async def test_the_users_facet_that_reasserts_another_agents_anti_pattern_is_held_for_review(
+        settings: Settings, reverse: bool) -> None:
+    await _facet_after_anti_pattern(settings.model_copy(update={"embedder": "none"}), reverse=reverse)

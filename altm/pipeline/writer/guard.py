@@ -449,7 +449,9 @@ class WriteGuard:
         if not _judged(mem):
             return None
         def stored(scope: Scope) -> list[tuple[str, str]]:
-            return [(mid, attrs) for mid, attrs in tx.anti_patterns(scope) if mid not in excluding]
+            # a persona facet is the user's, recalled by every agent: judged against every agent's anti-patterns
+            return [(mid, attrs) for mid, attrs in tx.anti_patterns(scope, whole_user=mem.layer is Layer.L4)
+                    if mid not in excluding]
 
         patterns = stored(mem.scope)
         if not patterns:  # most agents: a scene's members are not read
@@ -539,10 +541,11 @@ def is_scene(mem: MemoryUnit) -> bool:
 
 
 def summarises(mem: MemoryUnit) -> bool:
-    """A capsule or a scene: recomputed whole from memories that are stored anyway (a session's messages, the
-    atoms naming an anchor). One that re-asserts an anti-pattern is held for review, not refused (see
-    ``ops.memory``)."""
-    return is_capsule(mem) or is_scene(mem)
+    """A capsule, a scene or a persona facet: recomputed whole from memories that are stored anyway (a session's
+    messages, the atoms naming an anchor, the atom that states the facet, which another agent than the one whose
+    anti-pattern it re-asserts may have heard). One that re-asserts an anti-pattern is held for review, not
+    refused (see ``ops.memory``), whichever of the two was stored first."""
+    return is_capsule(mem) or is_scene(mem) or mem.layer is Layer.L4
 
 
 def _judged(mem: MemoryUnit) -> bool:

@@ -127,9 +127,10 @@ def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpC
     it was stored before the anti-pattern or after: fold, extract and govern are separate stages, so which
     reaches the writer first depends on batching (a replay's differs from the source's), and the state may not.
     When an anti-pattern is stored (or a tool's is approved, and only then counts), the agent's capsules and
-    scenes are judged again against every stored anti-pattern."""
+    scenes, and the user's persona facets (of every agent: a facet is judged against every agent's
+    anti-patterns), are judged again against every stored anti-pattern."""
     changed: list[MemoryUnit] = []
-    for row in tx.summaries(scope):
+    for row in [*tx.summaries(scope), *tx.persona_facets(scope)]:
         mem = row_to_memory(row)
         verdict = ctx.guard.reasserts(tx, mem)
         approved = approved_by_review(row)
