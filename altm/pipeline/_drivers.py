@@ -228,16 +228,17 @@ async def run_records(processor: Processor, records: Sequence[Record], ctx: Proc
     hosts = {topic_name(t, ctx.settings.topic_prefix) for t in (Topic.TURNS, Topic.CONTROL)}
     try:
         await _process(processor, decoded, ctx, result, {ev.event_id: (*h, *lineage_headers(_lineage(rec, hosts)),
-                                                                       *_rederived(rec))
+                                                                       *_rederived(rec, hosts))
                                                          for (rec, ev), (_, h) in zip(decoded, spans, strict=True)})
     finally:
         end_record_spans(spans)
     return result
 
 
-def _rederived(record: Record) -> Headers:
-    """A change a restore published again marks what is proposed from it (``REDERIVED_HEADER``)."""
-    return ((REDERIVED_HEADER, b"1"),) if is_rederived(record.headers) else ()
+def _rederived(record: Record, hosts: set[str]) -> Headers:
+    """A change a restore published again marks what is proposed from it (``REDERIVED_HEADER``); the header on a
+    host record (a turn, a control event) is the host's, and is not taken: it would make a refusal void."""
+    return ((REDERIVED_HEADER, b"1"),) if record.topic not in hosts and is_rederived(record.headers) else ()
 
 
 def _lineage(record: Record, hosts: set[str]) -> tuple[str, ...]:
