@@ -43,6 +43,7 @@ from altm.recall import (
     check_budget,
     count_tokens,
     detect,
+    marker_for,
 )
 from altm.recall import share_estimate as _share_estimate
 
@@ -202,12 +203,15 @@ class ProtocolService:
         return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
 
     def _replayed_bundle(self, cycle: RuntimeCycle, query: str, preset_name: str) -> ContextBundle:
-        """The bundle of a retried prepare: the one returned, or rebuilt from its memory ids (those still
-        stored) when this process no longer holds it (after a restart or a replay)."""
+        """The bundle of a retried prepare: the one returned while every memory it shows is still admitted as it
+        was shown (an erasure, a forget or a new version since: rebuilt), or rebuilt from its memory ids (those
+        still stored) when this process no longer holds it (after a restart or a replay). A bundle made while
+        an erasure was on its way to the writer quoted the erased message on every retry."""
         held = self.cycles.bundle(cycle.cycle_id)
-        if held is not None:
-            return held
         hits = self.recall.hits_for(cycle.scope, cycle.session_id, cycle.bundle_memory_ids)
+        shown = {hit.memory_id: marker_for(hit.memory_id, hit.content_hash) for hit in hits}
+        if held is not None and all(shown.get(item.memory_id) == item.marker for item in held.items):
+            return held
         return build_bundle(hits, query=query, scope=cycle.scope.path, session_id=cycle.session_id,
                             preset=preset_name, token_budget=cycle.token_budget)
 

@@ -79,7 +79,7 @@ class ScopePolicy:
         """The policy's groups as an FTS5 expression over the word index's ``scope_terms`` column, so bm25
         only scores what the policy can admit (time and supersession stay with the SQL predicate)."""
         s = self.scope
-        home = _token("h", f"{s.tenant_id}/{s.workspace_id}/{s.user_id}")
+        home = home_token(s)
         groups = []
         for layers, agent, session in self.groups():
             parts = ["(" + " OR ".join(f'"l{layer.lower()}"' for layer in layers) + ")"]
@@ -89,6 +89,11 @@ class ScopePolicy:
                 parts.append(_token("s", self.session_id or ""))
             groups.append("(" + " AND ".join(parts) + ")")
         return f"scope_terms : ({home} AND ({' OR '.join(groups) or home}))"
+
+
+def home_token(scope: Scope) -> str:
+    """The word index's token of ``scope``'s home (tenant/workspace/user) in its ``scope_terms`` column."""
+    return _token("h", f"{scope.tenant_id}/{scope.workspace_id}/{scope.user_id}")
 
 
 def _token(prefix: str, value: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from altm.core import Scope, partition_for
-from altm.store._policy import ScopePolicy
+from altm.store._policy import ScopePolicy, home_token
 from altm.store._shard import Shard
 from altm.store._shardset import ShardSet
 from altm.store._sql import chunks, marks
@@ -86,7 +86,7 @@ _SESSION_ORDER = ("SELECT memory_id FROM memories WHERE tenant_id = ? AND worksp
                   "ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT ?")
 _EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
           "AND tenant_id = ? AND workspace_id = ? AND user_id = ? ORDER BY weight * confidence DESC, edge_id LIMIT ?")
-_DOCUMENTS = "SELECT COUNT(*) FROM memories"
+_DOCUMENTS = "SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ?"
 _TERM_DOCUMENTS = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?"
 
 
@@ -234,10 +234,13 @@ class SearchQueries:
         return out
 
     # -- term statistics ---------------------------------------------------------------------------------
-    def document_count(self) -> int:
-        """Memories in the shard (every scope: the base of a document frequency)."""
-        return int(self._conn.execute(_DOCUMENTS).fetchone()[0])
+    def document_count(self, scope: Scope) -> int:
+        """Memories of ``scope``'s user (the base of a document frequency: another tenant's memories in the
+        shard pruned words out of a user's recall, and told by its own results what they hold)."""
+        return int(self._conn.execute(_DOCUMENTS, [scope.tenant_id, scope.workspace_id, scope.user_id]).fetchone()[0])
 
-    def term_frequency(self, term: str) -> int:
-        """Memories of the shard whose content holds ``term`` as the word index tokenizes it (stemmed)."""
-        return int(self._conn.execute(_TERM_DOCUMENTS, [f"content : {_phrase(term)}"]).fetchone()[0])
+    def term_frequency(self, term: str, scope: Scope) -> int:
+        """Memories of ``scope``'s user whose content holds ``term`` as the word index tokenizes it (stemmed)."""
+        home = home_token(scope)
+        return int(self._conn.execute(_TERM_DOCUMENTS, [f"content : {_phrase(term)} AND scope_terms : {home}"]
+                                      ).fetchone()[0])

@@ -161,7 +161,8 @@ class Retriever:
         if not (config.fts or config.trigram):
             return
         # very common terms are left out of the word query (and so of the trigram fallback)
-        words = self.term_stats.prune(queries, query_terms(query), config.max_term_df, config.min_terms)
+        words = self.term_stats.prune(queries, policy.scope, query_terms(query), config.max_term_df,
+                                      config.min_terms)
         if config.fts:
             channels.run("fts", lambda: queries.words(words, policy, config.candidates, config.context_weight))
         if config.trigram:

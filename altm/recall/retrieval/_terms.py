@@ -3,7 +3,8 @@
 FTS5 scores every document that matches any query term, so one very common term ("deploy" in an ops
 team's memories, a speaker's name in a chat log) makes bm25 run over a large share of the user's
 memories while adding little to the ranking (its IDF is near zero). Terms found in more than ``max_df``
-of a shard's memories are left out of the word query, as long as ``min_terms`` rarer ones remain.
+of the user's memories are left out of the word query, as long as ``min_terms`` rarer ones remain (counted over
+the user's own memories: another tenant in the shard must not change what a user recalls).
 """
 
 from __future__ import annotations
@@ -13,63 +14,66 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
 
+from altm.core import Scope
+
 
 class TermCounts(Protocol):
-    """Document counts of one shard (``altm.store.SearchQueries`` answers them)."""
+    """Document counts of one user's memories in a shard (``altm.store.SearchQueries`` answers them)."""
 
     @property
     def partition(self) -> int: ...
 
-    def document_count(self) -> int: ...
+    def document_count(self, scope: Scope) -> int: ...
 
-    def term_frequency(self, term: str) -> int: ...
+    def term_frequency(self, term: str, scope: Scope) -> int: ...
 
 
 class TermStatistics:
-    """Per-shard document frequencies with a time-to-live; stale counts only shift what is pruned."""
+    """Per-user document frequencies with a time-to-live; stale counts only shift what is pruned."""
 
     def __init__(self, ttl_s: float = 300.0, max_entries: int = 100_000) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._cache: OrderedDict[tuple[int, str], tuple[int, float]] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
 
-    def _cached(self, key: tuple[int, str]) -> int | None:
+    def _cached(self, key: tuple[str, str]) -> int | None:
         entry = self._cache.get(key)
         if entry is None or time.monotonic() - entry[1] > self.ttl_s:
             return None
         self._cache.move_to_end(key)
         return entry[0]
 
-    def _store(self, key: tuple[int, str], value: int) -> int:
+    def _store(self, key: tuple[str, str], value: int) -> int:
         self._cache[key] = (value, time.monotonic())
         self._cache.move_to_end(key)
         while len(self._cache) > self.max_entries:
             self._cache.popitem(last=False)
         return value
 
-    def documents(self, counts: TermCounts) -> int:
-        key = (counts.partition, "\x00documents")
+    def documents(self, counts: TermCounts, scope: Scope) -> int:
+        key = (scope.home, "\x00documents")
         cached = self._cached(key)
         if cached is not None:
             return cached
-        return self._store(key, counts.document_count())
+        return self._store(key, counts.document_count(scope))
 
-    def frequency(self, counts: TermCounts, term: str) -> int:
-        key = (counts.partition, term)
+    def frequency(self, counts: TermCounts, term: str, scope: Scope) -> int:
+        key = (scope.home, term)
         cached = self._cached(key)
         if cached is not None:
             return cached
-        return self._store(key, counts.term_frequency(term))
+        return self._store(key, counts.term_frequency(term, scope))
 
-    def prune(self, counts: TermCounts, terms: Sequence[str], max_df: float, min_terms: int) -> list[str]:
-        """``terms`` without those in more than ``max_df`` of the shard's memories, keeping at least
+    def prune(self, counts: TermCounts, scope: Scope, terms: Sequence[str], max_df: float, min_terms: int
+              ) -> list[str]:
+        """``terms`` without those in more than ``max_df`` of the user's memories, keeping at least
         ``min_terms`` (the rarest), in their original order."""
         if max_df >= 1.0 or len(terms) <= min_terms:
             return list(terms)
-        total = self.documents(counts)
+        total = self.documents(counts, scope)
         if total == 0:
             return list(terms)
-        df = {t: self.frequency(counts, t) for t in terms}
+        df = {t: self.frequency(counts, t, scope) for t in terms}
         kept = {t for t in terms if df[t] <= max_df * total}
         if len(kept) < min_terms:
             kept = set(sorted(terms, key=lambda t: (df[t], t))[:min_terms])

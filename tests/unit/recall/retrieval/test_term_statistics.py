@@ -1,9 +1,10 @@
-"""Document frequencies per shard and the pruning of very common word terms."""
+"""Document frequencies per user and the pruning of very common word terms."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from altm.core import Scope
 from altm.core.settings import Settings
 from altm.recall.retrieval import preset
 from altm.recall.retrieval._terms import TermStatistics
@@ -13,19 +14,22 @@ from tests.support.turns import SCOPE, make_turn
 
 @dataclass
 class Counts:
-    """One shard's document counts, counting how often each was asked for."""
+    """One user's document counts, counting how often each was asked for."""
 
     documents: list[set[str]]
     partition: int = 0
     asked: list[str] = field(default_factory=list)
 
-    def document_count(self) -> int:
+    def document_count(self, scope: Scope) -> int:
         self.asked.append("\x00documents")
         return len(self.documents)
 
-    def term_frequency(self, term: str) -> int:
+    def term_frequency(self, term: str, scope: Scope) -> int:
         self.asked.append(term)
         return sum(term in words for words in self.documents)
+
+
+OTHER = SCOPE.model_copy(update={"user_id": "sam"})
 
 
 def _shard(partition: int = 0) -> Counts:
@@ -35,32 +39,32 @@ def _shard(partition: int = 0) -> Counts:
 
 def test_common_terms_are_left_out_keeping_the_rarest() -> None:
     stats, shard = TermStatistics(), _shard()
-    assert stats.frequency(shard, "deploy") == 3
-    assert stats.documents(shard) == 5
+    assert stats.frequency(shard, "deploy", SCOPE) == 3
+    assert stats.documents(shard, SCOPE) == 5
     # deploy is in 3/5 memories, billing in 2/5, refund in 1/5
-    assert stats.prune(shard, ["deploy", "billing", "refund"], max_df=0.5, min_terms=1) == ["billing", "refund"]
-    assert stats.prune(shard, ["deploy", "billing", "refund"], max_df=0.3, min_terms=2) == ["billing", "refund"]
-    assert stats.prune(shard, ["deploy", "billing"], max_df=0.1, min_terms=1) == ["billing"]
+    assert stats.prune(shard, SCOPE, ["deploy", "billing", "refund"], max_df=0.5, min_terms=1) == ["billing", "refund"]
+    assert stats.prune(shard, SCOPE, ["deploy", "billing", "refund"], max_df=0.3, min_terms=2) == ["billing", "refund"]
+    assert stats.prune(shard, SCOPE, ["deploy", "billing"], max_df=0.1, min_terms=1) == ["billing"]
     # nothing is pruned when pruning is off or too few terms are asked for
-    assert stats.prune(shard, ["deploy", "billing"], max_df=1.0, min_terms=1) == ["deploy", "billing"]
-    assert stats.prune(shard, ["deploy"], max_df=0.1, min_terms=1) == ["deploy"]
+    assert stats.prune(shard, SCOPE, ["deploy", "billing"], max_df=1.0, min_terms=1) == ["deploy", "billing"]
+    assert stats.prune(shard, SCOPE, ["deploy"], max_df=0.1, min_terms=1) == ["deploy"]
     # an empty shard prunes nothing
-    assert stats.prune(Counts([], partition=1), ["deploy", "billing"], max_df=0.1, min_terms=1) == ["deploy",
+    assert stats.prune(Counts([], partition=1), OTHER, ["deploy", "billing"], max_df=0.1, min_terms=1) == ["deploy",
                                                                                                      "billing"]
 
 
 def test_counts_are_cached_until_they_expire() -> None:
     stats, shard = TermStatistics(ttl_s=3600), _shard()
-    assert stats.frequency(shard, "refund") == 1
+    assert stats.frequency(shard, "refund", SCOPE) == 1
     shard.documents.append({"another", "refund"})
-    assert stats.frequency(shard, "refund") == 1  # cached
+    assert stats.frequency(shard, "refund", SCOPE) == 1  # cached
     assert shard.asked == ["refund"]
-    assert stats.frequency(Counts(shard.documents, partition=1), "refund") == 2  # another shard counts anew
+    assert stats.frequency(Counts(shard.documents, partition=1), "refund", OTHER) == 2  # another user counts anew
     fresh = TermStatistics(ttl_s=0)
-    assert fresh.frequency(shard, "refund") == 2
+    assert fresh.frequency(shard, "refund", SCOPE) == 2
     small = TermStatistics(max_entries=2)
     for term in ("deploy", "billing", "refund"):
-        small.frequency(shard, term)
+        small.frequency(shard, term, SCOPE)
     assert len(small._cache) == 2
 
 
