@@ -30,7 +30,6 @@ from altm.app import (
 )
 from altm.core import Scope
 from altm.interfaces.access import ApiKey, Gate
-from altm.recall import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 
 Profile = Literal["runtime", "admin"]
 RUNTIME_TOOLS = ("prepare", "commit", "abort", "drilldown", "feedback", "pin", "unpin", "delete")
@@ -42,11 +41,11 @@ Replay = Callable[[], Awaitable[dict[str, Any]]]
 Stats = Callable[[], Awaitable[dict[str, Any]]]
 GateOf = Callable[[], Gate]
 
-# the bounds the HTTP request models put on the same operations (``altm.interfaces.http._requests``)
+# the bounds the HTTP request models put on the same operations (``altm.interfaces.http._requests``); the token
+# budget's is the facade's (``check_budget``), whose message says why
 SessionId = Annotated[str, Field(min_length=1, max_length=128)]
 TurnId = Annotated[str, Field(min_length=1, max_length=256)]
 Content = Annotated[str, Field(min_length=1)]
-Budget = Annotated[int, Field(ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET)]
 Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS)]
 Note = Annotated[str | None, Field(max_length=MAX_REASON_CHARS)]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
@@ -99,7 +98,7 @@ def _refuse_unknown_arguments(server: MCPServer) -> None:
 def _runtime_tools(server: MCPServer, memory: MemoryApp, gate: GateOf) -> None:
     @server.tool(description="Capture the user's message and get a token-budgeted context bundle and a cycle id.")
     @_surface_errors
-    async def prepare(scope: str, session_id: SessionId, turn_id: TurnId, content: Content, token_budget: Budget = 2000,
+    async def prepare(scope: str, session_id: SessionId, turn_id: TurnId, content: Content, token_budget: int = 2000,
                       strict_session: bool = False) -> dict[str, Any]:
         prepared = await memory.prepare_turn(gate().recall(Scope.parse(scope)), session_id, turn_id, content,
                                              token_budget, strict_session=strict_session)
