@@ -80,6 +80,10 @@ class Emergent(BaseModel):
     layer: str
     kind: str
     content: str
+    role: str | None = None
+    trust_status: str = "unverified"
+    trust_reason: str | None = None
+    flag: str | None = Field(default=None, description="e.g. 'contradicted': shown with its verdict, as a hit is")
     matched_by: list[str]
     score: float
     breakdown: dict[str, float]
@@ -337,7 +341,8 @@ class Retriever:
         best = self._admitted_by_rank(queries, [n for n in candidates if n not in stand_ins], ranks, policy)[:limit]
         rows = queries.rows(best)
         return [
-            Emergent(memory_id=n, layer=rows[n].layer, kind=rows[n].kind, content=rows[n].content,
+            Emergent(memory_id=n, layer=rows[n].layer, kind=rows[n].kind, content=rows[n].content, role=rows[n].role,
+                     trust_status=rows[n].trust_status, trust_reason=_trust_reason(rows[n]), flag=_flag(rows[n]),
                      matched_by=["graph"], score=round(ranks[n], 6),
                      breakdown={"ppr": round(ranks[n], 6), "hops": float(sub.depth.get(n, 0))},
                      path=sub.path_to(n))
