@@ -97,6 +97,19 @@ def _changed(old: str | None, new: str | None) -> dict[str, tuple[str, str]]:
     return {k: (_text(before.get(k, "")), _text(after.get(k, ""))) for k in keys if before.get(k) != after.get(k)}
 
 
+def _other_agents(audit: Any, scope: Scope) -> bool:
+    """Whether either image of an audit row is another agent's row (a facet re-cited from another agent's atom
+    was that agent's before: its turns and evidence are left out of that step as of a foreign row)."""
+    for value in (audit["old_value"], audit["new_value"]):
+        try:
+            image = orjson.loads(value) if value else None
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(image, dict) and image.get("agent_id") not in (None, scope.agent_id):
+            return True
+    return False
+
+
 class MemoryInspector:
     def __init__(self, shards: ShardSet) -> None:
         self._memories = MemoryQueries(shards)
@@ -127,7 +140,8 @@ class MemoryInspector:
         found.audit = [AuditStep(at=str(a["at"]), actor=str(a["actor"]), action=str(a["action"]),
                                  target=str(a["target_table"]), proposal_id=a["proposal_id"],
                                  changed={} if a["redacted"] == 1 else self._shown(
-                                     scope, _changed(a["old_value"], a["new_value"]), foreign),
+                                     scope, _changed(a["old_value"], a["new_value"]),
+                                     foreign or _other_agents(a, scope)),
                                  redacted=a["redacted"] == 1)
                        for a in rows]
         return found
