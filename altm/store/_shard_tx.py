@@ -1067,6 +1067,10 @@ class ShardTx:
                     "user": (None, None)}[erasure.target]
             for row_id, payload in self._rejections_sent(home, *sent):
                 self.erase_rejection(row_id, payload, "/".join(map(str, home)), at=at, proposal_id=proposal_id)
+        if erasure.target in owners:
+            where, args = owners[erasure.target]
+            self._erase_dropped_signals(home, where, args, keep_curation=erasure.target != "user", at=at,
+                                        proposal_id=proposal_id)
         kept = sorted(taken - set(memory_ids))
         for mid in kept:
             self._renumber_signals(mid, at=at, proposal_id=proposal_id)
@@ -1082,8 +1086,10 @@ class ShardTx:
         no sender), and their rollbacks: a replay, which never counted those signals, never made them."""
         rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=? "
                                 "AND decision IN ('promote', 'demote', 'rollback')", home).fetchall()
+        # a pin's or unpin's are kept with it (the user's curation, which the erasure keeps)
+        curation = {str(r["decision_id"]) for r in rows if str(r["reason"]).startswith(("pin signal", "unpin signal"))}
         made = {str(r["decision_id"]) for r in rows
-                if r["decision"] != "rollback" and _made_on(r, signals, agent, session)}
+                if r["decision"] != "rollback" and _made_on(r, signals, agent, session)} - curation
         self._erase_decisions(rows, made, at=at, proposal_id=proposal_id)
 
     def _erase_decisions(self, rows: Sequence[sqlite3.Row], doomed: set[str], *, at: str, proposal_id: str) -> None:
@@ -1096,6 +1102,31 @@ class ShardTx:
         for r in rows:
             if str(r["decision_id"]) in doomed:
                 self._erase_row("governance_events", "event_id", dict(r), at=at, proposal_id=proposal_id)
+
+    def _erase_dropped_signals(self, home: list[str], where: str, args: list[str | None], *, keep_curation: bool,
+                               at: str, proposal_id: str) -> None:
+        """The use signals the erased session, agent or user sent that a forget (or a rollback) took with its
+        memory and holds in the audit: marked erased under their own key, so a rollback of that forget does not
+        count them again (a replay, which cannot open them, never had them)."""
+        sender = where.replace("agent_id=?", "json_extract(a.old_value, '$.agent_id')=?").replace(
+            "session_id=?", "json_extract(a.old_value, '$.session_id')=?")
+        curation = " AND json_extract(a.old_value, '$.kind') NOT IN ('pin', 'unpin')" if keep_curation else ""
+        found = self._db.execute(
+            "SELECT DISTINCT a.target_id FROM audit_log a WHERE a.target_table='lifecycle_signals' "
+            f"AND a.action='delete' AND a.redacted!=1{sender}{curation} AND EXISTS (SELECT 1 FROM audit_log m "
+            "WHERE m.target_table='memories' AND m.target_id=json_extract(a.old_value, '$.memory_id') "
+            "AND m.action='forget' AND json_extract(m.old_value, '$.tenant_id')=? "
+            "AND json_extract(m.old_value, '$.workspace_id')=? AND json_extract(m.old_value, '$.user_id')=?) "
+            "ORDER BY a.target_id", [*args, *home]).fetchall()
+        for (target,) in found:
+            if not self.signal_erased(str(target)):
+                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase",
+                            table="lifecycle_signals", target_id=str(target), old=None, new=None)
+
+    def signal_erased(self, signal_key: str) -> bool:
+        """An erasure took the use signal (its sender was erased): nothing counts it again."""
+        return self._db.execute("SELECT 1 FROM audit_log WHERE target_table='lifecycle_signals' AND target_id=? "
+                                "AND action='erase' LIMIT 1", (signal_key,)).fetchone() is not None
 
     def _renumber_signals(self, memory_id: str, *, at: str, proposal_id: str) -> None:
         """Number a memory's signals 1.. again in their order, as if the ones an erasure took had never come."""
@@ -1459,6 +1490,8 @@ class ShardTx:
                 self._db.execute("DELETE FROM lifecycle_signals WHERE memory_id=? AND signal_id=? AND kind=?",
                                  (memory_id, new["signal_id"], new["kind"]))
             return "removed"
+        if old is not None and new is None and self.signal_erased(target_id):
+            return "erased"  # its sender was erased since: a replay never counted it
         if old is not None and new is None and old.keys() >= RESTORABLE_SIGNAL:
             self._audit(at=at, proposal_id=proposal_id, actor="rollback", action="insert", table="lifecycle_signals",
                         target_id=target_id, old=None, new=old)

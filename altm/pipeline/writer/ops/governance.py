@@ -322,8 +322,10 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
                         "time and order: it cannot be rolled back (send the feedback again)", code="conflict")
     back: list[str] = []  # a memory the decision changed twice (a forget's repair, then a lifted hold) once
     removed: list[str] = []
+    rows = 0  # restored: not a use signal an erasure of its sender took since (a replay never had it)
     for a in audits:
         outcome = tx.restore(a, at=ctx.now, proposal_id=p.event_id)
+        rows += outcome != "erased"
         if a.table == "memories" and outcome == "removed":
             removed.append(a.target_id)
         elif a.table == "memories" and a.old is not None and a.target_id not in back:
@@ -338,7 +340,7 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
     # a forget's tombstones of what it restored go (the guard refused every later version of them)
     tx.unbury_forgotten(scope, [m.memory_id for m in restored], at=ctx.now, proposal_id=p.event_id)
     tx.record_decision(p.event_id, scope, "rollback", [("applied", undo.reason)],
-                       {"decision_id": undo.decision_id, "decision": decision, "rows": len(audits)}, at=ctx.now)
+                       {"decision_id": undo.decision_id, "decision": decision, "rows": rows}, at=ctx.now)
     tx.record_decision(undo.decision_id, scope, decision, [("rolled_back", undo.reason)], {"by": p.event_id},
                        at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, removed=tuple(removed), also_changed=restored, mentioned=tuple(mentioned))
