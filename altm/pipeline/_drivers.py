@@ -578,6 +578,8 @@ class WriterDriver:
         """A standby copy's transaction: applied, nothing enqueued in the outbox, the changes to ``embed``.
         Returns how many records it took (applied or deferred), and whether one was deferred (the guard could
         not decide): it is kept for a retry, and what follows it waits for the next tick."""
+        for partition in sorted({rec.partition for rec in records if is_shredded(rec)}):
+            self.writer.shards.get(partition).mark_short_copy()  # see ``copy_is_short``
         outcomes = self.writer.apply_batch(
             records, self.writer.partitions, lookahead=lookahead, enqueue=False, reapplied=True, until_deferred=True,
             on_deferred=lambda rec, why: _defer(self.work, self.name, rec, why, reapplied=True))
@@ -586,6 +588,18 @@ class WriterDriver:
             await embed(changes)
         deferred = [i for i, outcome in enumerate(outcomes) if outcome.deferred_reason is not None]
         return (deferred[0] + 1, True) if deferred else (len(records), False)
+
+    def copy_is_short(self, partition: int) -> bool:
+        """Whether this worker's standby copy of ``partition`` skipped proposals it could not open (sealed with a
+        key an erasure retired): a restore publishes the changes of what it applies again, so the stages derive
+        again what it could not open (a scene, a facet, a link), and a copy, which publishes nothing, cannot.
+        Taken over, such a copy is dropped and the shard restored from the log instead (``forget_copy``). The
+        mark is kept in the shard (a worker started again still knows)."""
+        return any(shard.partition == partition and shard.short_copy() for shard in self.writer.shards.existing())
+
+    def forget_copy(self, partition: int) -> None:
+        """The copy of ``partition`` was dropped: its next shard is bound to the log again, and restored whole."""
+        self._bound.discard(partition)
 
     async def _retry_copied(self, partition: int, embed: Changes) -> bool:
         """A standby copy's deferred proposals, retried as the copy applies (nothing enqueued, the changes to

@@ -126,6 +126,16 @@ class Shard:
             raise ShardError("shard opened read-only")
         self._db.execute("INSERT OR IGNORE INTO shard_meta (key, value) VALUES ('log', ?)", (identity,))
 
+    def mark_short_copy(self) -> None:
+        """This shard, a standby copy, skipped proposals it could not open (see ``WriterDriver.copy_is_short``);
+        kept in the shard, so a worker started again still knows."""
+        if self.read_only:
+            raise ShardError("shard opened read-only")
+        self._db.execute("INSERT OR IGNORE INTO shard_meta (key, value) VALUES ('short_copy', '1')")
+
+    def short_copy(self) -> bool:
+        return self._db.execute("SELECT 1 FROM shard_meta WHERE key = 'short_copy'").fetchone() is not None
+
     def has_offsets(self) -> bool:
         return self._db.execute("SELECT 1 FROM consumer_offsets LIMIT 1").fetchone() is not None
 

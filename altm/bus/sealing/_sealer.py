@@ -74,10 +74,14 @@ the retired one is destroyed after a grace period (:meth:`KeyStore.retire`)."""
 
 
 def _session_of(obj: dict[str, Any]) -> str:
-    """The session a record's content comes from: the turn's, the memory's (proposal or after-image)."""
+    """The session a record's content comes from: the turn's, the memory's (proposal or after-image), a recall
+    cycle's (its record: an erasure of the session takes it)."""
     session = obj.get("session_id")
     if isinstance(session, str):
         return session
+    cycle = obj.get("cycle")
+    if isinstance(cycle, dict) and isinstance(cycle.get("session_id"), str):
+        return str(cycle["session_id"])
     memory = obj.get("memory")
     if isinstance(memory, dict) and isinstance(memory.get("session_id"), str):
         return str(memory["session_id"])
@@ -141,10 +145,20 @@ def owner_of(value: bytes | str, key: str | None) -> Owner | None:
         inner_parts = _scope_parts(memory)
         if inner_parts is not None:
             home, agent = inner_parts
+    if obj.get("event_type") == "proposal" and obj.get("op") in _IDS_ONLY:
+        return Owner(home)
     session = _session_of(obj)
     if not session and obj.get("event_type") in ("proposal", "change"):
         session = DERIVED
     return Owner(home, agent, session)
+
+
+_IDS_ONLY = ("signal", "forget", "merge")
+"""Proposals that carry ids, counts and fixed reasons, never memory content: a use signal, a retention pass, an
+exact-duplicate merge. They are sealed under the user's key, not the derived key every erasure of a session or
+agent retires (a restore, a standby copy and a read replica, which open the log with current keys only, skipped
+them after any erasure and lost the signals, compactions and forgets of every other session: a forgotten
+message came back). What an erasure takes of them it takes in the shard, in the log's order."""
 
 
 class Sealer:

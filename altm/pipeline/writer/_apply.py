@@ -43,6 +43,7 @@ from altm.core import (
     MemoryUnit,
     Proposal,
     ProposalEvent,
+    SignalProposal,
     UpsertEdgeProposal,
     UpsertMemoryProposal,
     UpsertNodeProposal,
@@ -209,16 +210,16 @@ class Writer:
         # a record whose data key is destroyed, or made from a host record whose key is: nothing to apply,
         # nothing to report (a replay could not open it, or what it was made from)
         lineage = lineage_of(record)
+        again = reapplied or is_reapplied(record.headers)
         outcome = (WriteOutcome(skipped=True) if is_shredded(record) or self._shredded(lineage)
-                   else self._apply(tx, record, partitions, ctx, ahead))
+                   else self._apply(tx, record, partitions, ctx, ahead, reapplied=again))
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
-            again = reapplied or is_reapplied(record.headers)
             self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
         if not enqueue:
             return outcome
         source = source_header(source_ms(record))  # the changes carry their turn's time on
         carried = lineage_headers(lineage)  # the stages that read a change carry it on
-        if reapplied or is_reapplied(record.headers):  # a restore: what the stages derive again, its owner derived
+        if again:  # a restore: what the stages derive again, its owner derived
             carried = (*carried, (REDERIVED_HEADER, b"1"))
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
             tx.enqueue(Topic.CHANGES.value, change.key, encode(change),
@@ -230,7 +231,7 @@ class Writer:
         return outcome
 
     def _apply(self, tx: ShardTx, record: Record, partitions: int, ctx: OpContext,
-               ahead: Mapping[str, Sequence[BuryProposal]]) -> WriteOutcome:
+               ahead: Mapping[str, Sequence[BuryProposal]], *, reapplied: bool = False) -> WriteOutcome:
         try:
             event = decode_event(record.value)
         except DecodeError as exc:
@@ -254,6 +255,11 @@ class Writer:
         except Erased as exc:  # void: nothing to do, nothing to review
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED, reason=str(exc))])
         except Rejection as exc:
+            if reapplied and exc.code == "unknown_target" and isinstance(event, _ABOUT_WHAT_WAS_SHREDDED):
+                # applied again from the log: its owner applied it to a memory this shard could not restore (sealed
+                # with a key an erasure destroyed since, and taken by that erasure there too): nothing to do here
+                why = f"applied again from the log, its target not restored: {exc}"
+                return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED, reason=why)])
             if is_rederived(record.headers):  # its owner derived it first; a refusal it earned there is on the log
                 return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED,
                                                      reason=f"derived again in a restore and refused: {exc}")])
@@ -325,6 +331,12 @@ def _burials_ahead(records: Sequence[Record]) -> dict[str, list[BuryProposal]]:
 REAPPLIED_HEADER = "altm-reapplied"
 """Header of a proposal deferred where it was applied again from the log (a restore, a standby copy): its retry
 is a re-application too."""
+
+
+_ABOUT_WHAT_WAS_SHREDDED = (SignalProposal, EraseProposal)
+"""Proposals readable after an erasure (a use signal, under the user's key; an erasure, in the clear) about a
+memory that may have been sealed with a key that erasure destroyed: a restore, a standby copy or a read replica
+finds no such memory, where the owner found it and the erasure later took it."""
 
 
 REDERIVED_HEADER = "altm-rederived"

@@ -483,6 +483,10 @@ class KafkaRuntime:
         tp = TopicPartition(self.writer.topic, partition)
         if tp not in self._owned_tps:
             return
+        if self.writer.copy_is_short(partition):  # its standby copy could not open what an erasure shredded
+            self._drop(partition, "its standby copy skipped records an erasure shredded; restored from the log "
+                                  "instead, so the stages derive them again")
+            self.writer.forget_copy(partition)
         end = (await self.member.end_offsets([tp])).get(tp)
         if end:
             await self.writer.catch_up(partition, end)
@@ -552,14 +556,14 @@ class KafkaRuntime:
             return False
         return True
 
-    def _drop(self, partition: int) -> None:
+    def _drop(self, partition: int, why: str = "another worker owns it") -> None:
         ids = self.shards.drop(partition)
         if self.vectors is not None and ids and not self.vectors.shared:  # a server's points are the owner's too
             self.vectors.delete(ids)
             self.vectors.flush()
         self._unowned_since.pop(partition, None)
         self._ready.discard(partition)
-        log.info("dropped the shard of partition %d (%d memories): another worker owns it", partition, len(ids))
+        log.info("dropped the shard of partition %d (%d memories): %s", partition, len(ids), why)
 
     def _owned(self, topic: Topic) -> set[int]:
         name = topic_name(topic, self.settings.topic_prefix)
