@@ -593,13 +593,20 @@ class WriterDriver:
         """Whether this worker's standby copy of ``partition`` skipped proposals it could not open (sealed with a
         key an erasure retired): a restore publishes the changes of what it applies again, so the stages derive
         again what it could not open (a scene, a facet, a link), and a copy, which publishes nothing, cannot.
-        Taken over, such a copy is dropped and the shard restored from the log instead (``forget_copy``). The
+        Taken over, such a copy is dropped and the shard restored from the log instead (``drop_short_copy``). The
         mark is kept in the shard (a worker started again still knows)."""
         return any(shard.partition == partition and shard.short_copy() for shard in self.writer.shards.existing())
 
-    def forget_copy(self, partition: int) -> None:
-        """The copy of ``partition`` was dropped: its next shard is bound to the log again, and restored whole."""
-        self._bound.discard(partition)
+    async def drop_short_copy(self, partition: int, drop: Callable[[int], None]) -> bool:
+        """Drop the standby copy of ``partition`` when it is short (``copy_is_short``), under the partition's
+        restore lock (a copy's tick never applies to it meanwhile); its next shard is bound to the log again and
+        restored whole. Returns whether it was dropped."""
+        async with self._restoring.setdefault(partition, asyncio.Lock()):
+            if not self.copy_is_short(partition):
+                return False
+            drop(partition)
+            self._bound.discard(partition)
+            return True
 
     async def _retry_copied(self, partition: int, embed: Changes) -> bool:
         """A standby copy's deferred proposals, retried as the copy applies (nothing enqueued, the changes to

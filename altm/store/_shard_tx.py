@@ -1123,6 +1123,14 @@ class ShardTx:
                 self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase",
                             table="lifecycle_signals", target_id=str(target), old=None, new=None)
 
+    def mark_skipped_shredded(self) -> None:
+        """Applying the log again (a restore, a standby copy, a replica), this shard skipped a record whose key an
+        erasure destroyed: what later records name may be missing here though its owner held it."""
+        self._db.execute("INSERT OR IGNORE INTO shard_meta (key, value) VALUES ('skipped_shredded', '1')")
+
+    def skipped_shredded(self) -> bool:
+        return self._db.execute("SELECT 1 FROM shard_meta WHERE key = 'skipped_shredded'").fetchone() is not None
+
     def signal_erased(self, signal_key: str) -> bool:
         """An erasure took the use signal (its sender was erased): nothing counts it again."""
         return self._db.execute("SELECT 1 FROM audit_log WHERE target_table='lifecycle_signals' AND target_id=? "

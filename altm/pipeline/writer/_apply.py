@@ -41,6 +41,7 @@ from altm.core import (
     ForgetProposal,
     LinkMemoryProposal,
     MemoryUnit,
+    MergeProposal,
     Proposal,
     ProposalEvent,
     SignalProposal,
@@ -211,7 +212,10 @@ class Writer:
         # nothing to report (a replay could not open it, or what it was made from)
         lineage = lineage_of(record)
         again = reapplied or is_reapplied(record.headers)
-        outcome = (WriteOutcome(skipped=True) if is_shredded(record) or self._shredded(lineage)
+        shredded = is_shredded(record) or self._shredded(lineage)
+        if shredded and again:
+            tx.mark_skipped_shredded()  # what later records name may be missing here (see ``_ABOUT_WHAT_WAS_SHREDDED``)
+        outcome = (WriteOutcome(skipped=True) if shredded
                    else self._apply(tx, record, partitions, ctx, ahead, reapplied=again))
         if outcome.erased is not None:  # before the commit: a crash now re-applies the erasure later
             self._shred(outcome.erased, _owner_applied_ms(outcome.erased, record, ahead) if again else None)
@@ -255,7 +259,8 @@ class Writer:
         except Erased as exc:  # void: nothing to do, nothing to review
             return WriteOutcome(changes=[_change(event, record, ChangeStatus.UNCHANGED, reason=str(exc))])
         except Rejection as exc:
-            if reapplied and exc.code == "unknown_target" and isinstance(event, _ABOUT_WHAT_WAS_SHREDDED):
+            if reapplied and exc.code == "unknown_target" and isinstance(event, _ABOUT_WHAT_WAS_SHREDDED) \
+                    and tx.skipped_shredded():
                 # applied again from the log: its owner applied it to a memory this shard could not restore (sealed
                 # with a key an erasure destroyed since, and taken by that erasure there too): nothing to do here
                 why = f"applied again from the log, its target not restored: {exc}"
@@ -333,10 +338,11 @@ REAPPLIED_HEADER = "altm-reapplied"
 is a re-application too."""
 
 
-_ABOUT_WHAT_WAS_SHREDDED = (SignalProposal, EraseProposal)
-"""Proposals readable after an erasure (a use signal, under the user's key; an erasure, in the clear) about a
-memory that may have been sealed with a key that erasure destroyed: a restore, a standby copy or a read replica
-finds no such memory, where the owner found it and the erasure later took it."""
+_ABOUT_WHAT_WAS_SHREDDED = (SignalProposal, EraseProposal, MergeProposal)
+"""Proposals readable after an erasure (a use signal or a merge, under the user's key; an erasure, in the clear)
+about a memory that may have been sealed with a key that erasure destroyed: a restore, a standby copy or a read
+replica that skipped such records finds no such memory, where the owner found it and the erasure later took it.
+A shard that skipped none files the refusal, as its owner did."""
 
 
 REDERIVED_HEADER = "altm-rederived"

@@ -463,10 +463,13 @@ class WriteGuard:
             if not _members_apart(mem) and (whole := self._against(tx, mem, patterns)) is not None:
                 verdicts.append(whole)
             return next((v for v in verdicts if v.action == "refuse"), verdicts[0] if verdicts else None)
-        return self._against(tx, mem, patterns)
+        return self._against(tx, mem, patterns, quote=mem.layer is not Layer.L4)
 
-    def _against(self, tx: ShardTx, mem: MemoryUnit, patterns: Sequence[tuple[str, str]]) -> GuardVerdict | None:
-        """``mem``'s text judged against each of ``patterns`` (id, attributes JSON)."""
+    def _against(self, tx: ShardTx, mem: MemoryUnit, patterns: Sequence[tuple[str, str]], *,
+                 quote: bool = True) -> GuardVerdict | None:
+        """``mem``'s text judged against each of ``patterns`` (id, attributes JSON). ``quote=False`` (a persona
+        facet, which every agent of the user recalls with its verdict): the reason names the anti-pattern by its
+        id only, not its text, which is one agent's (the review queue, the user's, shows it)."""
         flagged: GuardVerdict | None = None
         meaning = self.similarity.within(tx, mem.scope.home) if isinstance(self.similarity, KeptSimilarity) \
             else self.similarity
@@ -476,15 +479,16 @@ class WriteGuard:
             if not pattern or negated_about(mem.content, pattern):
                 continue
             why = attrs.get("why_bad") or "no reason recorded"
+            said = f" ({pattern!r}: {why})" if quote else ""
             if matches(mem.content, pattern, self.threshold):
-                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why})", anti_pattern=True)
+                return GuardVerdict(mid, f"re-asserts anti-pattern {mid}{said}", anti_pattern=True)
             found = reassertion(mem.content, pattern, meaning)
+            said = f" ({pattern!r}: {why}; {found[1]})" if quote and found is not None else said
             if found is not None and found[0] == "refuse":
-                return GuardVerdict(mid, f"re-asserts anti-pattern {mid} ({pattern!r}: {why}; {found[1]})",
-                                    anti_pattern=True)
+                return GuardVerdict(mid, f"re-asserts anti-pattern {mid}{said}", anti_pattern=True)
             if found is not None and flagged is None:
-                flagged = GuardVerdict(mid, f"may re-assert anti-pattern {mid} ({pattern!r}: {why}; {found[1]})",
-                                       action="flag", anti_pattern=True)
+                flagged = GuardVerdict(mid, f"may re-assert anti-pattern {mid}{said}", action="flag",
+                                       anti_pattern=True)
         return flagged
 
 

@@ -483,10 +483,10 @@ class KafkaRuntime:
         tp = TopicPartition(self.writer.topic, partition)
         if tp not in self._owned_tps:
             return
-        if self.writer.copy_is_short(partition):  # its standby copy could not open what an erasure shredded
-            self._drop(partition, "its standby copy skipped records an erasure shredded; restored from the log "
-                                  "instead, so the stages derive them again")
-            self.writer.forget_copy(partition)
+        # its standby copy could not open what an erasure shredded: restored whole, so the stages derive it again
+        await self.writer.drop_short_copy(partition, lambda p: self._drop(
+            p, "its standby copy skipped records an erasure shredded; restored from the log instead, so the stages "
+               "derive them again"))
         end = (await self.member.end_offsets([tp])).get(tp)
         if end:
             await self.writer.catch_up(partition, end)
