@@ -223,7 +223,8 @@ class Writer:
             return outcome
         source = source_header(source_ms(record))  # the changes carry their turn's time on
         carried = lineage_headers(lineage)  # the stages that read a change carry it on
-        if again:  # a restore: what the stages derive again, its owner derived
+        # a restore's changes, or those of what was derived from them: what the stages derive again, its owner derived
+        if again or is_rederived(record.headers):
             carried = (*carried, (REDERIVED_HEADER, b"1"))
         for change in outcome.changes:  # the outbox names the topic's kind; the prefix is applied when published
             tx.enqueue(Topic.CHANGES.value, change.key, encode(change),
