@@ -25,27 +25,17 @@ current then.
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from altm.app.replay import read_host_records
-from altm.bus import TURNS_END_HEADER, OutgoingRecord, publish_marked
-from altm.bus._order import _ordering
-from altm.bus.kafka import KafkaBus
-from altm.core import Role, Settings, Topic, TurnEvent, partition_for, topic_name
-from altm.pipeline import ProcessorContext, default_processors
-from altm.pipeline.runtime.kafka import KafkaRuntime
-from altm.store import MemoryReader, ShardSet
+from altm.core import Role, TurnEvent, partition_for
 from altm.wiring import open_deployment
-from altm.wiring._adapters import guard_similarity, open_bus, open_sealer, resolve
+from altm.wiring._adapters import resolve
 from altm.wiring._worker import prepare_kafka
+from tests.support.kafka_history import applied, host_records, sealed_settings, send, until, worker
 from tests.support.memories import store_with
 from tests.support.replay import assert_same_state
 from tests.support.rows import rows
@@ -61,88 +51,6 @@ ERASED = TurnEvent(scope=SCOPE, session_id="s2", turn_id="s2-t2", role=Role.USER
                    content="I prefer dark mode in every editor.", timestamp=OLD + timedelta(minutes=1))
 
 
-def _settings(data_dir: Path, grace_s: float, *, keystore: Path | None = None) -> Settings:
-    return Settings(data_dir=data_dir, partitions=4, embedder="none", retired_key_grace_s=grace_s,
-                    seal_log=keystore is not None, keystore=f"sqlite:///{keystore}" if keystore is not None else None)
-
-
-async def host_records(source: Settings) -> list[OutgoingRecord]:
-    """The host events of an embedded deployment's log, in the order its writer took them up."""
-    origin = resolve(source)
-    bus = open_bus(origin, read_only=True)
-    await bus.start()
-    try:
-        records = await read_host_records(bus, origin.topic_prefix)
-    finally:
-        await bus.stop()
-    return [OutgoingRecord(r.topic, r.value, r.key, tuple(h for h in r.headers if h[0] != TURNS_END_HEADER))
-            for r in records]
-
-
-async def send(bootstrap: str, prefix: str, records: list[OutgoingRecord], source_prefix: str,
-               data_dir: Path) -> None:
-    """The host events on Kafka under ``prefix``, as they were sent: a control event that does not order
-    derivation (feedback, a compaction pass) once the worker is idle (after what it names was derived)."""
-    bus = KafkaBus(bootstrap)
-    await bus.start()
-    try:
-        turns = topic_name(Topic.TURNS, source_prefix)
-        batch: list[OutgoingRecord] = []
-        for r in records:
-            kind = Topic.TURNS if r.topic == turns else Topic.CONTROL
-            rec = OutgoingRecord(topic_name(kind, prefix), r.value, r.key, r.headers)
-            if kind is Topic.CONTROL and not _ordering(rec):
-                await publish_marked(bus, prefix, batch)
-                batch = []
-                await wait_until_idle(bootstrap, prefix, data_dir=data_dir)
-            batch.append(rec)
-        await publish_marked(bus, prefix, batch)
-    finally:
-        await bus.stop()
-
-
-@asynccontextmanager
-async def worker(settings: Settings) -> AsyncIterator[KafkaRuntime]:
-    """One worker in this process, built as ``altm worker`` builds it (sealed, the shared key store)."""
-    settings = resolve(settings)
-    identity = await prepare_kafka(settings)
-    shards = ShardSet(settings.data_dir, settings.partitions)
-    sealer = open_sealer(settings)
-    runtime = KafkaRuntime(settings, shards, ProcessorContext(settings=settings, reader=MemoryReader(shards)),
-                           default_processors(), identity, sealer, guard_similarity(settings))
-    await runtime.start()
-    try:
-        yield runtime
-    finally:
-        await runtime.stop()
-        shards.close()
-        if sealer is not None:
-            sealer.keys.close()
-
-
-def _applied(data_dir: Path, partition: int) -> int:
-    """The next proposals offset the shard of ``partition`` in ``data_dir`` stored (what it has applied)."""
-    path = data_dir / "shards" / f"shard-{partition:04d}.db"
-    if not path.exists():
-        return -1
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = conn.execute("SELECT MAX(next_offset) FROM consumer_offsets WHERE topic LIKE '%proposals'").fetchone()
-        return int(row[0] or 0)
-    except sqlite3.OperationalError:  # being made
-        return -1
-    finally:
-        conn.close()
-
-
-async def _until(condition: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
-    for _ in range(int(timeout_s * 4)):
-        if condition():
-            return
-        await asyncio.sleep(0.25)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
-
-
 GAP = pytest.mark.xfail(strict=True, reason=(
     "known gap (README, Known gaps): after an erasure, records sealed with the derived key it retired are"
     " not read: a replica derives nothing again (links, facets), and the forget's record differs as a res"
@@ -155,7 +63,7 @@ async def test_a_read_replica_started_after_an_erasure_serves_nothing_retention_
         kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         whole: bool) -> None:
     monkeypatch.setattr("altm.pipeline.runtime.kafka._order.CONTROL_WAIT_S", 60.0)  # the order, not its bound
-    source = _settings(tmp_path / "source", 600.0).model_copy(update={"retention_days_l0": 30.0})
+    source = sealed_settings(tmp_path / "source", 600.0).model_copy(update={"retention_days_l0": 30.0})
     async with store_with(source, [KEPT, ERASED]) as (runtime, app):
         assert await app.admin.retention(OLD + timedelta(days=45))  # s1's and s2's messages, past retention
         await runtime.run_until_idle()
@@ -167,7 +75,7 @@ async def test_a_read_replica_started_after_an_erasure_serves_nothing_retention_
 
     prefix = f"r{uuid.uuid4().hex[:10]}."
     keys = tmp_path / "keys.db"
-    owner = _settings(tmp_path / "owner", 600.0, keystore=keys).model_copy(
+    owner = sealed_settings(tmp_path / "owner", 600.0, keystore=keys).model_copy(
         update={"broker": f"kafka://{kafka_bootstrap}", "topic_prefix": prefix, "worker_session_timeout_s": 6,
                 "retention_days_l0": 30.0})
     await prepare_kafka(resolve(owner))
@@ -182,7 +90,7 @@ async def test_a_read_replica_started_after_an_erasure_serves_nothing_retention_
                                                               "retention_days_l0": 30.0}))
     await replica.start()
     try:
-        await _until(lambda: _applied(tmp_path / "replica", user) == _applied(owner.data_dir, user) > 0,
+        await until(lambda: applied(tmp_path / "replica", user) == applied(owner.data_dir, user) > 0,
                      "the replica caught up with the worker")
         hits = replica.app.recall.search(SCOPE, None, "staging cluster Kubernetes Dublin").hits
         served = [h.content for h in hits if h.layer == "L0" and h.content == KEPT.content]  # its atom stays

@@ -27,23 +27,15 @@ applied with the keys that were current then.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from altm.app.replay import read_host_records
-from altm.bus import TURNS_END_HEADER, OutgoingRecord, publish_marked
-from altm.bus._order import _ordering
-from altm.bus.kafka import KafkaBus
-from altm.core import Role, Settings, Topic, TurnEvent, topic_name
-from altm.pipeline import ProcessorContext, default_processors
-from altm.pipeline.runtime.kafka import KafkaRuntime
-from altm.store import MemoryReader, ShardSet
-from altm.wiring._adapters import guard_similarity, open_bus, open_sealer, resolve
+from altm.core import Role, TurnEvent
+from altm.wiring._adapters import resolve
 from altm.wiring._worker import prepare_kafka
+from tests.support.kafka_history import host_records, sealed_settings, send, worker
 from tests.support.memories import store_with
 from tests.support.replay import assert_same_state
 from tests.support.rows import rows
@@ -59,65 +51,6 @@ ERASED = TurnEvent(scope=SCOPE, session_id="s2", turn_id="s2-t2", role=Role.USER
                    content="I prefer dark mode in every editor.", timestamp=OLD + timedelta(minutes=1))
 
 
-def _settings(data_dir: Path, grace_s: float, *, keystore: Path | None = None) -> Settings:
-    return Settings(data_dir=data_dir, partitions=4, embedder="none", retired_key_grace_s=grace_s,
-                    seal_log=keystore is not None, keystore=f"sqlite:///{keystore}" if keystore is not None else None)
-
-
-async def host_records(source: Settings) -> list[OutgoingRecord]:
-    """The host events of an embedded deployment's log, in the order its writer took them up."""
-    origin = resolve(source)
-    bus = open_bus(origin, read_only=True)
-    await bus.start()
-    try:
-        records = await read_host_records(bus, origin.topic_prefix)
-    finally:
-        await bus.stop()
-    return [OutgoingRecord(r.topic, r.value, r.key, tuple(h for h in r.headers if h[0] != TURNS_END_HEADER))
-            for r in records]
-
-
-async def send(bootstrap: str, prefix: str, records: list[OutgoingRecord], source_prefix: str,
-               data_dir: Path) -> None:
-    """The host events on Kafka under ``prefix``, as they were sent: a control event that does not order
-    derivation (feedback, a compaction pass) once the worker is idle (after what it names was derived)."""
-    bus = KafkaBus(bootstrap)
-    await bus.start()
-    try:
-        turns = topic_name(Topic.TURNS, source_prefix)
-        batch: list[OutgoingRecord] = []
-        for r in records:
-            kind = Topic.TURNS if r.topic == turns else Topic.CONTROL
-            rec = OutgoingRecord(topic_name(kind, prefix), r.value, r.key, r.headers)
-            if kind is Topic.CONTROL and not _ordering(rec):
-                await publish_marked(bus, prefix, batch)
-                batch = []
-                await wait_until_idle(bootstrap, prefix, data_dir=data_dir)
-            batch.append(rec)
-        await publish_marked(bus, prefix, batch)
-    finally:
-        await bus.stop()
-
-
-@asynccontextmanager
-async def worker(settings: Settings) -> AsyncIterator[KafkaRuntime]:
-    """One worker in this process, built as ``altm worker`` builds it (sealed, the shared key store)."""
-    settings = resolve(settings)
-    identity = await prepare_kafka(settings)
-    shards = ShardSet(settings.data_dir, settings.partitions)
-    sealer = open_sealer(settings)
-    runtime = KafkaRuntime(settings, shards, ProcessorContext(settings=settings, reader=MemoryReader(shards)),
-                           default_processors(), identity, sealer, guard_similarity(settings))
-    await runtime.start()
-    try:
-        yield runtime
-    finally:
-        await runtime.stop()
-        shards.close()
-        if sealer is not None:
-            sealer.keys.close()
-
-
 GAP = pytest.mark.xfail(strict=True, reason=(
     "known gap (README, Known gaps): after an erasure, records sealed with the derived key it retired are"
     " not read: the forget's record names the erased session's message as gone, where the owner's erasure"
@@ -130,7 +63,7 @@ async def test_a_restore_after_an_erasure_of_another_session_forgets_what_retent
         kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         whole: bool) -> None:
     monkeypatch.setattr("altm.pipeline.runtime.kafka._order.CONTROL_WAIT_S", 60.0)
-    source = _settings(tmp_path / "source", 600.0).model_copy(update={"retention_days_l0": 30.0})
+    source = sealed_settings(tmp_path / "source", 600.0).model_copy(update={"retention_days_l0": 30.0})
     async with store_with(source, [KEPT, ERASED]) as (runtime, app):
         assert await app.admin.retention(OLD + timedelta(days=45))  # s1's and s2's messages, past retention
         await runtime.run_until_idle()
@@ -142,7 +75,7 @@ async def test_a_restore_after_an_erasure_of_another_session_forgets_what_retent
 
     prefix = f"e{uuid.uuid4().hex[:10]}."
     keys = tmp_path / "keys.db"
-    owner = _settings(tmp_path / "owner", 600.0, keystore=keys).model_copy(
+    owner = sealed_settings(tmp_path / "owner", 600.0, keystore=keys).model_copy(
         update={"broker": f"kafka://{kafka_bootstrap}", "topic_prefix": prefix, "worker_session_timeout_s": 6,
                 "retention_days_l0": 30.0})
     await prepare_kafka(resolve(owner))

@@ -39,23 +39,15 @@ are), or a restore applies what its owner applied with the keys that were curren
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from altm.app.replay import read_host_records
-from altm.bus import TURNS_END_HEADER, OutgoingRecord, publish_marked
-from altm.bus._order import _ordering
-from altm.bus.kafka import KafkaBus
-from altm.core import Role, Settings, Topic, TurnEvent, topic_name
-from altm.pipeline import ProcessorContext, default_processors
-from altm.pipeline.runtime.kafka import KafkaRuntime
-from altm.store import MemoryReader, ShardSet
-from altm.wiring._adapters import guard_similarity, open_bus, open_sealer, resolve
+from altm.core import Role, TurnEvent
+from altm.wiring._adapters import resolve
 from altm.wiring._worker import prepare_kafka
+from tests.support.kafka_history import host_records, sealed_settings, send, worker
 from tests.support.memories import store_with
 from tests.support.replay import assert_same_state
 from tests.support.rows import rows
@@ -71,65 +63,6 @@ ERASED = TurnEvent(scope=SCOPE, session_id="s2", turn_id="s2-t2", role=Role.USER
                    content="I prefer dark mode in every editor.", timestamp=OLD + timedelta(minutes=1))
 
 
-def _settings(data_dir: Path, grace_s: float, *, keystore: Path | None = None) -> Settings:
-    return Settings(data_dir=data_dir, partitions=4, embedder="none", retired_key_grace_s=grace_s,
-                    seal_log=keystore is not None, keystore=f"sqlite:///{keystore}" if keystore is not None else None)
-
-
-async def host_records(source: Settings) -> list[OutgoingRecord]:
-    """The host events of an embedded deployment's log, in the order its writer took them up."""
-    origin = resolve(source)
-    bus = open_bus(origin, read_only=True)
-    await bus.start()
-    try:
-        records = await read_host_records(bus, origin.topic_prefix)
-    finally:
-        await bus.stop()
-    return [OutgoingRecord(r.topic, r.value, r.key, tuple(h for h in r.headers if h[0] != TURNS_END_HEADER))
-            for r in records]
-
-
-async def send(bootstrap: str, prefix: str, records: list[OutgoingRecord], source_prefix: str,
-               data_dir: Path) -> None:
-    """The host events on Kafka under ``prefix``, as they were sent: a control event that does not order
-    derivation (feedback, a compaction pass) once the worker is idle (after what it names was derived)."""
-    bus = KafkaBus(bootstrap)
-    await bus.start()
-    try:
-        turns = topic_name(Topic.TURNS, source_prefix)
-        batch: list[OutgoingRecord] = []
-        for r in records:
-            kind = Topic.TURNS if r.topic == turns else Topic.CONTROL
-            rec = OutgoingRecord(topic_name(kind, prefix), r.value, r.key, r.headers)
-            if kind is Topic.CONTROL and not _ordering(rec):
-                await publish_marked(bus, prefix, batch)
-                batch = []
-                await wait_until_idle(bootstrap, prefix, data_dir=data_dir)
-            batch.append(rec)
-        await publish_marked(bus, prefix, batch)
-    finally:
-        await bus.stop()
-
-
-@asynccontextmanager
-async def worker(settings: Settings) -> AsyncIterator[KafkaRuntime]:
-    """One worker in this process, built as ``altm worker`` builds it (sealed, the shared key store)."""
-    settings = resolve(settings)
-    identity = await prepare_kafka(settings)
-    shards = ShardSet(settings.data_dir, settings.partitions)
-    sealer = open_sealer(settings)
-    runtime = KafkaRuntime(settings, shards, ProcessorContext(settings=settings, reader=MemoryReader(shards)),
-                           default_processors(), identity, sealer, guard_similarity(settings))
-    await runtime.start()
-    try:
-        yield runtime
-    finally:
-        await runtime.stop()
-        shards.close()
-        if sealer is not None:
-            sealer.keys.close()
-
-
 def _signals(data_dir: Path) -> list[tuple[str, str, str]]:
     """The lifecycle signals of session s1's memories (the session no erasure took): layer, kind, memory."""
     found = rows(data_dir, "SELECT m.layer, s.kind, m.memory_id FROM lifecycle_signals s JOIN memories m "
@@ -141,7 +74,7 @@ def _signals(data_dir: Path) -> list[tuple[str, str, str]]:
 async def test_a_restore_after_an_erasure_keeps_the_signals_of_another_sessions_memories(
         kafka_bootstrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grace_s: float) -> None:
     monkeypatch.setattr("altm.pipeline.runtime.kafka._order.CONTROL_WAIT_S", 60.0)  # the order, not its bound
-    source = _settings(tmp_path / "source", grace_s)
+    source = sealed_settings(tmp_path / "source", grace_s)
     async with store_with(source, [KEPT, ERASED]) as (runtime, app):
         kept = str(rows(source.data_dir, "SELECT memory_id FROM memories WHERE session_id='s1' AND layer='L0'")[0]
                    ["memory_id"])
@@ -158,7 +91,7 @@ async def test_a_restore_after_an_erasure_keeps_the_signals_of_another_sessions_
 
     prefix = f"e{uuid.uuid4().hex[:10]}."
     keys = tmp_path / "keys.db"
-    owner = _settings(tmp_path / "owner", grace_s, keystore=keys).model_copy(
+    owner = sealed_settings(tmp_path / "owner", grace_s, keystore=keys).model_copy(
         update={"broker": f"kafka://{kafka_bootstrap}", "topic_prefix": prefix, "worker_session_timeout_s": 6})
     await prepare_kafka(resolve(owner))
     async with worker(owner):
@@ -190,7 +123,7 @@ async def test_a_restore_files_no_rejection_of_a_signal_on_a_facet_sealed_before
     itself (sealed before the erasure): the writer refuses the signal (``no signalled memory``) and files a
     pending rejection the owner never had; the facet derived again afterwards has no compression level."""
     monkeypatch.setattr("altm.pipeline.runtime.kafka._order.CONTROL_WAIT_S", 60.0)
-    source = _settings(tmp_path / "source", 600.0)
+    source = sealed_settings(tmp_path / "source", 600.0)
     async with store_with(source, [FACET, OTHER]) as (runtime, app):
         await app.erase(SCOPE, "session", session_id="s2")
         await runtime.run_until_idle()
@@ -200,7 +133,7 @@ async def test_a_restore_files_no_rejection_of_a_signal_on_a_facet_sealed_before
     records = await host_records(source)
 
     prefix = f"e{uuid.uuid4().hex[:10]}."
-    owner = _settings(tmp_path / "owner", 600.0, keystore=tmp_path / "keys.db").model_copy(
+    owner = sealed_settings(tmp_path / "owner", 600.0, keystore=tmp_path / "keys.db").model_copy(
         update={"broker": f"kafka://{kafka_bootstrap}", "topic_prefix": prefix, "worker_session_timeout_s": 6})
     await prepare_kafka(resolve(owner))
     async with worker(owner):

@@ -17,22 +17,15 @@ re-derives from a memory the restored shard no longer holds is not proposed, or 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from altm.app.replay import read_host_records
-from altm.bus import TURNS_END_HEADER, OutgoingRecord, publish_marked
-from altm.bus.kafka import KafkaBus
-from altm.core import Settings, Topic, topic_name
-from altm.pipeline import ProcessorContext, default_processors
-from altm.pipeline.runtime.kafka import KafkaRuntime
-from altm.store import MemoryReader, ShardSet
-from altm.wiring._adapters import guard_similarity, open_bus, open_sealer, resolve
+from altm.core import Settings
+from altm.wiring._adapters import resolve
 from altm.wiring._worker import prepare_kafka
+from tests.support.kafka_history import host_records, send, worker
 from tests.support.memories import store_with
 from tests.support.replay import assert_same_state
 from tests.support.rows import rows
@@ -46,51 +39,6 @@ def _settings(data_dir: Path, *, keystore: Path | None = None) -> Settings:
     return Settings(data_dir=data_dir, partitions=4, embedder="none", retention_days_l0=30.0,
                     retention_days_l2=30.0, retired_key_grace_s=0.0, seal_log=keystore is not None,
                     keystore=f"sqlite:///{keystore}" if keystore is not None else None)
-
-
-async def host_records(source: Settings) -> list[OutgoingRecord]:
-    """The host events of an embedded deployment's log, in the order its writer took them up."""
-    origin = resolve(source)
-    bus = open_bus(origin, read_only=True)
-    await bus.start()
-    try:
-        records = await read_host_records(bus, origin.topic_prefix)
-    finally:
-        await bus.stop()
-    return [OutgoingRecord(r.topic, r.value, r.key, tuple(h for h in r.headers if h[0] != TURNS_END_HEADER))
-            for r in records]
-
-
-async def send(bootstrap: str, prefix: str, records: list[OutgoingRecord], source_prefix: str) -> None:
-    """The host events on Kafka under ``prefix``, as a deployment publishes them (control events marked)."""
-    bus = KafkaBus(bootstrap)
-    await bus.start()
-    try:
-        turns = topic_name(Topic.TURNS, source_prefix)
-        await publish_marked(bus, prefix, [
-            OutgoingRecord(topic_name(Topic.TURNS if r.topic == turns else Topic.CONTROL, prefix), r.value, r.key,
-                           r.headers) for r in records])
-    finally:
-        await bus.stop()
-
-
-@asynccontextmanager
-async def worker(settings: Settings) -> AsyncIterator[KafkaRuntime]:
-    """One worker in this process, built as ``altm worker`` builds it (sealed, the shared key store)."""
-    settings = resolve(settings)
-    identity = await prepare_kafka(settings)
-    shards = ShardSet(settings.data_dir, settings.partitions)
-    sealer = open_sealer(settings)
-    runtime = KafkaRuntime(settings, shards, ProcessorContext(settings=settings, reader=MemoryReader(shards)),
-                           default_processors(), identity, sealer, guard_similarity(settings))
-    await runtime.start()
-    try:
-        yield runtime
-    finally:
-        await runtime.stop()
-        shards.close()
-        if sealer is not None:
-            sealer.keys.close()
 
 
 async def test_a_restored_shard_files_no_rejections_its_owner_never_had_after_a_retention_pass(
