@@ -4,6 +4,7 @@ commit that follows its prepare before the writer has stored it."""
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime
@@ -16,6 +17,8 @@ from altm.recall import ContextBundle
 from altm.store import CycleQueries, ShardSet
 
 _ORDER = {CycleState.PREPARED: 0, CycleState.COMMITTED: 1, CycleState.ABORTED: 1}
+EVICT_SCAN = 256
+"""How many of the oldest cycles over the capacity one eviction looks at (see ``CycleBook._evict``)."""
 
 
 def _stored(row: dict[str, object]) -> RuntimeCycle:
@@ -70,8 +73,18 @@ class CycleBook:
     def remember(self, cycle: RuntimeCycle, bundle: ContextBundle | None = None) -> None:
         previous = self._recent.pop(cycle.cycle_id, None)
         self._recent[cycle.cycle_id] = (cycle, bundle if bundle is not None else (previous[1] if previous else None))
-        while len(self._recent) > self._capacity:
-            self._recent.popitem(last=False)
+        while len(self._recent) > self._capacity and self._evict():
+            pass
+
+    def _evict(self) -> bool:
+        """Forget the oldest cycle among the first ``EVICT_SCAN`` that is closed or stored by the writer (the
+        store answers for it); one still open that only this process knows is kept, beyond the capacity while
+        the writer is behind (evicted, it could not be committed: an acknowledged prepare answered 404)."""
+        for cycle_id, (cycle, _) in itertools.islice(self._recent.items(), EVICT_SCAN):
+            if cycle.state is not CycleState.PREPARED or self._stored.find(cycle_id) is not None:
+                del self._recent[cycle_id]
+                return True
+        return False
 
     def forget_bundles(self, quotes_erased: Callable[[RuntimeCycle, ContextBundle], bool]) -> None:
         """Drop the bundles that may quote erased memories (a retry rebuilds them from what is left)."""

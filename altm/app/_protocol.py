@@ -6,8 +6,11 @@ state (control events). It reads recall and the store; it never writes a shard.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -98,6 +101,14 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+TURNS_KEPT = 100_000
+"""Turns whose content this process remembers after preparing them (``ProtocolService._said``)."""
+
+
+def _turn_name(turn: TurnEvent) -> str:
+    return f"{turn.scope.path}/{turn.session_id}/{turn.turn_id}"
+
+
 def cycle_event(cycle: RuntimeCycle, timestamp: datetime) -> ControlEvent:
     """A cycle's state as a control event (one event id per state, so a retry publishes the same event)."""
     return ControlEvent(
@@ -114,11 +125,47 @@ class ProtocolService:
         self.chat = chat
         self.cycles = cycles
         self.max_content_bytes = max_content_bytes  # a turn over it is refused before it is published
+        self._held: dict[str, tuple[asyncio.Lock, int]] = {}  # by cycle id or turn, with its users: ``_one_at_a_time``
+        self._turns: OrderedDict[str, str] = OrderedDict()  # turn → content hash, as this process prepared it
+
+    @contextlib.asynccontextmanager
+    async def _one_at_a_time(self, *names: str) -> AsyncIterator[None]:
+        """One caller at a time per cycle (and per turn of a prepare): each checks the cycle's state, publishes
+        and remembers the new state before the next looks (a publish suspends on Kafka: two prepares of one key,
+        a commit and an abort, or two commits all succeeded). Taken in the order given."""
+        async with contextlib.AsyncExitStack() as held:
+            for name in names:
+                lock, users = self._held.get(name) or (asyncio.Lock(), 0)
+                self._held[name] = (lock, users + 1)
+                held.callback(self._release, name)  # after the lock is released (last in, first out)
+                await held.enter_async_context(lock)
+            yield
+
+    def _release(self, name: str) -> None:
+        lock, users = self._held[name]
+        if users > 1:
+            self._held[name] = (lock, users - 1)
+        else:
+            del self._held[name]
+
+    def _said(self, turn: Event) -> None:
+        """Remember what a prepared turn said (bounded): another key may not give it new content before the writer
+        stores it."""
+        if isinstance(turn, TurnEvent):
+            self._turns[_turn_name(turn)] = sha256_hex(turn.content.encode())
+            self._turns.move_to_end(_turn_name(turn))
+            while len(self._turns) > TURNS_KEPT:
+                self._turns.popitem(last=False)
 
     def _turn_unused(self, turn: TurnEvent, key: str) -> None:
         """A turn id names one message: a prepare of a stored turn with other content, under another key, is a
         conflict (the writer would refuse the message as a change of an append-only L0 row, after the caller
         was told it was prepared)."""
+        said = self._turns.get(_turn_name(turn))
+        if said is not None and said != sha256_hex(turn.content.encode()):  # prepared here, maybe not stored yet
+            raise IdempotencyConflict(
+                f"turn {turn.turn_id!r} of session {turn.session_id!r} was prepared with other content; idempotency "
+                f"key {key!r} cannot give it new content: use a new turn id")
         try:
             stored = self.recall.memory(turn.scope, l0_memory_id(turn))
         except NotFound:
@@ -168,39 +215,42 @@ class ProtocolService:
         cycle_id = derive_id("cyc", scope.path, "key", key) if idempotency_key else derive_id("cyc", key)
         request_hash = sha256_hex(orjson.dumps(
             [scope.path, session_id, turn_id, content, token_budget, strict_session, preset_name]))
-        existing = self.cycles.get(cycle_id)
-        if existing is not None:
-            if existing.request_hash != request_hash:
-                raise IdempotencyConflict(
-                    f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
-                    "use a new turn id or key")
-            return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
-                                replayed=True)
-        if idempotency_key is not None:  # without one, the turn id is the key: a new key may not rename a turn
-            self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
-                                        content=content, timestamp=timestamp or _now()), key)
-        # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
-        result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
-                                    strict_session=strict_session)
-        rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
-        bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
-                              preset=preset_name, token_budget=token_budget, rewrites=rewrites)
-        BUNDLE_TOKENS.observe(bundle.tokens)
-        ts = timestamp or _now()
-        cycle = RuntimeCycle(cycle_id=cycle_id, scope=scope, session_id=session_id, turn_id=turn_id,
-                             idempotency_key=key, request_hash=request_hash,
-                             bundle_memory_ids=tuple(bundle.memory_ids), token_budget=token_budget, created_at=ts)
-        events: list[Event] = [TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
-                                         content=content, timestamp=ts, cycle_id=cycle_id)]
-        if bundle.items:
-            events.append(ControlEvent(
-                event_id=derive_id("ctl", cycle_id, "injected"), scope=scope, timestamp=ts,
-                action=ControlAction.FEEDBACK, target_ids=tuple(bundle.memory_ids), session_id=session_id,
-                payload={"signal": "injected", "cycle_id": cycle_id}))
-        events.append(cycle_event(cycle, ts))
-        await self.publish(events)
-        self.cycles.remember(cycle, bundle)
-        return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
+        # one prepare of a cycle (and of a turn) at a time: the second of two with one key answers as a retry
+        async with self._one_at_a_time(f"turn:{scope.path}/{session_id}/{turn_id}", cycle_id):
+            existing = self.cycles.get(cycle_id)
+            if existing is not None:
+                if existing.request_hash != request_hash:
+                    raise IdempotencyConflict(
+                        f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
+                        "use a new turn id or key")
+                return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
+                                    replayed=True)
+            if idempotency_key is not None:  # without one, the turn id is the key: a new key may not rename a turn
+                self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                            content=content, timestamp=timestamp or _now()), key)
+            # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
+            result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
+                                        strict_session=strict_session)
+            rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
+            bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
+                                  preset=preset_name, token_budget=token_budget, rewrites=rewrites)
+            BUNDLE_TOKENS.observe(bundle.tokens)
+            ts = timestamp or _now()
+            cycle = RuntimeCycle(cycle_id=cycle_id, scope=scope, session_id=session_id, turn_id=turn_id,
+                                 idempotency_key=key, request_hash=request_hash,
+                                 bundle_memory_ids=tuple(bundle.memory_ids), token_budget=token_budget, created_at=ts)
+            events: list[Event] = [TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                             content=content, timestamp=ts, cycle_id=cycle_id)]
+            if bundle.items:
+                events.append(ControlEvent(
+                    event_id=derive_id("ctl", cycle_id, "injected"), scope=scope, timestamp=ts,
+                    action=ControlAction.FEEDBACK, target_ids=tuple(bundle.memory_ids), session_id=session_id,
+                    payload={"signal": "injected", "cycle_id": cycle_id}))
+            events.append(cycle_event(cycle, ts))
+            await self.publish(events)
+            self.cycles.remember(cycle, bundle)
+            self._said(events[0])
+            return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
 
     def _replayed_bundle(self, cycle: RuntimeCycle, query: str, preset_name: str) -> ContextBundle:
         """The bundle of a retried prepare: the one returned while every memory it shows is still admitted as it
@@ -217,8 +267,13 @@ class ProtocolService:
 
     async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
                           feedback: Feedback | None = None) -> CommittedTurn:
-        cycle = self.cycles.find(cycle_id)
         self._check_content(assistant_content)
+        async with self._one_at_a_time(cycle_id):  # a commit and an abort of one cycle: the second sees the first
+            return await self._commit(cycle_id, assistant_content, cited_memory_ids, feedback)
+
+    async def _commit(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str],
+                      feedback: Feedback | None) -> CommittedTurn:
+        cycle = self.cycles.find(cycle_id)
         cited = list(dict.fromkeys(cited_memory_ids))
         commit_hash = sha256_hex(orjson.dumps(
             [assistant_content, cited, feedback.model_dump() if feedback else None]))
@@ -260,16 +315,17 @@ class ProtocolService:
     async def abort_turn(self, cycle_id: str, reason: str) -> RuntimeCycle:
         if not reason or len(reason) > MAX_REASON_CHARS:
             raise ValueError(f"an abort reason is 1 to {MAX_REASON_CHARS} characters, not {len(reason)}")
-        cycle = self.cycles.find(cycle_id)
-        if cycle.state is CycleState.ABORTED:
-            return cycle
-        if cycle.state is CycleState.COMMITTED:
-            raise CycleStateError(f"cycle {cycle_id} is already committed; it cannot be aborted")
-        ts = _now()
-        closed = cycle.model_copy(update={"state": CycleState.ABORTED, "abort_reason": reason, "closed_at": ts})
-        await self.publish([cycle_event(closed, ts)])
-        self.cycles.remember(closed)
-        return closed
+        async with self._one_at_a_time(cycle_id):
+            cycle = self.cycles.find(cycle_id)
+            if cycle.state is CycleState.ABORTED:
+                return cycle
+            if cycle.state is CycleState.COMMITTED:
+                raise CycleStateError(f"cycle {cycle_id} is already committed; it cannot be aborted")
+            ts = _now()
+            closed = cycle.model_copy(update={"state": CycleState.ABORTED, "abort_reason": reason, "closed_at": ts})
+            await self.publish([cycle_event(closed, ts)])
+            self.cycles.remember(closed)
+            return closed
 
     def drilldown(self, marker: str, scope: Scope, query: str | None = None) -> Drilldown:
         m = _MARKER.match(marker.strip())
