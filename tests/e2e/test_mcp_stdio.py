@@ -59,11 +59,12 @@ async def test_prepare_and_commit_over_stdio(data_dir: Path) -> None:
         prepared = _payload(await client.call_tool("prepare", {
             "scope": "acme/platform/dana/coder", "session_id": "m1", "turn_id": "m1-t1",
             "content": "What is the deadline of the billing migration?", "token_budget": 600}))
-        items = prepared["bundle"]["items"]
-        assert items and prepared["cycle_id"].startswith("cyc_")
+        ids = prepared["bundle"]["memory_ids"]
+        assert ids and prepared["cycle_id"].startswith("cyc_")
+        assert f"memory://{ids[0]}#" in prepared["bundle"]["rendered"]  # each memory with its marker, framed
         committed = _payload(await client.call_tool("commit", {
             "cycle_id": prepared["cycle_id"], "assistant_content": "January 10.",
-            "cited_memory_ids": [items[0]["memory_id"]]}))
+            "cited_memory_ids": [ids[0]]}))
         assert committed["state"] == "committed"
         bad = await client.call_tool("commit", {"cycle_id": "cyc_" + "0" * 32, "assistant_content": "x"})
         (content,) = bad.content

@@ -48,7 +48,7 @@ async def test_a_misspelt_prepare_option_is_refused_not_ignored(settings: Settin
         server = build_server(app, "runtime")
         base = {"scope": SCOPE.path, "turn_id": "t1", "content": QUESTION}
         strict = _payload(await server.call_tool("prepare", {**base, "session_id": "s2", "strict_session": True}))
-        assert strict["bundle"]["items"] == []  # spelt right, the option holds: nothing from session s1
+        assert strict["bundle"]["memory_ids"] == []  # spelt right, the option holds: nothing from session s1
         try:
             typo = _payload(await server.call_tool("prepare", {**base, "session_id": "s3", "strict_sesion": True}))
         except ToolError as exc:
@@ -64,7 +64,7 @@ async def test_a_misspelt_commit_argument_is_refused_not_ignored(settings: Setti
         server = build_server(app, "runtime")
         prepared = _payload(await server.call_tool("prepare", {
             "scope": SCOPE.path, "session_id": "s2", "turn_id": "t1", "content": QUESTION}))
-        cited = [item["memory_id"] for item in prepared["bundle"]["items"]]
+        cited = prepared["bundle"]["memory_ids"]
         assert cited
         with pytest.raises(ToolError, match="cited_ids"):
             await server.call_tool("commit", {"cycle_id": prepared["cycle_id"], "assistant_content": "January 10.",

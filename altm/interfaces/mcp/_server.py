@@ -96,13 +96,18 @@ def _refuse_unknown_arguments(server: MCPServer) -> None:
 
 
 def _runtime_tools(server: MCPServer, memory: MemoryApp, gate: GateOf) -> None:
-    @server.tool(description="Capture the user's message and get a token-budgeted context bundle and a cycle id.")
+    @server.tool(description="Capture the user's message and get a token-budgeted context bundle (quoted evidence, "
+                             "each memory with its memory://<id>#<hash> marker: cite the ids) and a cycle id.")
     @_surface_errors
     async def prepare(scope: str, session_id: SessionId, turn_id: TurnId, content: Content, token_budget: int = 2000,
                       strict_session: bool = False) -> dict[str, Any]:
         prepared = await memory.prepare_turn(gate().recall(Scope.parse(scope)), session_id, turn_id, content,
                                              token_budget, strict_session=strict_session)
-        return prepared.model_dump()
+        # the tool's result is the model's context: the memories only inside the framed, escaped rendering (the
+        # items' raw text stood outside the frame, and the result was four times the budget), ids by their markers
+        bundle = prepared.bundle
+        return {"cycle_id": prepared.cycle_id, "replayed": prepared.replayed,
+                "bundle": {"rendered": bundle.rendered, "tokens": bundle.tokens, "memory_ids": bundle.memory_ids}}
 
     @server.tool(description="Record the assistant's answer and the memory ids it cited (from the bundle).")
     @_surface_errors

@@ -61,8 +61,10 @@ def conflicts(older: MemoryUnit, newer: MemoryUnit) -> bool:
 
 
 def agrees(a: MemoryUnit, b: MemoryUnit) -> bool:
-    """Independent support: another statement (not a verbatim duplicate) asserting a shared value."""
-    return a.content_hash != b.content_hash and bool(_vals(a, "values") & _vals(b, "values"))
+    """Independent support: another statement (not a verbatim duplicate), from other messages (a message that
+    repeats its claim does not verify itself: "Confirmed again: …"), asserting a shared value."""
+    return (a.content_hash != b.content_hash and not set(a.evidence) & set(b.evidence)
+            and bool(_vals(a, "values") & _vals(b, "values")))
 
 
 def outranks(newer: MemoryUnit, older: MemoryUnit) -> bool:

@@ -84,14 +84,28 @@ def _item_header(n: int, hit: Hit, marker: str) -> str:
     date = (hit.valid_from or "")[:10] or "undated"
     where = f"session {hit.session_id}" if hit.session_id else "across sessions"
     said = f" · from: {hit.role}" if hit.role else ""  # a tool's output is not the user's word
-    flag = f" · ⚠ {hit.flag}: {_escaped(hit.trust_reason or '')}" if hit.flag else ""
+    flag = f" · ⚠ {hit.flag}" if hit.flag else ""  # its reason is quoted (see ``_flag_line``): text others wrote
     return (f"[{n}] {hit.layer} {hit.kind}{said} · {where} · {date} · trust: {hit.trust_status} · "
             f"how: {hit.method}{flag} · {marker}")
 
 
+def _flag_line(hit: Hit) -> str:
+    """A flag's reason, on one quoted line above the content: it may quote a subject a model chose from what it
+    read, so it never stands on the header line, the item's own provenance."""
+    reason = " ".join((hit.trust_reason or "").split())
+    return f"⚠ {hit.flag}: {reason}\n" if hit.flag and reason else ""
+
+
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\u061c]")
+"""Control characters (terminal escapes, backspace, bell), bidi overrides and zero-width characters: what makes
+rendered text show other than it says (an escape sequence rewrote the line above on a terminal)."""
+
+
 def _escaped(text: str) -> str:
-    """Content cannot close the quoted block or open a forged one: ``&``, ``<`` and ``>`` become entities."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Content cannot close the quoted block or open a forged one: ``&``, ``<`` and ``>`` become entities, and
+    invisible or reordering characters a visible ``[U+XXXX]`` (the original stays behind the marker)."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _INVISIBLE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
 
 
 _LEVEL_SUFFIX = " (summary; drill down on the marker for the original)"
@@ -156,8 +170,16 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
         if shown.compressed and shown.content_type.value == "prose" and rewrite and count_tokens(rewrite) <= room:
             shown = type(shown)(rewrite, shown.content_type, True, count_tokens(rewrite))
             how = "llm"
-        block = header + "\n" + _quote(shown.text)
+        block = header + "\n" + _quote(_flag_line(hit) + shown.text)
         block_tokens = count_tokens(block) + 1
+        for _ in range(4):  # quoting and escaping cost tokens too: the block, not only its text, keeps to its share
+            if block_tokens <= share or leveled or room <= 1:
+                break
+            room = max(1, min(room - (block_tokens - share), room * share // block_tokens))
+            shown = compress(hit.content, room, query)
+            how = "extractive" if shown.compressed else None
+            block = header + "\n" + _quote(_flag_line(hit) + shown.text)
+            block_tokens = count_tokens(block) + 1
         if block_tokens > remaining:
             continue
         remaining -= block_tokens
