@@ -101,7 +101,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-TURNS_KEPT = 100_000
+TURNS_KEPT = 10_000
 """Turns whose content this process remembers after preparing them (``ProtocolService._said``)."""
 
 
