@@ -57,7 +57,9 @@ async def test_prepare_is_idempotent_per_key(settings: Settings) -> None:
         assert b.replayed and b.cycle_id == a.cycle_id and b.bundle == a.bundle
         with pytest.raises(IdempotencyConflict, match="different prepare_turn request"):
             await app.prepare_turn(SCOPE, "s3", "t1", "another question", 500)
-        c = await app.prepare_turn(SCOPE, "s3", "t1", "another question", 500, idempotency_key="k2")
+        with pytest.raises(IdempotencyConflict, match="prepared with other content"):  # a turn names one message
+            await app.prepare_turn(SCOPE, "s3", "t1", "another question", 500, idempotency_key="k2")
+        c = await app.prepare_turn(SCOPE, "s3", "t2", "another question", 500, idempotency_key="k2")
         assert c.cycle_id != a.cycle_id
 
 
