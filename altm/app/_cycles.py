@@ -77,12 +77,13 @@ class CycleBook:
             pass
 
     def _evict(self) -> bool:
-        """Forget the oldest cycle among the first ``EVICT_SCAN`` that is closed or stored by the writer (the
-        store answers for it); one still open that only this process knows is kept, beyond the capacity while
-        the writer is behind (evicted, it could not be committed: an acknowledged prepare answered 404)."""
+        """Forget the oldest cycle among the first ``EVICT_SCAN`` whose state the writer has stored (the store
+        answers for it); one whose prepare or close only this process knows is kept, beyond the capacity while
+        the writer is behind (evicted, an acknowledged prepare answered 404, and a commit could be made again)."""
         for cycle_id, (cycle, _) in itertools.islice(self._recent.items(), EVICT_SCAN):
-            if cycle.state is not CycleState.PREPARED or self._stored.find(cycle_id) is not None:
-                del self._recent[cycle_id]
+            row = self._stored.find(cycle_id)
+            if row is not None and _ORDER[CycleState(str(row["state"]))] >= _ORDER[cycle.state]:
+                del self._recent[cycle_id]  # the store answers for it as this process would
                 return True
         return False
 

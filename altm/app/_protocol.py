@@ -225,9 +225,9 @@ class ProtocolService:
                         "use a new turn id or key")
                 return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
                                     replayed=True)
-            if idempotency_key is not None:  # without one, the turn id is the key: a new key may not rename a turn
-                self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
-                                            content=content, timestamp=timestamp or _now()), key)
+            # a turn names one message, whichever key prepared it (the turn id is the key without one)
+            self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                        content=content, timestamp=timestamp or _now()), key)
             # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
             result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
                                         strict_session=strict_session)

@@ -26,6 +26,10 @@ MAX_TOKEN_BUDGET = 200_000
 header sentence and the footer) takes 44 tokens, and no prompt holds more than this."""
 MIN_ITEM_TOKENS = 24
 MIN_SHARE_CONTENT = 48  # content tokens an item needs before the budget is split across more items
+QUOTED_SLACK = 1.25
+"""How far over its share an item's quoted block may go before it is compressed again: a few tokens of quote
+prefixes are the usual cost (a summary that fitted whole stays whole); several shares are content built to
+crowd the others out."""
 
 
 def check_budget(token_budget: int) -> None:
@@ -96,9 +100,11 @@ def _flag_line(hit: Hit) -> str:
     return f"⚠ {hit.flag}: {reason}\n" if hit.flag and reason else ""
 
 
-_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\u061c]")
-"""Control characters (terminal escapes, backspace, bell), bidi overrides and zero-width characters: what makes
-rendered text show other than it says (an escape sequence rewrote the line above on a terminal)."""
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2060-\u2069\ufeff]")
+"""Control characters (terminal escapes, backspace, bell), bidi embeddings, overrides and isolates, the zero-width
+space and word joiners: what makes rendered text show other than it says (an escape sequence rewrote the line
+above on a terminal). The joiners an emoji sequence or a Persian or Indic word needs (U+200C, U+200D) and the
+directional marks of right-to-left text (U+200E, U+200F, U+061C) stay."""
 
 
 def _escaped(text: str) -> str:
@@ -172,14 +178,19 @@ def build_bundle(hits: Sequence[Hit], *, query: str, scope: str, session_id: str
             how = "llm"
         block = header + "\n" + _quote(_flag_line(hit) + shown.text)
         block_tokens = count_tokens(block) + 1
-        for _ in range(4):  # quoting and escaping cost tokens too: the block, not only its text, keeps to its share
-            if block_tokens <= share or leveled or room <= 1:
-                break
-            room = max(1, min(room - (block_tokens - share), room * share // block_tokens))
-            shown = compress(hit.content, room, query)
-            how = "extractive" if shown.compressed else None
-            block = header + "\n" + _quote(_flag_line(hit) + shown.text)
-            block_tokens = count_tokens(block) + 1
+        if block_tokens > share * QUOTED_SLACK and not leveled:
+            # quoting and escaping cost tokens too (a line of "<" is five): an item whose block is far over its
+            # share is compressed until the block keeps to it, or left out when that leaves it a scrap
+            for _ in range(4):
+                room = max(MIN_ITEM_TOKENS, min(room - (block_tokens - share), room * share // block_tokens))
+                shown = compress(hit.content, room, query)
+                how = "extractive" if shown.compressed else None
+                block = header + "\n" + _quote(_flag_line(hit) + shown.text)
+                block_tokens = count_tokens(block) + 1
+                if block_tokens <= share or room == MIN_ITEM_TOKENS:
+                    break
+            if block_tokens > share:
+                continue
         if block_tokens > remaining:
             continue
         remaining -= block_tokens
