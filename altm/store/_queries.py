@@ -107,9 +107,13 @@ class ReviewQueries(_Routed):
 
 class GovernanceQueries(_Routed):
     def events(self, scope: Scope, *, limit: int = 200) -> list[Row]:
+        """The user's newest ``limit`` decision steps, in the order they were made (the oldest ``limit`` were
+        listed: past them, a new decision never showed, in the browser or ``altm governance list``)."""
         return self._rows(scope, (
-            "SELECT decision_id, decision, step, reason, inputs, at FROM governance_events WHERE tenant_id=? "
-            "AND workspace_id=? AND user_id=? ORDER BY at, decision_id, event_id LIMIT ?"),
+            "SELECT decision_id, decision, step, reason, inputs, at FROM (SELECT decision_id, decision, step, reason, "
+            "inputs, at, event_id FROM governance_events "
+            "WHERE tenant_id=? AND workspace_id=? AND user_id=? ORDER BY at DESC, decision_id DESC, event_id DESC "
+            "LIMIT ?) ORDER BY at, decision_id, event_id"),
             [scope.tenant_id, scope.workspace_id, scope.user_id, limit])
 
     def decision(self, scope: Scope, decision_id: str) -> list[Row]:
