@@ -13,7 +13,10 @@ forget op (altm/pipeline/writer/_apply.py:542), and the embed stage only embeds 
 changes and a rollback's (``EmbedProcessor.accepts`` and ``process_batch``,
 altm/pipeline/processors/embed.py:88-105). So the facet's point keeps the old content's vector (cosine 0.82
 with the new content's), the old ``content_hash`` and the erased agent's ``agent_id`` in its payload; after the
-erasure, the vector index still holds the embedding of the erased agent's words for a memory that stays.
+erasure, the vector index still holds the embedding of the erased agent's words for a memory that stays. A
+replay (``altm.wiring.replay_into``), which cannot open the erased agent's turns, embeds the facet from the
+writer's atom: its point's vector differs from the source's (the state hash, which covers point ids only, is
+the same).
 
 Expected: after any committed change, every stored memory's point is the embedding of its current content
 (payload ``content_hash`` equal to the row's), as a store that never heard the removed atom has it; e.g. embed
@@ -26,9 +29,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from altm.core import Role, Scope, Settings, TurnEvent
-from altm.wiring import Deployment
+from altm.models import shared_local_minilm
+from altm.vectors import VectorPoint
+from altm.vectors.edge import EdgeVectorIndex
+from altm.wiring import Deployment, replay_into
 from tests.support.memories import embedded, runtime_of
 from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0
@@ -41,6 +48,10 @@ AGAIN = "I prefer tabs over spaces in Ｐｙｔｈｏｎ."  # the same statement
 def _turn(scope: Scope, session: str, i: int, text: str, at: datetime) -> TurnEvent:
     return TurnEvent(scope=scope, session_id=session, turn_id=f"{session}-t{i}", role=Role.USER, content=text,
                      timestamp=at)
+
+
+def _settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"retention_days_l2": 45.0})
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -65,9 +76,19 @@ async def _stale_points(s: Settings, d: Deployment) -> list[str]:
     return stale
 
 
+def _points(data_dir: Path) -> dict[str, VectorPoint]:
+    model = shared_local_minilm()
+    index = EdgeVectorIndex(data_dir / "vectors", model.collection, model.dim, read_only=True)
+    index.open()
+    try:
+        return index.points(index.ids())
+    finally:
+        index.close()
+
+
 async def _recited_after(settings: Settings, how: str) -> tuple[str, list[str]]:
     """The facet's content after the coder's atom went (``how``), and the stale points then."""
-    s = settings.model_copy(update={"retention_days_l2": 45.0})
+    s = _settings(settings)
     async with embedded(s) as d:
         rt, app = runtime_of(d), d.app
         await rt.publish([_turn(SCOPE, "a1", 1, FIRST, T0 - timedelta(days=60))])
@@ -103,3 +124,12 @@ async def test_a_facet_repaired_by_retention_is_embedded_again(settings: Setting
     content, stale = await _recited_after(settings, "forget")
     assert content == f"Preference (tabs): {AGAIN}"
     assert stale == [], stale
+
+
+async def test_a_replay_after_the_agent_erasure_has_the_source_s_points(settings: Settings, tmp_path: Path) -> None:
+    await _recited_after(settings, "erase")
+    await replay_into(settings.data_dir, tmp_path / "rebuilt", settings=_settings(settings))
+    source, rebuilt = _points(settings.data_dir), _points(tmp_path / "rebuilt")
+    assert source.keys() == rebuilt.keys()
+    differing = sorted(m for m in source if _cosine(source[m].vector, rebuilt[m].vector) < 0.999)
+    assert differing == [], f"points whose vector the replay computed otherwise: {differing}"
