@@ -10,7 +10,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from altm.core import ChangeEvent, ChangeMarker, ChangeStatus, Event, MemoryUnit, Proposal, ProposalOp, Scope
+from altm.core import (
+    ChangeEvent,
+    ChangeMarker,
+    ChangeStatus,
+    Event,
+    Layer,
+    MemoryUnit,
+    Proposal,
+    ProposalOp,
+    Scope,
+)
 from altm.core.topics import Topic
 from altm.models import EmbeddingModel
 from altm.pipeline.processors._base import (
@@ -60,10 +70,18 @@ def _stored(ctx: ProcessorContext) -> Callable[[Sequence[MemoryUnit]], Sequence[
 
 
 def _restored(event: Event) -> MemoryUnit | None:
-    """A memory a rollback put back (its point went with the change the rollback undid)."""
-    if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.op is ProposalOp.ROLLBACK:
+    """A memory a rollback put back (its point went with the change the rollback undid), or a persona facet
+    another op stood on another atom of its statement (an erasure, a review or a retention pass re-cites it under
+    the same id, with that atom's words, scope and time: its point must follow)."""
+    if not isinstance(event, ChangeEvent) or event.status is not ChangeStatus.COMMITTED:
+        return None
+    if event.op is ProposalOp.ROLLBACK or (event.op in _RECITING and event.layer is Layer.L4):
         return event.memory
     return None
+
+
+_RECITING = frozenset({ProposalOp.ERASE, ProposalOp.REVIEW, ProposalOp.FORGET})
+"""Ops whose changes may carry a persona facet made again from another atom (see ``_restored``)."""
 
 
 class EmbedProcessor(Processor):
@@ -88,7 +106,8 @@ class EmbedProcessor(Processor):
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed memories (and those a rollback put back), and committed changes that removed memories."""
         return marker.status is ChangeStatus.COMMITTED and (
-            committed_upsert(marker) or marker.op is ProposalOp.ROLLBACK or marker.removes)
+            committed_upsert(marker) or marker.op is ProposalOp.ROLLBACK or marker.removes
+            or (marker.op in _RECITING and marker.layer is Layer.L4))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         await self.process_batch([event], ctx)
@@ -114,6 +133,21 @@ class EmbedProcessor(Processor):
         await self.put(list(latest.values()), list(removed), current=_stored(ctx))
         return []
 
+    def _new_content(self, memories: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+        """``memories`` less the persona facets whose point holds their content already: those get their payload
+        (scope, trust) again with the vector they have, without embedding (a facet re-cited with the same words)."""
+        assert self.vectors is not None
+        facets = [m.memory_id for m in memories if m.layer is Layer.L4]
+        held = self.vectors.points(facets) if facets else {}
+        same = [m for m in memories if m.memory_id in held
+                and held[m.memory_id].payload.get("content_hash") == m.content_hash]
+        if same:
+            now_ms = int(time.time() * 1000)
+            self.vectors.upsert([VectorPoint(m.memory_id, held[m.memory_id].vector, vector_payload(m, now_ms))
+                                 for m in same])
+        kept = {m.memory_id for m in same}
+        return [m for m in memories if m.memory_id not in kept]
+
     async def put(self, memories: Sequence[MemoryUnit], gone: Sequence[str],
                   current: Callable[[Sequence[MemoryUnit]], Sequence[MemoryUnit]] | None = None) -> None:
         """Points for ``memories`` as they are, none for ``gone`` (durable when this returns). ``current``: the
@@ -124,6 +158,7 @@ class EmbedProcessor(Processor):
             return
         if gone:
             self.vectors.delete(list(gone))
+        memories = self._new_content(memories)
         if memories:
             vectors = dict(zip((m.memory_id for m in memories), await self._vectors(memories, self.embedding),
                                strict=True))
