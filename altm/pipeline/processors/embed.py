@@ -119,14 +119,14 @@ class EmbedProcessor(Processor):
         latest: dict[str, MemoryUnit] = {}
         removed: dict[str, Scope] = {}
         for event in events:
+            if isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED:
+                for mid in event.removed_ids:  # a change may carry a memory and remove others (a review, a forget)
+                    removed[mid] = event.scope
+                    latest.pop(mid, None)
             mem = committed_memory(event) or _restored(event)
             if mem is not None:
                 latest[mem.memory_id] = mem
                 removed.pop(mem.memory_id, None)
-            elif isinstance(event, ChangeEvent) and event.status is ChangeStatus.COMMITTED and event.removed_ids:
-                for mid in event.removed_ids:
-                    removed[mid] = event.scope
-                    latest.pop(mid, None)
         if ctx.reader is not None and removed:  # stored again since (forgotten, then folded again): it keeps its point
             again = {m.memory_id for m in ctx.reader.get_each(removed.items())}
             removed = {mid: scope for mid, scope in removed.items() if mid not in again}
