@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -30,6 +31,9 @@ CREATE TABLE IF NOT EXISTS data_keys (
 CREATE INDEX IF NOT EXISTS data_keys_owner ON data_keys (home, agent, session, created_ms);
 CREATE TABLE IF NOT EXISTS destroyed_keys (kid TEXT PRIMARY KEY, destroyed_ms INTEGER NOT NULL) WITHOUT ROWID;
 """
+
+CHECKPOINT_WAIT_MS = 100
+"""How long one try of the key store's truncating checkpoint waits for a reader (see ``_checkpoint``)."""
 
 log = logging.getLogger("altm.sealing")
 
@@ -164,7 +168,24 @@ def load_master_key(path: Path, *, create: bool) -> bytes:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(base64.urlsafe_b64encode(key).decode() + "\n")
+        durable(f)
+    durable_dir(path.parent)  # on disk before any data key is wrapped with it: a power loss kept the keys only
     return key
+
+
+def durable(f: IO[str]) -> None:
+    """What was written to ``f`` is on disk."""
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def durable_dir(directory: Path) -> None:
+    """A file created or renamed in ``directory`` stays after a power loss."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def decode_master_key(text: str, where: str) -> bytes:
@@ -192,6 +213,7 @@ class SqliteKeyStore(KeyStore):
         self._master_id = master_id(self._master)
         self._aead = AESGCM(self._master)
         self._lock = threading.Lock()
+        self._checkpoint_owed = False  # a destroyed key's pages may still be in the write-ahead log
         self._db = self._connect()
 
     @property
@@ -214,8 +236,17 @@ class SqliteKeyStore(KeyStore):
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA secure_delete=ON")
             db.executescript(_DDL)
+            self._owner_only()
         db.execute("PRAGMA busy_timeout=10000")
         return db
+
+    def _owner_only(self) -> None:
+        """The store and its write-ahead files readable by their owner only (made under the process umask, they
+        were 0644: any local account could copy the wrapped keys)."""
+        for name in (self.path, self.path.with_name(self.path.name + "-wal"),
+                     self.path.with_name(self.path.name + "-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                name.chmod(0o600)
 
     def current(self, owner: Owner) -> tuple[str, bytes]:
         """Read from the file every time (no cache): a key another process destroyed a moment ago is never
@@ -330,19 +361,27 @@ class SqliteKeyStore(KeyStore):
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-            if doomed:
+            if doomed or self._checkpoint_owed:
                 self._checkpoint()
             return len(doomed)
 
-    def _checkpoint(self, attempts: int = 50) -> None:
-        """``wal_checkpoint(TRUNCATE)`` until it completes (a reader in another process can hold it off)."""
-        for _ in range(attempts):
-            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            if not busy:
-                return
-            time.sleep(0.1)
-        log.warning("the key store %s could not move its write-ahead log into the file: a destroyed key's "
-                    "old page stays on disk until the next checkpoint", self.path)
+    def _checkpoint(self, attempts: int = 20) -> None:
+        """``wal_checkpoint(TRUNCATE)`` until it completes, each try waiting at most ``CHECKPOINT_WAIT_MS`` for a
+        reader in another process (a backup holding a read open stalled an erasure for 50 × the busy timeout);
+        one that cannot complete now is owed, and tried again at the next destruction or sweep."""
+        self._db.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+        try:
+            for _ in range(attempts):
+                busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    self._checkpoint_owed = False
+                    return
+                time.sleep(0.05)
+        finally:
+            self._db.execute("PRAGMA busy_timeout=10000")
+        self._checkpoint_owed = True
+        log.warning("the key store %s could not move its write-ahead log into the file (a reader holds it): a "
+                    "destroyed key's old page stays in it until the next sweep completes the checkpoint", self.path)
 
     def rewrap(self, new_master: bytes) -> int:
         """Wrap every data key with ``new_master`` (master key rotation; the log is not touched). Returns how

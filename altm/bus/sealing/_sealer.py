@@ -192,7 +192,8 @@ class Sealer:
         except UnicodeDecodeError:
             raise SealError("a sealed record with a malformed key id") from None
         data_key = self.keys.get(kid)
-        if data_key is None or (not retired and self.keys.retired(kid)):
+        # destroyed between the two questions (the grace ended) reads as retired: never opened without the flag
+        if data_key is None or (not retired and (self.keys.retired(kid) or self.keys.destroyed(kid))):
             return None
         try:
             return AESGCM(data_key).decrypt(nonce, value[start + _KID + _NONCE:], _aad(kid_bytes, key))

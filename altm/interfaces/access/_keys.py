@@ -35,13 +35,30 @@ class ApiKey(BaseModel):
 
 
 class KeyStore:
-    """Keys in ``<data_dir>/api_keys.json``."""
+    """Keys in ``<data_dir>/api_keys.json``, read again whenever the file changes: a key removed from it stops
+    working in a running server (and its browser logins end) at its next request, without a restart."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._keys: list[ApiKey] = []
-        if path.exists():
-            self._keys = [ApiKey.model_validate(k) for k in orjson.loads(path.read_bytes())]
+        self._seen: tuple[int, int] | None = None  # (mtime_ns, size) of the file as last read
+        self._fresh()
+
+    def _fresh(self) -> list[ApiKey]:
+        """The keys as the file holds them now (read again only when its mtime or size changed)."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            self._keys, self._seen = [], None
+            return self._keys
+        seen = (stat.st_mtime_ns, stat.st_size)
+        if seen != self._seen:
+            try:
+                self._keys = [ApiKey.model_validate(k) for k in orjson.loads(self.path.read_bytes())]
+            except (orjson.JSONDecodeError, ValueError):  # being written by `altm keys create`: read it next time
+                return self._keys
+            self._seen = seen
+        return self._keys
 
     @staticmethod
     def digest(key: str) -> str:
@@ -52,22 +69,23 @@ class KeyStore:
         if not 1 <= len(parts) <= 4 or not all(parts):
             raise ValueError("a scope prefix is TENANT[/WORKSPACE[/USER[/AGENT]]]")
         key = "altm_" + secrets.token_urlsafe(32)
-        self._keys.append(ApiKey(name=name, sha256=self.digest(key), scope_prefix="/".join(parts), admin=admin))
+        self._fresh().append(ApiKey(name=name, sha256=self.digest(key), scope_prefix="/".join(parts), admin=admin))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_bytes(orjson.dumps([k.model_dump() for k in self._keys], option=orjson.OPT_INDENT_2))
         self.path.chmod(0o600)
+        self._seen = None  # read again next time (its own write)
         return key
 
     def lookup(self, key: str) -> ApiKey | None:
         digest = self.digest(key)
-        for k in self._keys:
+        for k in self._fresh():
             if hmac.compare_digest(k.sha256, digest):
                 return k
         return None
 
     def by_digest(self, digest: str) -> ApiKey | None:
         """The key whose SHA-256 is ``digest`` (a browser login holds the digest, never the key)."""
-        return next((k for k in self._keys if hmac.compare_digest(k.sha256, digest)), None)
+        return next((k for k in self._fresh() if hmac.compare_digest(k.sha256, digest)), None)
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._fresh())

@@ -15,6 +15,8 @@ from altm.bus.sealing import (
     KeyStoreError,
     SqliteKeyStore,
     decode_master_key,
+    durable,
+    durable_dir,
     load_master_key,
     master_id,
 )
@@ -111,9 +113,12 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
             fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as f:
                 f.write(base64.urlsafe_b64encode(new).decode() + "\n")
+                durable(f)
+            durable_dir(pending.parent)
         count, guards = store.rewrap(new), store.guard_count()
         if not from_env:
             pending.replace(store.master_path)
+            durable_dir(store.master_path.parent)
     finally:
         store.close()
     typer.echo(f"{_rewrapped(count, guards)} with master key {master_id(new)}"
