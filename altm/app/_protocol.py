@@ -217,40 +217,48 @@ class ProtocolService:
             [scope.path, session_id, turn_id, content, token_budget, strict_session, preset_name]))
         # one prepare of a cycle (and of a turn) at a time: the second of two with one key answers as a retry
         async with self._one_at_a_time(f"turn:{scope.path}/{session_id}/{turn_id}", cycle_id):
-            existing = self.cycles.get(cycle_id)
-            if existing is not None:
-                if existing.request_hash != request_hash:
-                    raise IdempotencyConflict(
-                        f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
-                        "use a new turn id or key")
-                return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
-                                    replayed=True)
-            # a turn names one message, whichever key prepared it (the turn id is the key without one)
-            self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
-                                        content=content, timestamp=timestamp or _now()), key)
-            # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
-            result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
-                                        strict_session=strict_session)
-            rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
-            bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
-                                  preset=preset_name, token_budget=token_budget, rewrites=rewrites)
-            BUNDLE_TOKENS.observe(bundle.tokens)
-            ts = timestamp or _now()
-            cycle = RuntimeCycle(cycle_id=cycle_id, scope=scope, session_id=session_id, turn_id=turn_id,
-                                 idempotency_key=key, request_hash=request_hash,
-                                 bundle_memory_ids=tuple(bundle.memory_ids), token_budget=token_budget, created_at=ts)
-            events: list[Event] = [TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
-                                             content=content, timestamp=ts, cycle_id=cycle_id)]
-            if bundle.items:
-                events.append(ControlEvent(
-                    event_id=derive_id("ctl", cycle_id, "injected"), scope=scope, timestamp=ts,
-                    action=ControlAction.FEEDBACK, target_ids=tuple(bundle.memory_ids), session_id=session_id,
-                    payload={"signal": "injected", "cycle_id": cycle_id}))
-            events.append(cycle_event(cycle, ts))
-            await self.publish(events)
-            self.cycles.remember(cycle, bundle)
-            self._said(events[0])
-            return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
+            return await self._prepare(scope, session_id, turn_id, content, token_budget, cycle_id=cycle_id, key=key,
+                                       request_hash=request_hash, strict_session=strict_session,
+                                       preset_name=preset_name, timestamp=timestamp)
+
+    async def _prepare(self, scope: Scope, session_id: str, turn_id: str, content: str, token_budget: int, *,
+                       cycle_id: str, key: str, request_hash: str, strict_session: bool, preset_name: str,
+                       timestamp: datetime | None) -> PreparedTurn:
+        """A prepare under its cycle's and turn's locks: a retry of the cycle, or a new one published."""
+        existing = self.cycles.get(cycle_id)
+        if existing is not None:
+            if existing.request_hash != request_hash:
+                raise IdempotencyConflict(
+                    f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
+                    "use a new turn id or key")
+            return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
+                                replayed=True)
+        # a turn names one message, whichever key prepared it (the turn id is the key without one)
+        self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                    content=content, timestamp=timestamp or _now()), key)
+        # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
+        result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
+                                    strict_session=strict_session)
+        rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
+        bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
+                              preset=preset_name, token_budget=token_budget, rewrites=rewrites)
+        BUNDLE_TOKENS.observe(bundle.tokens)
+        ts = timestamp or _now()
+        cycle = RuntimeCycle(cycle_id=cycle_id, scope=scope, session_id=session_id, turn_id=turn_id,
+                             idempotency_key=key, request_hash=request_hash,
+                             bundle_memory_ids=tuple(bundle.memory_ids), token_budget=token_budget, created_at=ts)
+        events: list[Event] = [TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
+                                         content=content, timestamp=ts, cycle_id=cycle_id)]
+        if bundle.items:
+            events.append(ControlEvent(
+                event_id=derive_id("ctl", cycle_id, "injected"), scope=scope, timestamp=ts,
+                action=ControlAction.FEEDBACK, target_ids=tuple(bundle.memory_ids), session_id=session_id,
+                payload={"signal": "injected", "cycle_id": cycle_id}))
+        events.append(cycle_event(cycle, ts))
+        await self.publish(events)
+        self.cycles.remember(cycle, bundle)
+        self._said(events[0])
+        return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
 
     def _replayed_bundle(self, cycle: RuntimeCycle, query: str, preset_name: str) -> ContextBundle:
         """The bundle of a retried prepare: the one returned while every memory it shows is still admitted as it
