@@ -233,6 +233,7 @@ class SqliteKeyStore(KeyStore):
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout=10000")  # before anything that locks: workers start side by side
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA secure_delete=ON")
             db.executescript(_DDL)
