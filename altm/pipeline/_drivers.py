@@ -595,7 +595,8 @@ class WriterDriver:
         again what it could not open (a scene, a facet, a link), and a copy, which publishes nothing, cannot.
         Taken over, such a copy is dropped and the shard restored from the log instead (``drop_short_copy``). The
         mark is kept in the shard (a worker started again still knows)."""
-        return any(shard.partition == partition and shard.short_copy() for shard in self.writer.shards.existing())
+        shards = self.writer.shards
+        return shards.has(partition) and shards.get(partition).short_copy()  # every other shard left unopened
 
     async def drop_short_copy(self, partition: int, drop: Callable[[int], None]) -> bool:
         """Drop the standby copy of ``partition`` when it is short (``copy_is_short``), under the partition's

@@ -42,8 +42,12 @@ class ShardSet:
     def existing(self) -> Iterator[Shard]:
         """Shards that exist on disk (read-only sets skip partitions that never received data)."""
         for p in range(self.partitions):
-            if p in self._open or shard_path(self.data_dir, p).exists():
+            if self.has(p):
                 yield self.get(p)
+
+    def has(self, partition: int) -> bool:
+        """Whether the shard of ``partition`` is open or on disk (asking opens nothing)."""
+        return partition in self._open or shard_path(self.data_dir, partition).exists()
 
     def drop(self, partition: int) -> list[str]:
         """Delete the shard of ``partition`` from disk (its file, write-ahead log and shared memory); returns
