@@ -30,15 +30,6 @@ from altm.store._rows import (
 )
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
 from altm.store._shard import Shard
-from altm.store._shard_tx import (
-    MEMORY_ID,
-    RESTORABLE_SIGNAL,
-    AuditEntry,
-    ShardTx,
-    SignalTally,
-    Tombstone,
-    merged_attributes,
-)
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import (
     HASHED_TABLES,
@@ -50,6 +41,15 @@ from altm.store._stats import (
     shard_counts,
     source_times,
     state_rows,
+)
+from altm.store._tx import (
+    MEMORY_ID,
+    RESTORABLE_SIGNAL,
+    AuditEntry,
+    ShardTx,
+    SignalTally,
+    Tombstone,
+    merged_attributes,
 )
 from altm.store._work import DeferredWork, WorkItem
 

@@ -14,8 +14,8 @@ import orjson
 from altm.core import Layer, Scope, partition_for, rejection_item
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
-from altm.store._shard_tx import MEMORY_ID
 from altm.store._shardset import ShardSet
+from altm.store._tx import MEMORY_ID
 
 Row = dict[str, Any]
 

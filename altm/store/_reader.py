@@ -11,8 +11,8 @@ from typing import Any, NamedTuple
 from altm.core import Layer, MemoryUnit, Scope
 from altm.core.partitioner import partition_for
 from altm.store._rows import MEMORY_COLUMNS, row_to_memory
-from altm.store._shard_tx import upsert_applied
 from altm.store._shardset import ShardSet
+from altm.store._tx import upsert_applied
 
 _COLS = ", ".join(MEMORY_COLUMNS)
 _AGENT = "tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?"

@@ -17,7 +17,7 @@ from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
-from altm.store._shard_tx import ShardTx
+from altm.store._tx import ShardTx
 
 
 class Shard:
