@@ -40,8 +40,11 @@ class DeferredWork:
         self.settings = settings
 
     def _backoff(self, attempts: int) -> float:
-        return float(min(self.settings.defer_backoff_s * (2 ** max(0, attempts - 1)),
-                         self.settings.defer_max_backoff_s))
+        """The pause before the next try: doubling from ``defer_backoff_s`` up to ``defer_max_backoff_s``. The
+        exponent is bounded first (an item deferred for weeks reached 2 ** 1024, which no float holds, and its
+        stage's retries stopped on it)."""
+        doubling = 2.0 ** min(max(0, attempts - 1), 64)
+        return float(min(self.settings.defer_backoff_s * doubling, self.settings.defer_max_backoff_s))
 
     def add(self, stage: str, topic: str, partition: int, offset: int, key: str | None, value: bytes,
             reason: str, *, headers: bytes | None = None, timestamp_ms: int = 0) -> None:
