@@ -10,6 +10,7 @@ from altm.core.codec import (
     encode,
 )
 from altm.core.cycle import CycleState, RuntimeCycle
+from altm.core.display import INVISIBLE, visible
 from altm.core.envelope import SCHEMA_VERSION
 from altm.core.errors import Deferred, ProcessingError
 from altm.core.events import (
@@ -84,6 +85,7 @@ from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
 __all__ = [
     "ERASED_BY_ID_PREFIX",
     "FORGOTTEN_PREFIX",
+    "INVISIBLE",
     "SCHEMA_VERSION",
     "Burial",
     "BuriedContent",
@@ -165,4 +167,5 @@ __all__ = [
     "sha256_hex",
     "tombstone_id",
     "topic_name",
+    "visible",
 ]

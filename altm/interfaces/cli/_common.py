@@ -15,16 +15,19 @@ import orjson
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from altm.app import ProtocolError
 from altm.bus import BusError
-from altm.core import DecodeError, Scope, Settings
+from altm.core import DecodeError, Scope, Settings, visible
 from altm.pipeline import LogBindingError
 from altm.store import DataDirError, ShardError
 from altm.wiring import Deployment, ReadOnlyError, WiringError, open_deployment, resolve
 
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# memory content, ids and reasons are untrusted text: never read as Rich markup (a stored "[/]" crashed a listing,
+# "[conceal]" hid what it wrapped); print markup only through ``Text`` or an explicit ``markup=True``
+console = Console(soft_wrap=True, markup=False)
+err = Console(stderr=True, soft_wrap=True, markup=False)
 
 DEFAULT_DATA_DIR = Settings.model_fields["data_dir"].default
 DataDir = Annotated[Path, typer.Option("--data-dir", help="ALTM data dir (log, shards, indexes)")]
@@ -38,9 +41,16 @@ KNOWN_ERRORS = (ProtocolError, BusError, LogBindingError, DataDirError, ShardErr
 T = TypeVar("T")
 
 
+def shown(value: object) -> str:
+    """``value`` as text for a terminal: control characters (escape sequences, carriage returns) and bidi
+    overrides a stored memory or an input line carries are written as ``[U+XXXX]``, never sent to the terminal
+    (an escape sequence rewrote the line above, OSC 52 set the operator's clipboard)."""
+    return visible(str(value))
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print one line to stderr and exit (no traceback for errors a user can act on)."""
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    err.print(Text.assemble(("error:", "bold red"), " ", shown(message)), highlight=False)
     raise typer.Exit(code)
 
 

@@ -26,6 +26,7 @@ from altm.interfaces.cli._common import (
     parse_scope,
     run,
     settings_for,
+    shown,
 )
 from altm.wiring import Deployment, open_read_only, open_vectors, replay_into, resolve, state_hash
 from altm.wiring import open_embedding as _embedding
@@ -85,7 +86,7 @@ def erase(
     message, found = run(go())
     if not found:
         fail(message)
-    console.print(message)
+    console.print(shown(message))
 
 
 def _maintenance(data_dir: Path, broker: str | None, preview: bool, which: str, now: datetime | None = None
@@ -109,8 +110,8 @@ def retention(data_dir: DataDir = DEFAULT_DATA_DIR, preview: Preview = False, br
     result = _maintenance(data_dir, broker, preview, "retention")
     if isinstance(result, list):
         for c in result:
-            console.print(f"would forget {c['memory_id']} ({c['layer']} {c['kind']}, {c['valid_from']}): "
-                          f"{str(c['content'])[:80]}")
+            console.print(shown(f"would forget {c['memory_id']} ({c['layer']} {c['kind']}, {c['valid_from']}): "
+                                f"{str(c['content'])[:80]}"))
         console.print(f"{len(result)} memories past retention (preview: nothing changed)")
     else:
         console.print(f"forgot {result} memories (pinned ones are exempt)")
@@ -195,12 +196,12 @@ def review_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "", json
     for col in ("item", "what", "why"):
         table.add_column(col, overflow="fold")
     for m in queue["memories"]:
-        table.add_row(m["item_id"], f"{m['layer']} {m['kind']} ({m['trust_status']}): {m['content']}",
-                      m["trust_reason"] or "")
+        table.add_row(shown(m["item_id"]), shown(f"{m['layer']} {m['kind']} ({m['trust_status']}): {m['content']}"),
+                      shown(m["trust_reason"] or ""))
     for a in queue["held_actions"]:
-        table.add_row(a["item_id"], f"held {a['action']} of {a['target_ids']}", a["reason"])
+        table.add_row(shown(a["item_id"]), shown(f"held {a['action']} of {a['target_ids']}"), shown(a["reason"]))
     for r in queue["rejections"]:
-        table.add_row(r["item_id"], f"rejected proposal {r['proposal_id']}", r["reason"])
+        table.add_row(shown(r["item_id"]), shown(f"rejected proposal {r['proposal_id']}"), shown(r["reason"]))
     console.print(table)
 
 
@@ -223,7 +224,7 @@ def _decide(item: str, decision: str, data_dir: Path, scope: str, note: str | No
             request = await deployment.app.admin.review_decide(parsed, item, decision, note)
             return await _applied(deployment, request, "decision")
 
-    console.print(run(go()) or f"{decision}d {item}")
+    console.print(shown(run(go()) or f"{decision}d {item}"))
 
 
 def review_approve(item: Annotated[str, typer.Argument()], data_dir: DataDir = DEFAULT_DATA_DIR,
@@ -252,7 +253,7 @@ def governance_list(data_dir: DataDir = DEFAULT_DATA_DIR, scope: ScopeOpt = "") 
     for col in ("decision id", "decision", "step", "reason"):
         table.add_column(col, overflow="fold")
     for e in run(go()):
-        table.add_row(e["decision_id"], e["decision"], e["step"], e["reason"])
+        table.add_row(*(shown(v) for v in (e["decision_id"], e["decision"], e["step"], e["reason"])))
     console.print(table)
 
 
@@ -277,7 +278,7 @@ def governance_rollback(
             request = await deployment.app.admin.rollback(parsed, decision_id, reason)
             return await _applied(deployment, request, "rollback")
 
-    console.print(run(go()) or f"rolled back {decision_id}")
+    console.print(shown(run(go()) or f"rolled back {decision_id}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from altm.app import PreparedTurn
 from altm.core import Scope
-from altm.interfaces.cli._common import DataDir, console, run, sample_path, settings_for
+from altm.interfaces.cli._common import DataDir, console, run, sample_path, settings_for, shown
 from altm.interfaces.cli.ingest import ingest_into, print_summary
 from altm.interfaces.cli.inspect import stats
 from altm.wiring import open_embedded, state_hash
@@ -32,13 +32,13 @@ def demo(
     """Ingest the sample multi-session conversation on the embedded defaults, then recall across sessions."""
     if fresh and data_dir.exists():
         shutil.rmtree(data_dir)
-    console.rule("[bold]ALTM demo — embedded runtime, no servers, no model")
+    console.rule(Text("ALTM demo — embedded runtime, no servers, no model", style="bold"))
     console.print(f"sample: {sample_path()}\ndata dir: {data_dir}")
     settings = settings_for(data_dir)
     print_summary(run(ingest_into(settings, sample_path())))
     stats(data_dir=data_dir, json=False)
     scope = Scope.parse("acme/platform/dana/coder")
-    console.rule("[bold]prepare_turn in a new session (s4): memories from sessions s1–s3")
+    console.rule(Text("prepare_turn in a new session (s4): memories from sessions s1–s3", style="bold"))
 
     async def ask() -> list[tuple[str, PreparedTurn]]:
         out = []
@@ -56,16 +56,18 @@ def demo(
 
 def _show(question: str, prepared: Any) -> None:
     bundle = prepared.bundle
-    console.print(f"\n[bold cyan]user:[/] {question}   [dim](cycle {prepared.cycle_id})[/]")
+    console.print(Text.assemble("\n", ("user:", "bold cyan"), f" {shown(question)}   ",
+                                (f"(cycle {prepared.cycle_id})", "dim")))
     # memory content is untrusted text: a Text, never markup; folded at the panel's edge, never cropped
     console.print(Panel(Text(bundle.rendered, overflow="fold"), title=f"context bundle: {len(bundle.items)} "
                         f"memories, {bundle.tokens}/{bundle.token_budget} tokens", expand=False), soft_wrap=False)
     for item in bundle.items:
         ranks = ", ".join(f"{c}#{r}" for c, r in sorted(item.channels.items()))
         fusion = "score" if "score" in item.breakdown else "rrf"
-        console.print(f"  [dim]{item.layer} {item.kind} from session {item.session_id or '*'}: "
-                      f"score {item.score:.4f} = {fusion} {item.breakdown[fusion]:.4f} × trust "
-                      f"{item.breakdown['trust']} × lifecycle {item.breakdown['lifecycle']} ({ranks})[/]")
+        console.print(Text(f"  {item.layer} {item.kind} from session {item.session_id or '*'}: "
+                           f"score {item.score:.4f} = {fusion} {item.breakdown[fusion]:.4f} × trust "
+                           f"{item.breakdown['trust']} × lifecycle {item.breakdown['lifecycle']} ({ranks})",
+                           style="dim"))
 
 
 def register(app: typer.Typer) -> None:

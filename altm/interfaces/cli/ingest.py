@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from altm.app.ingest import IngestSummary, iter_lines, publish_file, read_line
 from altm.app.ingest import ingest_file as _ingest_file
@@ -18,6 +19,7 @@ from altm.interfaces.cli._common import (
     fail,
     run,
     settings_for,
+    shown,
 )
 from altm.wiring import open_bus, open_embedded, resolve
 
@@ -28,12 +30,12 @@ Partitions = Annotated[int | None, typer.Option(help="Partition count for a new 
 def print_summary(summary: IngestSummary) -> None:
     if summary.resumed_after:
         console.print(f"resumed an interrupted ingest of this file after line {summary.resumed_after}")
-    console.print(
-        f"[bold]ingest:[/] {summary.lines} lines: {summary.published} published, "
+    console.print(Text.assemble(
+        ("ingest:", "bold"), f" {summary.lines} lines: {summary.published} published, "
         f"{summary.dead_lettered_at_input} dead-lettered at input, "
         f"{summary.dead_lettered_in_pipeline} dead-lettered in the pipeline, "
         f"{summary.rejected} rejected by the writer; {summary.processed_records} records processed"
-    )
+    ))
 
 
 async def ingest_into(settings: Settings, file: Path) -> IngestSummary:
@@ -99,7 +101,7 @@ def validate(file: Annotated[Path, typer.Argument()]) -> None:
             read_line(text, settings)
         except DecodeError as exc:
             bad += 1
-            typer.echo(f"line {lineno}: {exc}")
+            typer.echo(f"line {lineno}: {shown(exc)}")
     if bad:
         raise typer.Exit(1)
 

@@ -25,6 +25,7 @@ from altm.interfaces.cli._common import (
     parse_scope,
     run,
     settings_for,
+    shown,
 )
 from altm.store import DataDirError, ShardError
 from altm.wiring import open_bus, open_read_only, plain, resolve, state_hash, vector_freshness
@@ -104,8 +105,8 @@ def memories(
     for col in ("layer", "kind", "scope", "session", "source", "role", "content"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["layer"], r["kind"], r["scope"], r["session_id"] or "", r["source_id"] or "",
-                      r["role"] or "", r["content"])
+        table.add_row(*(shown(v) for v in (r["layer"], r["kind"], r["scope"], r["session_id"] or "",
+                                           r["source_id"] or "", r["role"] or "", r["content"])))
     console.print(table)
 
 

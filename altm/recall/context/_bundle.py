@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from altm.core import visible
 from altm.recall.context._compress import Compressed, ContentType, compress
 from altm.recall.context._tokens import count_tokens, truncate_tokens
 from altm.recall.retrieval import Hit
@@ -100,18 +101,11 @@ def _flag_line(hit: Hit) -> str:
     return f"⚠ {hit.flag}: {reason}\n" if hit.flag and reason else ""
 
 
-_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\u202a-\u202e\u2060-\u2069\ufeff]")
-"""Control characters (terminal escapes, backspace, bell), bidi embeddings, overrides and isolates, the zero-width
-space and word joiners: what makes rendered text show other than it says (an escape sequence rewrote the line
-above on a terminal). The joiners an emoji sequence or a Persian or Indic word needs (U+200C, U+200D) and the
-directional marks of right-to-left text (U+200E, U+200F, U+061C) stay."""
-
-
 def _escaped(text: str) -> str:
     """Content cannot close the quoted block or open a forged one: ``&``, ``<`` and ``>`` become entities, and
     invisible or reordering characters a visible ``[U+XXXX]`` (the original stays behind the marker)."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _INVISIBLE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+    return visible(text)
 
 
 _LEVEL_SUFFIX = " (summary; drill down on the marker for the original)"
