@@ -57,7 +57,12 @@ def sealed_by(record: Record) -> str | None:
 
 
 def _scope_parts(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """(home, agent) of a record's scope: its ``scope`` object, or the fields of a flat transcript line (the
+    ``ingest`` format, ``tenant_id`` … ``agent_id`` at the top), whose dead letter was sealed under no user's key
+    and outlived an erasure of its session or user."""
     scope = obj.get("scope")
+    if scope is None and "scope" not in obj and all(k in obj for k in ("tenant_id", "workspace_id", "user_id")):
+        scope = obj
     if not isinstance(scope, dict):
         return None
     parts = [scope.get(k) for k in ("tenant_id", "workspace_id", "user_id")]
