@@ -44,7 +44,7 @@ from altm.core.governance import (
     tombstone_id,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
-from altm.core.ids import content_hash, derive_id, event_ref, normalise_text, sha256_hex
+from altm.core.ids import APOSTROPHES, content_hash, derive_id, event_ref, normalise_text, sha256_hex
 from altm.core.memory import (
     Kind,
     Layer,
@@ -83,6 +83,7 @@ from altm.core.settings import Settings
 from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
 
 __all__ = [
+    "APOSTROPHES",
     "ERASED_BY_ID_PREFIX",
     "FORGOTTEN_PREFIX",
     "INVISIBLE",

@@ -19,9 +19,27 @@ def content_hash(content: str) -> str:
     return sha256_hex(content)
 
 
+_FORMAT = re.compile("[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+                     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
+"""Unicode's format characters (category Cf): soft hyphen, zero-width space and joiners, word joiner, bidi marks,
+embeddings and isolates, the byte order mark, tags. Invisible, they say nothing; kept, one inside a word made
+it two ("44\u206017" was "44" and "17", and erased content came back past the write guard)."""
+
+
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'", "\uff07": "'"})
+"""The typographic apostrophe (what phones and most editors type: "don’t"), the modifier letter and the fullwidth
+one, as the plain ``'`` rules are written with (``str.translate``); one character for one, so a match's spans
+in the translated text are the original's."""
+
+
 def normalise_text(text: str) -> str:
-    """NFKC, casefolded, whitespace collapsed: the form used for identity and matching."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """NFKC, casefolded, format characters removed, whitespace collapsed: the form used for identity and
+    matching."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if not folded.isascii():
+        folded = _FORMAT.sub("", folded)
+    return _WS.sub(" ", folded).strip()
 
 
 def derive_id(prefix: str, *parts: str) -> str:

@@ -36,11 +36,26 @@ from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 import orjson
 
-from altm.core import ERASED_BY_ID_PREFIX, BuriedContent, Layer, MemoryUnit, Scope, capsule, normalise_text, scene
+from altm.core import (
+    APOSTROPHES,
+    ERASED_BY_ID_PREFIX,
+    BuriedContent,
+    Layer,
+    MemoryUnit,
+    Scope,
+    capsule,
+    normalise_text,
+    scene,
+)
 from altm.pipeline.writer._terms import names, specific, terms, weak
 from altm.store import MemoryRow, ShardTx, Tombstone, row_to_memory
 
-_TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
+_TOKEN = re.compile(r"[^\W_][\w\-]*")
+"""A word of the normalised text, in any script ("мой", "код", "4417", "db-01"): letters outside a–z were no
+part of one, so a Russian or Greek message was its digits alone (an erased one came back word for word, and
+an unrelated message sharing its number was refused)."""
+_ASCII_TOKEN = re.compile(r"[a-z0-9][a-z0-9_\-]*")
+"""The words tombstones made before the guard read every script were hashed from (see :func:`value_hashes`)."""
 _STOP = frozenset("a an the and or to of in on at for with by is are was were be it this that i we you my our "
                   "your its use uses using used".split())
 """Words that say nothing about what a pattern is about ("use pickle for the session cache" is about pickle and
@@ -125,7 +140,7 @@ def leaves_out(text: str) -> int:
     leaves the testing out) and words meaning leaving out ("without", "skip", "no"; the ``skip`` term).
     "Never deploy unless a rollback plan exists" and "don't go camping before checking the forecast" count
     two: they speak against "deploy without a rollback plan" and "go camping without checking the forecast"."""
-    folded = text.casefold()
+    folded = text.translate(APOSTROPHES).casefold()
     rest = _NEGATION.sub(" ", folded)
     return (len(_NEGATION.findall(folded)) + len(_NOT_YET.findall(rest))
             + sum(1 for w in _LEAVING_WORD.findall(rest) if "skip" in terms(w)))
@@ -133,25 +148,35 @@ def leaves_out(text: str) -> int:
 
 def negates(text: str) -> bool:
     """The text speaks against something (don't, never, avoid, instead of...)."""
-    return bool(_NEGATION.search(text.casefold()))
+    return bool(_NEGATION.search(text.translate(APOSTROPHES).casefold()))
 
 
 def tokens(text: str) -> frozenset[str]:
     return frozenset(t for t in _TOKEN.findall(normalise_text(text)) if t not in _STOP)
 
 
-def value_hash(key: bytes, text: str) -> str:
+def value_hash(key: bytes, text: str, *, words: re.Pattern[str] = _TOKEN) -> str:
     """The keyed hash an exact re-send is recognised by: the text's words in order (case, spacing and
     punctuation do not make it another text)."""
-    words = " ".join(_TOKEN.findall(normalise_text(text)))
-    return hmac.new(key, words.encode(), hashlib.sha256).hexdigest()
+    joined = " ".join(words.findall(normalise_text(text)))
+    return hmac.new(key, joined.encode(), hashlib.sha256).hexdigest()
 
 
-def shingles(text: str) -> frozenset[str]:
+def value_hashes(key: bytes, text: str) -> tuple[str, ...]:
+    """The text's :func:`value_hash`, and the one a tombstone made before the guard read every script holds
+    for it, where the two differ (a text with letters outside a–z): such a tombstone still refuses the text."""
+    now = value_hash(key, text)
+    if normalise_text(text).isascii():
+        return (now,)
+    before = value_hash(key, text, words=_ASCII_TOKEN)
+    return (now,) if before == now else (now, before)
+
+
+def shingles(text: str, *, words: re.Pattern[str] = _TOKEN) -> frozenset[str]:
     """Pairs of consecutive guard tokens (stop words dropped): word order is what tells a re-statement from
     chit-chat that happens to share its words."""
-    words = [t for t in _TOKEN.findall(normalise_text(text)) if t not in _STOP]
-    return frozenset(f"{a} {b}" for a, b in itertools.pairwise(words))
+    found = [t for t in words.findall(normalise_text(text)) if t not in _STOP]
+    return frozenset(f"{a} {b}" for a, b in itertools.pairwise(found))
 
 
 def distinctive(text: str) -> bool:
@@ -159,9 +184,16 @@ def distinctive(text: str) -> bool:
     return len(shingles(text)) >= MIN_SHINGLES or any(_SPECIFIC.search(t) for t in tokens(text))
 
 
-def keyed_shingles(key: bytes, text: str) -> frozenset[str]:
+def keyed_shingles(key: bytes, text: str, *, words: re.Pattern[str] = _TOKEN) -> frozenset[str]:
     """The text's shingles as keyed hashes (what a tombstone keeps instead of the text)."""
-    return frozenset(hmac.new(key, s.encode(), hashlib.sha256).hexdigest()[:24] for s in shingles(text))
+    return frozenset(hmac.new(key, s.encode(), hashlib.sha256).hexdigest()[:24] for s in shingles(text, words=words))
+
+
+def compared_shingles(key: bytes, text: str) -> frozenset[str]:
+    """What a memory's shingles are compared with tombstones by: :func:`keyed_shingles`, and for a text with
+    letters outside a–z also the ones a tombstone made before the guard read every script would hold."""
+    now = keyed_shingles(key, text)
+    return now if normalise_text(text).isascii() else now | keyed_shingles(key, text, words=_ASCII_TOKEN)
 
 
 def keyed_terms(key: bytes, text: str) -> frozenset[str]:
@@ -380,16 +412,16 @@ class WriteGuard:
                 live = _live_copies(tx, mem, key)
             return _copied_before(tx, live, erased_hash, tombstone_id)
 
-        mine_hash = value_hash(key, mem.content)
-        exact = tx.tombstone_of_value(mem.scope, mine_hash)
-        if exact is not None and exact[2] and not (mem.layer is not Layer.L0 and copied(mine_hash, exact[0])):
-            return _erased(exact[0], exact[1])
+        for mine_hash in value_hashes(key, mem.content):
+            exact = tx.tombstone_of_value(mem.scope, mine_hash)
+            if exact is not None and exact[2] and not (mem.layer is not Layer.L0 and copied(mine_hash, exact[0])):
+                return _erased(exact[0], exact[1])
         if mem.layer is Layer.L0:
             return None
         # against what the user said, not against erased derived memories: those are mostly template (a
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
         tombs = tx.tombstones(mem.scope, raw_only=True)
-        mine = keyed_shingles(key, mem.content)
+        mine = compared_shingles(key, mem.content)
         if is_capsule(mem) or _members_apart(mem):  # judged a statement (a member) at a time: see _statements
             return self._statements(key, mem, mine, tombs, copied)
         my_terms = keyed_terms(key, mem.content)
@@ -508,8 +540,9 @@ def _live_copies(tx: ShardTx, mem: MemoryUnit, key: bytes) -> LiveCopies:
     order = tx.inserted_at([str(row["memory_id"]) for row in rows])
     out: dict[str, int] = {}
     for row in rows:
-        h = value_hash(key, row["content"])
-        out[h] = min(out.get(h, order.get(str(row["memory_id"]), 0)), order.get(str(row["memory_id"]), 0))
+        at = order.get(str(row["memory_id"]), 0)
+        for h in value_hashes(key, row["content"]):
+            out[h] = min(out.get(h, at), at)
     return out
 
 
@@ -588,7 +621,8 @@ def erased_itself(tx: ShardTx, mem: MemoryUnit) -> str | None:
     key = tx.existing_guard_key(mem.scope.home)
     if key is None:
         return None
-    found = tx.tombstone_of_memory(mem.scope, mem.memory_id, value_hash(key, mem.content))
+    found = next((f for h in value_hashes(key, mem.content)
+                  if (f := tx.tombstone_of_memory(mem.scope, mem.memory_id, h)) is not None), None)
     if found is None and mem.layer in RECOMPUTED:  # erased by its id: not made again, whatever its content
         found = tx.tombstone_of_memory(mem.scope, mem.memory_id)
         if found is not None and (not found[1].startswith(ERASED_BY_ID_PREFIX) or tx.buried_beneath(found[0])):
