@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from altm.core import Kind
+from altm.core import APOSTROPHES, Kind
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
 _WS = re.compile(r"\s+")
@@ -304,26 +304,33 @@ _REMEMBERED_CHARS = 1000
 
 @lru_cache(maxsize=8192)
 def _classified(sentence: str) -> CueMatch | None:
+    probe = sentence.translate(APOSTROPHES)  # the cues read it; spans are the original's
+
+    def group(m: re.Match[str], name: str) -> str | None:
+        start, end = m.span(name)
+        return sentence[start:end] if start >= 0 else None
+
     for rx in (_ANTI, _ANTI_MISTAKE):
-        m = rx.search(sentence)
+        m = rx.search(probe)
         if m and m.group("why"):
+            better = group(m, "better")
             attrs: dict[str, object] = {
-                "pattern": clean(m.group("pattern")).rstrip(",;"),
-                "why_bad": clean(m.group("why")).rstrip(",;."),
-                "better_alternative": clean(m.group("better")).rstrip(".") if m.group("better") else None,
+                "pattern": clean(group(m, "pattern") or "").rstrip(",;"),
+                "why_bad": clean(group(m, "why") or "").rstrip(",;."),
+                "better_alternative": clean(better).rstrip(".") if better else None,
                 "occurrences": 1,
             }
             return CueMatch(Kind.ANTI_PATTERN, sentence, attrs)
-    if sentence.rstrip().endswith("?"):
+    if probe.rstrip().endswith("?"):
         return None  # a question asks; it states no fact, preference, issue or task of its own
-    spoken = _QUOTED.sub(" ", sentence)  # what someone else said, quoted, is not the speaker's own statement
+    spoken = _QUOTED.sub(" ", probe)  # what someone else said, quoted, is not the speaker's own statement
     if _LESSON.search(spoken):
         return CueMatch(Kind.HEURISTIC, sentence, {"occurrences": 1, "successes": 0})
     for kind, rx in _CUES:
         if rx.search(spoken):
             attrs = {}
             if kind is Kind.OUTCOME:
-                attrs["success"] = bool(_POSITIVE.search(sentence)) and not _NEGATIVE.search(sentence)
+                attrs["success"] = bool(_POSITIVE.search(probe)) and not _NEGATIVE.search(probe)
             if kind is Kind.HEURISTIC:
                 attrs.update({"occurrences": 1, "successes": 0})
             return CueMatch(kind, sentence, attrs)
