@@ -162,7 +162,9 @@ def names(text: str) -> frozenset[str]:
     """The terms of the text's names: words capitalised inside a sentence ("my sister Maya in Leeds"), not the
     first word of one (capitalised anyway), not a title, month or weekday, not an acronym ("AWS", "HR": mostly
     things, not people or places), not a part shorter than three letters ("Wi-Fi"), and not a word the guard
-    reads as a common one (a synonym group's, such as "St" for street)."""
+    reads as a common one (a synonym group's, such as "St" for street). Read composed (NFC): a name typed
+    decomposed ("E" and a combining accent) was two parts, "E" and "mile", and marked no name."""
+    text = unicodedata.normalize("NFC", text)
     firsts = {m.end() for m in _SENTENCE.finditer(text)}
     out: set[str] = set()
     for m in _CAPITALISED.finditer(text):
