@@ -31,6 +31,7 @@ from altm.core import (
     Scope,
     TurnEvent,
     derive_id,
+    normalise_text,
     sha256_hex,
 )
 from altm.core.bounds import content_over_limit
@@ -346,9 +347,10 @@ class ProtocolService:
         content = str(row["content"])
         lines = content.splitlines()
         if query:
-            # the query's distinct terms, the first DRILLDOWN_MAX_TERMS of them, against each line casefolded once
-            terms = list(dict.fromkeys(re.findall(r"\w{3,}", query.casefold())))[:DRILLDOWN_MAX_TERMS]
-            matching = [ln for ln, low in ((ln, ln.casefold()) for ln in lines) if any(t in low for t in terms)
+            # the query's distinct terms, the first DRILLDOWN_MAX_TERMS of them, against each line normalised once
+            # (NFKC and casefolded: a composed query finds a decomposed line, "AB-12345" a fullwidth one)
+            terms = list(dict.fromkeys(re.findall(r"\w{3,}", normalise_text(query))))[:DRILLDOWN_MAX_TERMS]
+            matching = [ln for ln, low in ((ln, normalise_text(ln)) for ln in lines) if any(t in low for t in terms)
                         ][:DRILLDOWN_MAX_LINES]
             return Drilldown(memory_id=memory_id, marker=marker, lines=matching, total_lines=len(lines))
         return Drilldown(memory_id=memory_id, marker=marker, content=content, total_lines=len(lines))
