@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -98,8 +99,10 @@ class SearchResult:
 
 
 def query_terms(text: str, min_len: int = 2) -> list[str]:
+    """The query's distinct words, NFKC and casefolded (a fullwidth "ＡＢ-１２３４５" is "ab-12345"), without stop
+    words and words shorter than ``min_len``."""
     seen: dict[str, None] = {}
-    for w in _WORD.findall(text.casefold()):
+    for w in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
         w = w.strip("'-")
         if len(w) >= min_len and w not in STOPWORDS:
             seen.setdefault(w, None)
@@ -180,7 +183,7 @@ class Retriever:
         """Substring matching is for what word tokenization breaks (identifiers, paths, versions, typos)."""
         if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
             return [t for t in terms if len(t) >= 3]
-        return [t for t in _IDENTIFIER.findall(query) if len(t) >= 3]
+        return [t for t in _IDENTIFIER.findall(unicodedata.normalize("NFKC", query)) if len(t) >= 3]
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
