@@ -60,11 +60,15 @@ def conflicts(older: MemoryUnit, newer: MemoryUnit) -> bool:
     return bool(a_vals and b_vals and not (a_vals & b_vals))
 
 
+def independent(a: MemoryUnit, b: MemoryUnit) -> bool:
+    """Another statement (not a verbatim duplicate) from other messages: what may support ``a`` (a message that
+    repeats its claim does not verify itself: "Confirmed again: …"), by shared values or by a model's entailment."""
+    return a.content_hash != b.content_hash and not set(a.evidence) & set(b.evidence)
+
+
 def agrees(a: MemoryUnit, b: MemoryUnit) -> bool:
-    """Independent support: another statement (not a verbatim duplicate), from other messages (a message that
-    repeats its claim does not verify itself: "Confirmed again: …"), asserting a shared value."""
-    return (a.content_hash != b.content_hash and not set(a.evidence) & set(b.evidence)
-            and bool(_vals(a, "values") & _vals(b, "values")))
+    """Independent support (:func:`independent`) asserting a shared value."""
+    return independent(a, b) and bool(_vals(a, "values") & _vals(b, "values"))
 
 
 def outranks(newer: MemoryUnit, older: MemoryUnit) -> bool:
@@ -226,7 +230,8 @@ class VerifyProcessor(Processor):
                     status=TrustStatus.CONTRADICTED, method=TrustMethod.NLI, confidence=j.confidence,
                     contradicting_id=newer.memory_id, reason=f"NLI ({result.model}): contradicted by a later memory",
                 )
-            elif j.label == "entailment" and out[mem.memory_id].status not in _NOT_FOR_NLI:
+            elif (j.label == "entailment" and out[mem.memory_id].status not in _NOT_FOR_NLI
+                  and independent(mem, other)):  # a message entails its own repetition: no support
                 out[mem.memory_id] = Trust(
                     status=TrustStatus.VERIFIED, method=TrustMethod.NLI, confidence=j.confidence,
                     reason=f"NLI ({result.model}): entailed by {other.memory_id}",
