@@ -337,6 +337,12 @@ def _classified(sentence: str) -> CueMatch | None:
     return None
 
 
+def reports_failure(text: str) -> bool:
+    """The text says something failed ("failed", "didn't work", "broke", "timed out"...): what an outcome must say
+    to be read as a failure, whoever labelled it."""
+    return bool(_NEGATIVE.search(text.translate(APOSTROPHES)))
+
+
 _STOP = frozenset(
     "i me my we our you your it its a an the to of in on for with and or but so that this these those is are "
     "was were be been am do does did have has had will would should could can may might must not no more than "

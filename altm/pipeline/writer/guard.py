@@ -47,6 +47,7 @@ from altm.core import (
     normalise_text,
     scene,
 )
+from altm.pipeline.processors._rules import reports_failure
 from altm.pipeline.writer._terms import names, specific, terms, weak
 from altm.store import MemoryRow, ShardTx, Tombstone, row_to_memory
 
@@ -589,7 +590,10 @@ def _judged(mem: MemoryUnit) -> bool:
     """Whether the guard judges ``mem`` against anti-patterns (see ``WriteGuard._anti_pattern``)."""
     if mem.layer is Layer.L0 or mem.kind.value == "anti_pattern":
         return False
-    return not (mem.kind.value == "outcome" and mem.attributes.get("success") is False)
+    # a failed outcome reports the pattern's failure, not a re-assertion of it: by its own words, not by the
+    # label (a model's success=false had let "Use pickle for the session cache, it is the fastest." past)
+    return not (mem.kind.value == "outcome" and mem.attributes.get("success") is False
+                and reports_failure(mem.content))
 
 
 def _members(tx: ShardTx, mem: MemoryUnit) -> list[MemoryUnit]:
