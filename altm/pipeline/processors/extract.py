@@ -90,6 +90,8 @@ class ExtractProcessor(Processor):
         mem = committed_memory(event, _FROM)
         if mem is None or mem.role not in _EXTRACT_ROLES:
             return []
+        if self._chat is not None and not ctx.require_reader().holds(mem.scope, mem.memory_id):
+            return []  # erased since this change (a deferred or lagging item): its text goes to no model
         unique = {a.memory_id: a for a in await self._atoms(mem)}
         return [upsert_proposal(a, processor=self.name, cause=event) for a in unique.values()]
 
