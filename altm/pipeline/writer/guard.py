@@ -387,10 +387,15 @@ class WriteGuard:
 
     def _attributes_erased(self, tx: ShardTx, mem: MemoryUnit) -> GuardVerdict | None:
         """An atom's free-text attributes (a model writes its subject, pattern, why it is bad, what is better)
-        judged as its content is: erased words in them came back as surely as in the content."""
-        if mem.layer is not Layer.L2 or tx.existing_guard_key(mem.scope.home) is None:
+        judged as its content is: erased words in them came back as surely as in the content. So is a scene's
+        anchor, the name its header carries (a graph model names an entity in words of its own: "Maya's nursing
+        job in Leeds" came back in a scene's header after the message that said so was erased)."""
+        if mem.layer not in (Layer.L2, Layer.L3) or tx.existing_guard_key(mem.scope.home) is None:
             return None
-        for text in _free_text(mem):  # a short label shares all its few words with many a message: see ``whole``
+        anchor = mem.attributes.get("anchor")
+        texts = _free_text(mem) if mem.layer is Layer.L2 else (
+            [anchor] if is_scene(mem) and isinstance(anchor, str) and anchor.strip() else [])
+        for text in texts:  # a short label shares all its few words with many a message: see ``whole``
             found = self._tombstone(tx, mem.model_copy(update={"content": text}), label=True)
             if found is not None:
                 return found
