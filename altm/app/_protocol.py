@@ -11,7 +11,7 @@ import contextlib
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import orjson
@@ -96,6 +96,10 @@ class Drilldown(BaseModel):
     content: str | None = None
     lines: list[str] | None = None
     total_lines: int
+
+
+REPLY_AFTER = timedelta(microseconds=1)
+"""A committed reply's time after the user's message of its cycle (the cycle's time: the host's, when given)."""
 
 
 def _now() -> datetime:
@@ -300,9 +304,12 @@ class ProtocolService:
             raise CitationError(f"memory ids {foreign} were not in the bundle of cycle {cycle_id}; cite only "
                                 f"memories the bundle showed ({len(allowed)} ids)")
         ts = _now()
+        # the reply is dated by its exchange: just after the message it answers (a host-dated session's replies
+        # were dated by the wall clock, years after their questions and after every later question)
+        said = cycle.created_at + REPLY_AFTER
         events: list[Event] = [TurnEvent(
             scope=cycle.scope, session_id=cycle.session_id, turn_id=cycle.turn_id, role=Role.ASSISTANT,
-            content=assistant_content, timestamp=ts, cycle_id=cycle_id, cited_memory_ids=tuple(cited))]
+            content=assistant_content, timestamp=said, cycle_id=cycle_id, cited_memory_ids=tuple(cited))]
         if cited:
             events.append(ControlEvent(
                 event_id=derive_id("ctl", cycle_id, "cited"), scope=cycle.scope, timestamp=ts,
