@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from altm.core import Layer, MemoryUnit, Scope
 from altm.core.partitioner import partition_for
+from altm.store._conversation import in_conversation_order
 from altm.store._rows import MEMORY_COLUMNS, row_to_memory
 from altm.store._shardset import ShardSet
 from altm.store._tx import upsert_applied
@@ -69,12 +70,10 @@ class MemoryReader:
 
     def session_messages(self, scope: Scope, session_id: str) -> list[MemoryUnit]:
         """The L0 messages of one session of one agent, in conversation order."""
-        return self._query(
-            scope,
-            f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' "
-            "ORDER BY valid_from, source_id, memory_id",
-            [*_agent_args(scope), session_id],
-        )
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return [row_to_memory(r) for r in in_conversation_order(shard._db.execute(
+            f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' ORDER BY valid_from",
+            [*_agent_args(scope), session_id]).fetchall())]
 
     def session_read(self, scope: Scope, session_id: str, wanted: Callable[[SessionLine], bool]
                      ) -> tuple[int, list[MemoryUnit]]:
@@ -82,9 +81,9 @@ class MemoryReader:
         the order of :meth:`session_messages`; one read, and only the wanted rows become memories."""
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
         count, out = 0, []
-        for r in shard._db.execute(
-                f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' "
-                "ORDER BY valid_from, source_id, memory_id", [*_agent_args(scope), session_id]):
+        for r in in_conversation_order(shard._db.execute(
+                f"SELECT {_COLS} FROM memories WHERE {_AGENT} AND session_id=? AND layer='L0' ORDER BY valid_from",
+                [*_agent_args(scope), session_id]).fetchall()):
             if count == 0 or wanted(SessionLine(str(r["memory_id"]), str(r["content_hash"]))):
                 out.append(row_to_memory(r))
             count += 1

@@ -11,11 +11,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import orjson
 
 from altm.core import Scope, partition_for
+from altm.store._conversation import neighbours
 from altm.store._policy import ScopePolicy, home_token
 from altm.store._shard import Shard
 from altm.store._shardset import ShardSet
@@ -80,10 +81,8 @@ _EVIDENCE = ("SELECT memory_id, layer, source_id, evidence, agent_id FROM memori
              "ORDER BY valid_from, memory_id")
 _SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id "
                   "FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'")
-_SESSION_ORDER = ("SELECT memory_id FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ? "
-                  "AND agent_id = ? AND session_id IS ? AND layer = 'L0' "
-                  "AND (valid_from, source_id, memory_id) {op} (?, ?, ?) "
-                  "ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT ?")
+_SAME_SESSION = ("tenant_id = ? AND workspace_id = ? AND user_id = ? AND agent_id = ? AND session_id IS ? "
+                 "AND layer = 'L0'")
 _EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
           "AND tenant_id = ? AND workspace_id = ? AND user_id = ? ORDER BY weight * confidence DESC, edge_id LIMIT ?")
 _DOCUMENTS = "SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ?"
@@ -212,15 +211,11 @@ class SearchQueries:
         found = self._conn.execute(_SESSION_SEEDS.format(marks=marks(seeds)), list(seeds)).fetchall()
         out: dict[str, SessionNeighbours] = {}
         for row in found:
-            keys = [*row[1:6], row[6], row[7], row[0]]
-            out[row[0]] = SessionNeighbours(self._session_order(keys, ">", "ASC", after),
-                                            self._session_order(keys, "<", "DESC", before))
+            keys, anchor = list(row[1:6]), {"valid_from": row[6], "source_id": row[7], "memory_id": row[0]}
+            out[row[0]] = SessionNeighbours(
+                [r["memory_id"] for r in neighbours(self._conn, _SAME_SESSION, keys, anchor, "next", after)],
+                [r["memory_id"] for r in neighbours(self._conn, _SAME_SESSION, keys, anchor, "previous", before)])
         return out
-
-    def _session_order(self, keys: list[Any], op: str, order: str, limit: int) -> list[str]:
-        if limit <= 0:
-            return []
-        return [r[0] for r in self._conn.execute(_SESSION_ORDER.format(op=op, order=order), [*keys, limit])]
 
     # -- graph -------------------------------------------------------------------------------------------
     def edges_of(self, node: str, scope: Scope, fanout: int) -> list[Edge]:

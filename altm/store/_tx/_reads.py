@@ -15,8 +15,10 @@ from altm.core import (
     Scope,
     rejected_proposal,
 )
+from altm.store._conversation import neighbours
 from altm.store._rows import (
     MemoryRow,
+    columns,
     memory_row,
 )
 from altm.store._sql import CACHE_GET
@@ -88,22 +90,15 @@ class _TxReads(_TxBase):
             r = self._db.execute("SELECT * FROM rejections WHERE rejection_id=?", (named,)).fetchone()
         return None if r is None else dict(r)
 
-    # Conversation order of a session's L0 messages: (valid_from, source_id, memory_id).
-    _ORDER = "(valid_from, source_id, memory_id)"
-
     _SAME_SESSION = ("tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=? AND session_id IS ? "
                      "AND layer='L0'")
 
     def session_neighbour(self, row: MemoryRow, direction: Literal["previous", "next"]) -> MemoryRow | None:
-        """The L0 message just before or after ``row`` in its session's conversation order."""
-        op, order = ("<", "DESC") if direction == "previous" else (">", "ASC")
+        """The L0 message just before or after ``row`` in its session's conversation order (see
+        :mod:`altm.store._conversation`)."""
         keys = [row["tenant_id"], row["workspace_id"], row["user_id"], row["agent_id"], row["session_id"]]
-        found = self._db.execute(
-            f"SELECT * FROM memories WHERE {self._SAME_SESSION} AND {self._ORDER} {op} (?, ?, ?) "
-            f"ORDER BY valid_from {order}, source_id {order}, memory_id {order} LIMIT 1",
-            [*keys, row["valid_from"], row["source_id"], row["memory_id"]],
-        ).fetchone()
-        return None if found is None else memory_row(found)
+        found = neighbours(self._db, self._SAME_SESSION, keys, columns(row), direction, 1)
+        return memory_row(found[0]) if found else None
 
     def verdicts_naming(self, scope: Scope, memory_ids: Sequence[str]) -> list[MemoryRow]:
         """The user's memories whose trust verdict names one of ``memory_ids`` (contradicted by it, replacing

@@ -1,0 +1,63 @@
+"""Conversation order: how a session's L0 messages follow one another.
+
+By time, then by turn id in its natural order ("s1-2" before "s1-10": runs of digits compare as numbers), then by
+memory id. Hosts that know only when a session happened send every message of it with one time; the turn ids
+compared as text put message 10 after message 1, and each reply was indexed with the wrong question. The order is
+a function of the messages alone (their times and ids), never of their arrival, so every runtime and replay agrees.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+_DIGITS = re.compile(r"\d+")
+
+Direction = Literal["previous", "next"]
+
+
+def _natural(text: str | None) -> str:
+    """``text`` with each run of digits written as its length and its value (leading zeros dropped), so that
+    comparing the results as text compares the numbers as numbers."""
+    def number(m: re.Match[str]) -> str:
+        digits = m.group().lstrip("0") or "0"
+        return f"{len(digits):04d}{digits}"
+    return _DIGITS.sub(number, text or "")
+
+
+def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str]:
+    """A message's place in its session's conversation order (see the module's docstring)."""
+    return str(row["valid_from"] or ""), _natural(row["source_id"]), str(row["memory_id"])
+
+
+def in_conversation_order(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
+    """``rows`` of one session's messages, in conversation order."""
+    return sorted(rows, key=conversation_key)
+
+
+def neighbours(db: sqlite3.Connection, where: str, args: Sequence[Any], anchor: Mapping[str, Any] | sqlite3.Row,
+               direction: Direction, limit: int) -> list[sqlite3.Row]:
+    """Up to ``limit`` messages just before (``previous``, nearest first) or after ``anchor`` in conversation
+    order, among the ``memories`` rows ``where`` (bound to ``args``) selects: one session's messages. Read by
+    time through the session's index: the messages of the anchor's time, then those of the times beyond it, each
+    time's messages whole (they are put in order here)."""
+    if limit <= 0:
+        return []
+    before = direction == "previous"
+    mine = conversation_key(anchor)
+    tied = [r for r in db.execute(f"SELECT * FROM memories WHERE {where} AND valid_from IS ?",
+                                  [*args, anchor["valid_from"]])
+            if (conversation_key(r) < mine if before else conversation_key(r) > mine)]
+    out = sorted(tied, key=conversation_key, reverse=before)[:limit]
+    if len(out) < limit and anchor["valid_from"] is not None:
+        op, order = ("<", "DESC") if before else (">", "ASC")
+        rows = db.execute(f"SELECT * FROM memories WHERE {where} AND valid_from {op} ? ORDER BY valid_from {order} "
+                          "LIMIT ?", [*args, anchor["valid_from"], limit - len(out)]).fetchall()
+        if rows:  # the farthest time's other messages may come first in conversation order: read it whole
+            edge = rows[-1]["valid_from"]
+            rows = [r for r in rows if r["valid_from"] != edge] + db.execute(
+                f"SELECT * FROM memories WHERE {where} AND valid_from = ?", [*args, edge]).fetchall()
+            out += sorted(rows, key=conversation_key, reverse=before)[:limit - len(out)]
+    return out
