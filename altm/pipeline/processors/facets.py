@@ -32,9 +32,12 @@ def facet_version(atom: MemoryUnit, facet_key: str) -> MemoryUnit:
     )
 
 
-def order(m: MemoryUnit) -> tuple[str, str]:
-    """Valid time, then id: which of the atoms of one statement is the earliest."""
-    return (m.valid_from.isoformat() if m.valid_from else "", m.memory_id)
+def order(m: MemoryUnit) -> tuple[str, bool, str]:
+    """Valid time, then whether it states a correction, then id: which of the atoms of one statement is the
+    earliest, and of two statements which came later. Said at one time, a correction comes after what it corrects
+    (a host that dates a session's messages with the session's time: "light mode now, actually" had been the
+    earlier, by its id, and the stale statement was held for review to replace it)."""
+    return (m.valid_from.isoformat() if m.valid_from else "", bool(m.attributes.get("correction")), m.memory_id)
 
 
 def rejected(atom: MemoryUnit) -> bool:

@@ -38,6 +38,7 @@ from altm.pipeline.processors._base import (
     proposal,
     said_by_user,
 )
+from altm.pipeline.processors.facets import order
 
 _FROM = frozenset({Layer.L2})
 
@@ -108,7 +109,7 @@ def _standing_approvals(earlier: Sequence[MemoryUnit]) -> list[MemoryUnit]:
 
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     """Verdicts for every atom of one subject group (ordered by validity time)."""
-    ordered = sorted(group, key=lambda m: (m.valid_from.isoformat() if m.valid_from else "", m.memory_id))
+    ordered = sorted(group, key=order)
     subject = str(ordered[0].attributes.get("subject", "")) if ordered else ""
     out: dict[str, Trust] = {}
     for i, mem in enumerate(ordered):
@@ -222,8 +223,7 @@ class VerifyProcessor(Processor):
             ], NLIJudgement)
             j = result.value
             if j.label == "contradiction":
-                older, newer = sorted((other, mem), key=lambda m: (m.valid_from.isoformat() if m.valid_from else "",
-                                                                    m.memory_id))
+                older, newer = sorted((other, mem), key=order)
                 if not outranks(newer, older):  # cross_verify already sent the newer one to review
                     continue
                 out[older.memory_id] = Trust(
