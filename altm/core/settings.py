@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_TOPIC_PREFIX = re.compile(r"[A-Za-z0-9._-]{0,200}")
+"""What a topic prefix may be: the characters Kafka allows in a topic name, and room for the longest topic after
+it (Kafka's limit is 249 characters)."""
 
 
 class Settings(BaseSettings):
@@ -106,6 +111,16 @@ class Settings(BaseSettings):
         description="Kafka worker: at a rebalance (or a stop), how long a batch in flight of a partition it gives up "
                     "may take to finish; after that it is cancelled, counts as not handled, and the next owner "
                     "handles it again (effects are idempotent)")
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _kafka_topic_prefix(cls, value: str) -> str:
+        """A prefix Kafka can name topics with: workers refused to start with another, and a host's SDK kept its
+        events in its outbox for ever."""
+        if not _TOPIC_PREFIX.fullmatch(value):
+            raise ValueError(f"topic prefix {value!r} cannot name a Kafka topic: use up to 200 of the characters "
+                             "A-Z a-z 0-9 . _ -")
+        return value
 
     @model_validator(mode="after")
     def _standby_keeps_its_copies(self) -> Settings:
