@@ -44,6 +44,9 @@ class _Broker:
     def __init__(self) -> None:
         self.logs: dict[str, list[tuple[bytes, tuple[tuple[str, bytes], ...]]]] = {}
 
+    async def partitions_for(self, topic: str) -> set[int]:
+        return {0, 1, 2, 3}
+
     async def send(self, topic: str, *, value: bytes, key: bytes | None, partition: int,
                    headers: list[tuple[str, bytes]] | None = None) -> asyncio.Future[Any]:
         self.logs.setdefault(topic, []).append((value, tuple(headers or ())))

@@ -17,6 +17,9 @@ _DDL = """
 CREATE TABLE IF NOT EXISTS outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL, headers BLOB
 );
+CREATE TABLE IF NOT EXISTS undeliverable (
+    seq INTEGER PRIMARY KEY, topic TEXT NOT NULL, key TEXT, value BLOB NOT NULL, headers BLOB, reason TEXT NOT NULL
+);
 """
 
 Pending = tuple[int, OutgoingRecord]
@@ -60,6 +63,24 @@ class LocalOutbox:
     def acknowledge_each(self, seqs: Sequence[int]) -> None:
         """These records (not necessarily a prefix) are acknowledged."""
         self._db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
+
+    def set_aside(self, seq: int, reason: str) -> None:
+        """Record ``seq`` can never be delivered: moved out of the outbox into ``undeliverable`` (kept, with the
+        reason), so the records after it go on."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("INSERT OR REPLACE INTO undeliverable (seq, topic, key, value, headers, reason) "
+                             "SELECT seq, topic, key, value, headers, ? FROM outbox WHERE seq = ?", (reason, seq))
+            self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def set_aside_records(self) -> list[tuple[int, str]]:
+        """The records set aside (sequence number, reason), oldest first."""
+        return [(int(seq), str(reason)) for seq, reason in
+                self._db.execute("SELECT seq, reason FROM undeliverable ORDER BY seq")]
 
     def pending(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])

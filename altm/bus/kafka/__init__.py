@@ -1,4 +1,5 @@
 from altm.bus.kafka._bus import (
+    MAX_RECORD_BYTES,
     EndOffsets,
     KafkaBus,
     KafkaConsumer,
@@ -6,9 +7,11 @@ from altm.bus.kafka._bus import (
     RangeReader,
     parse_broker_url,
     read_range,
+    record_size,
 )
 from altm.bus.kafka._group import GroupMember, Rebalance
 from altm.bus.kafka._keys import KEYS_TOPIC, KafkaKeyStore, KeyTopicMissing
 
-__all__ = ["KEYS_TOPIC", "EndOffsets", "GroupMember", "KafkaBus", "KafkaConsumer", "KafkaKeyStore", "KeyTopicMissing",
-           "PartitionReader", "RangeReader", "Rebalance", "parse_broker_url", "read_range"]
+__all__ = ["KEYS_TOPIC", "MAX_RECORD_BYTES", "EndOffsets", "GroupMember", "KafkaBus", "KafkaConsumer",
+           "KafkaKeyStore", "KeyTopicMissing", "PartitionReader", "RangeReader", "Rebalance", "parse_broker_url",
+           "read_range", "record_size"]

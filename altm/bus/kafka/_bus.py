@@ -333,6 +333,16 @@ def _record(msg: Any) -> Record:
                   tuple((k, bytes(v)) for k, v in (msg.headers or ())), msg.timestamp)
 
 
+MAX_RECORD_BYTES = 1_000_000
+"""The largest record ALTM sends to Kafka (the producer's max_request_size is 1 MiB; sealing adds a few dozen
+bytes): a larger one is refused where it is made (a worker dead-letters it, the host SDK refuses to publish it)."""
+
+
+def record_size(rec: OutgoingRecord) -> int:
+    """The bytes of ``rec`` a Kafka record holds: value, key and headers."""
+    return len(rec.value) + len((rec.key or "").encode()) + sum(len(k) + len(v) for k, v in rec.headers)
+
+
 READ_STALL_S = 30.0
 """How long a read up to an end offset waits without a new record before it returns what it has (an offset
 just before the end that holds no record, such as a transaction marker, never comes)."""

@@ -28,17 +28,32 @@ from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import InvalidTopicError, KafkaError, MessageSizeTooLargeError, RecordTooLargeError
 
+from altm.app.ingest import checked
 from altm.bus import OutgoingRecord, TopicPartition, awaiting_turns_end, host_record, needs_turns_end, with_turns_end
 from altm.bus.embedded import LocalOutbox, Pending
-from altm.bus.kafka import EndOffsets, parse_broker_url
+from altm.bus.kafka import MAX_RECORD_BYTES, EndOffsets, parse_broker_url, record_size
 from altm.bus.sealing import Sealer
-from altm.core import Event, Topic, topic_name
+from altm.core import ControlEvent, Event, ProcessingError, Topic, topic_name
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
+from altm.pipeline.processors import control_proposal
 
 log = logging.getLogger("altm.sdk")
+
+UNDELIVERABLE = (MessageSizeTooLargeError, RecordTooLargeError, InvalidTopicError)
+"""What the broker will refuse however often a record is sent: the record is set aside (kept in the outbox file's
+``undeliverable`` table, with the reason), not retried before every later event for ever."""
+
+
+class Undeliverable(Exception):
+    """The record ``seq`` of the outbox can never be delivered (see :data:`UNDELIVERABLE`)."""
+
+    def __init__(self, seq: int, error: BaseException) -> None:
+        super().__init__(f"outbox record {seq}: {type(error).__name__}: {error}")
+        self.seq = seq
+        self.error = error
 
 class HostProducer:
     """Idempotent, ordered, outage-proof publishing of host events. One producer per outbox file."""
@@ -48,7 +63,8 @@ class HostProducer:
                  sealer: Sealer | None = None) -> None:
         self.bootstrap = parse_broker_url(broker)
         self.settings = settings or Settings()
-        self.partitions = partitions or self.settings.partitions
+        self.partitions = partitions  # None: each topic's own partition count, asked of the broker
+        self._partitions: dict[str, int] = {}
         self.retry_backoff_s = retry_backoff_s
         self.batch = batch
         self.sealer = sealer
@@ -71,8 +87,12 @@ class HostProducer:
             await self.flush(flush_timeout_s)
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._task
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # a sender that died: stopping still closes the producer and the outbox
+                log.exception("the host producer's sender had stopped")
             self._task = None
         await self._close_producer()
         self._outbox.close()
@@ -81,11 +101,25 @@ class HostProducer:
         await self.publish_many([event])
 
     async def publish_many(self, events: Sequence[Event]) -> None:
-        """Durable when this returns (the outbox is committed); delivery happens in the background."""
+        """Durable when this returns (the outbox is committed); delivery happens in the background. Events the
+        workers would dead-letter (a turn over ``max_content_bytes``, a control request its stage cannot apply)
+        and records too large for Kafka are refused with a ``ValueError`` saying why; then nothing of the call is
+        added."""
+        for event in events:
+            _acceptable(event, self.settings)
         records = [awaiting_turns_end(host_record(self.settings, e)) for e in events]
-        self._outbox.add([self.sealer.seal(r) for r in records] if self.sealer is not None else records)
+        sealed = [self.sealer.seal(r) for r in records] if self.sealer is not None else records
+        for rec in sealed:
+            if (size := record_size(rec)) > MAX_RECORD_BYTES:
+                raise ValueError(f"a {size}-byte record is over the {MAX_RECORD_BYTES} bytes a Kafka record may "
+                                 f"hold (lower ALTM_MAX_CONTENT_BYTES or split the message); nothing published")
+        self._outbox.add(sealed)
         self._drained.clear()
         self._wake.set()
+
+    def undeliverable(self) -> list[tuple[int, str]]:
+        """Records the broker refused for good (sequence number, reason), set aside in the outbox file."""
+        return self._outbox.set_aside_records()
 
     def pending(self) -> int:
         return self._outbox.pending()
@@ -135,12 +169,26 @@ class HostProducer:
             while rows := self._outbox.oldest(self.batch):
                 try:
                     await self._send(rows)
-                except (KafkaError, OSError) as exc:
-                    log.warning("broker unavailable (%s); %d events kept in the outbox", exc, self.pending())
+                except Undeliverable as exc:
+                    log.error("set aside an event the broker refuses for good: %s", exc)
+                    self._outbox.set_aside(exc.seq, str(exc))
+                except Exception as exc:  # the broker away, an offsets request failed: retried, never the end
+                    log.warning("delivery failed (%s: %s); %d events kept in the outbox", type(exc).__name__, exc,
+                                self.pending())
                     await self._close_producer()
                     await asyncio.sleep(self.retry_backoff_s)
-                    continue
             self._drained.set()
+
+    async def _partition_count(self, producer: AIOKafkaProducer, topic: str) -> int:
+        """``topic``'s partition count, as the broker has it (the workers route by it), asked once."""
+        if self.partitions is not None:
+            return self.partitions
+        if topic not in self._partitions:
+            found = await producer.partitions_for(topic)
+            if not found:
+                raise KafkaError(f"topic {topic} has no partitions the broker knows of")
+            self._partitions[topic] = len(found)
+        return self._partitions[topic]
 
     async def _send(self, rows: list[Pending]) -> None:
         """Send a batch; acknowledge every record the broker acknowledged, even when others of the batch failed
@@ -150,13 +198,18 @@ class HostProducer:
         sent: list[tuple[int, int, Any]] = []
         try:
             for seq, rec in rows:  # in outbox order: per key (and partition) order is kept
-                part = partition_for(rec.key, self.partitions) if rec.key is not None else 0
+                count = await self._partition_count(producer, rec.topic)
+                part = partition_for(rec.key, count) if rec.key is not None else 0
                 marking = needs_turns_end(rec)
                 if marking:
                     rec = await self._marked(rec, part, sent)
-                sent.append((seq, part, await producer.send(
-                    rec.topic, value=rec.value, key=rec.key.encode() if rec.key is not None else None,
-                    partition=part, headers=list(rec.headers) or None)))
+                try:
+                    future = await producer.send(
+                        rec.topic, value=rec.value, key=rec.key.encode() if rec.key is not None else None,
+                        partition=part, headers=list(rec.headers) or None)
+                except UNDELIVERABLE as exc:
+                    raise Undeliverable(seq, exc) from exc
+                sent.append((seq, part, future))
                 if marking:  # acknowledged before anything after it is sent: a retry marks it again, and a
                     await sent[-1][2]  # turn sent after it is never on the log before it
         finally:
@@ -170,6 +223,18 @@ class HostProducer:
                 acknowledged.append(seq)
             self._outbox.acknowledge_each(acknowledged)
             self.delivered += len(acknowledged)
-        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        errors = [(seq, o) for (seq, _, _), o in zip(sent, outcomes, strict=True) if isinstance(o, BaseException)]
         if errors:
-            raise errors[0]
+            seq, error = errors[0]
+            raise Undeliverable(seq, error) if isinstance(error, UNDELIVERABLE) else error
+
+
+def _acceptable(event: Event, settings: Settings) -> None:
+    """Refuse (``ValueError``) what every worker would dead-letter: a turn over the content limit, a control
+    request whose payload its stage cannot apply (an erasure of a session that names none)."""
+    try:
+        checked(event, settings)
+        if isinstance(event, ControlEvent):
+            control_proposal(event)
+    except ProcessingError as exc:
+        raise ValueError(str(exc)) from None

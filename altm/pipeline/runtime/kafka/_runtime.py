@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, turns_end, unpack_headers
-from altm.bus.kafka import GroupMember, KafkaBus, RangeReader, parse_broker_url
+from altm.bus.kafka import MAX_RECORD_BYTES, GroupMember, KafkaBus, RangeReader, parse_broker_url, record_size
 from altm.bus.sealing import Sealer
 from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
 from altm.pipeline._drivers import StageDriver, WriterDriver
@@ -56,8 +56,6 @@ SEARCHABLE_PATH = frozenset({"capture", "writer", "embed"})
 ``_searchable_first``)."""
 """A partition is paused once a lane has this many batches (``ALTM_POLL_BATCH`` records each) of it queued."""
 
-MAX_RECORD_BYTES = 1_000_000
-"""The largest record a worker sends (the producer's max_request_size is 1 MiB; sealing adds a few dozen bytes)."""
 
 
 def _needs_alone(settings: Settings) -> str | None:
@@ -398,7 +396,7 @@ class KafkaRuntime:
     def _fitting(self, rec: OutgoingRecord) -> OutgoingRecord:
         """``rec``, or a dead letter in its place when it is too large for a Kafka record (the producer would
         refuse it, and the lane would retry its batch for ever)."""
-        size = len(rec.value) + len(rec.key or "") + sum(len(k) + len(v) for k, v in rec.headers)
+        size = record_size(rec)
         if size <= MAX_RECORD_BYTES:
             return rec
         error = (f"a {size}-byte record for {rec.topic} exceeds the {MAX_RECORD_BYTES} bytes a Kafka record may "
