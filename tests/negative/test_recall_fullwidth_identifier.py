@@ -49,3 +49,12 @@ async def test_an_identifier_is_recalled_whatever_its_width(settings: Settings, 
     async with store_with(s, turns) as (_rt, app):
         result = app.search(SCOPE, "s1", query)
     assert stored in [h.content for h in result.hits]  # today: no hit at all
+
+
+async def test_a_fullwidth_query_still_finds_what_was_stored_fullwidth(settings: Settings) -> None:
+    """The query's NFKC form is asked beside its own: a user who stores and asks fullwidth is found as before."""
+    s = settings.model_copy(update={"embedder": "none"})
+    turns = [make_turn(i, text, session="s1") for i, text in enumerate([*OTHERS, FULLWIDTH], start=1)]
+    async with store_with(s, turns) as (_rt, app):
+        result = app.search(SCOPE, "s1", "ＡＢ-１２３４５")
+    assert FULLWIDTH in [h.content for h in result.hits]

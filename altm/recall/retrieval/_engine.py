@@ -99,10 +99,12 @@ class SearchResult:
 
 
 def query_terms(text: str, min_len: int = 2) -> list[str]:
-    """The query's distinct words, NFKC and casefolded (a fullwidth "ＡＢ-１２３４５" is "ab-12345"), without stop
-    words and words shorter than ``min_len``."""
+    """The query's distinct words, casefolded, without stop words and words shorter than ``min_len``; a word in
+    compatibility forms also in its NFKC form (a fullwidth "ＡＢ-１２３４５" finds both spellings stored)."""
     seen: dict[str, None] = {}
-    for w in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+    folded = text.casefold()
+    compatible = unicodedata.normalize("NFKC", folded)
+    for w in _WORD.findall(folded) + (_WORD.findall(compatible) if compatible != folded else []):
         w = w.strip("'-")
         if len(w) >= min_len and w not in STOPWORDS:
             seen.setdefault(w, None)
@@ -183,7 +185,9 @@ class Retriever:
         """Substring matching is for what word tokenization breaks (identifiers, paths, versions, typos)."""
         if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
             return [t for t in terms if len(t) >= 3]
-        return [t for t in _IDENTIFIER.findall(unicodedata.normalize("NFKC", query)) if len(t) >= 3]
+        compatible = unicodedata.normalize("NFKC", query)
+        found = _IDENTIFIER.findall(query) + (_IDENTIFIER.findall(compatible) if compatible != query else [])
+        return [t for t in dict.fromkeys(found) if len(t) >= 3]
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
