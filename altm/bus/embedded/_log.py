@@ -133,7 +133,8 @@ class EmbeddedLog(Bus):
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite rolled a failed one back itself (a full disk): its error stands
+                conn.execute("ROLLBACK")
             raise
         self._load_topics()
 
@@ -182,7 +183,8 @@ class EmbeddedLog(Bus):
                 metas.append(RecordMetadata(rec.topic, part, offset))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite rolled a failed one back itself (a full disk): its error stands
+                conn.execute("ROLLBACK")
             raise
         self._new_data.set()
         return metas
@@ -280,7 +282,8 @@ class EmbeddedLog(Bus):
                 )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite rolled a failed one back itself (a full disk): its error stands
+                conn.execute("ROLLBACK")
             raise
         return deleted
 

@@ -48,7 +48,8 @@ class LocalOutbox:
                                  [(r.topic, r.key, r.value, _headers(r)) for r in records])
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite rolled a failed one back itself (a full disk)
+                self._db.execute("ROLLBACK")
             raise
 
     def oldest(self, limit: int) -> list[Pending]:
@@ -74,7 +75,8 @@ class LocalOutbox:
             self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite rolled a failed one back itself (a full disk)
+                self._db.execute("ROLLBACK")
             raise
 
     def set_aside_records(self) -> list[tuple[int, str]]:
