@@ -29,15 +29,30 @@ class Shard:
         self._in_tx = False
 
     def open(self) -> Shard:
+        """Open (and, writable, migrate) the shard file; a file SQLite cannot read (damaged, truncated, a
+        directory in its place) is a :class:`ShardError` naming it, not a bare SQLite error."""
         if self._conn is not None:
             return self
+        try:
+            return self._open()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise  # another process holds it: the caller's to wait for or report
+            raise ShardError(f"shard {self.path} cannot be opened: {exc} (restore it from a backup, or move it "
+                             "aside and replay the log into a fresh data dir)") from exc
+
+    def _open(self) -> Shard:
         if self.read_only:
             if not self.path.exists():
                 raise ShardError(f"no shard at {self.path}")
             conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
-            version = conn.execute(
-                "SELECT MAX(version) FROM schema_version").fetchone()[0] if conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone() else 0
+            try:
+                version = conn.execute(
+                    "SELECT MAX(version) FROM schema_version").fetchone()[0] if conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone() else 0
+            except BaseException:
+                conn.close()
+                raise
             if version != LATEST_VERSION:
                 conn.close()
                 if version > LATEST_VERSION:
@@ -49,10 +64,14 @@ class Shard:
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: erased content leaves the file
-            migrate(conn)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA secure_delete=ON")  # freed pages are zeroed: erased content leaves the file
+                migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
         conn.execute("PRAGMA busy_timeout=5000")
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
         conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)

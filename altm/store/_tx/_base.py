@@ -40,7 +40,9 @@ class _TxBase:
                 raise StoreUnavailable(f"the shard's transaction was rolled back: {exc}") from exc
             db.execute("ROLLBACK TO op")
             db.execute("RELEASE op")
-            if isinstance(exc, sqlite3.OperationalError):  # the storage, not the request: retried as a whole
+            if isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError:
+                # the storage (locked, full, corrupt: "database disk image is malformed"), not the request:
+                # retried as a whole, never held against the proposal (a corrupt index had rejected it for good)
                 raise StoreUnavailable(f"the shard could not be written: {exc}") from exc
             raise
         db.execute("RELEASE op")
