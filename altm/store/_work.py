@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from altm.core import Settings, derive_id
+from altm.store._errors import ShardError
+from altm.store._shard import Shard
 from altm.store._shardset import ShardSet
 
 log = logging.getLogger("altm.work")
@@ -67,9 +70,7 @@ class DeferredWork:
         """Items of ``stage`` whose retry time has come (of ``partitions`` only, when given)."""
         now = time.time()
         out: list[WorkItem] = []
-        for shard in self.shards.existing():
-            if partitions is not None and shard.partition not in partitions:
-                continue
+        for shard in self._readable(partitions):
             for r in shard._db.execute(
                 "SELECT work_id, topic, partition, offset, key, value, timestamp_ms, headers FROM deferred_work "
                 "WHERE processor=? AND next_attempt_at<=? ORDER BY partition, offset LIMIT ?",
@@ -82,15 +83,25 @@ class DeferredWork:
     def pending(self, partitions: set[int]) -> list[WorkItem]:
         """Every item of ``partitions``, of every stage, due or not (a partition handed to another worker)."""
         out: list[WorkItem] = []
-        for shard in self.shards.existing():
-            if shard.partition not in partitions:
-                continue
+        for shard in self._readable(partitions):
             for r in shard._db.execute(
                 "SELECT work_id, processor, topic, partition, offset, key, value, timestamp_ms, headers, attempts "
                 "FROM deferred_work ORDER BY partition, offset"):
                 out.append(WorkItem(str(r[0]), str(r[1]), r[2], int(r[3]), int(r[4]), r[5], bytes(r[6]),
                                     int(r[7] or 0), bytes(r[8]) if r[8] is not None else None, int(r[9] or 0)))
         return out
+
+    def _readable(self, partitions: set[int] | None) -> Iterator[Shard]:
+        """The shards of ``partitions`` (every one on disk when None) that open: one that cannot (damaged, of a
+        partition given away) is logged and left out, and holds back no other partition's work (opening every
+        shard on disk had stopped every partition's retries on one damaged file)."""
+        for p in sorted(partitions) if partitions is not None else range(self.shards.partitions):
+            if not 0 <= p < self.shards.partitions or not self.shards.has(p):
+                continue
+            try:
+                yield self.shards.get(p)
+            except ShardError as exc:
+                log.error("deferred work of partition %d left for now: %s", p, exc)
 
     def done(self, item: WorkItem) -> None:
         self.shards.get(item.partition)._db.execute("DELETE FROM deferred_work WHERE work_id=?", (item.work_id,))
