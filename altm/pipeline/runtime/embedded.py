@@ -163,6 +163,13 @@ class EmbeddedRuntime:
         ends = await self.log.end_offsets(sorted(writer_stage.consumer.assignment()))
         for tp in sorted(writer_stage.consumer.assignment()):
             resume = writer.bind(tp.partition, ends[tp])
+            if resume is None and ends[tp]:
+                # the log has proposals of this partition and its shard no position: the shard was lost or
+                # emptied (a failed copy or restore), so it is made again from the whole log (the writer's effects
+                # are idempotent), never left empty from the group's committed offset on
+                log.warning("shard of partition %d holds no position while the log has %d proposals for it: "
+                            "applying them again from the start", tp.partition, ends[tp])
+                resume = 0
             if resume is not None:
                 await writer_stage.consumer.seek(tp, resume)  # the offset stored with the data wins
             await writer.flush(tp.partition)  # changes committed before a crash but not yet published
