@@ -26,12 +26,16 @@ from altm.core import (
     Settings,
     derive_id,
 )
+from altm.core.bounds import EARLIEST_YEAR
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.processors import control_proposal
 from altm.store import MaintenanceQueries, OutcomeQueries, ProposalOutcome, ShardSet
 
 Row = dict[str, Any]
 _SIGNALS = ("helpful", "harmful", "pin", "unpin")
+
+EARLIEST_EVENT = datetime(EARLIEST_YEAR, 1, 1, tzinfo=UTC)
+"""No memory is dated before it (event times are refused outside the years of ``altm.core.bounds``)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ class AdminService:
         out: list[Row] = []
         for layer in ("L0", "L1", "L2", "L3", "L4"):
             days = getattr(self.settings, f"retention_days_{layer.lower()}")
-            if days is not None:
+            if days is not None and days < (now - EARLIEST_EVENT).days:  # longer: nothing stored is that old
                 out += self._maintenance.older_than(layer, (now - timedelta(days=days)).isoformat())
         return out
 

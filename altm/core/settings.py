@@ -13,6 +13,10 @@ _TOPIC_PREFIX = re.compile(r"[A-Za-z0-9._-]{0,200}")
 it (Kafka's limit is 249 characters)."""
 
 
+MAX_GRACE_S = 10 * 365 * 86_400.0
+"""Ten years: the longest a retired data key may wait before it is destroyed."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ALTM_", extra="ignore")
 
@@ -34,11 +38,13 @@ class Settings(BaseSettings):
         default=0.8, gt=0, le=1, description="Write guard: token overlap that counts as a match")
     sweep_interval_s: float = Field(
         default=300.0, gt=0, description="How often a running pipeline verifies never-verified L2 rows")
-    retention_days_l0: float | None = Field(default=None, gt=0, description="L0 is kept forever by default")
-    retention_days_l1: float | None = Field(default=None, gt=0)
-    retention_days_l2: float | None = Field(default=None, gt=0)
-    retention_days_l3: float | None = Field(default=None, gt=0)
-    retention_days_l4: float | None = Field(default=None, gt=0)
+    # days of retention, finite (unset keeps for ever; "inf" crashed every retention pass with OverflowError)
+    retention_days_l0: float | None = Field(default=None, gt=0, allow_inf_nan=False,
+                                            description="L0 is kept forever by default")
+    retention_days_l1: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    retention_days_l2: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    retention_days_l3: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    retention_days_l4: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     retention_tombstones: bool = Field(default=False, description="Tombstone forgotten content")
     bus: str | None = Field(
         default=None,
@@ -57,7 +63,7 @@ class Settings(BaseSettings):
         description="The key store of the log's data keys, by URL: sqlite:///PATH (default DATA_DIR/keys.db; "
                     "its master key is ALTM_MASTER_KEY or the file PATH.master)")
     retired_key_grace_s: float = Field(
-        default=600.0, ge=0,
+        default=600.0, ge=0, le=MAX_GRACE_S, allow_inf_nan=False,
         description="After an erasure, how long the retired keys of the user's derived records (scenes, facets, "
                     "graph nodes) still open records sealed before it, so that those in flight are applied")
     traces: str = Field(
@@ -93,7 +99,7 @@ class Settings(BaseSettings):
                     "seconds. Costs the writer's (and the embedder's) work of those partitions on every worker. "
                     "Never with a data dir shared by workers, nor with ALTM_WORKER_DROP_UNOWNED_AFTER_S")
     worker_stop_timeout_s: float = Field(
-        default=20.0, gt=0,
+        default=20.0, gt=0, le=86_400, allow_inf_nan=False,
         description="After SIGTERM/SIGINT a worker that has not stopped within this many seconds (its consumer "
                     "waiting on an unreachable broker) exits anyway: everything it applied is durable (offsets are "
                     "stored with the data, changes in the outbox), so the next start resumes where it was")
