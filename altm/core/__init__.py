@@ -44,7 +44,7 @@ from altm.core.governance import (
     tombstone_id,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
-from altm.core.ids import APOSTROPHES, content_hash, derive_id, event_ref, normalise_text, sha256_hex
+from altm.core.ids import APOSTROPHES, content_hash, derive_id, event_ref, normalise_text, sha256_hex, strip_format
 from altm.core.memory import (
     Kind,
     Layer,
@@ -166,6 +166,7 @@ __all__ = [
     "rejected_proposal",
     "rejection_item",
     "sha256_hex",
+    "strip_format",
     "tombstone_id",
     "topic_name",
     "visible",

@@ -33,13 +33,15 @@ one, as the plain ``'`` rules are written with (``str.translate``); one characte
 in the translated text are the original's."""
 
 
+def strip_format(text: str) -> str:
+    """``text`` without Unicode's format characters (see :data:`_FORMAT`), as :func:`normalise_text` reads it."""
+    return text if text.isascii() else _FORMAT.sub("", text)
+
+
 def normalise_text(text: str) -> str:
     """NFKC, casefolded, format characters removed, whitespace collapsed: the form used for identity and
     matching."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    if not folded.isascii():
-        folded = _FORMAT.sub("", folded)
-    return _WS.sub(" ", folded).strip()
+    return _WS.sub(" ", strip_format(unicodedata.normalize("NFKC", text).casefold())).strip()
 
 
 def derive_id(prefix: str, *parts: str) -> str:

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from altm.core import normalise_text
+from altm.core import normalise_text, strip_format
 
 _WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")
@@ -164,7 +164,7 @@ def names(text: str) -> frozenset[str]:
     things, not people or places), not a part shorter than three letters ("Wi-Fi"), and not a word the guard
     reads as a common one (a synonym group's, such as "St" for street). Read composed (NFC): a name typed
     decomposed ("E" and a combining accent) was two parts, "E" and "mile", and marked no name."""
-    text = unicodedata.normalize("NFC", text)
+    text = strip_format(unicodedata.normalize("NFC", text))  # "Dub\u00adois" is one name, as its terms read it
     firsts = {m.end() for m in _SENTENCE.finditer(text)}
     out: set[str] = set()
     for m in _CAPITALISED.finditer(text):
