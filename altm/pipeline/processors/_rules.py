@@ -337,10 +337,18 @@ def _classified(sentence: str) -> CueMatch | None:
     return None
 
 
+_DENIAL = re.compile(r"\b(?:never|not|no|without|nothing|zero)\b|n't\b", re.IGNORECASE)
+
+
 def reports_failure(text: str) -> bool:
-    """The text says something failed ("failed", "didn't work", "broke", "timed out"...): what an outcome must say
-    to be read as a failure, whoever labelled it."""
-    return bool(_NEGATIVE.search(text.translate(APOSTROPHES)))
+    """The text says something failed ("failed", "didn't work", "broke", "timed out"...) and nothing worked: a
+    failure word it denies ("has never crashed", "no more timeouts" within the three words before it) or beside a
+    success ("fixed the crashes") is no failure. What an outcome must say to be read as a failure, whoever
+    labelled it."""
+    probe = text.translate(APOSTROPHES)
+    if _POSITIVE.search(probe):
+        return False
+    return any(not _DENIAL.search(" ".join(probe[:m.start()].split()[-3:])) for m in _NEGATIVE.finditer(probe))
 
 
 _STOP = frozenset(
