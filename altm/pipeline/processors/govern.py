@@ -136,6 +136,8 @@ class GovernProcessor(Processor):
 
     async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
                     ) -> list[Proposal]:
+        if self._chat is not None and not reader.holds(mem.scope, mem.memory_id):
+            return []  # erased since this change (a deferred or lagging item): its text goes to no model
         merges = self._merge_duplicates(event, reader, mem)
         if any(p.merge.duplicate_id == mem.memory_id for p in merges):
             return [*merges]  # a duplicate adds evidence to its canonical atom, not a facet of its own
