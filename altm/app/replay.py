@@ -25,9 +25,10 @@ Progress = Callable[[str, int], None]
 
 @dataclass
 class ReplaySummary:
-    events: int
+    events: int  # host events applied
     records_processed: int
     seconds: float
+    skipped: int = 0  # host records an erasure shredded: read, not applied
 
     @property
     def events_per_s(self) -> float:
@@ -46,22 +47,22 @@ async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
     turns it erased must be replayed with them."""
     turns, control = (topic_name(t, prefix) for t in HOST_TOPICS)
 
-    async def controls(*, from_offset: int = 0, from_time_ms: int | None = None) -> list[Record]:
+    async def read(topic: str, *, from_offset: int = 0, from_time_ms: int | None = None) -> list[Record]:
         if isinstance(bus, SealedBus):  # with those whose key an erasure destroyed: where they were, and which
-            return await bus.read_all([control], from_offset=from_offset, from_time_ms=from_time_ms,
+            return await bus.read_all([topic], from_offset=from_offset, from_time_ms=from_time_ms,
                                       keep_shredded=True)
-        return await bus.read_all([control], from_offset=from_offset, from_time_ms=from_time_ms)
+        return await bus.read_all([topic], from_offset=from_offset, from_time_ms=from_time_ms)
 
     if from_offset and from_time is None:
-        turn_records = await bus.read_all([turns], from_offset=from_offset)
+        turn_records = await read(turns, from_offset=from_offset)
         start_ms = min((r.timestamp_ms for r in turn_records), default=None)
         if start_ms is None:  # no turn at or after that offset: control events from the same offset on
-            records = [*turn_records, *await controls(from_offset=from_offset)]
+            records = [*turn_records, *await read(control, from_offset=from_offset)]
         else:
-            records = [*turn_records, *await controls(from_time_ms=start_ms)]
+            records = [*turn_records, *await read(control, from_time_ms=start_ms)]
     else:
         since = int(from_time.timestamp() * 1000) if from_time else None
-        records = [*await bus.read_all([turns], from_time_ms=since), *await controls(from_time_ms=since)]
+        records = [*await read(turns, from_time_ms=since), *await read(control, from_time_ms=since)]
     records.sort(key=lambda r: (r.timestamp_ms, r.topic != turns, r.partition, r.offset))
     return await _in_the_writers_order(bus, prefix, records)
 
@@ -114,6 +115,8 @@ async def replay_records(runtime: EmbeddedRuntime, records: list[Record], prefix
         pending.clear()
 
     for rec in records:
+        if rec.topic != control and is_shredded(rec):
+            continue  # a turn an erasure shredded: nothing to apply (counted as skipped)
         if rec.topic == control:
             if pending:
                 await publish()

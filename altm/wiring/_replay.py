@@ -11,7 +11,7 @@ from typing import Any
 
 from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
 from altm.bus import Record
-from altm.bus.sealing import is_sealed
+from altm.bus.sealing import is_sealed, is_shredded
 from altm.core import FORGOTTEN_PREFIX, Settings, partition_for
 from altm.store import DataDirError, ShardLLMCache, ShardSet, erasure_rows, llm_cache_rows
 from altm.wiring._adapters import open_bus, resolve
@@ -124,4 +124,5 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
             progress("events", len(records))
         processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress,
                                          shredded=lambda ref: activate_forgotten(deployment.shards, ref))
-    return ReplaySummary(len(records), processed, time.perf_counter() - start)
+    skipped = sum(1 for rec in records if is_shredded(rec))
+    return ReplaySummary(len(records) - skipped, processed, time.perf_counter() - start, skipped=skipped)

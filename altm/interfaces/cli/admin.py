@@ -173,6 +173,8 @@ def replay(
                                   progress=progress))
     console.print(f"replayed {summary.events} events ({summary.records_processed} records processed) in "
                   f"{summary.seconds:.1f} s: {summary.events_per_s:.1f} events/s")
+    if summary.skipped:
+        console.print(f"skipped {summary.skipped} records an erasure shredded (their keys are destroyed)")
     console.print(f"state hash: {state_hash(into)}")
 
 
