@@ -11,7 +11,7 @@ import contextlib
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Literal
 
 import orjson
@@ -96,10 +96,6 @@ class Drilldown(BaseModel):
     content: str | None = None
     lines: list[str] | None = None
     total_lines: int
-
-
-REPLY_AFTER = timedelta(microseconds=1)
-"""A committed reply's time after the user's message of its cycle (the cycle's time: the host's, when given)."""
 
 
 def _now() -> datetime:
@@ -304,9 +300,10 @@ class ProtocolService:
             raise CitationError(f"memory ids {foreign} were not in the bundle of cycle {cycle_id}; cite only "
                                 f"memories the bundle showed ({len(allowed)} ids)")
         ts = _now()
-        # the reply is dated by its exchange: just after the message it answers (a host-dated session's replies
-        # were dated by the wall clock, years after their questions and after every later question)
-        said = cycle.created_at + REPLY_AFTER
+        # the reply is dated by its exchange, the time of the message it answers (a host-dated session's replies
+        # were dated by the wall clock, years after their questions and after every later question); it follows
+        # that message in conversation order (same turn id, the user's first: altm.store's conversation order)
+        said = cycle.created_at
         events: list[Event] = [TurnEvent(
             scope=cycle.scope, session_id=cycle.session_id, turn_id=cycle.turn_id, role=Role.ASSISTANT,
             content=assistant_content, timestamp=said, cycle_id=cycle_id, cited_memory_ids=tuple(cited))]

@@ -1,9 +1,10 @@
 """Conversation order: how a session's L0 messages follow one another.
 
-By time, then by turn id in its natural order ("s1-2" before "s1-10": runs of digits compare as numbers), then by
-memory id. Hosts that know only when a session happened send every message of it with one time; the turn ids
-compared as text put message 10 after message 1, and each reply was indexed with the wrong question. The order is
-a function of the messages alone (their times and ids), never of their arrival, so every runtime and replay agrees.
+By time, then by turn id in its natural order ("s1-2" before "s1-10": runs of digits compare as numbers), then
+the user's message before the reply of the same turn, then by memory id. Hosts that know only when a session
+happened send every message of it with one time; the turn ids compared as text put message 10 after message 1,
+and each reply was indexed with the wrong question. The order is a function of the messages alone (their times,
+ids and roles), never of their arrival, so every runtime and replay agrees.
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ def _natural(text: str | None) -> str:
     return _DIGITS.sub(number, text or "")
 
 
-def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str]:
+_ROLE_ORDER = {"user": "0", "assistant": "1"}
+"""Of one turn's messages at one time, the user's comes first (a reply has its question's turn id)."""
+
+
+def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str, str]:
     """A message's place in its session's conversation order (see the module's docstring)."""
-    return str(row["valid_from"] or ""), _natural(row["source_id"]), str(row["memory_id"])
+    return (str(row["valid_from"] or ""), _natural(row["source_id"]), _ROLE_ORDER.get(str(row["role"]), "2"),
+            str(row["memory_id"]))
 
 
 def in_conversation_order(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:

@@ -79,8 +79,8 @@ _MATCH = ("SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.row
           "WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
 _EVIDENCE = ("SELECT memory_id, layer, source_id, evidence, agent_id FROM memories WHERE memory_id IN ({marks}) "
              "ORDER BY valid_from, memory_id")
-_SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id "
-                  "FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'")
+_SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id, "
+                  "role FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'")
 _SAME_SESSION = ("tenant_id = ? AND workspace_id = ? AND user_id = ? AND agent_id = ? AND session_id IS ? "
                  "AND layer = 'L0'")
 _EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
@@ -211,7 +211,8 @@ class SearchQueries:
         found = self._conn.execute(_SESSION_SEEDS.format(marks=marks(seeds)), list(seeds)).fetchall()
         out: dict[str, SessionNeighbours] = {}
         for row in found:
-            keys, anchor = list(row[1:6]), {"valid_from": row[6], "source_id": row[7], "memory_id": row[0]}
+            keys = list(row[1:6])
+            anchor = {"valid_from": row[6], "source_id": row[7], "role": row[8], "memory_id": row[0]}
             out[row[0]] = SessionNeighbours(
                 [r["memory_id"] for r in neighbours(self._conn, _SAME_SESSION, keys, anchor, "next", after)],
                 [r["memory_id"] for r in neighbours(self._conn, _SAME_SESSION, keys, anchor, "previous", before)])
