@@ -44,7 +44,16 @@ from altm.core.governance import (
     tombstone_id,
 )
 from altm.core.graph import EdgeType, GraphEdge, GraphNode, MemoryLinks, NodeType
-from altm.core.ids import APOSTROPHES, content_hash, derive_id, event_ref, normalise_text, sha256_hex, strip_format
+from altm.core.ids import (
+    APOSTROPHES,
+    content_hash,
+    derive_id,
+    event_ref,
+    natural_key,
+    normalise_text,
+    sha256_hex,
+    strip_format,
+)
 from altm.core.memory import (
     Kind,
     Layer,
@@ -160,6 +169,7 @@ __all__ = [
     "encode",
     "event_ref",
     "murmur2",
+    "natural_key",
     "normalise_text",
     "original_text",
     "partition_for",

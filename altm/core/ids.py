@@ -44,6 +44,18 @@ def normalise_text(text: str) -> str:
     return _WS.sub(" ", strip_format(unicodedata.normalize("NFKC", text).casefold())).strip()
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def natural_key(text: str | None) -> str:
+    """``text`` with each run of digits written as its length and its value (leading zeros dropped), so that
+    comparing the results as text compares the numbers as numbers: "s1-2" before "s1-10" (turn ids)."""
+    def number(m: re.Match[str]) -> str:
+        digits = m.group().lstrip("0") or "0"
+        return f"{len(digits):04d}{digits}"
+    return _DIGITS.sub(number, text or "")
+
+
 def derive_id(prefix: str, *parts: str) -> str:
     """A short stable id ``<prefix>_<32 hex>`` from ordered parts (joined unambiguously)."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()

@@ -9,24 +9,13 @@ ids and roles), never of their arrival, so every runtime and replay agrees.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-_DIGITS = re.compile(r"\d+")
+from altm.core import natural_key
 
 Direction = Literal["previous", "next"]
-
-
-def _natural(text: str | None) -> str:
-    """``text`` with each run of digits written as its length and its value (leading zeros dropped), so that
-    comparing the results as text compares the numbers as numbers."""
-    def number(m: re.Match[str]) -> str:
-        digits = m.group().lstrip("0") or "0"
-        return f"{len(digits):04d}{digits}"
-    return _DIGITS.sub(number, text or "")
-
 
 _ROLE_ORDER = {"user": "0", "assistant": "1"}
 """Of one turn's messages at one time, the user's comes first (a reply has its question's turn id)."""
@@ -34,7 +23,7 @@ _ROLE_ORDER = {"user": "0", "assistant": "1"}
 
 def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str, str]:
     """A message's place in its session's conversation order (see the module's docstring)."""
-    return (str(row["valid_from"] or ""), _natural(row["source_id"]), _ROLE_ORDER.get(str(row["role"]), "2"),
+    return (str(row["valid_from"] or ""), natural_key(row["source_id"]), _ROLE_ORDER.get(str(row["role"]), "2"),
             str(row["memory_id"]))
 
 

@@ -137,6 +137,7 @@ def derived_memory(
     prompt_hash: str | None = None,
     source_event_id: str | None = None,
     role: str | None = None,
+    source_id: str | None = None,
 ) -> MemoryUnit:
     """A derived memory with a deterministic id and its provenance (how it was made) and, when it stands for
     what one speaker said, that speaker's ``role`` (user, assistant, tool)."""
@@ -149,6 +150,7 @@ def derived_memory(
         content=content,
         content_hash=content_hash(content),
         role=role,
+        source_id=source_id,
         attributes=attributes or {},
         evidence=tuple(dict.fromkeys(evidence)),
         provenance=Provenance(

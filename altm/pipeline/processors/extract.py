@@ -138,4 +138,5 @@ class ExtractProcessor(Processor):
             id_parts=[mem.scope.path, "L2", kind.value, mem.memory_id, norm(content)],
             valid_from=mem.valid_from, attributes=attributes, model=model,
             prompt_hash=prompt_hash, source_event_id=mem.provenance.source_event_id, role=mem.role,
+            source_id=mem.source_id,  # the message's turn: which of two statements said at one time came later
         )

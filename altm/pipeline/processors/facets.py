@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from altm.core import Kind, Layer, LifecycleState, MemoryUnit, Method
+from altm.core import Kind, Layer, LifecycleState, MemoryUnit, Method, natural_key
 from altm.pipeline.processors._base import derived_memory, norm, said_by_user
 
 GOVERN = "govern"
@@ -32,12 +32,14 @@ def facet_version(atom: MemoryUnit, facet_key: str) -> MemoryUnit:
     )
 
 
-def order(m: MemoryUnit) -> tuple[str, bool, str]:
-    """Valid time, then whether it states a correction, then id: which of the atoms of one statement is the
-    earliest, and of two statements which came later. Said at one time, a correction comes after what it corrects
-    (a host that dates a session's messages with the session's time: "light mode now, actually" had been the
-    earlier, by its id, and the stale statement was held for review to replace it)."""
-    return (m.valid_from.isoformat() if m.valid_from else "", bool(m.attributes.get("correction")), m.memory_id)
+def order(m: MemoryUnit) -> tuple[str, str, bool, str]:
+    """Valid time, then its message's turn id in natural order, then whether it states a correction, then id:
+    which of the atoms of one statement is the earliest, and of two statements which came later. A host that
+    dates a session's messages with the session's time says so by its turn ids ("light mode now, actually" had
+    been the earlier by its id, and the stale statement was held for review to replace it); within one message,
+    a correction comes after what it corrects."""
+    return (m.valid_from.isoformat() if m.valid_from else "", natural_key(m.source_id),
+            bool(m.attributes.get("correction")), m.memory_id)
 
 
 def rejected(atom: MemoryUnit) -> bool:
