@@ -96,11 +96,15 @@ def resolve(settings: Settings) -> Settings:
                 update[key] = recorded[key]
     bus = bus or _local_url("sqlite", default_log_path(data_dir))
     log_path = _path_of(bus, "sqlite")
-    if bus.startswith("sqlite:///") and "partitions" not in explicit and log_path.exists():
-        topics, _ = log_topics(log_path)  # an existing log keeps its partition count
-        turns = topics.get(f"{update.get('topic_prefix', settings.topic_prefix)}turns")
-        if turns is not None:
-            update["partitions"] = turns
+    if bus.startswith("sqlite:///") and log_path.exists():
+        kept = _log_partitions(log_path, str(update.get("topic_prefix", settings.topic_prefix)))
+        if kept is not None and "partitions" in explicit and settings.partitions != kept:
+            raise WiringError(
+                f"the data dir's log has {kept} partitions, not {settings.partitions} (ALTM_PARTITIONS): each "
+                "partition's shard holds its users' memories; leave the partition count unset, or replay into a "
+                "fresh data dir with the count you want")
+        if kept is not None:
+            update["partitions"] = kept  # an existing log keeps its partition count
     if not bus.startswith(("sqlite:///", "kafka://")):
         raise WiringError(f"unknown bus {bus!r}: expected sqlite:///PATH or kafka://HOST:PORT")
     update["bus"] = bus
@@ -115,6 +119,23 @@ def resolve(settings: Settings) -> Settings:
         raise WiringError(f"unknown key store {keystore!r}: expected sqlite:///PATH or kafka://HOST:PORT")
     update["keystore"] = keystore
     return settings.model_copy(update=update)
+
+
+def _log_partitions(log_path: Path, prefix: str) -> int | None:
+    """The partition count an existing embedded log keeps: its turns topic's under ``prefix``, or, when it has
+    none under that prefix (the prefix was changed), the one its turns topics under other prefixes agree on (the
+    data dir's shards are those of that count: a new prefix had made 4 partitions of an 8-partition data dir, and
+    users found none of their memories). None for a log with no turns topic."""
+    topics, _ = log_topics(log_path)
+    own = topics.get(f"{prefix}turns")
+    if own is not None:
+        return own
+    counts = {n for name, n in topics.items()  # a turns topic: a prefix's, beside that prefix's control topic
+              if name.endswith("turns") and f"{name.removesuffix('turns')}control" in topics}
+    if len(counts) > 1:
+        raise WiringError(f"the data dir's log has turns topics of {sorted(counts)} partitions and none under the "
+                          f"prefix {prefix!r}: set ALTM_TOPIC_PREFIX to the one the data dir was made with")
+    return next(iter(counts), None)
 
 
 KEYSTORE_FILE = "keys.db"
