@@ -132,6 +132,11 @@ class Bus(ABC):
         """Return when new records may be there, or after ``timeout_s`` (an idle loop's pause)."""
         await asyncio.sleep(timeout_s)
 
+    async def expire(self) -> int:
+        """Delete the records past their topic's retention (``TopicSpec.retention_ms``); returns how many. A
+        broker does it itself (Kafka's ``retention.ms``): nothing here."""
+        return 0
+
     @abstractmethod
     async def identity(self) -> str:
         """A stable id of this log. Offsets stored against another log mean nothing here, so a shard

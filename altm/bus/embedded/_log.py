@@ -260,6 +260,9 @@ class EmbeddedLog(Bus):
         )
 
     # -- retention -------------------------------------------------------------------------------------
+    async def expire(self) -> int:
+        return self.apply_retention()
+
     def apply_retention(self, now_ms: int | None = None) -> int:
         """Delete records older than each topic's ``retention_ms``; returns how many were deleted."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms

@@ -89,3 +89,6 @@ class SealedBus(Bus):
 
     async def wait_for_data(self, timeout_s: float) -> None:
         await self.inner.wait_for_data(timeout_s)
+
+    async def expire(self) -> int:
+        return await self.inner.expire()

@@ -25,6 +25,9 @@ from altm.pipeline.writer import TextSimilarity, Writer
 from altm.store import DeferredWork, ShardSet
 
 log = logging.getLogger("altm.runtime")
+
+EXPIRE_EVERY_S = 60.0
+"""How often a running embedded pipeline removes the records past their topic's retention."""
 LAG_EVERY_S = 1.0
 """How often a running runtime refreshes its consumer lag gauges."""
 
@@ -129,6 +132,7 @@ class EmbeddedRuntime:
         self._processors = list(processors)
         self._stages: list[_Stage] = []
         self._task: asyncio.Task[None] | None = None
+        self._expired_at = 0.0
         self._stopping = asyncio.Event()
         self._started = False
         self._steps_since_derivation = 0
@@ -147,6 +151,7 @@ class EmbeddedRuntime:
             return
         s = self.settings
         await self.log.ensure_topics(all_topic_specs(s.partitions, s.topic_prefix, s.dlq_retention_ms))
+        await self._expire()
         stages = [
             _Stage(StageDriver(p, self.ctx, self.work, self._publish),
                    self.log.consumer(f"altm-{p.name}", [topic_name(p.input_topic, s.topic_prefix)],
@@ -272,8 +277,18 @@ class EmbeddedRuntime:
             if n == 0 and await self.lag() == 0:
                 return handled
 
+    async def _expire(self) -> None:
+        """Records past their topic's retention (dead letters, ``ALTM_DLQ_RETENTION_MS``) leave the log, as a
+        broker's log cleaner removes them on Kafka: when the runtime starts and every ``EXPIRE_EVERY_S`` of a
+        running loop (the setting was written into the log and never applied)."""
+        self._expired_at = time.monotonic()
+        if (n := await self.log.expire()):
+            log.info("removed %d records past their topic's retention", n)
+
     async def _loop(self) -> None:
         while not self._stopping.is_set():
+            if time.monotonic() - self._expired_at >= EXPIRE_EVERY_S:
+                await self._expire()
             try:
                 n = await self.step()
             except Exception:
