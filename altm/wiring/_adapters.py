@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
 from altm.bus import Bus
-from altm.bus.embedded import EmbeddedLog, default_log_path, log_topics
+from altm.bus.embedded import EmbeddedLog, default_log_path, log_topics, recent_values
 from altm.bus.sealing import (
     MASTER_KEY_ENV,
     KeyStore,
@@ -23,6 +23,7 @@ from altm.bus.sealing import (
     Sealer,
     SqliteKeyStore,
     decode_master_key,
+    is_sealed,
 )
 from altm.core import Scope, Settings, partition_for
 from altm.models import (
@@ -151,10 +152,27 @@ def open_keystore(settings: Settings, *, read_only: bool = False) -> KeyStore | 
     path = _path_of(settings.keystore or "", "sqlite")
     if (read_only or not settings.seal_log) and not path.exists():
         return None
+    if not path.exists():
+        _refuse_new_keystore_for_sealed_log(settings, path)
     try:
         return SqliteKeyStore(path, read_only=read_only)
     except KeyStoreError as exc:
         raise WiringError(str(exc)) from None
+
+
+def _refuse_new_keystore_for_sealed_log(settings: Settings, path: Path) -> None:
+    """A key store about to be made for an embedded log that holds sealed records is another store than the
+    one that sealed them (ALTM_KEYSTORE mistyped, or relative to another directory): refused before anything is
+    made. An erasure had shredded keys in the new, empty store, and the erased session's records stayed readable
+    with the data dir's own."""
+    bus = settings.bus or ""
+    if not bus.startswith("sqlite:///"):
+        return
+    log_path = _path_of(bus, "sqlite")
+    if any(is_sealed(value) for value in recent_values(log_path)):
+        raise WiringError(f"the log {log_path} holds sealed records and the key store {path} does not exist: "
+                          f"ALTM_KEYSTORE must name the key store that sealed them (by default "
+                          f"{Path(settings.data_dir) / KEYSTORE_FILE}); nothing was created")
 
 
 def _open_kafka_keystore(settings: Settings, *, read_only: bool) -> KeyStore | None:

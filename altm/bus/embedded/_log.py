@@ -365,6 +365,20 @@ def default_log_path(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "log.db"
 
 
+def recent_values(path: Path) -> list[bytes]:
+    """The value of the last record of each partition of an embedded log file (read-only, synchronous): whether
+    its records are sealed shows in them."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [bytes(v) for (v,) in conn.execute(
+            "SELECT r.value FROM partitions p JOIN records r ON r.topic = p.topic AND r.partition = p.partition "
+            "AND r.offset = p.next_offset - 1")]
+    finally:
+        conn.close()
+
+
 def log_topics(path: Path) -> tuple[dict[str, int], dict[str, int]]:
     """Partition count and record count of every topic of an embedded log file (read-only, synchronous)."""
     if not path.exists():
