@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -12,7 +13,19 @@ from typing import Any
 from altm.app.replay import Progress, ReplaySummary, read_host_records, replay_records
 from altm.bus import Record
 from altm.bus.sealing import is_sealed, is_shredded
-from altm.core import FORGOTTEN_PREFIX, Settings, partition_for
+from altm.core import (
+    FORGOTTEN_PREFIX,
+    ControlAction,
+    ControlEvent,
+    DecodeError,
+    ProcessingError,
+    Settings,
+    Topic,
+    decode_event,
+    partition_for,
+    topic_name,
+)
+from altm.pipeline.processors import control_proposal
 from altm.store import DataDirError, ShardLLMCache, ShardSet, erasure_rows, llm_cache_rows
 from altm.wiring._adapters import open_bus, resolve
 from altm.wiring._deployment import open_embedded
@@ -35,13 +48,17 @@ def _require_empty(target: Path) -> None:
         raise DataDirError(f"{target} is not empty: replay rebuilds into a fresh data dir")
 
 
-def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pending: bool = False) -> int:
+def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pending: bool = False,
+                   replayed: Collection[str] | None = None) -> int:
     """``source``'s tombstones and guard keys, into the target's shards (routed by home): an erasure made
     before the replay's start point, or whose records no longer open, still refuses its content. A forget's
     tombstones only with ``forgets``: a replay from the log's start repeats the forget (its control event is on
     the log, its records still open) and makes them again, after the turns they bury, as the source did.
     ``pending`` (a replay from the log's start): an erasure's tombstones refuse nothing until the replay applies
-    that erasure again, so what the source admitted before it, it admits too.
+    that erasure again, so what the source admitted before it, it admits too; with ``replayed`` (the ids of the
+    erasure proposals the replayed records will make), only the tombstones of those erasures wait. The others'
+    erasures are not on the log (a source that was itself a partial replay): theirs refuse from the start, as in
+    the source (pending, they waited for an erasure that never came and refused nothing for ever).
     The review items an erasure removed go too (a decision the source applied before the erasure names an item
     the replay may never make: it is void there, as it is after the erasure). Returns how many tombstones were
     carried."""
@@ -65,10 +82,31 @@ def carry_erasures(source: Path, target: ShardSet, *, forgets: bool = True, pend
             for home, key in keys.get(partition, ()):
                 tx.carry_guard_key(home, key)
             for row in buried.get(partition, ()):
-                tx.carry_tombstone(row, at=at, pending=pending)
+                waits = pending and (replayed is None or row.get("erasure_id") in replayed)
+                tx.carry_tombstone(row, at=at, pending=waits)
             for item_id, home, erasure_id in items.get(partition, ()):
                 tx.carry_erased_item(item_id, home, erasure_id)
     return len(tombstones)
+
+
+def erasures_in(records: Sequence[Record], prefix: str) -> set[str]:
+    """The ids of the erasure proposals the control events among ``records`` make (``control_proposal`` is pure:
+    the id the source's writer recorded on each tombstone as its ``erasure_id``). An erasure request carries ids,
+    not content, so it stays readable after any erasure."""
+    control = topic_name(Topic.CONTROL, prefix)
+    out: set[str] = set()
+    for rec in records:
+        if rec.topic != control or is_shredded(rec):
+            continue
+        try:
+            event = decode_event(rec.value)
+        except DecodeError:
+            continue
+        if isinstance(event, ControlEvent) and event.action is ControlAction.ERASE:
+            with contextlib.suppress(ProcessingError):
+                if (made := control_proposal(event)) is not None:
+                    out.add(made.event_id)
+    return out
 
 
 def activate_forgotten(shards: ShardSet, ref: str) -> int:
@@ -119,7 +157,8 @@ async def replay_into(source: Path, target: Path, *, settings: Settings | None =
             copy_llm_cache(cache, deployment.shards)
         if (source / "shards").exists():
             partial = bool(from_offset or from_time)
-            carry_erasures(source, deployment.shards, forgets=partial, pending=not partial)
+            carry_erasures(source, deployment.shards, forgets=partial, pending=not partial,
+                           replayed=erasures_in(records, origin.topic_prefix))
         if progress:
             progress("events", len(records))
         processed = await replay_records(deployment.runtime, records, origin.topic_prefix, progress,
