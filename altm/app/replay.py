@@ -14,7 +14,7 @@ from datetime import datetime
 
 import orjson
 
-from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, event_ref_of, marked
+from altm.bus import TURNS_END_HEADER, Bus, OutgoingRecord, Record, TopicPartition, event_ref_of, marked
 from altm.bus.sealing import SEALED_BY_HEADER, SealedBus, is_shredded
 from altm.core import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime
@@ -44,14 +44,24 @@ async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
     A start point is a point in time for both topics: ``from_time``, or, for ``from_offset``, the time the
     turns topic's record at that offset was published (the earliest over its partitions; turns are taken from
     that offset on). Offsets of one topic say nothing about the other, and an erasure published after the
-    turns it erased must be replayed with them."""
+    turns it erased must be replayed with them.
+
+    The ends are one cut taken before anything is read (turns, control and proposals), so that what a host
+    publishes while the replay reads (a live source) is left out of every topic alike: read topic by topic up to
+    each one's end at its read, a pin published after the turn it names was replayed without that turn."""
     turns, control = (topic_name(t, prefix) for t in HOST_TOPICS)
+    proposals = topic_name(Topic.PROPOSALS, prefix)
+    count = await bus.partitions(turns)
+    cut = await bus.end_offsets([TopicPartition(t, p) for t in (turns, control, proposals) for p in range(count)])
+
+    def before_cut(records: list[Record]) -> list[Record]:
+        return [r for r in records if r.offset < cut.get(TopicPartition(r.topic, r.partition), 0)]
 
     async def read(topic: str, *, from_offset: int = 0, from_time_ms: int | None = None) -> list[Record]:
         if isinstance(bus, SealedBus):  # with those whose key an erasure destroyed: where they were, and which
-            return await bus.read_all([topic], from_offset=from_offset, from_time_ms=from_time_ms,
-                                      keep_shredded=True)
-        return await bus.read_all([topic], from_offset=from_offset, from_time_ms=from_time_ms)
+            return before_cut(await bus.read_all([topic], from_offset=from_offset, from_time_ms=from_time_ms,
+                                                  keep_shredded=True))
+        return before_cut(await bus.read_all([topic], from_offset=from_offset, from_time_ms=from_time_ms))
 
     if from_offset and from_time is None:
         turn_records = await read(turns, from_offset=from_offset)
@@ -64,17 +74,18 @@ async def read_host_records(bus: Bus, prefix: str, *, from_offset: int = 0,
         since = int(from_time.timestamp() * 1000) if from_time else None
         records = [*await read(turns, from_time_ms=since), *await read(control, from_time_ms=since)]
     records.sort(key=lambda r: (r.timestamp_ms, r.topic != turns, r.partition, r.offset))
-    return await _in_the_writers_order(bus, prefix, records)
+    return await _in_the_writers_order(bus, prefix, records, before_cut)
 
 
-async def _in_the_writers_order(bus: Bus, prefix: str, records: list[Record]) -> list[Record]:
+async def _in_the_writers_order(bus: Bus, prefix: str, records: list[Record],
+                                before_cut: Callable[[list[Record]], list[Record]]) -> list[Record]:
     """``records`` with each partition's host events in the order the source's writer applied the first
     proposal each of them caused (its proposals log says so), the others in their places. Published close
     together, a turn and a control event can take effect in the other order than they were published: the
     runtime takes the searchable path first, so a turn sent after a retention pass can be stored before the
     pass is applied, and the replay must do the same."""
     first: dict[str, tuple[int, int]] = {}
-    for rec in await bus.read_all([topic_name(Topic.PROPOSALS, prefix)]):
+    for rec in before_cut(await bus.read_all([topic_name(Topic.PROPOSALS, prefix)])):
         cause = _field(rec, "cause_event_id")
         if cause is not None and cause not in first:
             first[cause] = (rec.partition, rec.offset)
