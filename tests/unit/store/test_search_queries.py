@@ -38,7 +38,8 @@ def _turns(queries: SearchQueries) -> dict[str | None, CandidateRow]:
     mine = [m for m, _ in queries.words(["billing", "prefer"], policy, 50, 0.5)]
     theirs = [m for m, _ in queries.words(["billing"], ScopePolicy(OTHER_AGENT, None, l0_across_sessions=True),
                                           50, 0.5)]
-    return {s: r for s, r in _by_source(queries, mine + theirs).items() if r.layer == "L0"}
+    # an atom carries its message's turn id too: the L0 rows alone
+    return {r.source_id: r for r in queries.rows(mine + theirs).values() if r.layer == "L0"}
 
 
 async def test_the_word_channel_admits_only_what_the_policy_does(queries: SearchQueries) -> None:
