@@ -45,9 +45,12 @@ class ChatModel(ABC):
 
     @abstractmethod
     async def structured(
-        self, task: ModelTask, scope: Scope, messages: Sequence[dict[str, str]], schema: type[T]
+        self, task: ModelTask, scope: Scope, messages: Sequence[dict[str, str]], schema: type[T], *,
+        sources: Sequence[str] | None = None,
     ) -> Structured[T]:
-        """A JSON answer validated by ``schema``; raises :class:`~altm.core.Deferred` on failure."""
+        """A JSON answer validated by ``schema``; raises :class:`~altm.core.Deferred` on failure. ``sources``:
+        the memories whose content the messages hold (an erasure of one removes the cached answer; None: not
+        known, any erasure of the user's does)."""
 
     def usage(self) -> dict[str, dict[str, int]]:
         return {}
@@ -66,7 +69,8 @@ class NoChat(ChatModel):
         return None
 
     async def structured(
-        self, task: ModelTask, scope: Scope, messages: Sequence[dict[str, str]], schema: type[T]
+        self, task: ModelTask, scope: Scope, messages: Sequence[dict[str, str]], schema: type[T], *,
+        sources: Sequence[str] | None = None,
     ) -> Structured[T]:
         raise RuntimeError(f"no model serves task {task.value} (ALTM_{task.value}_LLM_MODEL is not set)")
 

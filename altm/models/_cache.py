@@ -6,6 +6,7 @@ interface the model clients need and an in-process cache.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 
@@ -17,7 +18,8 @@ class LLMCache(Protocol):
         erasure of that user (which cleared the user's entries) is not kept (it may quote what was erased)."""
         ...
 
-    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None) -> None: ...
+    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None,
+            sources: Sequence[str] | None = None) -> None: ...
 
 
 class MemoryLLMCache:
@@ -32,5 +34,6 @@ class MemoryLLMCache:
     def erasures(self, home: str) -> object:
         return None  # nothing here is erased
 
-    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None) -> None:
+    def put(self, model: str, prompt_hash: str, response: str, home: str, *, since: object = None,
+            sources: Sequence[str] | None = None) -> None:
         self._data.setdefault((model, prompt_hash), response)

@@ -129,9 +129,11 @@ class OpenAIChat(ChatModel):
             await endpoint.aclose()
 
     async def structured(
-        self, task: ModelTask, scope: Scope, messages: Sequence[dict[str, str]], schema: type[T]
+        self, task: ModelTask, scope: Scope, messages: Sequence[dict[str, str]], schema: type[T], *,
+        sources: Sequence[str] | None = None,
     ) -> Structured[T]:
-        """A JSON answer validated by ``schema``; cached by (model, prompt hash) in the scope's shard."""
+        """A JSON answer validated by ``schema``; cached by (model, prompt hash) in the scope's shard, with the
+        memories its prompt held (``sources``)."""
         endpoint = self._endpoints[task]
         if not self.serves(task):
             raise RuntimeError(f"task {task.value} has no model configured (ALTM_{task.value}_LLM_MODEL)")
@@ -181,7 +183,7 @@ class OpenAIChat(ChatModel):
             MODEL_CALLS.labels(task=task.value, outcome="invalid").inc()
             raise
         MODEL_CALLS.labels(task=task.value, outcome="ok").inc()
-        cache.put(model, phash, value.model_dump_json(), scope.home, since=since)
+        cache.put(model, phash, value.model_dump_json(), scope.home, since=since, sources=sources)
         return Structured(value, model, phash, cached=False)
 
 

@@ -62,6 +62,18 @@ class MemoryReader:
         return shard._db.execute(f"SELECT 1 FROM memories WHERE memory_id=? AND {_HOME}",
                                  [memory_id, *_home_args(scope)]).fetchone() is not None
 
+    def erasure_pending(self, scope: Scope, memory_ids: Iterable[str]) -> bool:
+        """One of ``memory_ids`` has a tombstone waiting for its erasure (a replay applies it once it reaches
+        it): stored for now, its content goes to no model (the source erased it, and its cached answers with
+        it)."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return False
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return shard._db.execute(
+            f"SELECT 1 FROM tombstones WHERE memory_id IN ({', '.join('?' for _ in ids)}) AND pending = 1 "
+            f"AND {_HOME} LIMIT 1", [*ids, *_home_args(scope)]).fetchone() is not None
+
     def upsert_applied(self, scope: Scope, memory_id: str, proposal_id: str) -> bool:
         """The memory is stored and the upsert ``proposal_id`` was applied to it (the audit log names it): the
         writer applies a memory upsert once, so delivered again this proposal would change nothing."""

@@ -21,5 +21,7 @@ def chunks(ids: Sequence[_T], size: int = 400) -> list[list[_T]]:
 
 CACHE_GET = "SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?"
 """An entry of a shard's model cache (model, key)."""
-CACHE_PUT = "INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at) VALUES (?,?,?,?,?)"
-"""Keep an entry (model, key, home, response, recorded at); the first kept stays."""
+CACHE_PUT = ("INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at, sources) "
+             "VALUES (?,?,?,?,?,?)")
+"""Keep an entry (model, key, home, response, recorded at, sources: a JSON list of the memory ids the prompt
+held, or NULL); the first kept stays."""

@@ -162,14 +162,17 @@ def count_layer(data_dir: Path, layer: str = "L0") -> int:
     return total
 
 
-def llm_cache_rows(data_dir: Path) -> list[tuple[str, str, str, str, str]]:
-    """Every cached model answer of a data dir: (model, prompt hash, home, response, recorded at)."""
-    out: list[tuple[str, str, str, str, str]] = []
+def llm_cache_rows(data_dir: Path) -> list[tuple[str, str, str, str, str, str | None]]:
+    """Every cached model answer of a data dir: (model, prompt hash, home, response, recorded at, sources: the
+    JSON list of memory ids its prompt held, None when not known)."""
+    out: list[tuple[str, str, str, str, str, str | None]] = []
     for _, path in shard_files(data_dir):
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            out += [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in conn.execute(
-                "SELECT model, prompt_hash, home, response, recorded_at FROM llm_cache")]
+            known = any(row[1] == "sources" for row in conn.execute("PRAGMA table_info(llm_cache)"))
+            out += [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), None if r[5] is None else str(r[5]))
+                    for r in conn.execute("SELECT model, prompt_hash, home, response, recorded_at, "
+                                          f"{'sources' if known else 'NULL'} FROM llm_cache")]
         finally:
             conn.close()
     return out

@@ -63,12 +63,23 @@ class _TxErasure(_TxWrites):
         self._respell_nodes(ends, at=at, proposal_id=proposal_id, actor="writer", redact=True)
         db.execute("UPDATE runtime_cycles SET bundle = NULL WHERE tenant_id=? AND workspace_id=? AND user_id=?", home)
         if all_cache:
-            n = db.execute("SELECT COUNT(*) FROM llm_cache WHERE home=?", (scope.home,)).fetchone()[0]
-            if n:
-                self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
-                            target_id=scope.home, old={"entries": n}, new=None)
-                db.execute("DELETE FROM llm_cache WHERE home=?", (scope.home,))
+            self._drop_cached(scope, memory_ids, at=at, proposal_id=proposal_id)
         return released
+
+    def _drop_cached(self, scope: Scope, memory_ids: Sequence[str], *, at: str, proposal_id: str) -> None:
+        """The model cache entries of ``scope``'s user whose prompt held one of ``memory_ids`` (an answer may
+        quote it), and those whose prompt's memories are not known (entries from before they were recorded):
+        the user's other entries stay, so a replay answers them without a model (every entry of the user went
+        with any erasure)."""
+        db, gone = self._db, set(memory_ids)
+        doomed = [(model, phash) for model, phash, listed in db.execute(
+            "SELECT model, prompt_hash, sources FROM llm_cache WHERE home=?", (scope.home,))
+                  if listed is None or gone.intersection(orjson.loads(listed))]
+        if not doomed:
+            return
+        self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
+                    target_id=scope.home, old={"entries": len(doomed)}, new=None)
+        db.executemany("DELETE FROM llm_cache WHERE model=? AND prompt_hash=?", doomed)
 
     def erase_records(self, scope: Scope, erasure: Erasure, memory_ids: Sequence[str], *, at: str,
                       proposal_id: str) -> list[str]:

@@ -37,7 +37,8 @@ class _TxWrites(_TxTombstones):
     def keep_cached(self, model: str, key: str, value: str, home: str, *, at: str) -> None:
         """Keep an entry in the model cache, under the ``home`` whose content it comes from: an erasure of that
         user's content clears it (:meth:`scrub`), a replay copies it."""
-        self._db.execute(CACHE_PUT, (model, key, home, value, at))
+        self._db.execute(CACHE_PUT, (model, key, home, value, at, None))  # its texts' memories not known: any
+        # erasure of the user's clears it
 
     def insert_memory(self, row: MemoryRow, *, at: str, proposal_id: str, actor: str,
                       source_ms: int | None = None) -> None:
