@@ -90,8 +90,11 @@ class ExtractProcessor(Processor):
         mem = committed_memory(event, _FROM)
         if mem is None or mem.role not in _EXTRACT_ROLES:
             return []
-        if self._chat is not None and not ctx.require_reader().holds(mem.scope, mem.memory_id):
-            return []  # erased since this change (a deferred or lagging item): its text goes to no model
+        reader = ctx.require_reader() if self._chat is not None else None
+        if reader is not None and (not reader.holds(mem.scope, mem.memory_id)
+                                   or reader.erasure_pending(mem.scope, [mem.memory_id])):
+            return []  # erased since this change (a deferred or lagging item), or about to be (a replay that has
+            # not reached its erasure yet): its text goes to no model
         unique = {a.memory_id: a for a in await self._atoms(mem)}
         return [upsert_proposal(a, processor=self.name, cause=event) for a in unique.values()]
 
@@ -100,7 +103,7 @@ class ExtractProcessor(Processor):
         result = await self._chat.structured(ModelTask.L2, mem.scope, [
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": mem.content},
-        ], ExtractionResult)
+        ], ExtractionResult, sources=[mem.memory_id])
         atoms: list[MemoryUnit] = []
         for item in result.value.atoms:
             kind = Kind(item.kind)

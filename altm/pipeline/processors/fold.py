@@ -222,7 +222,11 @@ class FoldProcessor(Processor):
         assert mem.session_id is not None
         reader = ctx.require_reader()
         if self._chat is not None:
-            return await self._summarised(event, mem, reader.session_messages(mem.scope, mem.session_id))
+            messages = reader.session_messages(mem.scope, mem.session_id)
+            if not reader.erasure_pending(mem.scope, [m.memory_id for m in messages]):
+                return await self._summarised(event, mem, messages)
+            # a message of the session is about to be erased (a replay that has not reached its erasure): no model
+            # reads it; the extractive capsule stands in until the erasure folds the session again
         # decoded: the first message (the capsule's date) and those not known to give the capsule nothing
         count, messages = reader.session_read(mem.scope, mem.session_id, lambda line: line not in self.silent)
         if not messages:
@@ -246,7 +250,7 @@ class FoldProcessor(Processor):
              "Return JSON with summary, decisions, constraints, corrections, open_questions. Quote facts; "
              "do not invent anything that is not in the transcript."},
             {"role": "user", "content": transcript},
-        ], CapsuleSummary)
+        ], CapsuleSummary, sources=[m.memory_id for m in messages])
         s = result.value
         llm_sections = flat_sections({
             "decisions": _bounded(s.decisions), "constraints": _bounded(s.constraints),

@@ -136,8 +136,10 @@ class GovernProcessor(Processor):
 
     async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
                     ) -> list[Proposal]:
-        if self._chat is not None and not reader.holds(mem.scope, mem.memory_id):
-            return []  # erased since this change (a deferred or lagging item): its text goes to no model
+        if self._chat is not None and (not reader.holds(mem.scope, mem.memory_id)
+                                       or reader.erasure_pending(mem.scope, [mem.memory_id, *mem.evidence])):
+            return []  # erased since this change (a deferred or lagging item), or about to be (a replay that has
+            # not reached its erasure yet): its text goes to no model
         merges = self._merge_duplicates(event, reader, mem)
         if any(p.merge.duplicate_id == mem.memory_id for p in merges):
             return [*merges]  # a duplicate adds evidence to its canonical atom, not a facet of its own
@@ -218,7 +220,7 @@ class GovernProcessor(Processor):
                  "(same topic, changed value) rather than adding to it. Answer JSON {supersede, confidence, "
                  "reason}."},
                 {"role": "user", "content": f"OLD: {old.content}\nNEW: {new.content}"},
-            ], SupersedeRubric)
+            ], SupersedeRubric, sources=[atom.memory_id, old.memory_id, new.memory_id, *old.evidence, *new.evidence])
             r = result.value
             if r.supersede and r.confidence >= SUPERSEDE_MIN_CONFIDENCE:
                 return True

@@ -90,7 +90,7 @@ class LinkProcessor(Processor):
              "identifiers, dates) a memory mentions and the relations between them, as JSON. Only what "
              "the text states."},
             {"role": "user", "content": mem.content},
-        ], GraphExtraction)
+        ], GraphExtraction, sources=[mem.memory_id, *mem.evidence])
         return [(e.type, e.name) for e in result.value.entities], list(result.value.relations), Method.LLM
 
     @staticmethod
@@ -103,7 +103,8 @@ class LinkProcessor(Processor):
         mem = committed_memory(event, _FROM)
         if mem is None or not ctx.require_reader().holds(mem.scope, mem.memory_id):
             return []  # nothing to link, or the memory was erased since this change (a replayed change)
-        if self._chat is not None and mem.layer is Layer.L2:
+        if self._chat is not None and mem.layer is Layer.L2 and not ctx.require_reader().erasure_pending(
+                mem.scope, [mem.memory_id, *mem.evidence]):  # about to be erased (a replay): no model reads it
             named, relations, method = await self._model_entities(mem)
         else:
             named, relations, method = self._rule_entities(mem)

@@ -202,7 +202,10 @@ class VerifyProcessor(Processor):
         group = [m for m in group or [mem] if not _rejected_by_review(m)]
         verdicts = cross_verify(group)
         if self._chat is not None and len(group) > 1 and mem.memory_id in verdicts:
-            verdicts = await self._nli(self._chat, mem, group, verdicts)
+            reader = ctx.require_reader()  # what is about to be erased (a replay) goes to no model
+            asked = [m for m in group if not reader.erasure_pending(m.scope, [m.memory_id, *m.evidence])]
+            if any(m.memory_id == mem.memory_id for m in asked):
+                verdicts = await self._nli(self._chat, mem, asked, verdicts)
         return [
             proposal(SetTrustProposal, scope=m.scope, processor=self.name, cause=event,
                      verdict=TrustVerdict(memory_id=m.memory_id, trust=verdicts[m.memory_id]))
@@ -220,7 +223,7 @@ class VerifyProcessor(Processor):
                 {"role": "system", "content": "Does the premise entail, contradict or not relate to the "
                  "hypothesis? Answer JSON {label, confidence}."},
                 {"role": "user", "content": f"Premise: {other.content}\nHypothesis: {mem.content}"},
-            ], NLIJudgement)
+            ], NLIJudgement, sources=[mem.memory_id, other.memory_id, *mem.evidence, *other.evidence])
             j = result.value
             if j.label == "contradiction":
                 older, newer = sorted((other, mem), key=order)
