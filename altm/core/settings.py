@@ -25,7 +25,8 @@ class Settings(BaseSettings):
     topic_prefix: str = Field(default="altm.", description="Prefix of every topic name")
     max_content_bytes: int = Field(default=64 * 1024, ge=1, description="Largest accepted message content")
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest HTTP request body (413)")
-    dlq_retention_ms: int | None = Field(default=None, description="DLQ retention; None keeps forever")
+    dlq_retention_ms: int | None = Field(
+        default=None, description="DLQ retention in milliseconds; None, 0 or -1 (Kafka's 'for ever') keep forever")
     poll_batch: int = Field(default=512, ge=1, description="Records per poll in a stage")
     derive_every_steps: int = Field(
         default=8, ge=1,

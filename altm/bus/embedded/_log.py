@@ -125,7 +125,8 @@ class EmbeddedLog(Bus):
                 conn.execute(
                     "INSERT INTO topics (name, partitions, retention_ms) VALUES (?,?,?) "
                     "ON CONFLICT(name) DO UPDATE SET retention_ms=excluded.retention_ms",
-                    (spec.name, spec.partitions, spec.retention_ms),
+                    # no retention, or one of 0 or less (Kafka's -1: keep for ever), keeps every record
+                    (spec.name, spec.partitions, spec.retention_ms if (spec.retention_ms or 0) > 0 else None),
                 )
                 conn.executemany(
                     "INSERT OR IGNORE INTO partitions (topic, partition) VALUES (?,?)",
@@ -271,7 +272,7 @@ class EmbeddedLog(Bus):
         conn.execute("BEGIN IMMEDIATE")
         try:
             for name, retention in conn.execute(
-                "SELECT name, retention_ms FROM topics WHERE retention_ms IS NOT NULL"
+                "SELECT name, retention_ms FROM topics WHERE retention_ms > 0"
             ).fetchall():
                 cur = conn.execute(
                     "DELETE FROM records WHERE topic=? AND timestamp_ms < ?", (name, now_ms - retention)
