@@ -24,6 +24,7 @@ from altm.bus.sealing import (
     SqliteKeyStore,
     decode_master_key,
     is_sealed,
+    sealed_kid,
 )
 from altm.core import Scope, Settings, partition_for
 from altm.models import (
@@ -155,9 +156,15 @@ def open_keystore(settings: Settings, *, read_only: bool = False) -> KeyStore | 
     if not path.exists():
         _refuse_new_keystore_for_sealed_log(settings, path)
     try:
-        return SqliteKeyStore(path, read_only=read_only)
+        store = SqliteKeyStore(path, read_only=read_only)
     except KeyStoreError as exc:
         raise WiringError(str(exc)) from None
+    try:
+        _refuse_foreign_keystore(settings, store)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def _refuse_new_keystore_for_sealed_log(settings: Settings, path: Path) -> None:
@@ -173,6 +180,32 @@ def _refuse_new_keystore_for_sealed_log(settings: Settings, path: Path) -> None:
         raise WiringError(f"the log {log_path} holds sealed records and the key store {path} does not exist: "
                           f"ALTM_KEYSTORE must name the key store that sealed them (by default "
                           f"{Path(settings.data_dir) / KEYSTORE_FILE}); nothing was created")
+
+
+def _refuse_foreign_keystore(settings: Settings, store: KeyStore) -> None:
+    """A key store that knows none of the keys the embedded log's latest records were sealed with is another
+    deployment's (ALTM_KEYSTORE naming another data dir's ``keys.db``): refused (an erasure had shredded keys in
+    it, and the erased session's records stayed readable with the data dir's own). A key it knows as destroyed
+    counts as known."""
+    bus = settings.bus or ""
+    if not bus.startswith("sqlite:///"):
+        return
+    kids = {kid for value in recent_values(_path_of(bus, "sqlite")) if (kid := sealed_kid(value)) is not None}
+    if not kids:
+        return
+    if not any(_knows(store, kid) for kid in sorted(kids)):
+        raise WiringError(f"the key store {store.location} holds none of the keys the log "
+                          f"{_path_of(bus, 'sqlite')} was sealed with: ALTM_KEYSTORE names another deployment's key "
+                          f"store, or the log is another deployment's (the data dir's own key store is "
+                          f"{Path(settings.data_dir) / KEYSTORE_FILE})")
+
+
+def _knows(store: KeyStore, kid: str) -> bool:
+    """The key store has (or had, and destroyed) the data key ``kid``."""
+    try:
+        return store.destroyed(kid) or store.get(kid) is not None
+    except KeyStoreError:  # "not in the key store"
+        return False
 
 
 def _open_kafka_keystore(settings: Settings, *, read_only: bool) -> KeyStore | None:

@@ -26,6 +26,7 @@ from altm.bus.sealing._sealer import (
     is_shredded,
     owner_of,
     sealed_by,
+    sealed_kid,
 )
 
 __all__ = [
@@ -53,4 +54,5 @@ __all__ = [
     "master_id",
     "owner_of",
     "sealed_by",
+    "sealed_kid",
 ]

@@ -44,6 +44,16 @@ def is_sealed(value: bytes) -> bool:
     return value.startswith(MAGIC)
 
 
+def sealed_kid(value: bytes) -> str | None:
+    """The id of the data key a sealed value names (None for a value in the clear or a damaged one)."""
+    if not is_sealed(value):
+        return None
+    try:
+        return value[len(MAGIC):len(MAGIC) + _KID].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
 def is_shredded(record: Record) -> bool:
     return any(name == SHREDDED_HEADER for name, _ in record.headers)
 

@@ -101,7 +101,9 @@ async def test_shards_bound_to_another_log_are_refused(settings: Settings, tmp_p
             await rt.publish([make_turn(1, f"written in {target.data_dir.name}")])
             await rt.run_until_idle()
     before = rows(s.data_dir, "SELECT memory_id FROM memories")
-    shutil.copy(other.data_dir / "log.db", s.data_dir / "log.db")  # the log was replaced by another one
+    shutil.copy(other.data_dir / "log.db", s.data_dir / "log.db")  # the log was replaced by another one, with
+    for name in ("keys.db", "keys.db.master"):                        # its key store (a key store that knows none
+        shutil.copy(other.data_dir / name, s.data_dir / name)           # of the log's keys is refused earlier)
     deployment = await open_deployment(s, pipeline=True)
     try:
         with pytest.raises(LogBindingError, match="offsets of another log"):
