@@ -182,6 +182,8 @@ class GovernProcessor(Processor):
         if not said_by_user(mem):  # only the user's own statements form the persona
             return []
         atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
+        if self._chat is not None:  # what is about to be erased (a replay) is no version the model reads
+            atoms = [a for a in atoms if not reader.erasure_pending(a.scope, [a.memory_id, *a.evidence])]
         # the same statement made in several sessions is one facet version, cited from its first atom,
         # whichever of those atoms was processed first (the state must not depend on arrival order)
         first = min((a for a in atoms if norm(a.content) == norm(mem.content) and not rejected(a)), key=order,
