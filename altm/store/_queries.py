@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from altm.core import Layer, Scope, partition_for, rejection_item
+from altm.store._conversation import conversation_key
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
 from altm.store._shardset import ShardSet
@@ -19,6 +20,7 @@ from altm.store._tx import MEMORY_ID
 
 Row = dict[str, Any]
 
+_ROLE_RANK = "CASE m.role WHEN 'user' THEN 0 WHEN 'assistant' THEN 1 ELSE 2 END"
 _LISTED = ("m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id, m.layer, m.kind, m.content, "
            "m.content_hash, m.session_id, m.source_id, m.role, m.valid_from, m.method, m.trust_status, m.lc_state, "
            "m.lc_pinned")
@@ -75,12 +77,15 @@ class MemoryQueries(_Routed):
         if kind is not None:
             conditions.append("m.kind = ?")
             args.append(kind)
+        # oldest first; at one time, a turn's user message before its reply (a reply is dated at its question's
+        # time), each page in conversation order (turn ids in their natural order: altm.store._conversation)
         sql = (f"SELECT {_LISTED} FROM memories m" + (" WHERE " + " AND ".join(conditions) if conditions else "")
-               + " ORDER BY m.valid_from, m.memory_id LIMIT ? OFFSET ?")
+               + f" ORDER BY m.valid_from, m.source_id, {_ROLE_RANK}, m.memory_id LIMIT ? OFFSET ?")
         if scope is not None:
-            return [_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])]
+            return sorted((_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])),
+                          key=conversation_key)
         rows = [_with_scope(r) for r in self._everywhere(sql, [*args, limit + offset, 0])]
-        rows.sort(key=lambda r: (r["valid_from"] or "", r["memory_id"]))
+        rows.sort(key=conversation_key)
         return rows[offset : offset + limit]
 
 
