@@ -91,7 +91,7 @@ def resolve(settings: Settings) -> Settings:
     if bus is None and settings.broker:
         bus = settings.broker if "://" in settings.broker else f"kafka://{settings.broker}"
     recorded = recorded_deployment(data_dir)
-    if bus is None and recorded is not None:
+    if recorded is not None and bus in (None, str(recorded["bus"])):  # the data dir's own bus, named or not
         bus = str(recorded["bus"])
         for key in ("partitions", "topic_prefix"):
             if key not in explicit and key in recorded:
