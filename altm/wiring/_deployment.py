@@ -170,6 +170,29 @@ def _refuse_orphaned_shards(settings: Settings) -> None:
             shards.close()
 
 
+async def _topics_partition_count(settings: Settings, *, explicit: bool) -> Settings:
+    """``settings`` with the partition count of the deployment's topics on Kafka (the workers' and the host SDK's),
+    where its own came from a default; an explicit count that differs is refused. A reader with its own count
+    (a read replica, the retrieval service, an admin command given --broker) routed users to shards that do not
+    hold their memories and answered with nothing."""
+    topic = topic_name(Topic.TURNS, settings.topic_prefix)
+    bus = KafkaBus(parse_broker_url(settings.bus or ""))
+    try:
+        await bus.start()
+        count = await bus.existing_partitions(topic)
+    except Exception as exc:  # the broker away: the deployment's start says so
+        log.warning("could not ask the broker for %s's partition count: %s", topic, exc)
+        return settings
+    finally:
+        await bus.stop()
+    if count is None or count == settings.partitions:  # no such topic yet: nothing to agree with
+        return settings
+    if explicit:
+        raise WiringError(f"topic {topic!r} has {count} partitions, not {settings.partitions} (ALTM_PARTITIONS): "
+                          "every process of a deployment routes users by the topics' count; leave it unset")
+    return settings.model_copy(update={"partitions": count})
+
+
 async def open_deployment(
     settings: Settings, *, pipeline: bool = False, read_only: bool = False,
     processors: Sequence[Processor] | None = None, llm_settings: dict[ModelTask, LLMSettings] | None = None,
@@ -180,8 +203,11 @@ async def open_deployment(
     and the log read-only and refuses every publish. ``vectors_from``: a data dir (a replay's source) whose
     embedded vector index, opened read-only, gives the vectors of memories with the same id and content, so
     they are not computed again."""
+    explicit = "partitions" in settings.model_fields_set
     settings = resolve(settings)
     kafka = (settings.bus or "").startswith("kafka://")
+    if kafka:
+        settings = await _topics_partition_count(settings, explicit=explicit)
     if pipeline and kafka:
         raise WiringError("the Kafka runtime runs in `altm worker` processes, not in this one")
     if pipeline and read_only:
@@ -196,7 +222,15 @@ async def open_deployment(
     shards = ShardSet(settings.data_dir, settings.partitions, read_only=(read_only or kafka) and not follows)
     models = open_models(settings, shards, llm_settings)
     try:
-        vectors = open_vectors(settings, models.embedding, read_only=not (pipeline or follows))
+        if kafka and not follows and (settings.vectors or "").startswith("edge:///"):
+            # the workers' embedded index: a reader holding it (its lock is exclusive) kept a worker that started
+            # after it from running at all; a read replica, or a Qdrant server, gives a Kafka reader its vectors
+            log.warning("recall without its vector channel: the embedded vector index of %s belongs to the "
+                        "workers (ALTM_READ_REPLICA=true or a Qdrant server gives this process vectors)",
+                        settings.data_dir)
+            vectors = None
+        else:
+            vectors = open_vectors(settings, models.embedding, read_only=not (pipeline or follows))
     except VectorIndexBusy as exc:
         if pipeline:
             await models.aclose()

@@ -139,6 +139,12 @@ class KafkaBus(Bus):
             await asyncio.sleep(0.1)
         raise BusError(f"topics {[s.name for s in specs]} did not appear in broker metadata")
 
+    async def existing_partitions(self, topic: str) -> int | None:
+        """The partition count of ``topic`` as the broker has it; None when it does not exist."""
+        if self._admin is None:
+            raise BusError("the Kafka bus is not started")
+        return (await self._describe([topic])).get(topic)
+
     async def _describe(self, names: list[str]) -> dict[str, int]:
         assert self._admin is not None
         out: dict[str, int] = {}
