@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
 TRACER = trace.get_tracer("altm")
 """Spans carry names, presets, counts and sizes: never memory content."""
@@ -32,5 +32,8 @@ RECALL_STEP_SECONDS = Histogram(
     ["step"], buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5))
 BUNDLE_TOKENS = Histogram("altm_bundle_tokens", "Tokens of a context bundle prepare_turn returned",
                           buckets=(50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000))
+RECALL_DEGRADED = Counter("altm_recall_degraded_total",
+                          "Recalls answered without a channel whose model or index failed (the vector channel)",
+                          ["channel"])
 PREPARE_SECONDS = Histogram("altm_prepare_turn_seconds", "Time to answer prepare_turn (recall, bundle, publish)",
                             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))

@@ -45,8 +45,9 @@ async def test_recall_answers_from_the_word_channels_while_the_embedding_endpoin
             await rt.run_until_idle()
             assert d.vectors.count() > 0  # embedded while the endpoint was up
             endpoint.close()  # the provider is down from here
-            result = d.app.search(SCOPE, "s2", "which Postgres cluster stores billing invoices?")
+            # the search's default preset admits other sessions' messages only through their capsules: asked in s1
+            result = d.app.search(SCOPE, "s1", "which Postgres cluster stores billing invoices?")
             assert any("ledger-eu" in h.content for h in result.hits)
-            prepared = await d.app.prepare_turn(SCOPE, "s2", "t9", "which Postgres cluster stores billing invoices?",
+            prepared = await d.app.prepare_turn(SCOPE, "s1", "t9", "which Postgres cluster stores billing invoices?",
                                                 800)
     assert "ledger-eu" in prepared.bundle.rendered

@@ -4,6 +4,7 @@ vector filter."""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import unicodedata
@@ -14,9 +15,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from altm.core import Layer, Scope
+from altm.core import Deferred, Layer, Scope
 from altm.models import EmbeddingModel
-from altm.recall._metrics import RECALL_STEP_SECONDS, span
+from altm.recall._metrics import RECALL_DEGRADED, RECALL_STEP_SECONDS, span
 from altm.recall.retrieval._assembly import Scored, grouped, scored
 from altm.recall.retrieval._concurrent import Concurrent
 from altm.recall.retrieval._config import SearchConfig, preset
@@ -34,8 +35,12 @@ from altm.recall.retrieval._policy import ScopePolicy, vector_filters
 from altm.recall.retrieval._temporal import time_anchors, time_prior
 from altm.recall.retrieval._terms import TermStatistics
 from altm.store import CandidateRow, SearchQueries, ShardSet
-from altm.vectors import VectorHit, VectorIndex
+from altm.vectors import VectorHit, VectorIndex, VectorIndexError
 
+log = logging.getLogger("altm.recall")
+
+VECTOR_WIDENING = 16
+"""How much further than its candidates the vector channel searches when the scope policy leaves too few."""
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _IDENTIFIER = re.compile(r"\b[\w.\-/]*(?:\d|_|\w[.\-/]\w)[\w.\-/]*\b")
 STOPWORDS = frozenset(
@@ -160,10 +165,26 @@ class Retriever:
         try:
             self._words(queries, query, policy, config, channels)
         finally:
-            nearest_hits = nearest.result() if nearest is not None else []
-        if nearest is not None:
-            channels.run("vector", lambda: self._vector(queries, nearest_hits, policy))
+            found = self._nearest_result(nearest)
+        if nearest is not None and found is not None:
+            vec, hits = found
+            channels.run("vector", lambda: self._vector(queries, vec, hits, policy, config.candidates))
             channels.timings_ms["vector"] += nearest.elapsed_ms
+
+    @staticmethod
+    def _nearest_result(nearest: Concurrent[tuple[list[float], list[VectorHit]]] | None
+                        ) -> tuple[list[float], list[VectorHit]] | None:
+        """The vector search's result; None when there is none, or when the embedding model or the index
+        failed: recall goes on without its vector channel (an embedding endpoint's outage had failed every
+        prepare_turn, though the word and graph channels need no model)."""
+        if nearest is None:
+            return None
+        try:
+            return nearest.result()
+        except (Deferred, VectorIndexError) as exc:
+            log.warning("recall without its vector channel: %s", exc)
+            RECALL_DEGRADED.labels(channel="vector").inc()
+            return None
 
     def _words(self, queries: SearchQueries, query: str, policy: ScopePolicy, config: SearchConfig,
                channels: _Channels) -> None:
@@ -189,20 +210,29 @@ class Retriever:
         found = _IDENTIFIER.findall(query) + (_IDENTIFIER.findall(compatible) if compatible != query else [])
         return [t for t in dict.fromkeys(found) if len(t) >= 3]
 
-    def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> list[VectorHit]:
+    def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> tuple[list[float], list[VectorHit]]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
         if self.embedding is None or self.vectors is None:
-            return []
+            return [], []
         with span("recall.nearest"):  # on the helper thread, beside the word channels
             vec = self.embedding.embed_query(query)
-            return self.vectors.search_any(vec, vector_filters(policy), limit)
+            return vec, self.vectors.search_any(vec, vector_filters(policy), limit)
 
-    @staticmethod
-    def _vector(queries: SearchQueries, hits: list[VectorHit], policy: ScopePolicy) -> Found:
+    def _vector(self, queries: SearchQueries, vec: list[float], hits: list[VectorHit], policy: ScopePolicy,
+                wanted: int) -> Found:
         """(memory id, cosine) best first. The payload filter scoped the search; the SQL policy now applies
-        what the payload cannot hold (supersession, validity and record time)."""
-        allowed = queries.allowed([h.memory_id for h in hits], policy)
-        return [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
+        what the payload cannot hold (supersession, merges, validity and record time). When it leaves fewer than
+        ``wanted`` of a full page, the search goes on further (up to ``VECTOR_WIDENING`` times as far): the
+        points of merged duplicates (a sentence said in 60 sessions) had filled the page, and the user's other
+        memories were never reached."""
+        limit = len(hits)
+        while True:
+            allowed = queries.allowed([h.memory_id for h in hits], policy)
+            found = [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
+            if len(found) >= wanted or len(hits) < limit or limit >= wanted * VECTOR_WIDENING or self.vectors is None:
+                return found[:wanted]
+            limit *= 4
+            hits = self.vectors.search_any(vec, vector_filters(policy), limit)
 
     def _graph(self, queries: SearchQueries, scope: Scope, seeds: Sequence[str], policy: ScopePolicy,
                config: SearchConfig) -> tuple[list[str], dict[str, list[str]]]:
