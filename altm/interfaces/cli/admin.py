@@ -19,6 +19,7 @@ from altm.interfaces.cli._common import (
     Json,
     PipelineProgress,
     ScopeOpt,
+    _require_data_dir,
     console,
     deployment_for,
     emit_json,
@@ -28,6 +29,8 @@ from altm.interfaces.cli._common import (
     settings_for,
     shown,
 )
+from altm.store import DataDirError
+from altm.vectors import VectorIndexBusy
 from altm.wiring import Deployment, open_read_only, open_vectors, replay_into, resolve, state_hash
 from altm.wiring import open_embedding as _embedding
 
@@ -146,7 +149,13 @@ def sweep(data_dir: DataDir = DEFAULT_DATA_DIR, broker: BrokerOpt = None) -> Non
 def optimize(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
     """Build the vector index's HNSW graphs (run after large ingests; queries work without it, slower)."""
     settings = resolve(settings_for(data_dir))
-    index = open_vectors(settings, _embedding(settings))
+    try:
+        _require_data_dir(settings.bus, data_dir)  # a mistyped --data-dir is refused, not given an index
+        index = open_vectors(settings, _embedding(settings))
+    except DataDirError as exc:
+        fail(str(exc))
+    except VectorIndexBusy as exc:
+        fail(f"{exc}: stop the pipeline (altm ingest, altm serve) before optimising its index")
     if index is None:
         fail("no embedder configured (ALTM_EMBEDDER=none): there is no vector index")
     try:
