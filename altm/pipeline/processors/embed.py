@@ -130,6 +130,10 @@ class EmbedProcessor(Processor):
         if ctx.reader is not None and removed:  # stored again since (forgotten, then folded again): it keeps its point
             again = {m.memory_id for m in ctx.reader.get_each(removed.items())}
             removed = {mid: scope for mid, scope in removed.items() if mid not in again}
+        if ctx.reader is not None:  # about to be erased (a replay that has not reached its erasure): no model reads
+            reader = ctx.reader     # it (a remote embedder was sent a message erased by its id)
+            latest = {mid: m for mid, m in latest.items()
+                      if not reader.erasure_pending(m.scope, [m.memory_id, *m.evidence])}
         await self.put(list(latest.values()), list(removed), current=_stored(ctx))
         return []
 
