@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -21,6 +22,9 @@ from altm.vectors._base import (
     point_uuid,
     stored_points,
 )
+
+_VACUUM = q.EdgeOptimizersConfig(deleted_threshold=0.0, vacuum_min_vector_number=1)
+"""``optimize`` rewrites every segment that holds deleted points (an erased memory's vector leaves the files)."""
 
 
 def edge_filter(flt: VectorFilter) -> q.Filter | None:
@@ -88,7 +92,7 @@ class EdgeVectorIndex(VectorIndex):
         if (self.path / "edge_config.json").exists():
             # unspecified settings (the write-ahead log among them) stay as the shard was created
             vectors = q.EdgeVectorParams(size=self.dim, distance=q.Distance.Cosine, datatype=self._stored_datatype())
-            self._engine = q.EdgeShard.load(str(self.path), q.EdgeConfig(vectors=vectors))
+            self._engine = q.EdgeShard.load(str(self.path), q.EdgeConfig(vectors=vectors, optimizers=_VACUUM))
         else:
             # float16 storage: half the memory-mapped pages of float32 (at 150k points the resident set is ~110 MB
             # smaller); cosine scores of unit vectors move by ~1e-3, below what separates ranks in recall
@@ -97,7 +101,8 @@ class EdgeVectorIndex(VectorIndex):
             # No write-ahead log: Qdrant keeps the whole WAL mapped and its buffers resident (~600 MB at 100k
             # points). The index is derived state: the embed stage flushes it before committing its offsets,
             # so a crash loses nothing that is not re-embedded from the changes topic.
-            self._engine = q.EdgeShard.create(str(self.path), q.EdgeConfig(vectors=vectors, wal_enabled=False))
+            self._engine = q.EdgeShard.create(str(self.path), q.EdgeConfig(vectors=vectors, wal_enabled=False,
+                                                                           optimizers=_VACUUM))
             for name in KEYWORD_FIELDS:
                 self._engine.update(q.UpdateOperation.create_field_index(name, q.PayloadSchemaType.Keyword))
 
@@ -140,8 +145,18 @@ class EdgeVectorIndex(VectorIndex):
         ]))
 
     def delete(self, memory_ids: Sequence[str]) -> None:
-        if memory_ids:
-            self._writable().update(q.UpdateOperation.delete_points([point_uuid(m) for m in memory_ids]))
+        """Remove the points of ``memory_ids``. Qdrant only marks a point deleted, its vector stays in the segment's
+        files: each point is first overwritten in place with a constant vector and no payload (an erased memory's
+        embedding, which confirms a guessed sentence, stayed in the data dir's files), then deleted; a segment
+        made immutable by an optimisation keeps the old bytes until the next ``optimize`` vacuums it."""
+        if not memory_ids:
+            return
+        held = list(self.points(memory_ids))
+        if held:
+            blank = [1.0 / math.sqrt(self.dim)] * self.dim
+            self._writable().update(q.UpdateOperation.upsert_points(
+                [q.Point(point_uuid(m), blank, {"memory_id": m}) for m in held]))
+        self._writable().update(q.UpdateOperation.delete_points([point_uuid(m) for m in memory_ids]))
 
     def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
         hits = self.engine.query(q.QueryRequest(
