@@ -225,7 +225,7 @@ class Retriever:
         ``wanted`` of a full page, the search goes on further (up to ``VECTOR_WIDENING`` times as far): the
         points of merged duplicates (a sentence said in 60 sessions) had filled the page, and the user's other
         memories were never reached."""
-        limit = len(hits)
+        limit = wanted  # the first search asked this many
         while True:
             allowed = queries.allowed([h.memory_id for h in hits], policy)
             found = [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
