@@ -77,13 +77,13 @@ class MemoryQueries(_Routed):
         if kind is not None:
             conditions.append("m.kind = ?")
             args.append(kind)
-        # oldest first; at one time, a turn's user message before its reply (a reply is dated at its question's
-        # time), each page in conversation order (turn ids in their natural order: altm.store._conversation)
+        # oldest first, in conversation order (altm.store._conversation): at one time, turn ids in their natural
+        # order ("s1-t2" before "s1-t10", the shard's natural_key function) and a turn's user message before its
+        # reply; the pages are cut in that order (cut in the text order of turn ids, a page held turn 10 before 3)
         sql = (f"SELECT {_LISTED} FROM memories m" + (" WHERE " + " AND ".join(conditions) if conditions else "")
-               + f" ORDER BY m.valid_from, m.source_id, {_ROLE_RANK}, m.memory_id LIMIT ? OFFSET ?")
+               + f" ORDER BY m.valid_from, natural_key(m.source_id), {_ROLE_RANK}, m.memory_id LIMIT ? OFFSET ?")
         if scope is not None:
-            return sorted((_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])),
-                          key=conversation_key)
+            return [_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])]
         rows = [_with_scope(r) for r in self._everywhere(sql, [*args, limit + offset, 0])]
         rows.sort(key=conversation_key)
         return rows[offset : offset + limit]

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from altm.core import Scope
+from altm.core import Scope, natural_key
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
 from altm.store._redaction import redact_json, redact_reason_json
@@ -75,6 +75,7 @@ class Shard:
         conn.execute("PRAGMA busy_timeout=5000")
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
         conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
+        conn.create_function("natural_key", 1, natural_key, deterministic=True)  # turn ids in conversation order
         conn.row_factory = sqlite3.Row
         self._conn = conn
         return self
