@@ -162,6 +162,9 @@ class GovernProcessor(Processor):
         it vanished into the rejected atom, out of recall with it)."""
         same = sorted((m for m in reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash)
                        if not rejected(m)), key=order)
+        if self._chat is not None:  # one about to be erased (a replay) is no canonical atom: on the model path
+            # it made no facet (its text goes to no model), so a re-statement folded into it was left with none
+            same = [m for m in same if not reader.erasure_pending(m.scope, [m.memory_id, *m.evidence])]
         if len(same) < 2:
             return []
         canonical = same[0]
