@@ -193,6 +193,11 @@ def _refuse_foreign_keystore(settings: Settings, store: KeyStore) -> None:
     kids = {kid for value in recent_values(_path_of(bus, "sqlite")) if (kid := sealed_kid(value)) is not None}
     if not kids:
         return
+    if isinstance(store, SqliteKeyStore):
+        try:
+            store.check_master()  # the store's own reason, not "another deployment's key store"
+        except KeyStoreError as exc:
+            raise WiringError(str(exc)) from None
     if not any(_knows(store, kid) for kid in sorted(kids)):
         raise WiringError(f"the key store {store.location} holds none of the keys the log "
                           f"{_path_of(bus, 'sqlite')} was sealed with: ALTM_KEYSTORE names another deployment's key "
@@ -201,7 +206,11 @@ def _refuse_foreign_keystore(settings: Settings, store: KeyStore) -> None:
 
 
 def _knows(store: KeyStore, kid: str) -> bool:
-    """The key store has (or had, and destroyed) the data key ``kid``."""
+    """The key store has (or had, and destroyed) the data key ``kid``; a SQLite store is asked without
+    unwrapping (wrapped by another master key, it is this deployment's store: the first key opened says which
+    master key it needs, as before)."""
+    if isinstance(store, SqliteKeyStore):
+        return store.holds(kid)
     try:
         return store.destroyed(kid) or store.get(kid) is not None
     except KeyStoreError:  # "not in the key store"

@@ -284,6 +284,23 @@ class SqliteKeyStore(KeyStore):
             f"data key {kid} is not in the key store {self.path}: the record was sealed with another key store "
             "(set ALTM_KEYSTORE, or ALTM_DATA_DIR, to the deployment's own)")
 
+    def holds(self, kid: str) -> bool:
+        """This store has the data key ``kid``, or had it and destroyed it (nothing is unwrapped: a store wrapped
+        by another master key still holds its keys)."""
+        with self._lock:
+            return (self._db.execute("SELECT 1 FROM data_keys WHERE kid=?", (kid,)).fetchone() is not None
+                    or self._db.execute("SELECT 1 FROM destroyed_keys WHERE kid=?", (kid,)).fetchone() is not None)
+
+    def check_master(self) -> None:
+        """Raise :class:`KeyStoreError` when this store's data keys are wrapped by master keys other than the one
+        given (an interrupted rotation, an old ``ALTM_MASTER_KEY``): it says which, and where the new one is."""
+        wrapping = self.master_ids()
+        if wrapping and self._master_id not in wrapping:
+            raise KeyStoreError(
+                f"the data keys in {self.path} are wrapped by master key {', '.join(sorted(wrapping))}, not by the "
+                f"one given ({self._master_id}): set {MASTER_KEY_ENV} (or restore {self.master_path}) to the key "
+                f"store's own (a rotation interrupted after rewrapping left the new one in {self.master_path}.new)")
+
     def retired(self, kid: str) -> bool:
         with self._lock:
             row = self._db.execute("SELECT retired_ms FROM data_keys WHERE kid=?", (kid,)).fetchone()
