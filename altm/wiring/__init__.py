@@ -13,6 +13,7 @@ from pathlib import Path
 
 from altm.app.stats import state_hash as _hash
 from altm.app.stats import vector_freshness as stats_vector_freshness
+from altm.bus.embedded import writer_running
 from altm.core import Settings
 from altm.store import DataDirError
 from altm.vectors import VectorIndexBusy
@@ -42,6 +43,10 @@ def vector_freshness(data_dir: Path, settings: Settings | None = None) -> dict[s
     times; None without an embedder or points that know it. Raises :class:`DataDirError` while another process
     holds the embedded index."""
     resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
+    if (resolved.bus or "").startswith("sqlite:///") and writer_running(
+            Path((resolved.bus or "").removeprefix("sqlite:///"))):
+        raise DataDirError("a pipeline runs on the data dir: the state hash reads its shards one after another, "
+                           "so stop that process first (a hash beside it mixes two states)")
     try:
         vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
     except VectorIndexBusy as exc:
@@ -57,6 +62,10 @@ def vector_freshness(data_dir: Path, settings: Settings | None = None) -> dict[s
 def state_hash(data_dir: Path, settings: Settings | None = None) -> str:
     """``altm state-hash``: the derived state of a data dir, its vector index's id set included."""
     resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
+    if (resolved.bus or "").startswith("sqlite:///") and writer_running(
+            Path((resolved.bus or "").removeprefix("sqlite:///"))):
+        raise DataDirError("a pipeline runs on the data dir: the state hash reads its shards one after another, "
+                           "so stop that process first (a hash beside it mixes two states)")
     try:
         vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
     except VectorIndexBusy as exc:

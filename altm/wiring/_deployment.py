@@ -15,7 +15,7 @@ from types import TracebackType
 
 from altm.app import MemoryApp, Publisher
 from altm.bus import Bus, host_record, publish_marked
-from altm.bus.embedded import EmbeddedLog
+from altm.bus.embedded import EmbeddedLog, busy_log, writer_running
 from altm.bus.kafka import KafkaBus, PartitionReader, parse_broker_url
 from altm.bus.sealing import SealedBus
 from altm.core import Event, Settings, Topic, topic_name
@@ -170,6 +170,20 @@ def _refuse_orphaned_shards(settings: Settings) -> None:
             shards.close()
 
 
+def _refuse_to_open(settings: Settings, *, pipeline: bool, read_only: bool, kafka: bool) -> None:
+    """What no deployment of these settings may be opened as, refused before anything is opened."""
+    if pipeline and kafka:
+        raise WiringError("the Kafka runtime runs in `altm worker` processes, not in this one")
+    if pipeline and read_only:
+        raise WiringError("a read-only deployment cannot run the pipeline")
+    if not kafka and not read_only:
+        _refuse_orphaned_shards(settings)
+    if pipeline and (settings.bus or "").startswith("sqlite:///"):
+        log_path = Path((settings.bus or "").removeprefix("sqlite:///"))
+        if writer_running(log_path):  # said first: the vector index, opened before the log, said it in a traceback
+            raise busy_log(log_path)
+
+
 async def _topics_partition_count(settings: Settings, *, explicit: bool) -> Settings:
     """``settings`` with the partition count of the deployment's topics on Kafka (the workers' and the host SDK's),
     where its own came from a default; an explicit count that differs is refused. A reader with its own count
@@ -208,12 +222,7 @@ async def open_deployment(
     kafka = (settings.bus or "").startswith("kafka://")
     if kafka:
         settings = await _topics_partition_count(settings, explicit=explicit)
-    if pipeline and kafka:
-        raise WiringError("the Kafka runtime runs in `altm worker` processes, not in this one")
-    if pipeline and read_only:
-        raise WiringError("a read-only deployment cannot run the pipeline")
-    if not kafka and not read_only:
-        _refuse_orphaned_shards(settings)
+    _refuse_to_open(settings, pipeline=pipeline, read_only=read_only, kafka=kafka)
     bus = open_bus(settings, read_only=read_only)
     # without the pipeline this process only reads the store: a Kafka client (admin commands, the retrieval
     # service) opens the workers' shards read-only and leaves their vector index to them; a read replica

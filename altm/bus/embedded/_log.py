@@ -79,10 +79,7 @@ class EmbeddedLog(Bus):
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 lock.close()
-                raise BusError(
-                    f"the embedded log {self.path} is open for writing by another process "
-                    "(one writer process at a time; readers may open it with read_only=True)"
-                ) from None
+                raise busy_log(self.path) from None
             self._lock_file = lock
             self._conn = sqlite3.connect(self.path, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -364,6 +361,28 @@ class EmbeddedConsumer(Consumer):
 
 def default_log_path(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "log.db"
+
+
+def writer_running(path: Path) -> bool:
+    """Whether a process has the embedded log ``path`` open for writing now (its lock is held): a pipeline runs
+    on the data dir."""
+    lock = path.with_name(path.name + ".lock")
+    if not lock.exists():
+        return False
+    with lock.open("rb") as held:
+        try:
+            fcntl.flock(held.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+    return False
+
+
+def busy_log(path: Path) -> BusError:
+    """The refusal of a second writer process of the embedded log ``path``."""
+    return BusError(f"the embedded log {path} is open for writing by another process (one writer process at a "
+                    "time; readers may open it with read_only=True): stop it first, or send the request to it "
+                    "(altm serve's HTTP API)")
 
 
 def recent_values(path: Path) -> list[bytes]:

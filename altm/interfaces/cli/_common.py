@@ -22,6 +22,7 @@ from altm.bus import BusError
 from altm.core import DecodeError, Scope, Settings, visible
 from altm.pipeline import LogBindingError
 from altm.store import DataDirError, ShardError
+from altm.vectors import VectorIndexBusy
 from altm.wiring import Deployment, ReadOnlyError, WiringError, open_deployment, resolve
 
 # memory content, ids and reasons are untrusted text: never read as Rich markup (a stored "[/]" crashed a listing,
@@ -37,7 +38,7 @@ BrokerOpt = Annotated[str | None, typer.Option(
 Json = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
 KNOWN_ERRORS = (ProtocolError, BusError, LogBindingError, DataDirError, ShardError, WiringError, ReadOnlyError,
-                DecodeError, ValueError)
+                DecodeError, ValueError, VectorIndexBusy)
 T = TypeVar("T")
 
 
