@@ -9,11 +9,13 @@ Every CLI, HTTP and MCP entry point opens its deployment through :func:`open_dep
 :func:`open_embedded` / :func:`open_read_only`); ``altm worker`` through :func:`run_worker`.
 """
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from altm.app.stats import state_hash as _hash
 from altm.app.stats import vector_freshness as stats_vector_freshness
-from altm.bus.embedded import writer_running
+from altm.bus import BusError
+from altm.bus.embedded import writers_kept_out
 from altm.core import Settings
 from altm.store import DataDirError
 from altm.vectors import VectorIndexBusy
@@ -43,10 +45,6 @@ def vector_freshness(data_dir: Path, settings: Settings | None = None) -> dict[s
     times; None without an embedder or points that know it. Raises :class:`DataDirError` while another process
     holds the embedded index."""
     resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
-    if (resolved.bus or "").startswith("sqlite:///") and writer_running(
-            Path((resolved.bus or "").removeprefix("sqlite:///"))):
-        raise DataDirError("a pipeline runs on the data dir: the state hash reads its shards one after another, "
-                           "so stop that process first (a hash beside it mixes two states)")
     try:
         vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
     except VectorIndexBusy as exc:
@@ -62,10 +60,22 @@ def vector_freshness(data_dir: Path, settings: Settings | None = None) -> dict[s
 def state_hash(data_dir: Path, settings: Settings | None = None) -> str:
     """``altm state-hash``: the derived state of a data dir, its vector index's id set included."""
     resolved = resolve((settings or Settings()).model_copy(update={"data_dir": data_dir}))
-    if (resolved.bus or "").startswith("sqlite:///") and writer_running(
-            Path((resolved.bus or "").removeprefix("sqlite:///"))):
-        raise DataDirError("a pipeline runs on the data dir: the state hash reads its shards one after another, "
-                           "so stop that process first (a hash beside it mixes two states)")
+    # no writer starts while the shards are read one after another (beside one, the hash mixed two states)
+    try:
+        with _no_writer(resolved.bus or ""):
+            return _hash_of(resolved, data_dir)
+    except BusError as exc:  # a pipeline runs on the data dir
+        raise DataDirError(f"{exc}; the state hash reads the shards one after another: stop that process "
+                           "first (a hash beside it mixes two states)") from None
+
+
+def _no_writer(bus: str) -> AbstractContextManager[None]:
+    """No writer of an embedded log starts while the block runs (see ``writers_kept_out``)."""
+    return writers_kept_out(Path(bus.removeprefix("sqlite:///"))) if bus.startswith("sqlite:///") else nullcontext()
+
+
+def _hash_of(resolved: Settings, data_dir: Path) -> str:
+    """The state hash, the vector index's ids included."""
     try:
         vectors = open_vectors(resolved, open_embedding(resolved), read_only=True)
     except VectorIndexBusy as exc:

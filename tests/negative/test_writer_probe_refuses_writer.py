@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,24 +51,33 @@ def test_a_probe_does_not_refuse_a_writer_that_starts_meanwhile(tmp_path: Path,
     asyncio.run(_start_and_stop(path))  # a data dir whose pipeline stopped: its lock file is there, unheld
     assert writer_running(path) is False
     outcome: list[str] = []
+    writers: list[threading.Thread] = []
+
+    def start() -> None:  # another process's pipeline, starting while the probe holds its lock
+        try:
+            asyncio.run(_start_and_stop(path))
+            outcome.append("started")
+        except BusError as exc:
+            outcome.append(f"refused: {exc}")
 
     class Probing:
-        """``fcntl`` as the log module sees it: while the probe holds its shared lock, a writer starts."""
+        """``fcntl`` as the log module sees it: while the probe holds its shared lock, a writer starts (in a
+        thread of its own, as another process would: the probe goes on and releases its lock meanwhile)."""
 
         def __getattr__(self, name: str) -> Any:
             return getattr(fcntl, name)
 
         def flock(self, fd: int, operation: int) -> None:
             fcntl.flock(fd, operation)
-            if operation & fcntl.LOCK_SH and not outcome:
-                try:
-                    asyncio.run(_start_and_stop(path))
-                    outcome.append("started")
-                except BusError as exc:
-                    outcome.append(f"refused: {exc}")
+            if operation & fcntl.LOCK_SH and not writers:
+                writers.append(threading.Thread(target=start))
+                writers[0].start()
+                time.sleep(0.05)  # the writer asks for the lock while the probe holds it
 
     monkeypatch.setattr(log_module, "fcntl", Probing())
     running = writer_running(path)
+    for writer in writers:
+        writer.join(10)
     monkeypatch.undo()
     assert running is False  # the probe itself says no writer runs
     assert outcome == ["started"], (

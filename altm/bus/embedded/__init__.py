@@ -8,8 +8,10 @@ from altm.bus.embedded._log import (
     log_topics,
     recent_values,
     writer_running,
+    writers_kept_out,
 )
 from altm.bus.embedded._outbox import LocalOutbox, Pending
 
 __all__ = ["EmbeddedConsumer", "EmbeddedLog", "LocalOutbox", "Pending", "busy_log", "default_log_path",
-           "log_topics", "recent_values", "writer_running"]
+           "log_topics", "recent_values", "writer_running",
+           "writers_kept_out"]

@@ -13,7 +13,8 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -75,11 +76,9 @@ class EmbeddedLog(Bus):
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = self.path.with_name(self.path.name + ".lock").open("wb")
-            try:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+            if not _exclusive(lock):
                 lock.close()
-                raise busy_log(self.path) from None
+                raise busy_log(self.path)
             self._lock_file = lock
             self._conn = sqlite3.connect(self.path, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -361,6 +360,45 @@ class EmbeddedConsumer(Consumer):
 
 def default_log_path(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "log.db"
+
+
+WRITER_LOCK_WAIT_S = 1.0
+"""How long a writer waits for the log's lock: a reader's probe or a state hash holds it shared for a moment."""
+
+
+def _exclusive(lock: IO[bytes]) -> bool:
+    """The exclusive lock on ``lock``, waiting up to ``WRITER_LOCK_WAIT_S`` (a pipeline that started at the instant
+    a probe held it shared failed as if another process wrote the log)."""
+    deadline = time.monotonic() + WRITER_LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+
+@contextmanager
+def writers_kept_out(path: Path) -> Iterator[None]:
+    """While the block runs, no process opens the embedded log ``path`` for writing (a shared lock on its lock
+    file is held): what reads the shards one after another sees one state. Raises :func:`busy_log` when a writer
+    has it now. A data dir that cannot hold the lock file (read-only) is read as it is."""
+    try:
+        held = path.with_name(path.name + ".lock").open("ab")
+    except OSError:
+        yield
+        return
+    with held:
+        try:
+            fcntl.flock(held.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy_log(path) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(held.fileno(), fcntl.LOCK_UN)
 
 
 def writer_running(path: Path) -> bool:
