@@ -13,6 +13,7 @@ from altm.core import Role, TurnEvent
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.store import state_rows
+from altm.app.stats import state_hash as stored_hash
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
 from tests.support.rows import EVIDENCE
@@ -23,6 +24,12 @@ TWINS = [
     make_turn(1, "The staging cluster runs on Kubernetes 1.29 in Frankfurt.", session="s1"),
     make_turn(2, "The staging cluster runs on Kubernetes 1.30 in Dublin.", session="s2"),
 ]
+
+
+def running_hash(data_dir: Path) -> str:
+    """The state hash of a data dir whose pipeline this test runs (idle): ``altm state-hash`` refuses a data dir
+    a pipeline holds; there is no vector index here (no embedder)."""
+    return stored_hash(data_dir, None)
 
 
 def memory_state(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -83,10 +90,10 @@ async def test_a_pinned_memory_survives_retention_and_forgetting_repairs_evidenc
         await app.feedback(SCOPE, [pinned["memory_id"]], "pin")
         await rt.run_until_idle()
         later = datetime(2026, 11, 2, tzinfo=UTC) + timedelta(days=90)
-        before = state_hash(s.data_dir)
+        before = running_hash(s.data_dir)
         preview = app.admin.retention_candidates(later)
         assert pinned["memory_id"] not in {c["memory_id"] for c in preview}
-        assert state_hash(s.data_dir) == before  # the preview changed nothing
+        assert running_hash(s.data_dir) == before  # the preview changed nothing
         assert await app.admin.retention(later) == len(preview) > 0
         await rt.run_until_idle()
         remaining = {r["memory_id"]: r for r in _rows(s.data_dir, "SELECT * FROM memories")}
@@ -139,7 +146,7 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
         assert ("forget", "rolled_back") in {
             (e["decision"], e["step"]) for e in app.governance_events(SCOPE)
         }
-        after = state_hash(s.data_dir)  # memories as before, plus the decision's governance trail
+        after = running_hash(s.data_dir)  # memories as before, plus the decision's governance trail
         fresh = s.data_dir.parent / "fresh-rb"  # forget and rollback both replay
         await replay_into(s.data_dir, fresh, settings=s)
         assert state_hash(fresh) == after
@@ -148,7 +155,7 @@ async def test_rollback_restores_the_exact_prior_rows(settings: Settings) -> Non
         # a second rollback of the same decision changes nothing
         await app.rollback(SCOPE, decision)
         await rt.run_until_idle()
-        assert memory_state(s.data_dir) == before and state_hash(s.data_dir) == after
+        assert memory_state(s.data_dir) == before and running_hash(s.data_dir) == after
 
 
 async def test_merges_and_deferrals_are_recorded_as_governance_events(settings: Settings) -> None:
