@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 
 from altm.app import Feedback
+from altm.app.stats import state_hash as stored_hash
 from altm.core import Role, TurnEvent
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.store import state_rows
-from altm.app.stats import state_hash as stored_hash
 from altm.wiring import replay_into, state_hash
 from tests.support.memories import store_with
 from tests.support.rows import EVIDENCE
