@@ -50,7 +50,7 @@ async def test_the_state_hash_covers_the_vector_index(settings: Settings) -> Non
         await rt.publish(TWINS)
         await rt.run_until_idle()
         # a second handle would corrupt the one the pipeline writes through (the log's writer is refused first)
-        with pytest.raises(DataDirError, match="open (in|for writing by) another process"):
+        with pytest.raises(DataDirError, match=r"open (in|for writing by) another process"):
             state_hash(settings.data_dir)
     full = state_hash(settings.data_dir)
     async with embedded(settings) as d:
