@@ -107,7 +107,8 @@ TURNS_KEPT = 10_000
 
 
 def _turn_name(turn: TurnEvent) -> str:
-    return f"{turn.scope.path}/{turn.session_id}/{turn.turn_id}"
+    """A turn's message by who said it: the user's question and the assistant's reply of one turn id."""
+    return f"{turn.scope.path}/{turn.session_id}/{turn.turn_id}/{turn.role.value}"
 
 
 def cycle_event(cycle: RuntimeCycle, timestamp: datetime) -> ControlEvent:
@@ -159,13 +160,15 @@ class ProtocolService:
                 self._turns.popitem(last=False)
 
     def _turn_unused(self, turn: TurnEvent, key: str) -> None:
-        """A turn id names one message: a prepare of a stored turn with other content, under another key, is a
-        conflict (the writer would refuse the message as a change of an append-only L0 row, after the caller
-        was told it was prepared)."""
+        """A turn id names one message of each speaker: a prepare of a stored turn with other content, or a commit
+        of another reply to a turn already answered, under another key, is a conflict (the writer would refuse the
+        message as a change of an append-only L0 row, after the caller was told it was prepared or committed: a
+        regenerated answer was lost that way)."""
+        done = "prepared" if turn.role is Role.USER else "answered"
         said = self._turns.get(_turn_name(turn))
-        if said is not None and said != sha256_hex(turn.content.encode()):  # prepared here, maybe not stored yet
+        if said is not None and said != sha256_hex(turn.content.encode()):  # said here, maybe not stored yet
             raise IdempotencyConflict(
-                f"turn {turn.turn_id!r} of session {turn.session_id!r} was prepared with other content; idempotency "
+                f"turn {turn.turn_id!r} of session {turn.session_id!r} was {done} with other content; idempotency "
                 f"key {key!r} cannot give it new content: use a new turn id")
         try:
             stored = self.recall.memory(turn.scope, l0_memory_id(turn))
@@ -173,8 +176,8 @@ class ProtocolService:
             return
         if stored["content"] != turn.content:
             raise IdempotencyConflict(
-                f"turn {turn.turn_id!r} of session {turn.session_id!r} is stored with other content; idempotency "
-                f"key {key!r} cannot give it new content: use a new turn id")
+                f"turn {turn.turn_id!r} of session {turn.session_id!r} is stored {done} with other content; "
+                f"idempotency key {key!r} cannot give it new content: use a new turn id")
 
     def _check_content(self, content: str) -> None:
         if (why := content_over_limit(content, self.max_content_bytes)) is not None:
@@ -228,6 +231,9 @@ class ProtocolService:
         """A prepare under its cycle's and turn's locks: a retry of the cycle, or a new one published."""
         existing = self.cycles.get(cycle_id)
         if existing is not None:
+            if existing.state is CycleState.ABORTED:  # a retry would get a cycle its commit is refused for
+                raise CycleStateError(f"cycle {cycle_id} of turn {turn_id!r} was aborted ({existing.abort_reason}); "
+                                      "prepare the turn again under a new idempotency key")
             if existing.request_hash != request_hash:
                 raise IdempotencyConflict(
                     f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
@@ -304,9 +310,11 @@ class ProtocolService:
         # were dated by the wall clock, years after their questions and after every later question); it follows
         # that message in conversation order (same turn id, the user's first: altm.store's conversation order)
         said = cycle.created_at
-        events: list[Event] = [TurnEvent(
-            scope=cycle.scope, session_id=cycle.session_id, turn_id=cycle.turn_id, role=Role.ASSISTANT,
-            content=assistant_content, timestamp=said, cycle_id=cycle_id, cited_memory_ids=tuple(cited))]
+        reply = TurnEvent(scope=cycle.scope, session_id=cycle.session_id, turn_id=cycle.turn_id, role=Role.ASSISTANT,
+                          content=assistant_content, timestamp=said, cycle_id=cycle_id, cited_memory_ids=tuple(cited))
+        # another cycle of the turn was committed with another reply
+        self._turn_unused(reply, cycle.idempotency_key or cycle.cycle_id)
+        events: list[Event] = [reply]
         if cited:
             events.append(ControlEvent(
                 event_id=derive_id("ctl", cycle_id, "cited"), scope=cycle.scope, timestamp=ts,
@@ -323,6 +331,7 @@ class ProtocolService:
         events.append(cycle_event(closed, ts))
         await self.publish(events)
         self.cycles.remember(closed)
+        self._said(reply)
         return CommittedTurn(cycle_id=cycle_id, cited_memory_ids=cited)
 
     async def abort_turn(self, cycle_id: str, reason: str) -> RuntimeCycle:
