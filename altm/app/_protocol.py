@@ -173,6 +173,10 @@ class ProtocolService:
         try:
             stored = self.recall.memory(turn.scope, l0_memory_id(turn))
         except NotFound:
+            if self.recall.buried(turn.scope, l0_memory_id(turn)):  # the writer refuses its id for any content
+                raise IdempotencyConflict(
+                    f"turn {turn.turn_id!r} of session {turn.session_id!r} was {done} and that message erased; "
+                    f"idempotency key {key!r} cannot give it new content: use a new turn id") from None
             return
         if stored["content"] != turn.content:
             raise IdempotencyConflict(
@@ -283,7 +287,10 @@ class ProtocolService:
     async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
                           feedback: Feedback | None = None) -> CommittedTurn:
         self._check_content(assistant_content)
-        async with self._one_at_a_time(cycle_id):  # a commit and an abort of one cycle: the second sees the first
+        cycle = self.cycles.find(cycle_id)
+        # a commit and an abort of one cycle, and two commits of one turn's cycles (a turn has one reply): the
+        # second sees the first (the turn's lock, then the cycle's, in prepare_turn's order)
+        async with self._one_at_a_time(f"turn:{cycle.scope.path}/{cycle.session_id}/{cycle.turn_id}", cycle_id):
             return await self._commit(cycle_id, assistant_content, cited_memory_ids, feedback)
 
     async def _commit(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str],

@@ -70,6 +70,10 @@ class RecallService:
             raise NotFound(f"no memory {memory_id} in scope {scope.path}")
         return row
 
+    def buried(self, scope: Scope, memory_id: str) -> bool:
+        """The memory was erased (or forgotten with a tombstone) in ``scope``'s user: its id is spent."""
+        return self._memories.buried(scope, memory_id)
+
     def list_memories(self, scope: Scope | None, *, session_id: str | None = None, layer: str | None = None,
                       kind: str | None = None, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """Memories visible to ``scope`` (the recall policy; every session when none is given), oldest first.

@@ -59,6 +59,13 @@ class MemoryQueries(_Routed):
         rows = self._rows(scope, f"SELECT m.* FROM memories m WHERE m.memory_id = ? AND {where}", [memory_id, *args])
         return memory_row(rows[0]) if rows else None
 
+    def buried(self, scope: Scope, memory_id: str) -> bool:
+        """A tombstone of ``scope``'s user names the memory (erased, or forgotten with a tombstone): its id is
+        spent, whatever it is said again with."""
+        return bool(self._rows(scope, "SELECT 1 FROM tombstones WHERE memory_id = ? AND tenant_id = ? AND "
+                                      "workspace_id = ? AND user_id = ? LIMIT 1",
+                               [memory_id, scope.tenant_id, scope.workspace_id, scope.user_id]))
+
     def listing(self, scope: Scope | None, *, session_id: str | None = None, layer: str | None = None,
                 kind: str | None = None, limit: int = 50, offset: int = 0) -> list[Row]:
         """Memories visible to ``scope`` (every session when none is given), oldest first; with no scope,

@@ -384,12 +384,16 @@ def _exclusive(lock: IO[bytes]) -> bool:
 def writers_kept_out(path: Path) -> Iterator[None]:
     """While the block runs, no process opens the embedded log ``path`` for writing (a shared lock on its lock
     file is held): what reads the shards one after another sees one state. Raises :func:`busy_log` when a writer
-    has it now. A data dir that cannot hold the lock file (read-only) is read as it is."""
+    has it now. A data dir with no lock file that cannot hold one (read-only, never written) is read as it is."""
+    lock = path.with_name(path.name + ".lock")
     try:
-        held = path.with_name(path.name + ".lock").open("ab")
+        held = lock.open("ab")
     except OSError:
-        yield
-        return
+        try:  # a data dir this process may only read: the existing lock file still takes a shared lock
+            held = lock.open("rb")
+        except OSError:  # no lock file: no writer ever ran here
+            yield
+            return
     with held:
         try:
             fcntl.flock(held.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
