@@ -386,6 +386,7 @@ def writers_kept_out(path: Path) -> Iterator[None]:
     file is held): what reads the shards one after another sees one state. Raises :func:`busy_log` when a writer
     has it now. A data dir with no lock file that cannot hold one (read-only, never written) is read as it is."""
     lock = path.with_name(path.name + ".lock")
+    held: IO[bytes]
     try:
         held = lock.open("ab")
     except OSError:
