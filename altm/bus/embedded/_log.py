@@ -409,16 +409,13 @@ def writers_kept_out(path: Path) -> Iterator[None]:
 def writer_running(path: Path) -> bool:
     """Whether a process has the embedded log ``path`` open for writing now (its lock is held): a pipeline runs
     on the data dir."""
-    lock = path.with_name(path.name + ".lock")
-    if not lock.exists():
+    if not path.with_name(path.name + ".lock").exists():
         return False
-    with lock.open("rb") as held:
-        try:
-            fcntl.flock(held.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(held.fileno(), fcntl.LOCK_UN)
-    return False
+    try:
+        with writers_kept_out(path):  # the same shared lock, held for no more than the question
+            return False
+    except BusError:
+        return True
 
 
 def busy_log(path: Path) -> BusError:
