@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from importlib import resources
 
 from altm.store._errors import ShardError
+from altm.store._text_index import apply_pending
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -48,6 +49,7 @@ def current_version(conn: sqlite3.Connection) -> int:
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply pending migrations, each in its own transaction; returns the resulting version."""
     version = current_version(conn)
+    migrated = False
     if version > LATEST_VERSION:
         raise ShardError(f"shard schema version {version} is newer than this ALTM ({LATEST_VERSION}); upgrade ALTM")
     for mig in load_migrations():
@@ -59,4 +61,13 @@ def migrate(conn: sqlite3.Connection) -> int:
             f"VALUES ({mig.version}, '{mig.name}', '{now}');\nCOMMIT;"
         )
         version = mig.version
+        migrated = True
+    if migrated:
+        conn.execute("BEGIN IMMEDIATE")  # what the migrations' statements queued for the text indexes, indexed
+        try:
+            apply_pending(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     return version

@@ -17,6 +17,7 @@ from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
+from altm.store._text_index import apply_pending
 from altm.store._tx import ShardTx
 
 
@@ -106,6 +107,7 @@ class Shard:
         tx = ShardTx(conn)
         try:
             yield tx
+            apply_pending(conn)  # the word and trigram indexes, once for the transaction
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:  # SQLite may have rolled it back itself (an interrupt, a full disk)
