@@ -71,8 +71,13 @@ class ScopePolicy:
         if self.known_at is not None:
             clauses.append(f"{a}.recorded_at <= ? AND ({a}.superseded_at IS NULL OR {a}.superseded_at > ?)")
             args += [_iso(self.known_at), _iso(self.known_at)]
+            # believed then: a memory rejected (a reviewer's verdict, dated) is out from its rejection on
+            clauses.append(f"({a}.lc_state IS NOT 'rejected' OR {a}.trust_verified_at > ?)")
+            args.append(_iso(self.known_at))
         else:
             clauses.append(f"({a}.lc_state IS NOT 'merged')")
+        if self.as_of is not None and self.known_at is None:
+            clauses.append(f"({a}.lc_state IS NOT 'rejected')")  # judged false: it held at no time
         return " AND ".join(clauses), args
 
     def fts_filter(self) -> str:
