@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import orjson
@@ -32,11 +32,13 @@ from altm.store._tx._writes import _TxWrites
 class _TxErasure(_TxWrites):
     """Erasure: scrubbing erased memories' rows, references, records and refusals."""
 
-    def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str
-              ) -> list[MemoryRow]:
+    def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str,
+              answers: Collection[str] = ()) -> list[MemoryRow]:
         """After an erasure: edges, CCR entries, cycle bundles, the user's LLM cache and the audit values
-        that still held the erased content. Every deletion is audited (values redacted). Returns the memories
-        the erased ones had superseded or merged into themselves, released (see :meth:`release_superseded`)."""
+        that still held the erased content. Every deletion is audited (values redacted). ``answers``: the prompt
+        hashes of the model answers erased memories were made from (their cache entries are the erased text).
+        Returns the memories the erased ones had superseded or merged into themselves, released (see
+        :meth:`release_superseded`)."""
         db, home, ends = self._db, _home(scope), set[str]()
         for chunk in _chunks(memory_ids):
             marks = _marks(chunk)
@@ -63,18 +65,20 @@ class _TxErasure(_TxWrites):
         self._respell_nodes(ends, at=at, proposal_id=proposal_id, actor="writer", redact=True)
         db.execute("UPDATE runtime_cycles SET bundle = NULL WHERE tenant_id=? AND workspace_id=? AND user_id=?", home)
         if all_cache:
-            self._drop_cached(scope, memory_ids, at=at, proposal_id=proposal_id)
+            self._drop_cached(scope, memory_ids, answers, at=at, proposal_id=proposal_id)
         return released
 
-    def _drop_cached(self, scope: Scope, memory_ids: Sequence[str], *, at: str, proposal_id: str) -> None:
+    def _drop_cached(self, scope: Scope, memory_ids: Sequence[str], answers: Collection[str], *, at: str,
+                     proposal_id: str) -> None:
         """The model cache entries of ``scope``'s user whose prompt held one of ``memory_ids`` (an answer may
-        quote it), and those whose prompt's memories are not known (entries from before they were recorded):
-        the user's other entries stay, so a replay answers them without a model (every entry of the user went
-        with any erasure)."""
+        quote it), whose answer became one of them (``answers``: their prompt hashes; a capsule erased by its id
+        is its summary's text), and those whose prompt's memories are not known (entries from before they were
+        recorded): the user's other entries stay, so a replay answers them without a model (every entry of the
+        user went with any erasure)."""
         db, gone = self._db, set(memory_ids)
         doomed = [(model, phash) for model, phash, listed in db.execute(
             "SELECT model, prompt_hash, sources FROM llm_cache WHERE home=?", (scope.home,))
-                  if listed is None or gone.intersection(orjson.loads(listed))]
+                  if listed is None or phash in answers or gone.intersection(orjson.loads(listed))]
         if not doomed:
             return
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",

@@ -76,6 +76,22 @@ class _TxReads(_TxBase):
     def held_action(self, action_id: str) -> Row | None:
         return self._row("held_actions", "action_id", action_id)
 
+    def prompts_of(self, memory_ids: Sequence[str]) -> set[str]:
+        """The prompt hashes of the model answers ``memory_ids`` were made from (stored ones; the cache keys of
+        those answers)."""
+        out: set[str] = set()
+        for chunk in _chunks(memory_ids):
+            out.update(str(r[0]) for r in self._db.execute(
+                f"SELECT prompt_hash FROM memories WHERE memory_id IN ({_marks(chunk)}) AND prompt_hash IS NOT NULL",
+                chunk))
+        return out
+
+    def held_actions_pending(self, scope: Scope) -> list[Row]:
+        """The scope's user's held actions waiting for review, in the order they were held."""
+        return [dict(r) for r in self._db.execute(
+            "SELECT * FROM held_actions WHERE tenant_id=? AND workspace_id=? AND user_id=? AND status='pending' "
+            "ORDER BY recorded_at, action_id", _home(scope))]
+
     def cycle(self, cycle_id: str) -> Row | None:
         return self._row("runtime_cycles", "cycle_id", cycle_id)
 

@@ -67,6 +67,14 @@ def as_json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
+def void_if_forgotten(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> None:
+    """A memory retention forgot while something that names it was on its way (a use signal of a cycle that
+    showed it, a reviewer's decision on it or on an action naming it): void, as on an erased memory (a rejection
+    would be a review item nobody can act on), whether or not the forget left a tombstone."""
+    if not tx.has_memory(memory_id) and tx.forgotten_in(p.scope, memory_id):
+        raise Erased(f"{what} {memory_id} was forgotten by retention")
+
+
 def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow:
     """The stored row of a memory the proposal acts on, refused when missing or of another scope home (alike: a
     rejection is shown to the proposal's user, and may not tell whether another user has such a memory)."""

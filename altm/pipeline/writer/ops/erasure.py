@@ -52,6 +52,9 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     doomed, forgotten, forgets = _reached(tx, scope, erasure, seeds)
     recited = _facets_kept(tx, erasure, doomed)
     doomed -= set(recited)
+    # the model answers they were made from (cached under these hashes): an answer is the erased text itself
+    answers = tx.prompts_of(sorted(doomed)) | {str(r["prompt_hash"]) for r in tx.forgotten_rows(forgotten)
+                                              if r["prompt_hash"]}
     removed = _removed(tx, doomed, seeds, p, ctx)
     messages, atoms, anchors, buried = removed.messages, removed.atoms, removed.anchors, removed.buried
     for row in recited.values():  # after the atoms they cited went
@@ -65,7 +68,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     tx.redact_forgotten(forgotten, forgets)  # what retention forgot of it before: its audit values go too
     gone = sorted(doomed | set(forgotten) | set(activated))
     left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
-    released = tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id)
+    released = tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id, answers=answers)
     # the released, as they are now (exact duplicates among them fold again through governance)
     left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in [*released, *recited.values()])]
                  }.values())

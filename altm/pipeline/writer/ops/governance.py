@@ -25,7 +25,15 @@ from altm.core import (
     derive_id,
 )
 from altm.pipeline.processors.facets import facet_version
-from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection, as_json, target_row
+from altm.pipeline.writer.ops._base import (
+    Applied,
+    Erased,
+    OpContext,
+    Rejection,
+    as_json,
+    target_row,
+    void_if_forgotten,
+)
 from altm.pipeline.writer.ops.lifecycle import tally_again
 from altm.pipeline.writer.ops.memory import (
     EVIDENCE_REJECTED,
@@ -124,6 +132,7 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     reviewer's is not one of them). An approved anti-pattern (a tool's counts only once approved) judges the
     agent's capsules and scenes again, as a stored one does; a rejected one no longer counts, and what it held
     for review is judged again without it."""
+    void_if_forgotten(tx, p, decision.item_id, "reviewed memory")  # forgotten since the reviewer read the queue
     old = target_row(tx, p, decision.item_id, "reviewed memory")
     approve = decision.decision == "approve"
     new: MemoryRow = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
@@ -261,12 +270,16 @@ def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
             p.scope.tenant_id, p.scope.workspace_id, p.scope.user_id):
         raise Rejection(f"no held action {decision.item_id} in scope {p.scope.home}", code="unknown_target")
     status = "approved" if decision.decision == "approve" else "rejected"
+    if action["status"] == "void":
+        raise Erased(f"held action {decision.item_id} names a memory retention forgot")
     if action["status"] != "pending":
         if action["status"] == status:
             return Applied(ChangeStatus.UNCHANGED)
         raise Rejection(f"held action {decision.item_id} was already {action['status']}", code="conflict")
     if decision.decision == "approve" and action["action"] == "supersede":
         old_id, new_id = orjson.loads(action["target_ids"])
+        for target in (old_id, new_id):  # a forget from before held actions were made void with it
+            void_if_forgotten(tx, p, target, "memory of the held action")
         approved = SupersedeProposal(
             event_id=p.event_id, scope=p.scope, timestamp=p.timestamp, processor=p.processor,
             cause_event_id=p.cause_event_id,

@@ -17,7 +17,7 @@ from altm.core import (
     event_ref,
 )
 from altm.pipeline.writer.guard import bury
-from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, as_json, target_row
+from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row, void_if_forgotten
 from altm.pipeline.writer.ops.memory import anchor_still_made, facet_recited, holds_lifted, messages_left
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
@@ -25,10 +25,7 @@ from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memor
 def signal(tx: ShardTx, p: SignalProposal, ctx: OpContext) -> Applied:
     """Count a use signal once, then recompute counters, weight and state from all signals."""
     use_signal = p.signal
-    if not tx.has_memory(use_signal.memory_id) and tx.forgotten_in(p.scope, use_signal.memory_id):
-        # a retention pass forgot it while a cycle that showed it was open: void, as on an erased memory (a
-        # rejection would be a review item nobody can act on), whether or not the forget left a tombstone
-        raise Erased(f"signalled memory {use_signal.memory_id} was forgotten by retention")
+    void_if_forgotten(tx, p, use_signal.memory_id, "signalled memory")  # forgotten while its cycle was open
     old = target_row(tx, p, use_signal.memory_id, "signalled memory")
     if tx.signal_seen(use_signal):
         return Applied(ChangeStatus.UNCHANGED)  # the same signal again: counted once
@@ -125,6 +122,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     if not forgotten and not recited:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
+    voided = _void_held_actions(tx, p, forgotten, ctx)
     repaired = _repair_evidence(tx, forgotten, p, ctx, restated=recited)
     anchors = _scenes_repaired(tx, repaired)
     left, _ = messages_left(tx, messages, p.event_id, ctx)  # their sessions fold again from what is left
@@ -134,6 +132,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     inputs: dict[str, object] = {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
                                  "repaired": [m.memory_id for m in repaired]}
     inputs.update({"gone": gone} if gone else {})
+    inputs.update({"voided": voided} if voided else {})
     inputs.update({"restated": sorted(recited)} if recited else {})
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
@@ -144,6 +143,19 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     changed = {m.memory_id: m for m in [*released, *repaired, *lifted, *left]}
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
                    buried=tuple(buried), mentioned=anchors)
+
+
+def _void_held_actions(tx: ShardTx, p: ForgetProposal, forgotten: Collection[str], ctx: OpContext) -> list[str]:
+    """The user's held actions pending review that name a memory retention forgot can no longer be carried out:
+    ``void``, out of the review queue (audited under the forget, so its rollback makes them pending again; an
+    erasure drops them instead). Returns their ids."""
+    gone = set(forgotten)
+    voided = []
+    for row in tx.held_actions_pending(p.scope):
+        if set(orjson.loads(row["target_ids"])) & gone:
+            tx.put_held_action({**row, "status": "void"}, row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+            voided.append(str(row["action_id"]))
+    return voided
 
 
 def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit]) -> tuple[str, ...]:
