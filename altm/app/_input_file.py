@@ -64,7 +64,6 @@ class InputReader:
 
     def lines(self) -> Iterator[tuple[int, str]]:
         for raw in self._fh:
-            at_start = self._offset == 0
             self._hash.update(raw)
             self._line += 1
             self._offset += len(raw)
@@ -72,8 +71,9 @@ class InputReader:
                 self._complete = ResumePoint(self._line, self._offset, self._hash.hexdigest())
             text = raw[:-1] if raw.endswith(b"\n") else raw
             text = text[:-1] if text.endswith(b"\r") else text
-            if at_start:
-                text = text.removeprefix(_BOM)  # an editor's byte order mark is not part of the first line
+            # an editor's byte order mark is no part of a line: at the file's start, or a file joined after
+            # another (``cat a.jsonl b.jsonl``); a JSON line never starts with U+FEFF
+            text = text.removeprefix(_BOM)
             if text.strip():
                 yield self._line, text.decode("utf-8", errors="surrogateescape")
 
@@ -106,7 +106,9 @@ class IngestMarker:
     def save(self, point: ResumePoint) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps({"source": str(self.source), "line": point.line, "offset": point.offset,
+        # the file's name is for people reading the marker: one that is not UTF-8 is written with escapes
+        source = str(self.source).encode("utf-8", errors="backslashreplace").decode("utf-8")
+        tmp.write_bytes(orjson.dumps({"source": source, "line": point.line, "offset": point.offset,
                                       "sha256": point.sha256}))
         tmp.replace(self.path)
 

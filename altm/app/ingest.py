@@ -28,6 +28,7 @@ from altm.core.codec import UNANTICIPATED_VALUE_ERRORS
 from altm.core.settings import Settings
 from altm.core.topics import Topic, topic_name
 from altm.pipeline import EmbeddedRuntime, dead_lettered
+from altm.pipeline.processors import control_refusal
 from altm.store import shard_counts
 
 _SCOPE_FIELDS = ("tenant_id", "workspace_id", "user_id", "agent_id")
@@ -69,6 +70,8 @@ def checked(event: Event, settings: Settings) -> Event:
     from other producers to them too): an oversize turn is refused here, not copied onto the log first."""
     if isinstance(event, TurnEvent) and (error := content_over_limit(event.content, settings.max_content_bytes)):
         raise DecodeError(error)
+    if isinstance(event, ControlEvent) and (error := control_refusal(event)):
+        raise DecodeError(error)  # every worker would dead-letter it
     return event
 
 
@@ -137,12 +140,29 @@ async def publish_file(
             except DecodeError as exc:
                 raw = text.encode("utf-8", errors="surrogateescape")
                 pending.append(dead_letter_record(settings, None, stage="ingest", error=f"line {lineno}: {exc}",
-                                                  original=raw, line=lineno))
+                                                  original=raw, line=lineno, key=line_home(raw)))
                 summary.dead_lettered_at_input += 1
                 dead_lettered("ingest", "invalid_input")
             if len(pending) >= batch:
                 await flush(reader)
         await flush(reader)
+
+
+def line_home(raw: bytes) -> str | None:
+    """The scope home a bad input line names, read leniently (bytes that are not UTF-8 replaced): its dead
+    letter is keyed, and so sealed, under that user, whose erasure shreds it. The sealer reads the owner from
+    the dead letter's original where it can, but not from one kept only in part (a line over 256 KiB) or with
+    escaped bytes."""
+    try:
+        obj = orjson.loads(raw.decode("utf-8", errors="replace"))
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    scope = obj.get("scope", obj)  # an event's scope object, or a flat transcript line's fields
+    parts = [scope.get(k) for k in ("tenant_id", "workspace_id", "user_id")] if isinstance(scope, dict) else []
+    named = [p for p in parts if isinstance(p, str) and p]
+    return "/".join(named) if len(named) == 3 else None
 
 
 async def published_count(bus: Bus, topic: str) -> int:

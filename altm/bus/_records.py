@@ -140,10 +140,10 @@ def line_of(record: Record) -> int | None:
 
 def dead_letter_record(
     settings: Settings, record: Record | None, *, stage: str, error: str, original: bytes,
-    line: int | None = None,
+    line: int | None = None, key: str | None = None,
 ) -> OutgoingRecord:
     """A dead letter for ``record`` (or for a line of file input), with the stage, the reason and the line of
-    file input the record came from."""
+    file input the record came from. Keyed as ``record`` was, or by ``key`` (the home a line of input names)."""
     dead = DeadLetter.of(
         original,
         stage=stage,
@@ -155,5 +155,5 @@ def dead_letter_record(
         timestamp=datetime.now(UTC),
     )
     return OutgoingRecord(
-        topic_name(Topic.DLQ, settings.topic_prefix), encode(dead), key=record.key if record else None
+        topic_name(Topic.DLQ, settings.topic_prefix), encode(dead), key=record.key if record else key
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -11,6 +12,7 @@ from altm.core.bounds import sane_time
 from altm.core.scope import Scope
 
 SCHEMA_VERSION: Literal[1] = 1
+_DIGITS = re.compile(r"\s*[+-]?[0-9]+(\.[0-9]*)?\s*")
 
 
 def aware(value: datetime) -> datetime:
@@ -31,6 +33,16 @@ class Envelope(BaseModel):
     event_id: str = Field(min_length=1, max_length=128)
     scope: Scope
     timestamp: datetime
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _not_digits(cls, value: object) -> object:
+        """A string is read as ISO 8601 / RFC 3339 only: pydantic would read a string of digits as seconds since
+        1970 ("20261102", a basic-form date, was stored as 1970-08-23). A JSON number is seconds since 1970."""
+        if isinstance(value, str) and _DIGITS.fullmatch(value):
+            raise ValueError(f"timestamp {value[:40]!r} is a string of digits: write it in ISO 8601 "
+                             "(2026-11-02T09:00:00Z), or as a JSON number of seconds since 1970")
+        return value
 
     @field_validator("timestamp")
     @classmethod

@@ -35,10 +35,9 @@ from altm.bus import OutgoingRecord, TopicPartition, awaiting_turns_end, host_re
 from altm.bus.embedded import LocalOutbox, Pending
 from altm.bus.kafka import MAX_RECORD_BYTES, EndOffsets, parse_broker_url, record_size
 from altm.bus.sealing import Sealer
-from altm.core import ControlEvent, Event, ProcessingError, Topic, topic_name
+from altm.core import DecodeError, Event, Topic, topic_name
 from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
-from altm.pipeline.processors import control_proposal
 
 log = logging.getLogger("altm.sdk")
 
@@ -233,8 +232,6 @@ def _acceptable(event: Event, settings: Settings) -> None:
     """Refuse (``ValueError``) what every worker would dead-letter: a turn over the content limit, a control
     request whose payload its stage cannot apply (an erasure of a session that names none)."""
     try:
-        checked(event, settings)
-        if isinstance(event, ControlEvent):
-            control_proposal(event)
-    except ProcessingError as exc:
+        checked(event, settings)  # the content limit, and what the control stages cannot apply
+    except DecodeError as exc:
         raise ValueError(str(exc)) from None

@@ -1,5 +1,6 @@
 """Pure processors (DESIGN §4): each has a deterministic model-free method and an LLM method."""
 
+from altm.core import ControlEvent
 from altm.core.errors import Deferred, ProcessingError
 from altm.models import ChatModel, EmbeddingModel
 from altm.pipeline.processors._base import (
@@ -17,11 +18,24 @@ from altm.pipeline.processors.embed import EmbedProcessor
 from altm.pipeline.processors.extract import ExtractProcessor
 from altm.pipeline.processors.fold import FoldProcessor
 from altm.pipeline.processors.govern import GovernProcessor
-from altm.pipeline.processors.lifecycle import LifecycleProcessor
+from altm.pipeline.processors.lifecycle import LifecycleProcessor, lifecycle_proposals
 from altm.pipeline.processors.link import LinkProcessor
 from altm.pipeline.processors.sweep import SweepProcessor
 from altm.pipeline.processors.verify import VerifyProcessor
 from altm.vectors import VectorIndex
+
+
+def control_refusal(event: ControlEvent) -> str | None:
+    """Why the control stages (control, lifecycle) cannot apply ``event``, which every worker would
+    dead-letter (an erasure of a session that names none, an unknown feedback signal or lifecycle pass); None
+    when they can. Input paths ask it before they publish (``altm ingest``/``publish``/``validate``, the host
+    SDK), so such a request is refused at the door with its reason."""
+    try:
+        control_proposal(event)
+        lifecycle_proposals(event)
+    except (ProcessingError, ValueError, TypeError) as exc:
+        return str(exc)
+    return None
 
 
 def default_processors(chat: ChatModel | None = None, embedding: EmbeddingModel | None = None,
@@ -56,6 +70,7 @@ __all__ = [
     "VerifyProcessor",
     "committed_memory",
     "control_proposal",
+    "control_refusal",
     "default_processors",
     "derived_memory",
     "l0_memory_id",

@@ -44,6 +44,39 @@ def signals_of(event: ControlEvent) -> list[tuple[str, str]]:
     raise ProcessingError(f"unknown feedback signal {kind!r}")
 
 
+def lifecycle_proposals(event: ControlEvent, processor: str = "lifecycle") -> list[Proposal]:
+    """The writer proposals a control event's signals or lifecycle pass ask for (none for other requests).
+    Pure; raises :class:`ProcessingError` (or ``ValueError`` for a payload of the wrong shape) for a request
+    the stage cannot apply, so input can be refused before it is published."""
+    if event.action is ControlAction.LIFECYCLE:
+        return _pass(event, processor)
+    return [
+        proposal(SignalProposal, scope=event.scope, processor=processor, cause=event,
+                 signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind=kind,
+                                        at=event.timestamp, session_id=event.session_id))
+        for mid, kind in signals_of(event)
+    ]
+
+
+def _pass(event: ControlEvent, processor: str) -> list[Proposal]:
+    """A retention or compaction decision (made at ``event.timestamp``) → proposals for the writer."""
+    op = event.payload.get("op")
+    if op == "forget":
+        forget = Forget(memory_ids=tuple(str(m) for m in event.payload.get("memory_ids", [])),
+                        reason=str(event.payload.get("reason", "past retention")),
+                        tombstone=bool(event.payload.get("tombstone", False)))
+        return [proposal(ForgetProposal, scope=event.scope, processor=processor, cause=event, forget=forget)]
+    if op == "compress":
+        levels = {str(k): int(v) for k, v in dict(event.payload.get("levels", {})).items()}
+        return [
+            proposal(SignalProposal, scope=event.scope, processor=processor, cause=event,
+                     signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind="compress",
+                                            level=level, at=event.timestamp))
+            for mid, level in sorted(levels.items())
+        ]
+    raise ProcessingError(f"unknown lifecycle pass {op!r}; expected forget or compress")
+
+
 class LifecycleProcessor(Processor):
     name = "lifecycle"
     input_topic = Topic.CONTROL
@@ -51,29 +84,4 @@ class LifecycleProcessor(Processor):
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
         if not isinstance(event, ControlEvent):
             raise ProcessingError(f"the control topic carries control events, got {event.event_type!r}")
-        if event.action is ControlAction.LIFECYCLE:
-            return self._pass(event)
-        return [
-            proposal(SignalProposal, scope=event.scope, processor=self.name, cause=event,
-                     signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind=kind,
-                                            at=event.timestamp, session_id=event.session_id))
-            for mid, kind in signals_of(event)
-        ]
-
-    def _pass(self, event: ControlEvent) -> list[Proposal]:
-        """A retention or compaction decision (made at ``event.timestamp``) → proposals for the writer."""
-        op = event.payload.get("op")
-        if op == "forget":
-            forget = Forget(memory_ids=tuple(str(m) for m in event.payload.get("memory_ids", [])),
-                            reason=str(event.payload.get("reason", "past retention")),
-                            tombstone=bool(event.payload.get("tombstone", False)))
-            return [proposal(ForgetProposal, scope=event.scope, processor=self.name, cause=event, forget=forget)]
-        if op == "compress":
-            levels = {str(k): int(v) for k, v in dict(event.payload.get("levels", {})).items()}
-            return [
-                proposal(SignalProposal, scope=event.scope, processor=self.name, cause=event,
-                         signal=LifecycleSignal(memory_id=mid, signal_id=event.event_id, kind="compress",
-                                                level=level, at=event.timestamp))
-                for mid, level in sorted(levels.items())
-            ]
-        raise ProcessingError(f"unknown lifecycle pass {op!r}; expected forget or compress")
+        return lifecycle_proposals(event, self.name)
