@@ -22,6 +22,7 @@ from altm.core import (
     Erasure,
     ReviewDecision,
     Rollback,
+    RuntimeCycle,
     Scope,
     Settings,
     derive_id,
@@ -117,6 +118,7 @@ class AdminService:
         # any bundle of this user may quote what goes (recall crosses sessions and agents, and derived
         # memories go with their evidence): a retry rebuilds it from the memories that are left
         self.cycles.forget_bundles(lambda cycle, _bundle: cycle.scope.home == scope.home)
+        self.cycles.forget_cycles(lambda cycle: _cycle_erased(cycle, scope, erasure))
         return request
 
     async def review_decide(self, scope: Scope, item_id: str, decision: str, note: str | None = None) -> Request:
@@ -201,3 +203,14 @@ class AdminService:
                          target_ids=tuple(str(r["memory_id"]) for r in group))
             for scope, group in sorted(_by_agent(rows).items(), key=lambda kv: kv[0].path)])
         return len(rows)
+
+
+def _cycle_erased(cycle: RuntimeCycle, scope: Scope, erasure: Erasure) -> bool:
+    """Whether the erasure takes the cycle (the writer deletes the runtime cycles of an erased session, agent or
+    user; an erasure of one memory leaves them)."""
+    if cycle.scope.home != scope.home or erasure.target == "memory":
+        return False
+    if erasure.target == "user":
+        return True
+    return cycle.scope.agent_id == scope.agent_id and (erasure.target == "agent"
+                                                       or cycle.session_id == erasure.session_id)

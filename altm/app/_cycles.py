@@ -87,6 +87,12 @@ class CycleBook:
                 return True
         return False
 
+    def forget_cycles(self, erased: Callable[[RuntimeCycle], bool]) -> None:
+        """Drop the cycles an erasure takes (its writer deletes their stored rows: kept here, they could never
+        be evicted, and a commit of one would store its reply in the erased session)."""
+        for cycle_id in [c for c, (cycle, _) in self._recent.items() if erased(cycle)]:
+            del self._recent[cycle_id]
+
     def forget_bundles(self, quotes_erased: Callable[[RuntimeCycle, ContextBundle], bool]) -> None:
         """Drop the bundles that may quote erased memories (a retry rebuilds them from what is left)."""
         for cycle_id, (cycle, bundle) in list(self._recent.items()):

@@ -37,10 +37,17 @@ _HEADS = (
 _NOUN_PHRASE = re.compile(  # "the billing service", "our session cache": a system named by a common noun
     rf"\b(?:the|our|my|their|your|this|that)\s+((?:[a-z][a-z0-9\-]*\s+){{1,2}}(?:{_HEADS}))\b")
 _NOT_MODIFIERS = frozenset("new old same other whole entire first last next main only big small whole".split())
-_PATH = re.compile(r"(?<![\w@<])(?:~?/[\w.\-]+(?:/[\w.\-{}]+)*|[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}|[\w\-]+\.(?:py|md|"
-                   r"json|yaml|yml|toml|sql|js|ts|go|rs|java|txt|csv|sh|cfg|ini|lock))\b")
+# a relative path or file name starts where no word, handle or dash is before it (from every "a-" of "a-a-a-"
+# the scan ran to the end: quadratic)
+_PATH = re.compile(r"(?:(?<![\w@<])~?/[\w.\-]+(?:/[\w.\-{}]+)*|(?<![\w@<\-])(?:[\w\-]+(?:/[\w.\-]+)+\.\w{1,5}|"
+                   r"[\w\-]+\.(?:py|md|json|yaml|yml|toml|sql|js|ts|go|rs|java|txt|csv|sh|cfg|ini|lock)))\b")
+_RUN = re.compile(r"\S+")
+_LONGEST_PATH = 256
+"""A path lies inside one run of non-space characters; runs longer than any path are not read (``_PATH`` scans a
+run from each segment's start: quadratic in the run's length on "a/.a/.a/.")."""
 _URL = re.compile(r"\bhttps?://[^\s)>\]]+")
-_VERSIONED = re.compile(r"\b([A-Z][A-Za-z0-9+#.]*[A-Za-z+#])\s+(\d+(?:\.\d+)*)\b")
+# a name starts where no name character is before it: from every capital of "A.A.A." the scan ran to the end
+_VERSIONED = re.compile(r"(?<![\w+#.])([A-Z][A-Za-z0-9+#.]*[A-Za-z+#])\s+(\d+(?:\.\d+)*)\b")
 _CAPS_RUN = re.compile(r"\b(?:[A-Z][a-zA-Z0-9+#]*(?:[A-Z][a-zA-Z0-9+#]*)*)(?:\s+[A-Z][a-zA-Z0-9+#]+)*\b")
 
 _COMMON_CAPS = frozenset(
@@ -194,7 +201,9 @@ def numbers(text: str) -> list[str]:
 def paths(text: str) -> list[str]:
     urls = [(m.span(), m.group(0).rstrip(".,;:!?")) for m in _URL.finditer(text)]
     inside = [span for span, _ in urls]
-    local = [m.group(0) for m in _PATH.finditer(text) if not any(a <= m.start() < b for a, b in inside)]
+    found = (m for run in _RUN.finditer(text) if run.end() - run.start() <= _LONGEST_PATH
+             for m in _PATH.finditer(text, run.start(), run.end()))
+    local = [m.group(0) for m in found if not any(a <= m.start() < b for a, b in inside)]
     return _dedupe([u for _, u in urls] + local)
 
 

@@ -20,7 +20,9 @@ from altm.core import normalise_text, strip_format
 _WORD = re.compile(r"[a-z0-9]+")
 _THOUSANDS = re.compile(r"(?<=\d)[,.](?=\d{3}\b)")
 _KILO = re.compile(r"^(\d+)k$")
-_ACCENTED = re.compile(r"\w*[^\x00-\x7f]\w*")
+# a match starts at a word's start, or at a non-ASCII character that is no letter (after the match before it):
+# the same matches as ``\w*[^\x00-\x7f]\w*``, which started a scan to a long ASCII word's end at each letter
+_ACCENTED = re.compile(r"(?:(?<!\w)|(?=[^\w\x00-\x7f]))\w*[^\x00-\x7f]\w*")
 _SENTENCE = re.compile(r"(?:^|(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bSt)(?<!\bProf)(?<!\bApt)[.!?;:]\s+|\n)"
                        r"\s*(?:[-*•–]\s+|\d+[.)]\s+)?[\"'“‘«(\[]*")
 _CAPITALISED = re.compile(r"(?<![\w'’])[^\W\d_][\w'’\-]*")

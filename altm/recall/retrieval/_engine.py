@@ -42,7 +42,16 @@ log = logging.getLogger("altm.recall")
 VECTOR_WIDENING = 16
 """How much further than its candidates the vector channel searches when the scope policy leaves too few."""
 _WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
-_IDENTIFIER = re.compile(r"\b[\w.\-/]*(?:\d|_|\w[.\-/]\w)[\w.\-/]*\b")
+_IDENTIFIER_RUN = re.compile(r"[\w.\-/]+")
+_IDENTIFIER_MARK = re.compile(r"\d|_|\w[.\-/]\w")
+
+
+def _identifiers(text: str) -> list[str]:
+    """Runs of word characters, dots, dashes and slashes (trimmed to start and end at a word character) that
+    hold a digit, an underscore or an inner dot, dash or slash: what word tokenization breaks apart. Linear:
+    one regex over the whole text from every word boundary backtracked to the text's end (quadratic)."""
+    runs = (m.group(0).strip(".-/") for m in _IDENTIFIER_RUN.finditer(text))
+    return [run for run in runs if _IDENTIFIER_MARK.search(run)]
 STOPWORDS = frozenset(
     "a an the and or but if then of to in on at by for with about from into over after before is are was were be "
     "been being am do does did have has had i me my we our you your he she it its they them their this that these "
@@ -207,7 +216,7 @@ class Retriever:
         if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
             return [t for t in terms if len(t) >= 3]
         compatible = unicodedata.normalize("NFKC", query)
-        found = _IDENTIFIER.findall(query) + (_IDENTIFIER.findall(compatible) if compatible != query else [])
+        found = _identifiers(query) + (_identifiers(compatible) if compatible != query else [])
         return [t for t in dict.fromkeys(found) if len(t) >= 3]
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> tuple[list[float], list[VectorHit]]:
