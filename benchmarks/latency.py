@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from altm.core import Scope, content_hash, derive_id, partition_for
 from altm.core.settings import Settings
 from altm.store import MEMORY_COLUMNS, ShardSet
+from altm.store._text_index import apply_pending
 from benchmarks._record import config_stamp, percentile, write_record
 
 DOMAIN_WORDS = [
@@ -273,6 +274,7 @@ def generate(data_dir: Path, size: int, users: int, seed: int = 7) -> None:
                 "evidence_count) VALUES (" + ",".join("?" * 16) + ")", edges)
             conn.executemany("INSERT OR IGNORE INTO graph_edge_evidence (edge_id, memory_id) VALUES (?, ?)",
                              [(e[0], e[5]) for e in edges])
+            apply_pending(conn)  # the word and trigram indexes of the rows (a writer transaction does it)
             conn.execute("COMMIT")
         index.upsert(points)
         print(f"  generated {min(size, start + batch)}/{size}", flush=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from altm.store._migrations import LATEST_VERSION, current_version, load_migrations, migrate
+from altm.store._text_index import apply_pending
 
 
 def test_migrate_is_idempotent_and_versioned(tmp_path: Path) -> None:
@@ -68,11 +69,13 @@ def test_version_2_reindexes_existing_memories_with_their_scope_terms(tmp_path: 
     # this agent's message of this session and its atom of another session; not another agent's, not the
     # message of another session
     assert found == {"m1", "m4"}
-    # rows written after the migration are indexed by the new triggers
+    # rows written after the migration are indexed by the new triggers (queued: a writer transaction indexes
+    # the queue before it commits, as ``apply_pending`` does here)
     conn.execute(
         "INSERT INTO memories (memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, layer, kind, "
         "content, content_hash, method, processor, recorded_at) VALUES ('m5', 'acme', 'w', 'dana', 'coder', 's1', "
         "'L0', 'message', 'billing again', 'h2', 'verbatim', 'test', 'now')")
+    apply_pending(conn)
     assert conn.execute("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?",
                         [f"{policy.fts_filter()} AND billing"]).fetchone()[0] == 3
 
@@ -116,12 +119,15 @@ def test_both_word_indexes_follow_their_columns_and_only_those(tmp_path: Path) -
             "SELECT m.memory_id FROM memories_fts_tri JOIN memories m ON m.rowid = memories_fts_tri.rowid "
             "WHERE memories_fts_tri MATCH ?", (query,))]
 
+    apply_pending(conn)  # what the triggers queued, indexed (a writer transaction does it before it commits)
     tri_before = segments("memories_fts_tri")
     conn.execute("UPDATE memories SET context=? WHERE memory_id='m1'", ("we talked about invoices",))
+    apply_pending(conn)
     assert segments("memories_fts_tri") == tri_before  # the trigram index was not rewritten
     assert words("invoices") == ["m1"] and words("billing") == ["m1"]
     assert trigrams('"migration"') == ["m1"]
     conn.execute("UPDATE memories SET content=? WHERE memory_id='m1'", ("the payroll rollout starts",))
+    apply_pending(conn)
     assert trigrams('"payroll"') == ["m1"] and trigrams('"migration"') == []
     assert words("payroll") == ["m1"] and words("billing") == []
 

@@ -92,7 +92,7 @@ def test_the_index_is_written_once_for_the_transaction_not_per_savepoint(tmp_pat
     connect = sqlite3.connect
 
     def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = connect(*args, **kwargs)
+        conn: sqlite3.Connection = connect(*args, **kwargs)
         conn.set_trace_callback(lambda sql: writes.append(sql) if "_data'(id, block)" in sql else None)
         return conn
 
