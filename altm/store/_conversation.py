@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import orjson
+
 from altm.core import natural_key
 
 Direction = Literal["previous", "next"]
@@ -21,9 +23,27 @@ _ROLE_ORDER = {"user": "0", "assistant": "1"}
 """Of one turn's messages at one time, the user's comes first (a reply has its question's turn id)."""
 
 
+TURN_SQL = "coalesce(json_extract({m}.attributes, '$.turn_id'), {m}.source_id)"
+"""A message row's turn id in SQL (``{m}``: the table's alias): capture keeps it in the attributes; the host's own
+message id (``source_id``, which defaults to it) is no order of turns."""
+
+
+def turn_of(row: Mapping[str, Any] | sqlite3.Row) -> str | None:
+    """A message row's turn id: a ``turn`` column (``TURN_SQL``), its attributes' ``turn_id``, else its
+    ``source_id``."""
+    keys = row.keys()
+    if "turn" in keys:
+        return None if row["turn"] is None else str(row["turn"])
+    if "attributes" in keys and row["attributes"]:
+        turn = orjson.loads(row["attributes"]).get("turn_id")
+        if isinstance(turn, str):
+            return turn
+    return None if row["source_id"] is None else str(row["source_id"])
+
+
 def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str, str]:
     """A message's place in its session's conversation order (see the module's docstring)."""
-    return (str(row["valid_from"] or ""), natural_key(row["source_id"]), _ROLE_ORDER.get(str(row["role"]), "2"),
+    return (str(row["valid_from"] or ""), natural_key(turn_of(row)), _ROLE_ORDER.get(str(row["role"]), "2"),
             str(row["memory_id"]))
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from altm.core import Layer, Scope, partition_for, rejection_item
-from altm.store._conversation import conversation_key
+from altm.store._conversation import TURN_SQL, conversation_key
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
 from altm.store._shardset import ShardSet
@@ -87,13 +87,18 @@ class MemoryQueries(_Routed):
         # oldest first, in conversation order (altm.store._conversation): at one time, turn ids in their natural
         # order ("s1-t2" before "s1-t10", the shard's natural_key function) and a turn's user message before its
         # reply; the pages are cut in that order (cut in the text order of turn ids, a page held turn 10 before 3)
-        sql = (f"SELECT {_LISTED} FROM memories m" + (" WHERE " + " AND ".join(conditions) if conditions else "")
-               + f" ORDER BY m.valid_from, natural_key(m.source_id), {_ROLE_RANK}, m.memory_id LIMIT ? OFFSET ?")
+        turn = TURN_SQL.format(m="m")
+        sql = (f"SELECT {_LISTED}, {turn} AS turn FROM memories m"
+               + (" WHERE " + " AND ".join(conditions) if conditions else "")
+               + f" ORDER BY m.valid_from, natural_key({turn}), {_ROLE_RANK}, m.memory_id LIMIT ? OFFSET ?")
         if scope is not None:
-            return [_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])]
-        rows = [_with_scope(r) for r in self._everywhere(sql, [*args, limit + offset, 0])]
-        rows.sort(key=conversation_key)
-        return rows[offset : offset + limit]
+            rows = [_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])]
+        else:
+            rows = sorted((_with_scope(r) for r in self._everywhere(sql, [*args, limit + offset, 0])),
+                          key=conversation_key)[offset : offset + limit]
+        for row in rows:
+            del row["turn"]  # an order, not a listed column
+        return rows
 
 
 class ReviewQueries(_Routed):

@@ -135,11 +135,13 @@ class ExtractProcessor(Processor):
         attributes = atom_attributes(kind, content, extra)
         if mem.role != "user":  # a tool's words are evidence about the world, never the user's persona
             attributes.pop("facet_key", None)
+        if isinstance(turn := mem.attributes.get("turn_id"), str):  # which of two said at one time came later
+            attributes["turn_id"] = turn
         return derived_memory(
             scope=mem.scope, session_id=mem.session_id, layer=Layer.L2, kind=kind, content=content,
             evidence=[mem.memory_id], processor=self.name, method=method,
             id_parts=[mem.scope.path, "L2", kind.value, mem.memory_id, norm(content)],
             valid_from=mem.valid_from, attributes=attributes, model=model,
             prompt_hash=prompt_hash, source_event_id=mem.provenance.source_event_id, role=mem.role,
-            source_id=mem.source_id,  # the message's turn: which of two statements said at one time came later
+            source_id=mem.source_id,
         )

@@ -38,8 +38,10 @@ def order(m: MemoryUnit) -> tuple[str, str, bool, str]:
     dates a session's messages with the session's time says so by its turn ids ("light mode now, actually" had
     been the earlier by its id, and the stale statement was held for review to replace it); within one message,
     a correction comes after what it corrects."""
-    return (m.valid_from.isoformat() if m.valid_from else "", natural_key(m.source_id),
-            bool(m.attributes.get("correction")), m.memory_id)
+    turn = m.attributes.get("turn_id")  # its message's turn id (the host's own message id does not order turns)
+    said = turn if isinstance(turn, str) else m.source_id
+    return (m.valid_from.isoformat() if m.valid_from else "", natural_key(said), bool(m.attributes.get("correction")),
+            m.memory_id)
 
 
 def rejected(atom: MemoryUnit) -> bool:

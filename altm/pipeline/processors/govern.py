@@ -194,28 +194,45 @@ class GovernProcessor(Processor):
         first = mem if order(mem) < order(first) else first
         facet = facet_version(first, facet_key)
         out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
-        earlier = [a for a in atoms if order(a) < order(first) and a.superseded_by is None and not rejected(a)]
-        if not earlier:
-            return out
-        previous = facet_version(max(earlier, key=order), facet_key)
-        if previous.content_hash == facet.content_hash:
-            return out
-        decision = await self._should_supersede(first, previous, facet)
-        if decision is True:
-            out.append(proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
-                                supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
-                                                          reason=f"new version of facet {facet_key!r}")))
-        else:
-            reason = decision if isinstance(decision, str) else "needs review"
-            out.append(proposal(
-                HoldActionProposal, scope=mem.scope, processor=self.name, cause=event,
-                held=HeldAction(
-                    action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
-                    action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
-                    inputs={"facet_key": facet_key, "old": previous.content, "new": facet.content},
-                ),
-            ))
+        kept = [a for a in atoms if a.superseded_by is None and not rejected(a)]
+        earlier = [a for a in kept if order(a) < order(first)]
+        previous: MemoryUnit | None
+        if earlier:
+            previous = facet_version(max(earlier, key=order), facet_key)
+        else:  # retention may have forgotten the atoms of the version before and kept their facet
+            previous = max((f for f in reader.facet_versions(mem.scope, facet_key)
+                            if f.superseded_by is None and not rejected(f) and order(f) < order(facet)),
+                           key=order, default=None)
+        if previous is not None and previous.content_hash != facet.content_hash:
+            out.append(await self._version_step(event, mem, first, previous, facet, facet_key))
+        # a later version governed before this one (a correction delivered before what it corrects, a backfill
+        # of older history): it replaces this one, as it would have had this one come first
+        later = [a for a in kept if order(a) > order(first) and norm(a.content) != norm(first.content)]
+        if later:
+            said = norm(min(later, key=order).content)
+            after = min((a for a in kept if norm(a.content) == said), key=order)
+            out.append(await self._version_step(event, mem, after, facet, facet_version(after, facet_key),
+                                                 facet_key))
         return out
+
+    async def _version_step(self, event: Event, mem: MemoryUnit, atom: MemoryUnit, previous: MemoryUnit,
+                            facet: MemoryUnit, facet_key: str) -> Proposal:
+        """``facet`` (of ``atom``'s statement) replaces ``previous``: superseded, or held for review when neither a
+        model nor a correction cue says the value changed (proposed in the scope of ``mem``, the atom governed)."""
+        decision = await self._should_supersede(atom, previous, facet)
+        if decision is True:
+            return proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
+                            supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
+                                                      reason=f"new version of facet {facet_key!r}"))
+        reason = decision if isinstance(decision, str) else "needs review"
+        return proposal(
+            HoldActionProposal, scope=mem.scope, processor=self.name, cause=event,
+            held=HeldAction(
+                action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
+                action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
+                inputs={"facet_key": facet_key, "old": previous.content, "new": facet.content},
+            ),
+        )
 
     async def _should_supersede(self, atom: MemoryUnit, old: MemoryUnit,
                                 new: MemoryUnit) -> bool | str:
