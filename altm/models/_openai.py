@@ -140,7 +140,7 @@ class OpenAIChat(ChatModel):
         model = endpoint.settings.model or ""
         phash = prompt_hash(messages, schema)
         cache = self._cache_for(scope)
-        cached = cache.get(model, phash)
+        cached = cache.get(model, phash, scope.home)
         if cached is not None:
             try:
                 answer = Structured(schema.model_validate_json(cached), model, phash, cached=True)

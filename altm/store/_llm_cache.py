@@ -1,4 +1,4 @@
-"""The LLM response cache in the shard of the scope (keyed by model and prompt hash).
+"""The LLM response cache in the shard of the scope (keyed by the user, model and prompt hash).
 
 It is a cache, not memory state, so it is written directly rather than through the writer; replays that
 reuse a shard answer from it without calling the model, which makes them deterministic and free. It
@@ -20,8 +20,9 @@ class ShardLLMCache:
     def __init__(self, shard: Shard) -> None:
         self.shard = shard
 
-    def get(self, model: str, prompt_hash: str) -> str | None:
-        row = self.shard._db.execute(CACHE_GET, (model, prompt_hash)).fetchone()
+    def get(self, model: str, prompt_hash: str, home: str) -> str | None:
+        """The answer cached for ``home``'s prompt (another user's answer to the same prompt is not theirs)."""
+        row = self.shard._db.execute(CACHE_GET, (home, model, prompt_hash)).fetchone()
         return None if row is None else str(row[0])
 
     def put_many(self, rows: list[tuple[str, str, str, str, str, str | None]]) -> None:

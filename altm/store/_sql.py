@@ -19,7 +19,7 @@ def chunks(ids: Sequence[_T], size: int = 400) -> list[list[_T]]:
     return [list(ids[start:start + size]) for start in range(0, len(ids), size)]
 
 
-CACHE_GET = "SELECT response FROM llm_cache WHERE model=? AND prompt_hash=?"
+CACHE_GET = "SELECT response FROM llm_cache WHERE home=? AND model=? AND prompt_hash=?"
 """An entry of a shard's model cache (model, key)."""
 CACHE_PUT = ("INSERT OR IGNORE INTO llm_cache (model, prompt_hash, home, response, recorded_at, sources) "
              "VALUES (?,?,?,?,?,?)")

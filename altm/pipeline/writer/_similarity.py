@@ -32,18 +32,19 @@ class EmbeddingSimilarity:
             raise ValueError("the similarity cache holds at least two texts")
         self.model = model
         self.cache_size = cache_size
-        self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._vectors: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()  # (home, text)
         self._cache_model = f"{CACHE_PREFIX}{model.model_id}"
 
-    def _from_shard(self, text: str, tx: ShardTx) -> bool:
-        """The text's vector from the shard's model cache into this one's (False when it holds none)."""
-        found = tx.cached(self._cache_model, _key(text))
+    def _from_shard(self, text: str, tx: ShardTx, home: str) -> bool:
+        """The text's vector from the shard's model cache (``home``'s entry) into this one's (False when it
+        holds none)."""
+        found = tx.cached(self._cache_model, _key(text), home)
         if found is None:
             return False
         vector = np.frombuffer(base64.b64decode(found), dtype="<f4").astype(np.float32)
         if vector.shape != (self.model.dim,):
             return False  # another model's, or damaged: embedded again
-        self._vectors[text] = vector
+        self._vectors[home, text] = vector
         return True
 
     def __call__(self, a: str, b: str) -> float:
@@ -55,18 +56,20 @@ class EmbeddingSimilarity:
         return lambda a, b: self._similarity(a, b, (tx, home))
 
     def _similarity(self, a: str, b: str, kept: tuple[ShardTx, str] | None) -> float:
-        missing = [t for t in dict.fromkeys((a, b)) if t not in self._vectors]
+        # kept per user: whether a text was embedded before (the embedder's counters) tells nothing of others
+        home = kept[1] if kept is not None else ""
+        missing = [t for t in dict.fromkeys((a, b)) if (home, t) not in self._vectors]
         if kept is not None:
-            missing = [t for t in missing if not self._from_shard(t, kept[0])]
+            missing = [t for t in missing if not self._from_shard(t, kept[0], home)]
         if missing:
             for text, vector in zip(missing, self.model.embed(missing), strict=True):
-                self._vectors[text] = np.asarray(vector, dtype=np.float32)
+                self._vectors[home, text] = np.asarray(vector, dtype=np.float32)
                 if kept is not None:
                     kept[0].keep_cached(self._cache_model, _key(text), base64.b64encode(
-                        self._vectors[text].astype("<f4").tobytes()).decode("ascii"), kept[1],
+                        self._vectors[home, text].astype("<f4").tobytes()).decode("ascii"), home,
                         at=datetime.now(UTC).isoformat())
         for text in (a, b):
-            self._vectors.move_to_end(text)
+            self._vectors.move_to_end((home, text))
         while len(self._vectors) > self.cache_size:
             self._vectors.popitem(last=False)
-        return float(np.dot(self._vectors[a], self._vectors[b]))
+        return float(np.dot(self._vectors[home, a], self._vectors[home, b]))

@@ -68,9 +68,10 @@ class _TxReads(_TxBase):
             [edge_id, *chunk])}
         return sorted(set(memory_ids) - have)
 
-    def cached(self, model: str, key: str) -> str | None:
-        """An entry of the shard's model cache (the LLM's answers; the write guard's vectors)."""
-        found = self._db.execute(CACHE_GET, (model, key)).fetchone()
+    def cached(self, model: str, key: str, home: str) -> str | None:
+        """An entry of the shard's model cache kept under ``home`` (the LLM's answers; the write guard's
+        vectors)."""
+        found = self._db.execute(CACHE_GET, (home, model, key)).fetchone()
         return None if found is None else str(found[0])
 
     def held_action(self, action_id: str) -> Row | None:
