@@ -101,6 +101,12 @@ def home_token(scope: Scope) -> str:
     return _token("h", f"{scope.tenant_id}/{scope.workspace_id}/{scope.user_id}")
 
 
+def visible_token(scope: Scope) -> str:
+    """The word index's tokens of what an agent of ``scope`` may see of its user's memories at most: its own
+    (any layer) and the user's persona (L4), as an FTS5 expression over ``scope_terms``."""
+    return f'({home_token(scope)} AND ({_token("a", scope.agent_id)} OR "ll4"))'
+
+
 def _token(prefix: str, value: str) -> str:
     """One scope part as the word index holds it (``scope_terms``: prefix + hex of the UTF-8 bytes)."""
     return f'"{prefix}{value.encode().hex()}"'

@@ -17,7 +17,7 @@ import orjson
 
 from altm.core import Scope, partition_for
 from altm.store._conversation import neighbours
-from altm.store._policy import ScopePolicy, home_token
+from altm.store._policy import ScopePolicy, visible_token
 from altm.store._shard import Shard
 from altm.store._shardset import ShardSet
 from altm.store._sql import chunks, marks
@@ -85,7 +85,8 @@ _SAME_SESSION = ("tenant_id = ? AND workspace_id = ? AND user_id = ? AND agent_i
                  "AND layer = 'L0'")
 _EDGES = ("SELECT src_id, dst_id, weight, confidence FROM graph_edges WHERE {end} = ? AND rejected = 0 "
           "AND tenant_id = ? AND workspace_id = ? AND user_id = ? ORDER BY weight * confidence DESC, edge_id LIMIT ?")
-_DOCUMENTS = "SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ?"
+_DOCUMENTS = ("SELECT COUNT(*) FROM memories WHERE tenant_id = ? AND workspace_id = ? AND user_id = ? "
+              "AND (agent_id = ? OR layer = 'L4')")
 _TERM_DOCUMENTS = "SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH ?"
 
 
@@ -231,12 +232,16 @@ class SearchQueries:
 
     # -- term statistics ---------------------------------------------------------------------------------
     def document_count(self, scope: Scope) -> int:
-        """Memories of ``scope``'s user (the base of a document frequency: another tenant's memories in the
-        shard pruned words out of a user's recall, and told by its own results what they hold)."""
-        return int(self._conn.execute(_DOCUMENTS, [scope.tenant_id, scope.workspace_id, scope.user_id]).fetchone()[0])
+        """Memories ``scope``'s agent may see (its own and its user's persona): the base of a document frequency.
+        Counted over the shard, another tenant's memories pruned words out of a user's recall, and counted over
+        the user, a sibling agent's, which this agent may not read, did (both told by the results what they
+        hold)."""
+        return int(self._conn.execute(_DOCUMENTS, [scope.tenant_id, scope.workspace_id, scope.user_id,
+                                                   scope.agent_id]).fetchone()[0])
 
     def term_frequency(self, term: str, scope: Scope) -> int:
-        """Memories of ``scope``'s user whose content holds ``term`` as the word index tokenizes it (stemmed)."""
-        home = home_token(scope)
-        return int(self._conn.execute(_TERM_DOCUMENTS, [f"content : {_phrase(term)} AND scope_terms : {home}"]
+        """Memories ``scope``'s agent may see whose content holds ``term`` as the word index tokenizes it
+        (stemmed)."""
+        visible = visible_token(scope)
+        return int(self._conn.execute(_TERM_DOCUMENTS, [f"content : {_phrase(term)} AND scope_terms : {visible}"]
                                       ).fetchone()[0])

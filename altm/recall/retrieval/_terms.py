@@ -3,8 +3,9 @@
 FTS5 scores every document that matches any query term, so one very common term ("deploy" in an ops
 team's memories, a speaker's name in a chat log) makes bm25 run over a large share of the user's
 memories while adding little to the ranking (its IDF is near zero). Terms found in more than ``max_df``
-of the user's memories are left out of the word query, as long as ``min_terms`` rarer ones remain (counted over
-the user's own memories: another tenant in the shard must not change what a user recalls).
+of the memories an agent may see (its own and its user's persona) are left out of the word query, as long as
+``min_terms`` rarer ones remain (another tenant in the shard, or a sibling agent of the user, must not change
+what an agent recalls).
 """
 
 from __future__ import annotations
@@ -28,8 +29,13 @@ class TermCounts(Protocol):
     def term_frequency(self, term: str, scope: Scope) -> int: ...
 
 
+def _whose(scope: Scope) -> str:
+    """Whose counts: an agent's (its memories and its user's persona: what it may see)."""
+    return f"{scope.home}\x1f{scope.agent_id}"
+
+
 class TermStatistics:
-    """Per-user document frequencies with a time-to-live; stale counts only shift what is pruned."""
+    """Per-agent document frequencies with a time-to-live; stale counts only shift what is pruned."""
 
     def __init__(self, ttl_s: float = 300.0, max_entries: int = 100_000) -> None:
         self.ttl_s = ttl_s
@@ -51,14 +57,14 @@ class TermStatistics:
         return value
 
     def documents(self, counts: TermCounts, scope: Scope) -> int:
-        key = (scope.home, "\x00documents")
+        key = (_whose(scope), "\x00documents")
         cached = self._cached(key)
         if cached is not None:
             return cached
         return self._store(key, counts.document_count(scope))
 
     def frequency(self, counts: TermCounts, term: str, scope: Scope) -> int:
-        key = (scope.home, term)
+        key = (_whose(scope), term)
         cached = self._cached(key)
         if cached is not None:
             return cached
