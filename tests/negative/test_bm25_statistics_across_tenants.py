@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from altm.core import Scope, Settings
 from altm.core.partitioner import partition_for
 from tests.support.memories import store_with
@@ -59,6 +61,11 @@ async def _ranking(settings: Settings, data_dir: Path, theirs: list[Scope]) -> l
     return [(h.memory_id, h.content, h.channels.get("fts")) for h in hits]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap (README, Reliability: hostile input): FTS5's bm25 takes its document frequencies and average length "
+    "from the whole index of the shard; scoring the scoped candidates with the agent's own counts needs each "
+    "candidate's term frequencies and length, which SQLite's Python binding cannot read through an FTS5 ranking "
+    "function"))
 async def test_another_tenants_memories_do_not_reorder_a_users_recall(settings: Settings, tmp_path: Path) -> None:
     alone = await _ranking(settings, tmp_path / "alone", [])
     assert {content for _, content, _ in alone} >= {t.content for t in MINE}

@@ -206,13 +206,15 @@ class GovernProcessor(Processor):
         if previous is not None and previous.content_hash != facet.content_hash:
             out.append(await self._version_step(event, mem, first, previous, facet, facet_key))
         # a later version governed before this one (a correction delivered before what it corrects, a backfill
-        # of older history): it replaces this one, as it would have had this one come first
+        # of older history): it replaces this one, as it would have had this one come first (one not governed
+        # yet replaces it when it is: its predecessor is then this one)
         later = [a for a in kept if order(a) > order(first) and norm(a.content) != norm(first.content)]
         if later:
             said = norm(min(later, key=order).content)
             after = min((a for a in kept if norm(a.content) == said), key=order)
-            out.append(await self._version_step(event, mem, after, facet, facet_version(after, facet_key),
-                                                 facet_key))
+            following = facet_version(after, facet_key)
+            if following.content_hash != facet.content_hash and reader.holds(mem.scope, following.memory_id):
+                out.append(await self._version_step(event, mem, after, facet, following, facet_key))
         return out
 
     async def _version_step(self, event: Event, mem: MemoryUnit, atom: MemoryUnit, previous: MemoryUnit,

@@ -82,5 +82,5 @@ async def test_a_failed_outcome_of_an_anti_pattern_is_evidence_not_a_re_assertio
     for name, phases in (("outcome-first", [[tried], [rule]]), ("rule-first", [[rule], [tried]])):
         s = await _stored(settings.model_copy(update={"data_dir": settings.data_dir / name}), *phases)
         outcomes = rows(s.data_dir, "SELECT attributes FROM memories WHERE layer='L2' AND kind='outcome'")
-        assert [o["attributes"] for o in outcomes] == ['{"success":false}'], name
+        assert [o["attributes"] for o in outcomes] == ['{"success":false,"turn_id":"s2-t1"}'], name
         assert rows(s.data_dir, "SELECT reason FROM rejections WHERE reason LIKE '%anti-pattern%'") == [], name
