@@ -233,3 +233,25 @@ def test_version_19_lets_an_erasure_redact_the_trust_reasons_of_audit_rows_writt
         assert shard._db.execute("SELECT redacted FROM audit_log").fetchone()[0] == 1
     finally:
         shards.close()
+
+
+def test_version_22_keys_the_model_cache_by_home_and_keeps_its_entries(tmp_path: Path) -> None:
+    """Version 22: an entry is found by the user whose prompt it is (one user's prompt was answered from another
+    user's entry); the entries cached before stay, each under its own home."""
+    from altm.store._sql import CACHE_GET
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    for mig in load_migrations()[:21]:
+        conn.executescript(f"BEGIN;\n{mig.sql}\nCOMMIT;")
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                 "applied_at TEXT NOT NULL)")
+    conn.execute("INSERT INTO schema_version VALUES (21, 'then', 'then')")
+    conn.execute("INSERT INTO llm_cache (model, prompt_hash, home, response, recorded_at, sources) "
+                 "VALUES ('m', 'p', 'acme/w/dana', '{\"a\":1}', 'then', '[\"mem_1\"]')")
+    assert migrate(conn) == LATEST_VERSION
+    assert conn.execute(CACHE_GET, ("acme/w/dana", "m", "p")).fetchone() == ('{"a":1}',)
+    assert conn.execute(CACHE_GET, ("globex/w/eve", "m", "p")).fetchone() is None
+    conn.execute("INSERT INTO llm_cache (model, prompt_hash, home, response, recorded_at) "
+                 "VALUES ('m', 'p', 'globex/w/eve', '{\"b\":2}', 'now')")  # the same prompt, another user: its own
+    assert conn.execute(CACHE_GET, ("globex/w/eve", "m", "p")).fetchone() == ('{"b":2}',)
+    assert conn.execute("SELECT sources FROM llm_cache WHERE home='acme/w/dana'").fetchone() == ('["mem_1"]',)
