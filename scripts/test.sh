@@ -33,4 +33,12 @@ cleanup() { if [ -n "$started" ]; then scripts/kafka.sh stop; fi; }
 trap cleanup EXIT
 
 echo "== pytest (unit, integration on $ALTM_TEST_KAFKA, e2e)"
-"$venv/pytest" tests "$@"
+mkdir -p "$root/.cache"
+export ALTM_TEST_HANG_LOG="$root/.cache/test-hang.log"  # a test over ALTM_TEST_TIMEOUT_S (600) ends the run here
+status=0
+"$venv/pytest" tests "$@" || status=$?
+if [ "$status" != 0 ] && [ -s "$ALTM_TEST_HANG_LOG" ]; then
+  echo "== a test ran over ${ALTM_TEST_TIMEOUT_S:-600} s and was taken for a hang; every thread's stack:"
+  cat "$ALTM_TEST_HANG_LOG"
+fi
+exit "$status"

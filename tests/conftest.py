@@ -1,11 +1,32 @@
 from __future__ import annotations
 
+import faulthandler
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from altm.core import Settings
+
+TEST_TIMEOUT_S = float(os.environ.get("ALTM_TEST_TIMEOUT_S", "600"))
+"""A test that runs longer than this is taken for a hang: every thread's stack is written to ``_HANG_LOG`` (which
+``scripts/test.sh`` prints) and the run exits non-zero, rather than holding CI until its own limit with nothing
+to show."""
+
+
+_HANG_LOG = Path(os.environ.get("ALTM_TEST_HANG_LOG") or Path(tempfile.gettempdir()) / "altm-test-hang.log")
+_HANG_FILE = _HANG_LOG.open("w")  # not stderr: pytest captures it while a test runs, and the capture dies with us
+
+
+@pytest.fixture(autouse=True)
+def _hang_watchdog() -> Iterator[None]:
+    faulthandler.dump_traceback_later(TEST_TIMEOUT_S, exit=True, file=_HANG_FILE)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture
