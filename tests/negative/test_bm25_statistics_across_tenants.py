@@ -34,22 +34,12 @@ from pathlib import Path
 import pytest
 
 from altm.core import Scope, Settings
-from altm.core.partitioner import partition_for
 from tests.support.memories import store_with
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE, colocated_scope, make_turn
 
 MINE = [make_turn(1, "The falcon report is ready for review.", session="s1"),
         make_turn(2, "The heron report is ready for review, heron.", session="s1")]
 QUERY = "falcon heron"
-
-
-def _neighbour(partitions: int) -> Scope:
-    """A user of another tenant whose memories share the shard of ``SCOPE``'s home."""
-    for n in range(10_000):
-        other = Scope.parse(f"globex/ops/user{n}/bot")
-        if partition_for(other.home, partitions) == partition_for(SCOPE.home, partitions):
-            return other
-    raise AssertionError("no co-located user found")
 
 
 async def _ranking(settings: Settings, data_dir: Path, theirs: list[Scope]) -> list[tuple[str, str, int | None]]:
@@ -69,7 +59,7 @@ async def _ranking(settings: Settings, data_dir: Path, theirs: list[Scope]) -> l
 async def test_another_tenants_memories_do_not_reorder_a_users_recall(settings: Settings, tmp_path: Path) -> None:
     alone = await _ranking(settings, tmp_path / "alone", [])
     assert {content for _, content, _ in alone} >= {t.content for t in MINE}
-    beside = await _ranking(settings, tmp_path / "beside", [_neighbour(settings.partitions)] * 12)
+    beside = await _ranking(settings, tmp_path / "beside", [colocated_scope(settings.partitions)] * 12)
     assert [(m, c) for m, c, _ in beside if c in {t.content for t in MINE}] == \
         [(m, c) for m, c, _ in alone if c in {t.content for t in MINE}], (
         f"another tenant's memories reordered this user's recall: alone {alone}, beside {beside}")

@@ -30,23 +30,13 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-from altm.core import Scope, Settings
-from altm.core.partitioner import partition_for
+from altm.core import Settings
 from altm.models import LLMSettings, ModelTask
 from tests.support.memories import embedded, runtime_of
 from tests.support.openai_double import openai_double
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import colocated_scope, make_turn
 
 GUESS = "Our acquisition target is Initech and the deal closes on March 3."
-
-
-def _neighbour(partitions: int) -> Scope:
-    """A user of another tenant whose memories share the shard of ``SCOPE``'s home."""
-    for n in range(10_000):
-        other = Scope.parse(f"globex/ops/user{n}/bot")
-        if partition_for(other.home, partitions) == partition_for(SCOPE.home, partitions):
-            return other
-    raise AssertionError("no co-located user found")
 
 
 def _extractor(body: dict[str, Any]) -> str | int:
@@ -62,7 +52,7 @@ def _cached_l2() -> float:
 
 async def test_one_tenants_cached_answer_does_not_answer_another_tenant(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none", "defer_backoff_s": 0.0})
-    victim = _neighbour(s.partitions)
+    victim = colocated_scope(s.partitions)
     with openai_double(_extractor) as api:
         llm = {ModelTask.L2: LLMSettings(base_url=api.base_url, model="extractor", max_retries=0)}
         async with embedded(s, llm_settings=llm) as deployment:

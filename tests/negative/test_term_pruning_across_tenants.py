@@ -21,11 +21,9 @@ prune a query are those of the scope's home (the same ``scope_terms`` filter the
 from __future__ import annotations
 
 from altm.app import MemoryApp
-from altm.core import Scope
-from altm.core.partitioner import partition_for
 from altm.core.settings import Settings
 from tests.support.memories import store_with
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE, colocated_scope, make_turn
 
 MINE = [
     make_turn(1, "The quarterly acquisition memo goes to legal.", session="s1"),
@@ -33,15 +31,6 @@ MINE = [
     make_turn(3, "The quokka mascot stickers arrived.", session="s1"),
 ]
 QUESTION = "acquisition zanzibar quokka"
-
-
-def _neighbour(partitions: int) -> Scope:
-    """A user of another tenant whose memories share the shard of ``SCOPE``'s home."""
-    for n in range(10_000):
-        other = Scope.parse(f"globex/ops/user{n}/bot")
-        if partition_for(other.home, partitions) == partition_for(SCOPE.home, partitions):
-            return other
-    raise AssertionError("no co-located user found")
 
 
 def _found(app: MemoryApp) -> set[str]:
@@ -55,7 +44,7 @@ async def test_another_tenants_memories_do_not_change_what_a_user_recalls(settin
         alone = _found(app)
     assert MINE[0].content in alone  # "acquisition" matches it
 
-    other = _neighbour(s.partitions)
+    other = colocated_scope(s.partitions)
     theirs = [make_turn(10 + i, f"Acquisition note {i}: nothing more to say.", scope=other, session="x")
               for i in range(12)]
     s2 = settings.model_copy(update={"embedder": "none", "data_dir": settings.data_dir.parent / "data2"})
