@@ -62,6 +62,14 @@ class MemoryReader:
         return shard._db.execute(f"SELECT 1 FROM memories WHERE memory_id=? AND {_HOME}",
                                  [memory_id, *_home_args(scope)]).fetchone() is not None
 
+    def removed(self, scope: Scope, memory_id: str) -> bool:
+        """The memory was stored and removed since (retention forgot it, an erasure took it: the audit log has
+        its removal), in ``scope``'s home."""
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return shard._db.execute(
+            "SELECT 1 FROM audit_log WHERE target_table='memories' AND target_id=? AND action IN ('forget', 'erase') "
+            "LIMIT 1", (memory_id,)).fetchone() is not None
+
     def erasure_pending(self, scope: Scope, memory_ids: Iterable[str]) -> bool:
         """One of ``memory_ids`` has a tombstone waiting for its erasure (a replay applies it once it reaches
         it): stored for now, its content goes to no model (the source erased it, and its cached answers with

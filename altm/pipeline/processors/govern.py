@@ -197,8 +197,16 @@ class GovernProcessor(Processor):
         kept = [a for a in atoms if a.superseded_by is None and not rejected(a)]
         earlier = [a for a in kept if order(a) < order(first)]
         previous: MemoryUnit | None
-        if earlier:
-            previous = facet_version(max(earlier, key=order), facet_key)
+        if earlier:  # the version said last before this one, as its own first saying makes it
+            said = norm(max(earlier, key=order).content)
+            previous = facet_version(min((a for a in kept if norm(a.content) == said), key=order), facet_key)
+            if not reader.holds(mem.scope, previous.memory_id):
+                # not stored yet: governed later in this batch (history ingested or replayed, a correction before
+                # what it corrects), so made here, before it is superseded; one retention forgot stays forgotten
+                if reader.removed(mem.scope, previous.memory_id):
+                    previous = None
+                else:
+                    out.append(upsert_proposal(previous, processor=self.name, cause=event))
         else:  # retention may have forgotten the atoms of the version before and kept their facet
             previous = max((f for f in reader.facet_versions(mem.scope, facet_key)
                             if f.superseded_by is None and not rejected(f) and order(f) < order(facet)),

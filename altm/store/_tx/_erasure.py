@@ -83,7 +83,8 @@ class _TxErasure(_TxWrites):
             return
         self._audit(at=at, proposal_id=proposal_id, actor="writer", action="erase", table="llm_cache",
                     target_id=scope.home, old={"entries": len(doomed)}, new=None)
-        db.executemany("DELETE FROM llm_cache WHERE model=? AND prompt_hash=?", doomed)
+        db.executemany("DELETE FROM llm_cache WHERE home=? AND model=? AND prompt_hash=?",
+                       [(scope.home, model, phash) for model, phash in doomed])  # the user's own (schema 22's key)
 
     def erase_records(self, scope: Scope, erasure: Erasure, memory_ids: Sequence[str], *, at: str,
                       proposal_id: str) -> list[str]:

@@ -267,6 +267,19 @@ class _TxWrites(_TxTombstones):
             out.append(again)
         return out
 
+    def release_reversed(self, row: MemoryRow, *, at: str, proposal_id: str, actor: str) -> MemoryRow:
+        """``row`` no longer superseded by what supersedes it (a later decision supersedes that one by ``row``:
+        a statement said earlier than was known): its supersession fields as before, and the SUPERSEDES edge
+        between the two gone (audited with its value). Returns the row as updated."""
+        released = self._unsuperseded(row)
+        self.update_memory(row, released, at=at, proposal_id=proposal_id, actor=actor)
+        for r in self._db.execute("SELECT * FROM graph_edges WHERE src_id=? AND dst_id=? AND edge_type='SUPERSEDES'",
+                                  (row["superseded_by"], row["memory_id"])).fetchall():
+            self._audit(at=at, proposal_id=proposal_id, actor=actor, action="delete", table="graph_edges",
+                        target_id=str(r["edge_id"]), old=self._edge_image(dict(r)), new=None)
+            self._db.execute("DELETE FROM graph_edges WHERE edge_id=?", (r["edge_id"],))
+        return released
+
     def _unsuperseded(self, row: MemoryRow) -> MemoryRow:
         """``row`` as it was before what supersedes it (or merged it into itself) did so: its supersession fields
         and lifecycle state from the audit of that update (active where the audit has none)."""

@@ -56,6 +56,10 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
         return Applied(ChangeStatus.UNCHANGED)
     if old["superseded_by"] is not None:
         raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}", code="conflict")
+    released: list[MemoryUnit] = []
+    if newer["superseded_by"] == supersession.old_id:  # decided the other way before the older saying was known:
+        newer = tx.release_reversed(newer, at=ctx.now, proposal_id=p.event_id, actor=p.processor)  # no cycle
+        released.append(row_to_memory(newer))
     closed: MemoryRow = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
               "valid_to": newer["valid_from"] or old["valid_to"]}
     tx.update_memory(old, closed, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
@@ -65,7 +69,7 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
         ("decided", supersession.reason),
         ("applied", f"{supersession.old_id} valid until {closed['valid_to']}, superseded_by {supersession.new_id}")],
         {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
-    return Applied(ChangeStatus.COMMITTED, row_to_memory(closed))
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(closed), also_changed=released)
 
 
 def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
