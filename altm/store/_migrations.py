@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 
+import orjson
+
 from altm.store._errors import ShardError
 from altm.store._text_index import apply_pending
 
@@ -46,8 +48,20 @@ def current_version(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+def _json_with_key(document: str | None, key: str, value: object) -> str | None:
+    """``document`` (a JSON object) with ``key`` set to ``value`` (left as it is when ``value`` is NULL), keys
+    sorted as the writer writes a JSON column."""
+    if document is None or value is None:
+        return document
+    obj = orjson.loads(document)
+    if not isinstance(obj, dict):
+        return document
+    return orjson.dumps({**obj, key: value}, option=orjson.OPT_SORT_KEYS).decode()
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply pending migrations, each in its own transaction; returns the resulting version."""
+    conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)  # data migrations use it
     version = current_version(conn)
     migrated = False
     if version > LATEST_VERSION:

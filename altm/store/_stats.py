@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from altm.core import Kind, Layer
+from altm.store._errors import ShardError
 from altm.store._rows import MEMORY_COLUMNS, TOMBSTONE_COLUMNS, WALL_CLOCK_COLUMNS
 from altm.store._shard import Shard
 from altm.store._shardset import shard_files
@@ -60,6 +61,8 @@ def state_rows(data_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
                 out[table].extend([_delivery_free(r) for r in found] if table == "rejections" else found)
         except sqlite3.OperationalError as exc:
             raise DataDirError(f"shard {path} is not initialised yet ({exc}); is a worker starting?") from None
+        except ShardError as exc:  # another schema version (not migrated yet), or damaged: says which and why
+            raise DataDirError(str(exc)) from None
         finally:
             shard.close()
     for rows in out.values():

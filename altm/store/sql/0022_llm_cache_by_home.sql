@@ -13,5 +13,13 @@ CREATE TABLE llm_cache_by_home (
 ) WITHOUT ROWID;
 INSERT INTO llm_cache_by_home (model, prompt_hash, home, response, recorded_at, sources)
     SELECT model, prompt_hash, home, response, recorded_at, sources FROM llm_cache;
+-- an entry answered every user who sent the same prompt, and was kept under the first one's home only: it is kept
+-- under each home with a memory made from that answer too (memories name the model and prompt hash they came
+-- from), so a replay of those users asks no model again; their memories not known (any erasure of the user's
+-- clears the copy)
+INSERT OR IGNORE INTO llm_cache_by_home (model, prompt_hash, home, response, recorded_at, sources)
+    SELECT DISTINCT c.model, c.prompt_hash, m.tenant_id || '/' || m.workspace_id || '/' || m.user_id, c.response,
+        c.recorded_at, NULL
+    FROM llm_cache c JOIN memories m ON m.prompt_hash = c.prompt_hash AND m.model = c.model;
 DROP TABLE llm_cache;
 ALTER TABLE llm_cache_by_home RENAME TO llm_cache;
