@@ -329,7 +329,10 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
                         code="unknown_target")
     if any(step == "rolled_back" for _, step in steps):
         return Applied(ChangeStatus.UNCHANGED)
-    audits = tx.decision_audit(undo.decision_id)
+    # a held action it made void that an erasure dropped since (it named an erased memory): gone either way,
+    # nothing of it to restore (its rows redacted); what else the decision changed is restored
+    audits = [a for a in tx.decision_audit(undo.decision_id)
+              if not (a.table == "held_actions" and a.redacted and tx.held_action(a.target_id) is None)]
     if any(a.redacted for a in audits):
         raise Rejection(f"decision {undo.decision_id} touched erased content; erasure cannot be undone",
                         code="conflict")

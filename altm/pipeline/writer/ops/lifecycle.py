@@ -122,7 +122,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     if not forgotten and not recited:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
-    voided = _void_held_actions(tx, p, forgotten, ctx)
+    _void_held_actions(tx, p, forgotten, ctx)  # audited, not in the record: an erasure may drop them since
     repaired = _repair_evidence(tx, forgotten, p, ctx, restated=recited)
     anchors = _scenes_repaired(tx, repaired)
     left, _ = messages_left(tx, messages, p.event_id, ctx)  # their sessions fold again from what is left
@@ -132,7 +132,6 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     inputs: dict[str, object] = {"candidates": list(retention.memory_ids), "forgotten": forgotten, "pinned": pinned,
                                  "repaired": [m.memory_id for m in repaired]}
     inputs.update({"gone": gone} if gone else {})
-    inputs.update({"voided": voided} if voided else {})
     inputs.update({"restated": sorted(recited)} if recited else {})
     tx.record_decision(p.event_id, p.scope, "forget", [
         ("evaluated", f"{len(retention.memory_ids)} memories past retention"),
@@ -145,17 +144,14 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
                    buried=tuple(buried), mentioned=anchors)
 
 
-def _void_held_actions(tx: ShardTx, p: ForgetProposal, forgotten: Collection[str], ctx: OpContext) -> list[str]:
+def _void_held_actions(tx: ShardTx, p: ForgetProposal, forgotten: Collection[str], ctx: OpContext) -> None:
     """The user's held actions pending review that name a memory retention forgot can no longer be carried out:
     ``void``, out of the review queue (audited under the forget, so its rollback makes them pending again; an
-    erasure drops them instead). Returns their ids."""
+    erasure of what they name drops them, and its rollback then leaves them gone)."""
     gone = set(forgotten)
-    voided = []
     for row in tx.held_actions_pending(p.scope):
         if set(orjson.loads(row["target_ids"])) & gone:
             tx.put_held_action({**row, "status": "void"}, row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
-            voided.append(str(row["action_id"]))
-    return voided
 
 
 def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit]) -> tuple[str, ...]:
