@@ -12,9 +12,10 @@ from datetime import datetime
 import orjson
 
 from altm.app._errors import UnknownCycle
-from altm.core import CycleState, RuntimeCycle, Scope
+from altm.core import CycleState, Role, RuntimeCycle, Scope, TurnEvent
+from altm.pipeline.processors import l0_memory_id
 from altm.recall import ContextBundle
-from altm.store import CycleQueries, ShardSet
+from altm.store import CycleQueries, MemoryQueries, ShardSet
 
 _ORDER = {CycleState.PREPARED: 0, CycleState.COMMITTED: 1, CycleState.ABORTED: 1}
 EVICT_SCAN = 256
@@ -45,16 +46,21 @@ class CycleBook:
 
     def __init__(self, shards: ShardSet, capacity: int = 10_000) -> None:
         self._stored = CycleQueries(shards)
+        self._memories = MemoryQueries(shards)
         self._capacity = capacity
         self._recent: OrderedDict[str, tuple[RuntimeCycle, ContextBundle | None]] = OrderedDict()
 
     def get(self, cycle_id: str) -> RuntimeCycle | None:
-        """The most advanced state known of a cycle: this process's or the store's."""
+        """The most advanced state known of a cycle: this process's or the store's (None: unknown, or taken by
+        an erasure of its session, agent or user, whichever process published it)."""
         mine = self._recent.get(cycle_id)
         row = self._stored.find(cycle_id)
         stored = _stored(row) if row is not None else None
         if mine is None:
             return stored
+        if stored is None and self._taken(mine[0]):
+            del self._recent[cycle_id]
+            return None
         if stored is not None and _ORDER[stored.state] > _ORDER[mine[0].state]:
             return stored
         return mine[0]
@@ -82,10 +88,19 @@ class CycleBook:
         the writer is behind (evicted, an acknowledged prepare answered 404, and a commit could be made again)."""
         for cycle_id, (cycle, _) in itertools.islice(self._recent.items(), EVICT_SCAN):
             row = self._stored.find(cycle_id)
-            if row is not None and _ORDER[CycleState(str(row["state"]))] >= _ORDER[cycle.state]:
-                del self._recent[cycle_id]  # the store answers for it as this process would
+            if (row is not None and _ORDER[CycleState(str(row["state"]))] >= _ORDER[cycle.state]) or (
+                    row is None and self._taken(cycle)):
+                del self._recent[cycle_id]  # the store answers for it as this process would (or knows it gone)
                 return True
         return False
+
+    def _taken(self, cycle: RuntimeCycle) -> bool:
+        """An erasure took the cycle, which the store does not hold: its question's message is buried (the
+        writer deletes the cycles of an erased session, agent or user; another process may have published it,
+        so this book was not told)."""
+        question = TurnEvent(scope=cycle.scope, session_id=cycle.session_id, turn_id=cycle.turn_id, role=Role.USER,
+                             content="", timestamp=cycle.created_at)
+        return self._memories.buried(cycle.scope, l0_memory_id(question))
 
     def forget_cycles(self, erased: Callable[[RuntimeCycle], bool]) -> None:
         """Drop the cycles an erasure takes (its writer deletes their stored rows: kept here, they could never
