@@ -62,13 +62,21 @@ class MemoryReader:
         return shard._db.execute(f"SELECT 1 FROM memories WHERE memory_id=? AND {_HOME}",
                                  [memory_id, *_home_args(scope)]).fetchone() is not None
 
-    def removed(self, scope: Scope, memory_id: str) -> bool:
-        """The memory was stored and removed since (retention forgot it, an erasure took it: the audit log has
-        its removal), in ``scope``'s home."""
+    def removed_since(self, scope: Scope, memory_id: str, made_from: Sequence[str]) -> bool:
+        """The memory (a derived one, whose id is its statement's) was removed (retention forgot it, an erasure
+        took it: the audit log has it) after the newest of ``made_from`` (what it stands on) was stored: it was
+        gone on purpose, not yet made from what was said since."""
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        return shard._db.execute(
-            "SELECT 1 FROM audit_log WHERE target_table='memories' AND target_id=? AND action IN ('forget', 'erase') "
-            "LIMIT 1", (memory_id,)).fetchone() is not None
+        removal = shard._db.execute(
+            "SELECT MAX(audit_id) FROM audit_log WHERE target_table='memories' AND target_id=? "
+            "AND action IN ('forget', 'erase')", (memory_id,)).fetchone()[0]
+        if removal is None:
+            return False
+        ids = list(made_from)
+        made = shard._db.execute(
+            f"SELECT MAX(audit_id) FROM audit_log WHERE target_table='memories' AND action='insert' "
+            f"AND target_id IN ({', '.join('?' for _ in ids)})", ids).fetchone()[0] if ids else None
+        return made is None or int(removal) > int(made)
 
     def erasure_pending(self, scope: Scope, memory_ids: Iterable[str]) -> bool:
         """One of ``memory_ids`` has a tombstone waiting for its erasure (a replay applies it once it reaches

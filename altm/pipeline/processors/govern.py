@@ -199,11 +199,13 @@ class GovernProcessor(Processor):
         previous: MemoryUnit | None
         if earlier:  # the version said last before this one, as its own first saying makes it
             said = norm(max(earlier, key=order).content)
-            previous = facet_version(min((a for a in kept if norm(a.content) == said), key=order), facet_key)
+            saying = [a for a in kept if norm(a.content) == said]
+            previous = facet_version(min(saying, key=order), facet_key)
             if not reader.holds(mem.scope, previous.memory_id):
                 # not stored yet: governed later in this batch (history ingested or replayed, a correction before
-                # what it corrects), so made here, before it is superseded; one retention forgot stays forgotten
-                if reader.removed(mem.scope, previous.memory_id):
+                # what it corrects), so made here, before it is superseded; one retention forgot or an erasure
+                # took after it was last said stays gone (said again since, it is made again)
+                if reader.removed_since(mem.scope, previous.memory_id, [a.memory_id for a in saying]):
                     previous = None
                 else:
                     out.append(upsert_proposal(previous, processor=self.name, cause=event))
