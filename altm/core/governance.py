@@ -21,13 +21,16 @@ class TrustVerdict(BaseModel):
 
 
 class Supersession(BaseModel):
-    """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it."""
+    """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it. With
+    ``release``, the other way: ``old_id`` is no longer superseded by ``new_id`` (a version placed after it when
+    it was decided, before it since an earlier saying of it arrived)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     old_id: str
     new_id: str
     reason: str
+    release: bool = Field(default=False, description="Undo this supersession (old_id current again), not make it")
 
 
 class Merge(BaseModel):

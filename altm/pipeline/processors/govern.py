@@ -46,7 +46,7 @@ from altm.pipeline.processors._base import (
     said_by_user,
     upsert_proposal,
 )
-from altm.pipeline.processors.facets import facet_version, order, rejected
+from altm.pipeline.processors.facets import facet_version, order, rejected, statement_of
 from altm.store import MemoryReader
 
 _ATOMS = frozenset({Layer.L2})
@@ -195,37 +195,57 @@ class GovernProcessor(Processor):
         facet = facet_version(first, facet_key)
         out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
         kept = [a for a in atoms if a.superseded_by is None and not rejected(a)]
-        earlier = [a for a in kept if order(a) < order(first)]
-        previous: MemoryUnit | None
-        if earlier:  # the version said last before this one, as its own first saying makes it
-            said = norm(max(earlier, key=order).content)
-            saying = [a for a in kept if norm(a.content) == said]
-            previous = facet_version(min(saying, key=order), facet_key)
-            if not reader.holds(mem.scope, previous.memory_id):
-                # not stored yet: governed later in this batch (history ingested or replayed, a correction before
-                # what it corrects), so made here, before it is superseded; one retention forgot or an erasure
-                # took after it was last said stays gone (said again since, it is made again)
-                if reader.removed_since(mem.scope, previous.memory_id, [a.memory_id for a in saying]):
-                    previous = None
-                else:
-                    out.append(upsert_proposal(previous, processor=self.name, cause=event))
-        else:  # retention may have forgotten the atoms of the version before and kept their facet
-            previous = max((f for f in reader.facet_versions(mem.scope, facet_key)
-                            if f.superseded_by is None and not rejected(f) and order(f) < order(facet)),
-                           key=order, default=None)
-        if previous is not None and previous.content_hash != facet.content_hash:
+        # each statement is a version placed at its first saying (a statement said again is the version it was)
+        sayings: dict[str, list[MemoryUnit]] = {}
+        for atom in sorted(kept, key=order):
+            sayings.setdefault(norm(atom.content), []).append(atom)
+        said = norm(first.content)
+        before = [a[0] for s, a in sayings.items() if s != said and order(a[0]) < order(first)]
+        after = [a[0] for s, a in sayings.items() if s != said and order(a[0]) > order(first)]
+        versions = reader.facet_versions(mem.scope, facet_key)
+        # versions this one superseded when it was placed later, placed after it now (an earlier saying of it
+        # arrived since): no longer superseded by it
+        out += [proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
+                         supersession=Supersession(old_id=f.memory_id, new_id=facet.memory_id, release=True,
+                                                   reason=f"placed after {facet.memory_id} (said earlier than known)"))
+                for f in versions if f.superseded_by == facet.memory_id and norm(statement_of(f)) in sayings
+                and order(sayings[norm(statement_of(f))][0]) > order(first)]
+        previous: MemoryUnit | None = None
+        if before:  # the version placed last before this one
+            prior = max(before, key=order)
+            previous = self._made(event, reader, mem, facet_version(prior, facet_key),
+                                  sayings[norm(prior.content)], out)
+        else:  # retention may have forgotten every atom of the version before and kept its facet
+            previous = max((f for f in versions
+                            if f.superseded_by is None and not rejected(f) and order(f) < order(facet)
+                            and norm(statement_of(f)) not in sayings), key=order, default=None)
+        if previous is not None and previous.content_hash != facet.content_hash and previous.superseded_by in (
+                None, facet.memory_id):  # one replaced by a version between (arrived since) is left as it is
             out.append(await self._version_step(event, mem, first, previous, facet, facet_key))
         # a later version governed before this one (a correction delivered before what it corrects, a backfill
         # of older history): it replaces this one, as it would have had this one come first (one not governed
         # yet replaces it when it is: its predecessor is then this one)
-        later = [a for a in kept if order(a) > order(first) and norm(a.content) != norm(first.content)]
-        if later:
-            said = norm(min(later, key=order).content)
-            after = min((a for a in kept if norm(a.content) == said), key=order)
-            following = facet_version(after, facet_key)
-            if following.content_hash != facet.content_hash and reader.holds(mem.scope, following.memory_id):
-                out.append(await self._version_step(event, mem, after, facet, following, facet_key))
+        if after:
+            following = facet_version(min(after, key=order), facet_key)
+            stored = reader.get(mem.scope, facet.memory_id)
+            if (following.content_hash != facet.content_hash and reader.holds(mem.scope, following.memory_id)
+                    and (stored is None or stored.superseded_by in (None, following.memory_id))):
+                out.append(await self._version_step(event, mem, min(after, key=order), facet, following, facet_key))
         return out
+
+    def _made(self, event: Event, reader: MemoryReader, mem: MemoryUnit, version: MemoryUnit,
+              saying: Sequence[MemoryUnit], out: list[Proposal]) -> MemoryUnit | None:
+        """The stored facet ``version`` (its supersession as stored), or, not stored yet, ``version`` made here
+        (its upsert added to ``out``: governed later in this batch, history ingested or replayed, a correction
+        before what it corrects); None for one retention forgot or an erasure took after it was last said
+        (said again since, it is made again)."""
+        stored = reader.get(mem.scope, version.memory_id)
+        if stored is not None:
+            return stored
+        if reader.removed_since(mem.scope, version.memory_id, [a.memory_id for a in saying]):
+            return None
+        out.append(upsert_proposal(version, processor=self.name, cause=event))
+        return version
 
     async def _version_step(self, event: Event, mem: MemoryUnit, atom: MemoryUnit, previous: MemoryUnit,
                             facet: MemoryUnit, facet_key: str) -> Proposal:

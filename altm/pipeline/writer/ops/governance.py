@@ -51,14 +51,16 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it."""
     supersession = p.supersession
     old = target_row(tx, p, supersession.old_id, "superseded memory")
+    if supersession.release:
+        return _release(tx, p, old, ctx)
     newer = target_row(tx, p, supersession.new_id, "superseding memory")
     if old["superseded_by"] == supersession.new_id:
         return Applied(ChangeStatus.UNCHANGED)
     if old["superseded_by"] is not None:
         raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}", code="conflict")
     released: list[MemoryUnit] = []
-    if newer["superseded_by"] == supersession.old_id:  # decided the other way before the older saying was known:
-        newer = tx.release_reversed(newer, at=ctx.now, proposal_id=p.event_id, actor=p.processor)  # no cycle
+    if _leads_to(tx, newer, supersession.old_id):  # decided the other way before an older saying was known:
+        newer = tx.release_reversed(newer, at=ctx.now, proposal_id=p.event_id, actor=p.processor)  # no ring
         released.append(row_to_memory(newer))
     closed: MemoryRow = {**old, "superseded_by": supersession.new_id, "superseded_at": ctx.now,
               "valid_to": newer["valid_from"] or old["valid_to"]}
@@ -70,6 +72,33 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
         ("applied", f"{supersession.old_id} valid until {closed['valid_to']}, superseded_by {supersession.new_id}")],
         {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(closed), also_changed=released)
+
+
+def _release(tx: ShardTx, p: SupersedeProposal, old: MemoryRow, ctx: OpContext) -> Applied:
+    """``old`` is no longer superseded by the proposal's ``new_id`` (as it was before that supersession); a row
+    superseded by another since, or by none, is left as it is."""
+    supersession = p.supersession
+    if old["superseded_by"] != supersession.new_id:
+        return Applied(ChangeStatus.UNCHANGED)
+    released = tx.release_reversed(old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    tx.record_decision(p.event_id, p.scope, "release", [
+        ("evaluated", f"{supersession.old_id} is no longer older than {supersession.new_id}"),
+        ("decided", supersession.reason), ("applied", f"{supersession.old_id} current again")],
+        {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(released))
+
+
+def _leads_to(tx: ShardTx, row: MemoryRow, memory_id: str) -> bool:
+    """Whether following ``row``'s ``superseded_by`` links reaches ``memory_id``: superseding ``memory_id`` by
+    ``row`` would close a ring in which no version is current."""
+    seen: set[str] = set()
+    at: MemoryRow | None = row
+    while at is not None and at["superseded_by"] is not None and at["memory_id"] not in seen:
+        if at["superseded_by"] == memory_id:
+            return True
+        seen.add(at["memory_id"])
+        at = tx.memory_row(at["superseded_by"])
+    return False
 
 
 def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
