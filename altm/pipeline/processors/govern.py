@@ -203,13 +203,12 @@ class GovernProcessor(Processor):
         before = [a[0] for s, a in sayings.items() if s != said and order(a[0]) < order(first)]
         after = [a[0] for s, a in sayings.items() if s != said and order(a[0]) > order(first)]
         versions = reader.facet_versions(mem.scope, facet_key)
+        placed = {f.memory_id: sayings[norm(statement_of(f))][0] for f in versions if norm(statement_of(f)) in sayings}
         # versions this one superseded when it was placed later, placed after it now (an earlier saying of it
         # arrived since): no longer superseded by it
-        out += [proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
-                         supersession=Supersession(old_id=f.memory_id, new_id=facet.memory_id, release=True,
-                                                   reason=f"placed after {facet.memory_id} (said earlier than known)"))
-                for f in versions if f.superseded_by == facet.memory_id and norm(statement_of(f)) in sayings
-                and order(sayings[norm(statement_of(f))][0]) > order(first)]
+        out += [self._release(event, mem, f.memory_id, facet.memory_id) for f in versions
+                if f.superseded_by == facet.memory_id and f.memory_id in placed
+                and order(placed[f.memory_id]) > order(first)]
         previous: MemoryUnit | None = None
         if before:  # the version placed last before this one
             prior = max(before, key=order)
@@ -219,9 +218,14 @@ class GovernProcessor(Processor):
             previous = max((f for f in versions
                             if f.superseded_by is None and not rejected(f) and order(f) < order(facet)
                             and norm(statement_of(f)) not in sayings), key=order, default=None)
-        if previous is not None and previous.content_hash != facet.content_hash and previous.superseded_by in (
-                None, facet.memory_id):  # one replaced by a version between (arrived since) is left as it is
-            out.append(await self._version_step(event, mem, first, previous, facet, facet_key))
+        if previous is not None and previous.content_hash != facet.content_hash:
+            later = previous.superseded_by
+            if later is not None and later != facet.memory_id and later in placed and order(placed[later]) > order(
+                    first):  # this version arrived between the two: the previous one is replaced by it instead
+                out.append(self._release(event, mem, previous.memory_id, later))
+                later = None
+            if later is None or later == facet.memory_id:
+                out.append(await self._version_step(event, mem, first, previous, facet, facet_key))
         # a later version governed before this one (a correction delivered before what it corrects, a backfill
         # of older history): it replaces this one, as it would have had this one come first (one not governed
         # yet replaces it when it is: its predecessor is then this one)
@@ -232,6 +236,12 @@ class GovernProcessor(Processor):
                     and (stored is None or stored.superseded_by in (None, following.memory_id))):
                 out.append(await self._version_step(event, mem, min(after, key=order), facet, following, facet_key))
         return out
+
+    def _release(self, event: Event, mem: MemoryUnit, old_id: str, new_id: str) -> Proposal:
+        """``old_id`` is no longer superseded by ``new_id``: a version said since is placed between them."""
+        return proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
+                        supersession=Supersession(old_id=old_id, new_id=new_id, release=True,
+                                                  reason=f"a version said before {new_id} is placed after {old_id}"))
 
     def _made(self, event: Event, reader: MemoryReader, mem: MemoryUnit, version: MemoryUnit,
               saying: Sequence[MemoryUnit], out: list[Proposal]) -> MemoryUnit | None:
