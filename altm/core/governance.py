@@ -6,7 +6,15 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+    model_validator,
+)
 
 from altm.core.ids import derive_id
 from altm.core.memory import Trust
@@ -31,6 +39,14 @@ class Supersession(BaseModel):
     new_id: str
     reason: str
     release: bool = Field(default=False, description="Undo this supersession (old_id current again), not make it")
+
+    @model_serializer(mode="wrap")
+    def _without_default_release(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A supersession is written as before ``release`` existed (the same bytes, so the same proposal ids)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.release:
+            data.pop("release", None)
+        return data
 
 
 class Merge(BaseModel):
