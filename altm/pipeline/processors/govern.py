@@ -177,8 +177,9 @@ class GovernProcessor(Processor):
 
     async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
                      ) -> list[Proposal]:
-        """A facet version per distinct statement; the predecessor is found among the *atoms* (committed
-        before this one), so the version chain does not depend on when facets themselves were written."""
+        """A facet version per distinct statement, placed in time at its first saying among the user's *atoms*
+        (not when facets were written), so the version chain does not depend on arrival order: this version
+        replaces the one placed just before it and is replaced by the one placed just after it."""
         facet_key = mem.attributes.get("facet_key")
         if not isinstance(facet_key, str) or mem.kind not in (Kind.PREFERENCE, Kind.FACT):
             return []
@@ -194,14 +195,9 @@ class GovernProcessor(Processor):
         first = mem if order(mem) < order(first) else first
         facet = facet_version(first, facet_key)
         out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
-        kept = [a for a in atoms if a.superseded_by is None and not rejected(a)]
-        # each statement is a version placed at its first saying (a statement said again is the version it was)
-        sayings: dict[str, list[MemoryUnit]] = {}
-        for atom in sorted(kept, key=order):
+        sayings: dict[str, list[MemoryUnit]] = {}  # each statement's atoms, its first saying first
+        for atom in sorted((a for a in atoms if a.superseded_by is None and not rejected(a)), key=order):
             sayings.setdefault(norm(atom.content), []).append(atom)
-        said = norm(first.content)
-        before = [a[0] for s, a in sayings.items() if s != said and order(a[0]) < order(first)]
-        after = [a[0] for s, a in sayings.items() if s != said and order(a[0]) > order(first)]
         versions = reader.facet_versions(mem.scope, facet_key)
         placed = {f.memory_id: sayings[norm(statement_of(f))][0] for f in versions if norm(statement_of(f)) in sayings}
         # versions this one superseded when it was placed later, placed after it now (an earlier saying of it
@@ -209,33 +205,52 @@ class GovernProcessor(Processor):
         out += [self._release(event, mem, f.memory_id, facet.memory_id) for f in versions
                 if f.superseded_by == facet.memory_id and f.memory_id in placed
                 and order(placed[f.memory_id]) > order(first)]
-        previous: MemoryUnit | None = None
-        if before:  # the version placed last before this one
+        others = [a[0] for s, a in sayings.items() if s != norm(first.content)]
+        out += await self._step_back(event, reader, mem, first, facet, [a for a in others if order(a) < order(first)],
+                                     sayings, versions, placed)
+        after = [a for a in others if order(a) > order(first)]
+        if after:
+            out += await self._step_forward(event, reader, mem, facet, min(after, key=order))
+        return out
+
+    async def _step_back(self, event: Event, reader: MemoryReader, mem: MemoryUnit, first: MemoryUnit,
+                         facet: MemoryUnit, before: Sequence[MemoryUnit], sayings: dict[str, list[MemoryUnit]],
+                         versions: Sequence[MemoryUnit], placed: dict[str, MemoryUnit]) -> list[Proposal]:
+        """This version replaces the one placed last before it (made first when not stored yet: see
+        :meth:`_made`); with no atom of such a version left, a stored facet before it that retention left."""
+        facet_key = str(facet.attributes["facet_key"])
+        steps: list[Proposal] = []
+        previous: MemoryUnit | None
+        if before:
             prior = max(before, key=order)
             previous = self._made(event, reader, mem, facet_version(prior, facet_key),
-                                  sayings[norm(prior.content)], out)
-        else:  # retention may have forgotten every atom of the version before and kept its facet
+                                  sayings[norm(prior.content)], steps)
+        else:
             previous = max((f for f in versions
                             if f.superseded_by is None and not rejected(f) and order(f) < order(facet)
                             and norm(statement_of(f)) not in sayings), key=order, default=None)
-        if previous is not None and previous.content_hash != facet.content_hash:
-            later = previous.superseded_by
-            if later is not None and later != facet.memory_id and later in placed and order(placed[later]) > order(
-                    first):  # this version arrived between the two: the previous one is replaced by it instead
-                out.append(self._release(event, mem, previous.memory_id, later))
-                later = None
-            if later is None or later == facet.memory_id:
-                out.append(await self._version_step(event, mem, first, previous, facet, facet_key))
-        # a later version governed before this one (a correction delivered before what it corrects, a backfill
-        # of older history): it replaces this one, as it would have had this one come first (one not governed
-        # yet replaces it when it is: its predecessor is then this one)
-        if after:
-            following = facet_version(min(after, key=order), facet_key)
-            stored = reader.get(mem.scope, facet.memory_id)
-            if (following.content_hash != facet.content_hash and reader.holds(mem.scope, following.memory_id)
-                    and (stored is None or stored.superseded_by in (None, following.memory_id))):
-                out.append(await self._version_step(event, mem, min(after, key=order), facet, following, facet_key))
-        return out
+        if previous is None or previous.content_hash == facet.content_hash:
+            return steps
+        later = previous.superseded_by
+        if later is not None and later != facet.memory_id and later in placed and order(placed[later]) > order(first):
+            steps.append(self._release(event, mem, previous.memory_id, later))  # this one arrived between the two
+            later = None
+        if later is None or later == facet.memory_id:
+            steps.append(await self._version_step(event, mem, first, previous, facet, facet_key))
+        return steps  # one replaced by a version placed before this one is left as it is
+
+    async def _step_forward(self, event: Event, reader: MemoryReader, mem: MemoryUnit, facet: MemoryUnit,
+                            after: MemoryUnit) -> list[Proposal]:
+        """The version placed next after this one, stored already (governed before it: a correction delivered
+        before what it corrects, a backfill of older history), replaces it, as it would have had this one come
+        first; one not stored yet replaces it when it is governed (its predecessor is then this one)."""
+        facet_key = str(facet.attributes["facet_key"])
+        following = facet_version(after, facet_key)
+        stored = reader.get(mem.scope, facet.memory_id)
+        if (following.content_hash == facet.content_hash or not reader.holds(mem.scope, following.memory_id)
+                or (stored is not None and stored.superseded_by not in (None, following.memory_id))):
+            return []
+        return [await self._version_step(event, mem, after, facet, following, facet_key)]
 
     def _release(self, event: Event, mem: MemoryUnit, old_id: str, new_id: str) -> Proposal:
         """``old_id`` is no longer superseded by ``new_id``: a version said since is placed between them."""
