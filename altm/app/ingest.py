@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from altm.app._input_file import IngestMarker, InputReader
 from altm.bus import Bus, OutgoingRecord, TopicPartition, dead_letter_record, host_record, publish_marked
+from altm.bus.sealing import owner_of
 from altm.core import (
     ControlEvent,
     DecodeError,
@@ -149,20 +150,12 @@ async def publish_file(
 
 
 def line_home(raw: bytes) -> str | None:
-    """The scope home a bad input line names, read leniently (bytes that are not UTF-8 replaced): its dead
-    letter is keyed, and so sealed, under that user, whose erasure shreds it. The sealer reads the owner from
-    the dead letter's original where it can, but not from one kept only in part (a line over 256 KiB) or with
-    escaped bytes."""
-    try:
-        obj = orjson.loads(raw.decode("utf-8", errors="replace"))
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    scope = obj.get("scope", obj)  # an event's scope object, or a flat transcript line's fields
-    parts = [scope.get(k) for k in ("tenant_id", "workspace_id", "user_id")] if isinstance(scope, dict) else []
-    named = [p for p in parts if isinstance(p, str) and p]
-    return "/".join(named) if len(named) == 3 else None
+    """The scope home a bad input line names, read leniently (bytes that are not UTF-8 replaced) as the sealer
+    reads a record's owner: its dead letter is keyed, and so sealed, under that user, whose erasure shreds it.
+    The sealer reads the owner from the dead letter's original where it can, but not from one kept only in part
+    (a line over 256 KiB) or with escaped bytes."""
+    owner = owner_of(raw.decode("utf-8", errors="replace"), None)
+    return owner.home if owner is not None and owner.home else None
 
 
 async def published_count(bus: Bus, topic: str) -> int:
