@@ -31,9 +31,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Role, Settings, TurnEvent
+from tests.support.facets import current_statements, rejection_reasons
 from tests.support.memories import store_with
 from tests.support.orders import in_each_order
-from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0
 
 TEA = "I prefer tea in the morning now, actually."
@@ -46,25 +46,16 @@ def _turn(n: int, content: str) -> TurnEvent:
     return TurnEvent(scope=SCOPE, session_id="s", turn_id=f"s-t{n}", role=Role.USER, content=content, timestamp=T0)
 
 
-def _current(data_dir: Path) -> list[str]:
-    return sorted(str(r["content"]).split(": ", 1)[1] for r in rows(
-        data_dir, "SELECT content, superseded_by, lc_state FROM memories WHERE layer = 'L4'")
-        if r["superseded_by"] is None and r["lc_state"] != "rejected")
-
-
-def _rejections(data_dir: Path) -> list[str]:
-    return [str(r["reason"]) for r in rows(data_dir, "SELECT reason FROM rejections")]
-
-
 async def test_a_correction_does_not_supersede_what_was_said_after_it(settings: Settings, tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
     coffee, water = _turn(1, COFFEE), _turn(2, WATER)
     in_time, reversed_ = await in_each_order(s, tmp_path / "orders", [], [("in-time", [coffee, water]),
                                                                           ("reversed", [water, coffee])])
-    assert _current(in_time) == sorted([COFFEE, WATER])
+    assert current_statements(in_time) == sorted([COFFEE, WATER])
     # actual: [COFFEE] — the water facet (said after the correction) is superseded by coffee
-    assert _current(reversed_) == _current(in_time), (_current(reversed_), _current(in_time))
-    assert _rejections(reversed_) == []
+    assert current_statements(reversed_) == current_statements(in_time), (current_statements(reversed_),
+                                                                       current_statements(in_time))
+    assert rejection_reasons(reversed_) == []
 
 
 async def test_three_corrections_at_one_time_never_supersede_each_other_in_a_ring(settings: Settings,
@@ -73,9 +64,9 @@ async def test_three_corrections_at_one_time_never_supersede_each_other_in_a_rin
     tea, coffee, water = _turn(1, TEA), _turn(2, COFFEE), _turn(3, WATER_INSTEAD)
     in_time, reversed_ = await in_each_order(s, tmp_path / "orders", [], [("in-time", [tea, coffee, water]),
                                                                           ("reversed", [water, coffee, tea])])
-    assert _current(in_time) == [WATER_INSTEAD]
+    assert current_statements(in_time) == [WATER_INSTEAD]
     # actual: [] — water by tea, tea by coffee, coffee by water
-    assert _current(reversed_) == [WATER_INSTEAD], _current(reversed_)
+    assert current_statements(reversed_) == [WATER_INSTEAD], current_statements(reversed_)
     async with store_with(s.model_copy(update={"data_dir": tmp_path / "recall"}), []) as (rt, app):
         for turn in (water, coffee, tea):
             await rt.publish([turn])

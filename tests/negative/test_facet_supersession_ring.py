@@ -29,32 +29,21 @@ a current one (no ring), and a lexical recall returns the water facet.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
-from altm.core import Role, Settings, TurnEvent
+from altm.core import Settings
+from tests.support.facets import current_statements, said_on
 from tests.support.memories import store_with
 from tests.support.orders import in_each_order
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0
+from tests.support.turns import SCOPE
 
 TEA = "I prefer tea in the morning now, actually."
 COFFEE = "I prefer coffee in the morning now, actually."
 WATER = "I prefer water in the morning instead, actually."
 
 
-def _turn(day: int, content: str) -> TurnEvent:
-    return TurnEvent(scope=SCOPE, session_id=f"s{day}", turn_id=f"s{day}-t1", role=Role.USER, content=content,
-                     timestamp=T0 + timedelta(days=day))
-
-
-DAY0, DAY1, DAY2, DAY3 = _turn(0, TEA), _turn(1, COFFEE), _turn(2, WATER), _turn(3, TEA)
-
-
-def _current(data_dir: Path) -> list[str]:
-    return sorted(str(r["content"]).split(": ", 1)[1] for r in rows(
-        data_dir, "SELECT content, superseded_by, lc_state FROM memories WHERE layer = 'L4'")
-        if r["superseded_by"] is None and r["lc_state"] != "rejected")
+DAY0, DAY1, DAY2, DAY3 = said_on(0, TEA), said_on(1, COFFEE), said_on(2, WATER), said_on(3, TEA)
 
 
 def _ringed(data_dir: Path) -> list[str]:
@@ -76,11 +65,11 @@ async def test_four_statements_never_leave_their_facets_in_a_ring(settings: Sett
     s = settings.model_copy(update={"embedder": "none"})
     in_time, late = await in_each_order(s, tmp_path / "orders", [], [("in-time", [DAY0, DAY1, DAY2, DAY3]),
                                                                      ("first-last", [DAY1, DAY2, DAY3, DAY0])])
-    assert _current(in_time) == [WATER]
+    assert current_statements(in_time) == [WATER]
     assert _ringed(in_time) == []
     # actual: [] — coffee superseded by water, water by tea, tea by coffee
-    assert _ringed(late) == [], ("a supersession ring", _current(late))
-    assert _current(late) == [WATER]
+    assert _ringed(late) == [], ("a supersession ring", current_statements(late))
+    assert current_statements(late) == [WATER]
 
 
 async def test_recall_keeps_the_persona_whatever_the_arrival_order(settings: Settings) -> None:

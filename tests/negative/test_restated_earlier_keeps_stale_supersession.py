@@ -27,36 +27,25 @@ Expected: both data dirs hold the same current facets (tea and water), and no re
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
-from altm.core import Role, Settings, TurnEvent
+from altm.core import Settings
+from tests.support.facets import current_statements, said_on
 from tests.support.orders import in_each_order
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0
 
 TEA = "I prefer tea in the morning now, actually."
 WATER = "I prefer water in the morning."
 
 
-def _turn(day: int, content: str) -> TurnEvent:
-    return TurnEvent(scope=SCOPE, session_id=f"s{day}", turn_id=f"s{day}-t1", role=Role.USER, content=content,
-                     timestamp=T0 + timedelta(days=day))
-
-
-def _current(data_dir: Path) -> list[str]:
-    return sorted(str(r["content"]).split(": ", 1)[1] for r in rows(
-        data_dir, "SELECT content, superseded_by, lc_state FROM memories WHERE layer = 'L4'")
-        if r["superseded_by"] is None and r["lc_state"] != "rejected")
-
-
 async def test_an_earlier_saying_arriving_last_releases_what_its_later_saying_superseded(settings: Settings,
                                                                                          tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    day0, day1, day2 = _turn(0, TEA), _turn(1, WATER), _turn(2, TEA)
+    day0, day1, day2 = said_on(0, TEA), said_on(1, WATER), said_on(2, TEA)
     in_time, late = await in_each_order(s, tmp_path / "orders", [], [("in-time", [day0, day1, day2]),
                                                                      ("earliest-last", [day1, day2, day0])])
-    assert _current(in_time) == sorted([TEA, WATER])
+    assert current_statements(in_time) == sorted([TEA, WATER])
     # actual: [TEA] — water (said on day 1, after the day-0 tea) stays superseded by tea
-    assert _current(late) == _current(in_time), (_current(late), _current(in_time))
+    assert current_statements(late) == current_statements(in_time), (current_statements(late),
+                                                                       current_statements(in_time))
     assert rows(late, "SELECT reason FROM rejections") == []

@@ -24,14 +24,13 @@ Expected: in all three, "tea now, actually" is the only current facet version an
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
-from altm.core import Role, Scope, Settings, TurnEvent
+from altm.core import Scope, Settings, TurnEvent
+from tests.support.facets import current_statements, rejection_reasons, said_on
 from tests.support.memories import store_with
 from tests.support.orders import in_each_order
-from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0
+from tests.support.turns import SCOPE
 
 WATER = "I prefer water in the morning."
 WATER_INSTEAD = "I prefer water in the morning instead, actually."
@@ -39,37 +38,22 @@ TEA = "I prefer tea in the morning now, actually."
 SIBLING = SCOPE.model_copy(update={"agent_id": "reviewer"})
 
 
-def _turn(day: int, content: str, scope: Scope = SCOPE) -> TurnEvent:
-    return TurnEvent(scope=scope, session_id=f"s{day}", turn_id=f"s{day}-t1", role=Role.USER, content=content,
-                     timestamp=T0 + timedelta(days=day))
-
-
 def _turns(restated_by: Scope) -> list[TurnEvent]:
-    return [_turn(0, WATER), _turn(1, WATER_INSTEAD), _turn(2, WATER, restated_by), _turn(3, TEA)]
-
-
-def _current(data_dir: Path) -> list[str]:
-    return sorted(str(r["content"]).split(": ", 1)[1] for r in rows(
-        data_dir, "SELECT content, superseded_by, lc_state FROM memories WHERE layer = 'L4'")
-        if r["superseded_by"] is None and r["lc_state"] != "rejected")
-
-
-def _rejections(data_dir: Path) -> list[str]:
-    return [str(r["reason"]) for r in rows(data_dir, "SELECT reason FROM rejections")]
+    return [said_on(0, WATER), said_on(1, WATER_INSTEAD), said_on(2, WATER, restated_by), said_on(3, TEA)]
 
 
 async def test_a_restatement_in_one_delivery_does_not_redirect_the_next_correction(settings: Settings,
                                                                                    tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
     (apart,) = await in_each_order(s, tmp_path / "orders", [], [("apart", _turns(SCOPE))])
-    assert _current(apart) == [TEA]
-    assert _rejections(apart) == []
+    assert current_statements(apart) == [TEA]
+    assert rejection_reasons(apart) == []
     batch = s.model_copy(update={"data_dir": tmp_path / "batch"})
     async with store_with(batch, _turns(SCOPE)):  # one publish, in time order
         pass
     # actual: [TEA, WATER_INSTEAD] and "mem_… is already superseded by mem_…"
-    assert _current(batch.data_dir) == [TEA], _current(batch.data_dir)
-    assert _rejections(batch.data_dir) == []
+    assert current_statements(batch.data_dir) == [TEA], current_statements(batch.data_dir)
+    assert rejection_reasons(batch.data_dir) == []
 
 
 async def test_a_sibling_agents_restatement_does_not_redirect_the_next_correction(settings: Settings,
@@ -77,5 +61,5 @@ async def test_a_sibling_agents_restatement_does_not_redirect_the_next_correctio
     s = settings.model_copy(update={"embedder": "none"})
     (apart,) = await in_each_order(s, tmp_path / "orders", [], [("sibling", _turns(SIBLING))])
     # actual: [TEA, WATER_INSTEAD] and "mem_… is already superseded by mem_…"
-    assert _current(apart) == [TEA], _current(apart)
-    assert _rejections(apart) == []
+    assert current_statements(apart) == [TEA], current_statements(apart)
+    assert rejection_reasons(apart) == []

@@ -20,42 +20,25 @@ as time order has it); the current facet is "coffee now, actually", as in time o
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
-from altm.core import Role, Settings, TurnEvent
+from altm.core import Settings
+from tests.support.facets import current_statements, rejection_reasons, said_on
 from tests.support.orders import in_each_order
-from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0
 
 COFFEE = "I prefer coffee in the morning."
 WATER = "I prefer water in the morning instead, actually."
 COFFEE_AGAIN = "I prefer coffee in the morning now, actually."
 
 
-def _turn(day: int, content: str) -> TurnEvent:
-    return TurnEvent(scope=SCOPE, session_id=f"s{day}", turn_id=f"s{day}-t1", role=Role.USER, content=content,
-                     timestamp=T0 + timedelta(days=day))
-
-
-def _current(data_dir: Path) -> list[str]:
-    return sorted(str(r["content"]).split(": ", 1)[1] for r in rows(
-        data_dir, "SELECT content, superseded_by, lc_state FROM memories WHERE layer = 'L4'")
-        if r["superseded_by"] is None and r["lc_state"] != "rejected")
-
-
-def _rejections(data_dir: Path) -> list[str]:
-    return [str(r["reason"]) for r in rows(data_dir, "SELECT reason FROM rejections")]
-
-
 async def test_a_version_arriving_between_two_governed_files_no_rejection(settings: Settings,
                                                                           tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    day0, day1, day2 = _turn(0, COFFEE), _turn(1, WATER), _turn(2, COFFEE_AGAIN)
+    day0, day1, day2 = said_on(0, COFFEE), said_on(1, WATER), said_on(2, COFFEE_AGAIN)
     in_time, between = await in_each_order(s, tmp_path / "orders", [], [("in-time", [day0, day1, day2]),
                                                                         ("between", [day0, day2, day1])])
-    assert _current(in_time) == [COFFEE_AGAIN]
-    assert _rejections(in_time) == []
-    assert _current(between) == [COFFEE_AGAIN]  # the documented limit leaves this as it should be
+    assert current_statements(in_time) == [COFFEE_AGAIN]
+    assert rejection_reasons(in_time) == []
+    assert current_statements(between) == [COFFEE_AGAIN]  # the documented limit leaves this as it should be
     # actual: ["mem_… is already superseded by mem_…"]
-    assert _rejections(between) == [], _rejections(between)
+    assert rejection_reasons(between) == [], rejection_reasons(between)

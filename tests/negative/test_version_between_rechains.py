@@ -10,22 +10,16 @@ supersedes it by the version between (altm/pipeline/processors/govern.py ``_face
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
-from altm.core import Role, Settings, TurnEvent
+from altm.core import Settings
+from tests.support.facets import said_on
 from tests.support.orders import in_each_order
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0
 
 TEA = "I prefer tea in the morning."
 COFFEE = "I prefer coffee in the morning now, actually."
 WATER = "I prefer water in the morning instead, actually."
-
-
-def _turn(day: int, content: str) -> TurnEvent:
-    return TurnEvent(scope=SCOPE, session_id=f"s{day}", turn_id=f"s{day}-t1", role=Role.USER, content=content,
-                     timestamp=T0 + timedelta(days=day))
 
 
 def _chain(data_dir: Path) -> dict[str, str | None]:
@@ -39,7 +33,7 @@ def _chain(data_dir: Path) -> dict[str, str | None]:
 async def test_a_version_between_two_governed_ones_is_chained_as_in_time_order(settings: Settings,
                                                                                 tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    tea, coffee, water = _turn(0, TEA), _turn(1, COFFEE), _turn(2, WATER)
+    tea, coffee, water = said_on(0, TEA), said_on(1, COFFEE), said_on(2, WATER)
     in_time, between, reverse = await in_each_order(s, tmp_path / "orders", [], [
         ("in-time", [tea, coffee, water]), ("between", [tea, water, coffee]), ("reverse", [water, coffee, tea])])
     assert _chain(in_time) == {TEA: COFFEE, COFFEE: WATER, WATER: None}

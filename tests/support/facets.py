@@ -1,0 +1,28 @@
+"""Persona facet scenarios: statements said on days of their own, and what the facets end as."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from altm.core import Role, Scope, TurnEvent
+from tests.support.rows import rows
+from tests.support.turns import SCOPE, T0
+
+
+def said_on(day: int, content: str, scope: Scope = SCOPE) -> TurnEvent:
+    """The user's statement on ``day`` after ``T0``, alone in session ``s<day>``."""
+    return TurnEvent(scope=scope, session_id=f"s{day}", turn_id=f"s{day}-t1", role=Role.USER, content=content,
+                     timestamp=T0 + timedelta(days=day))
+
+
+def current_statements(data_dir: Path) -> list[str]:
+    """The statements of the facets that are current (superseded by none, not rejected), sorted."""
+    return sorted(str(r["content"]).split(": ", 1)[1] for r in rows(
+        data_dir, "SELECT content, superseded_by, lc_state FROM memories WHERE layer = 'L4'")
+        if r["superseded_by"] is None and r["lc_state"] != "rejected")
+
+
+def rejection_reasons(data_dir: Path) -> list[str]:
+    """Why the writer refused what it refused (the review queue's rejections)."""
+    return [str(r["reason"]) for r in rows(data_dir, "SELECT reason FROM rejections")]
