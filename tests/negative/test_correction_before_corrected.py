@@ -23,41 +23,24 @@ persona version and recall returns no dark-mode facet.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-from altm.core import TurnEvent
 from altm.core.settings import Settings
+from tests.support.facets import dark_and_light_facets, dark_then_light
 from tests.support.memories import store_with
 from tests.support.orders import in_each_order
-from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0, make_turn
-
-DARK = "I prefer dark mode in every editor."
-LIGHT = "I prefer light mode in the editor now, actually."
-
-
-def _turns() -> tuple[TurnEvent, TurnEvent]:
-    dark = make_turn(1, DARK, session="a")
-    light = make_turn(3, LIGHT, session="b").model_copy(update={"timestamp": T0 + timedelta(days=10)})
-    return dark, light
-
-
-def _facets(data_dir: Path) -> dict[str, dict[str, Any]]:
-    return {("light" if "light" in str(r["content"]) else "dark"): r for r in rows(
-        data_dir, "SELECT memory_id, content, superseded_by, valid_to FROM memories WHERE layer = 'L4'")}
+from tests.support.turns import SCOPE
 
 
 async def test_a_correction_delivered_first_still_supersedes_the_older_statement(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    dark, light = _turns()
+    dark, light = dark_then_light()
     async with store_with(s, [light]) as (rt, app):
         await rt.publish([dark])
         await rt.run_until_idle()
         hits = [h.content for h in app.search(SCOPE, "c", "editor mode dark light", preset_name="lexical",
                                               top_k=20).hits if h.layer == "L4"]
-    facets = _facets(s.data_dir)
+    facets = dark_and_light_facets(s.data_dir)
     assert set(facets) == {"dark", "light"}, facets
     assert facets["light"]["superseded_by"] is None
     assert facets["dark"]["superseded_by"] == facets["light"]["memory_id"], (
@@ -67,9 +50,9 @@ async def test_a_correction_delivered_first_still_supersedes_the_older_statement
 
 async def test_the_facet_versions_do_not_depend_on_arrival_order(settings: Settings, tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    dark, light = _turns()
+    dark, light = dark_then_light()
     in_time, reversed_ = await in_each_order(s, tmp_path / "orders", [], [("in-time", [dark, light]),
                                                                           ("reversed", [light, dark])])
-    assert {k: v["superseded_by"] is not None for k, v in _facets(in_time).items()} == {"dark": True,
+    assert {k: v["superseded_by"] is not None for k, v in dark_and_light_facets(in_time).items()} == {"dark": True,
                                                                                        "light": False}
-    assert _facets(reversed_) == _facets(in_time)
+    assert dark_and_light_facets(reversed_) == dark_and_light_facets(in_time)

@@ -33,44 +33,27 @@ proposes).
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-from altm.core import TurnEvent
 from altm.core.settings import Settings
+from tests.support.facets import dark_and_light_facets, dark_then_light
 from tests.support.memories import store_with
 from tests.support.rows import rows
-from tests.support.turns import T0, make_turn
-
-DARK = "I prefer dark mode in every editor."
-LIGHT = "I prefer light mode in the editor now, actually."
-
-
-def _turns() -> tuple[TurnEvent, TurnEvent]:
-    dark = make_turn(1, DARK, session="a")
-    light = make_turn(3, LIGHT, session="b").model_copy(update={"timestamp": T0 + timedelta(days=10)})
-    return dark, light
-
-
-def _facets(data_dir: Path) -> dict[str, dict[str, Any]]:
-    return {("light" if "light" in str(r["content"]) else "dark"): r for r in rows(
-        data_dir, "SELECT memory_id, content, superseded_by, valid_to FROM memories WHERE layer = 'L4'")}
 
 
 async def test_a_correction_delivered_first_in_one_batch_supersedes_the_older_statement(
         settings: Settings, tmp_path: Path) -> None:
-    dark, light = _turns()
+    dark, light = dark_then_light()
     in_time = settings.model_copy(update={"embedder": "none", "data_dir": tmp_path / "in-time"})
     async with store_with(in_time, [dark, light]):
         pass
-    expected = _facets(in_time.data_dir)
+    expected = dark_and_light_facets(in_time.data_dir)
     assert expected["dark"]["superseded_by"] == expected["light"]["memory_id"]  # in time order: superseded
 
     reversed_ = settings.model_copy(update={"embedder": "none", "data_dir": tmp_path / "reversed"})
     async with store_with(reversed_, [light, dark]):
         pass
-    facets = _facets(reversed_.data_dir)
+    facets = dark_and_light_facets(reversed_.data_dir)
     filed = [str(r["reason"]) for r in rows(reversed_.data_dir, "SELECT reason FROM rejections")]
     assert set(facets) == {"dark", "light"}, facets
     assert facets["light"]["superseded_by"] is None

@@ -29,38 +29,21 @@ no rejection is filed, and the replay's state equals its source's.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-from altm.core import TurnEvent
 from altm.core.settings import Settings
+from tests.support.facets import dark_and_light_facets, dark_then_light
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
-from tests.support.turns import T0, make_turn
-
-DARK = "I prefer dark mode in every editor."
-LIGHT = "I prefer light mode in the editor now, actually."
-
-
-def _turns() -> tuple[TurnEvent, TurnEvent]:
-    dark = make_turn(1, DARK, session="a")
-    light = make_turn(3, LIGHT, session="b").model_copy(update={"timestamp": T0 + timedelta(days=10)})
-    return dark, light
-
-
-def _facets(data_dir: Path) -> dict[str, dict[str, Any]]:
-    return {("light" if "light" in str(r["content"]) else "dark"): r for r in rows(
-        data_dir, "SELECT memory_id, content, superseded_by FROM memories WHERE layer = 'L4'")}
 
 
 async def test_a_correction_first_in_one_batch_supersedes_the_older_statement(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    dark, light = _turns()
+    dark, light = dark_then_light()
     async with store_with(s, [light, dark]):  # one publish: the correction first (a file of history)
         pass
-    facets = _facets(s.data_dir)
+    facets = dark_and_light_facets(s.data_dir)
     rejections = [r["reason"] for r in rows(s.data_dir, "SELECT reason FROM rejections")]
     assert set(facets) == {"dark", "light"}, facets
     assert facets["light"]["superseded_by"] is None
@@ -72,11 +55,11 @@ async def test_a_correction_first_in_one_batch_supersedes_the_older_statement(se
 async def test_the_replay_of_a_correction_delivered_first_rebuilds_its_supersession(settings: Settings,
                                                                                     tmp_path: Path) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    dark, light = _turns()
+    dark, light = dark_then_light()
     async with store_with(s, [light]) as (rt, _):
         await rt.publish([dark])
         await rt.run_until_idle()
-    facets = _facets(s.data_dir)
+    facets = dark_and_light_facets(s.data_dir)
     assert facets["dark"]["superseded_by"] == facets["light"]["memory_id"]  # delivered apart: superseded
     # actual: the replay leaves the dark facet current and files a rejection (memories, rejections, ... differ)
     await replayed_equal(s, tmp_path / "replayed")

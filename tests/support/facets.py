@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from altm.core import Role, Scope, TurnEvent
 from tests.support.rows import rows
-from tests.support.turns import SCOPE, T0
+from tests.support.turns import SCOPE, T0, make_turn
 
 
 def said_on(day: int, content: str, scope: Scope = SCOPE) -> TurnEvent:
@@ -26,3 +27,20 @@ def current_statements(data_dir: Path) -> list[str]:
 def rejection_reasons(data_dir: Path) -> list[str]:
     """Why the writer refused what it refused (the review queue's rejections)."""
     return [str(r["reason"]) for r in rows(data_dir, "SELECT reason FROM rejections")]
+
+
+DARK = "I prefer dark mode in every editor."
+LIGHT = "I prefer light mode in the editor now, actually."
+
+
+def dark_then_light() -> tuple[TurnEvent, TurnEvent]:
+    """A preference (turn 1, session a, at ``T0``) and its correction ten days later (turn 3, session b)."""
+    dark = make_turn(1, DARK, session="a")
+    light = make_turn(3, LIGHT, session="b").model_copy(update={"timestamp": T0 + timedelta(days=10)})
+    return dark, light
+
+
+def dark_and_light_facets(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """The two facets of :func:`dark_then_light`, by name ("dark", "light"): id, content, superseded_by, valid_to."""
+    return {("light" if "light" in str(r["content"]) else "dark"): r for r in rows(
+        data_dir, "SELECT memory_id, content, superseded_by, valid_to FROM memories WHERE layer = 'L4'")}
