@@ -43,6 +43,7 @@ from pathlib import Path
 
 from altm.core import Role, Settings, TurnEvent
 from altm.wiring import open_embedded, replay_into, state_hash
+from tests.support.facets import dark_and_light_facets
 from tests.support.memories import store_with
 from tests.support.old_release import run_old
 from tests.support.rows import rows
@@ -80,8 +81,7 @@ async def test_a_correction_after_the_upgrade_supersedes_what_it_corrects(tmp_pa
                       timestamp=SESSION_DATE)
     async with store_with(s, [later]):
         pass
-    facets = {("light" if "light" in str(r["content"]) else "dark"): r for r in rows(
-        data, "SELECT memory_id, content, superseded_by FROM memories WHERE layer = 'L4'")}
+    facets = dark_and_light_facets(data)
     assert set(facets) == {"dark", "light"}
     held = [(r["action"], r["reason"]) for r in rows(data, "SELECT action, reason FROM held_actions")]
     # actual: a supersede of the light-mode facet by the dark-mode one is held for review, both current
