@@ -11,7 +11,7 @@ from importlib import resources
 import orjson
 
 from altm.store._errors import ShardError
-from altm.store._text_index import apply_pending
+from altm.store._text_index import apply_pending, register_index_form
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -62,6 +62,7 @@ def _json_with_key(document: str | None, key: str, value: object) -> str | None:
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply pending migrations, each in its own transaction; returns the resulting version."""
     conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)  # data migrations use it
+    register_index_form(conn)  # migration 24 re-indexes with it, and the queue is applied through it
     version = current_version(conn)
     migrated = False
     if version > LATEST_VERSION:

@@ -17,7 +17,7 @@ from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
-from altm.store._text_index import apply_pending
+from altm.store._text_index import apply_pending, register_index_form
 from altm.store._tx import ShardTx
 
 
@@ -77,6 +77,7 @@ class Shard:
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
         conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
         conn.create_function("natural_key", 1, natural_key, deterministic=True)  # turn ids in conversation order
+        register_index_form(conn)  # the text indexes hold the content's NFKC form
         conn.row_factory = sqlite3.Row
         self._conn = conn
         return self

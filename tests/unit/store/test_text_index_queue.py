@@ -1,6 +1,12 @@
 """The word and trigram indexes are written from a queue once per writer transaction (schema 21,
 ``altm.store._text_index``): what a reader searches after the commit is what the triggers wrote statement by
-statement before, whatever the transaction did to a row (inserted, re-indexed, deleted, a savepoint undone)."""
+statement before, whatever the transaction did to a row (inserted, re-indexed, deleted, a savepoint undone).
+
+Both indexes hold the content's NFKC form (schema 24, ``altm.store._text_index.index_form``): a row typed
+fullwidth is indexed, re-indexed and un-indexed in that form, and a shard of version 23 (indexed as stored) is
+indexed again in that form when it migrates. FTS5's own integrity check compares an external-content index with
+the content table as stored, which is what is indexed only for text NFKC leaves alone (the ASCII rows of the
+first tests); :func:`_exact` compares each index with one built afresh from the rows' NFKC form."""
 
 from __future__ import annotations
 
@@ -16,9 +22,11 @@ from altm.pipeline.processors._base import derived_memory
 from altm.store import MemoryRow, Shard, memory_to_row
 from altm.store import _migrations as migrations
 from altm.store._migrations import Migration, load_migrations
+from altm.store._text_index import register_index_form
 
 SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
 AT = datetime(2026, 1, 1, tzinfo=UTC)
+FULLWIDTH = "Order ＡＢ-１２３４５ ships from Ｏｓａｋａ."
 
 
 def _atom(text: str) -> MemoryRow:
@@ -30,7 +38,30 @@ def _atom(text: str) -> MemoryRow:
 
 def _reader(path: Path) -> sqlite3.Connection:
     """A connection of its own, as a reader's (FTS5's integrity check is a write statement: not read-only)."""
-    return sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None)
+    register_index_form(conn)
+    return conn
+
+
+def _instances(conn: sqlite3.Connection, table: str) -> list[tuple[str, int, str, int]]:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.v_{table} USING fts5vocab(main, {table}, instance)")
+    return sorted(conn.execute(f"SELECT term, doc, col, offset FROM temp.v_{table}"))
+
+
+def _exact(conn: sqlite3.Connection) -> None:
+    """Each index holds exactly the terms (with their rows, columns and offsets) of the live rows' NFKC form."""
+    conn.execute("CREATE VIRTUAL TABLE temp.fresh_words USING fts5 (content, context, scope_terms, "
+                 "tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO temp.fresh_words (rowid, content, context, scope_terms) "
+                 "SELECT rowid, index_form(content), index_form(context), scope_terms FROM memories")
+    conn.execute("CREATE VIRTUAL TABLE temp.fresh_tri USING fts5 (content, tokenize='trigram')")
+    conn.execute("INSERT INTO temp.fresh_tri (rowid, content) SELECT rowid, index_form(content) FROM memories")
+    for live, fresh in (("memories_fts", "fresh_words"), ("memories_fts_tri", "fresh_tri")):
+        conn.execute(f"CREATE VIRTUAL TABLE temp.v_{fresh} USING fts5vocab(temp, {fresh}, instance)")
+        rebuilt = sorted(conn.execute(f"SELECT term, doc, col, offset FROM temp.v_{fresh}"))
+        assert _instances(conn, live) == rebuilt, live
+    for table in ("fresh_words", "fresh_tri", "v_fresh_words", "v_fresh_tri"):
+        conn.execute(f"DROP TABLE temp.{table}")
 
 
 def _words(conn: sqlite3.Connection, query: str) -> set[str]:
@@ -156,3 +187,74 @@ def test_what_a_migration_queues_is_indexed_before_the_shard_is_used(tmp_path: P
     assert conn.execute("SELECT COUNT(*) FROM index_pending").fetchone()[0] == 0
     _consistent(conn)
     assert _words(conn, "migration") == {row["memory_id"]}
+
+
+def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_nfkc_form(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    shard = Shard(path, 0).open()
+    try:
+        row, other = _atom(FULLWIDTH), _atom("Ｔｉｃｋｅｔ ＩＮＣ-７７ is open.")
+        with shard.transaction() as tx:
+            tx.insert_memory(row, at=AT.isoformat(), proposal_id="p1", actor="extract")
+            tx.insert_memory(other, at=AT.isoformat(), proposal_id="p2", actor="extract")
+        reader = _reader(path)
+        try:
+            _exact(reader)
+            assert _words(reader, '"ab-12345"') == {row["memory_id"]}
+            assert _words(reader, "osaka") == {row["memory_id"]}
+            assert _trigrams(reader, '"AB-12345"') == {row["memory_id"]}
+        finally:
+            reader.close()
+        with shard.transaction() as tx:
+            tx.update_memory(row, {**row, "content": "Order ＣＤ-９９ ships from Ｋｏｂｅ."}, at=AT.isoformat(),
+                             proposal_id="p3", actor="govern")
+            tx.delete_memory(other, at=AT.isoformat(), proposal_id="p4", actor="erase")
+        reader = _reader(path)
+        try:
+            _exact(reader)  # the old forms left both indexes: no stale 'osaka', 'inc', '77' and no trigram of them
+            assert _words(reader, "osaka") == set() and _words(reader, "inc") == set()
+            assert _trigrams(reader, '"AB-12345"') == set()
+            assert _words(reader, "kobe") == {row["memory_id"]}
+            assert _trigrams(reader, '"CD-99"') == {row["memory_id"]}
+        finally:
+            reader.close()
+    finally:
+        shard.close()
+
+
+def test_a_shard_of_version_23_is_indexed_again_in_the_nfkc_form(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    with monkeypatch.context() as patched:
+        patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:23])
+        assert migrations.migrate(conn) == 23
+    old = _atom(FULLWIDTH)
+    conn.execute(f"INSERT INTO memories ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})", list(old.values()))
+    # what version 23 applied the queue as: the content as stored
+    conn.execute("INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) "
+                 "SELECT command, row_id, content, context, scope_terms FROM index_pending WHERE target = 'words'")
+    conn.execute("INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) "
+                 "SELECT command, row_id, content FROM index_pending WHERE target = 'trigrams'")
+    conn.execute("DELETE FROM index_pending")
+    assert _words(conn, "osaka") == set()  # version 23 indexed the fullwidth word as it is
+    conn.close()
+    shard = Shard(path, 0).open()  # migrates to the latest version
+    try:
+        reader = _reader(path)
+        try:
+            _exact(reader)
+            assert _words(reader, "osaka") == {old["memory_id"]}
+            assert _trigrams(reader, '"AB-12345"') == {old["memory_id"]}
+        finally:
+            reader.close()
+        with shard.transaction() as tx:  # un-indexed with the form the migration indexed it with
+            tx.delete_memory(old, at=AT.isoformat(), proposal_id="p-gone", actor="erase")
+        reader = _reader(path)
+        try:
+            _exact(reader)
+            assert _instances(reader, "memories_fts") == [] and _instances(reader, "memories_fts_tri") == []
+        finally:
+            reader.close()
+    finally:
+        shard.close()
