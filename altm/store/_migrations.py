@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -13,6 +15,7 @@ import orjson
 from altm.store._errors import ShardError
 from altm.store._text_index import apply_pending, register_index_form
 
+log = logging.getLogger("altm.store")
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
 
@@ -65,11 +68,15 @@ def migrate(conn: sqlite3.Connection) -> int:
     register_index_form(conn)  # migration 24 re-indexes with it, and the queue is applied through it
     version = current_version(conn)
     migrated = False
+    began: float | None = None
     if version > LATEST_VERSION:
         raise ShardError(f"shard schema version {version} is newer than this ALTM ({LATEST_VERSION}); upgrade ALTM")
     for mig in load_migrations():
         if mig.version <= version:
             continue
+        if not migrated and version > 0:  # an existing shard: say so, some migrations re-index every row
+            log.info("migrating shard %s from schema version %d to %d", _path_of(conn), version, LATEST_VERSION)
+            began = time.perf_counter()
         now = datetime.now(UTC).isoformat()
         conn.executescript(
             f"BEGIN;\n{mig.sql}\nINSERT INTO schema_version (version, name, applied_at) "
@@ -85,4 +92,13 @@ def migrate(conn: sqlite3.Connection) -> int:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if began is not None:
+            log.info("migrated shard %s to schema version %d in %.1f s", _path_of(conn), version,
+                     time.perf_counter() - began)
     return version
+
+
+def _path_of(conn: sqlite3.Connection) -> str:
+    """The file of ``conn``'s main database (for a log line)."""
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row is not None and row[2] else ":memory:"

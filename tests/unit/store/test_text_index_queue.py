@@ -10,6 +10,7 @@ first tests); :func:`_exact` compares each index with one built afresh from the 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -222,8 +223,8 @@ def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_nfkc_form(tmp_pat
         shard.close()
 
 
-def test_a_shard_of_version_23_is_indexed_again_in_the_nfkc_form(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shard_of_version_23_is_indexed_again_in_the_nfkc_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "s.db"
     conn = sqlite3.connect(path, isolation_level=None)
     with monkeypatch.context() as patched:
@@ -239,7 +240,11 @@ def test_a_shard_of_version_23_is_indexed_again_in_the_nfkc_form(tmp_path: Path,
     conn.execute("DELETE FROM index_pending")
     assert _words(conn, "osaka") == set()  # version 23 indexed the fullwidth word as it is
     conn.close()
-    shard = Shard(path, 0).open()  # migrates to the latest version
+    with caplog.at_level(logging.INFO, logger="altm.store"):
+        shard = Shard(path, 0).open()  # migrates to the latest version, and says so (it re-indexes every row)
+    assert [r.getMessage().split(" in ")[0] for r in caplog.records] == [
+        f"migrating shard {path} from schema version 23 to {migrations.LATEST_VERSION}",
+        f"migrated shard {path} to schema version {migrations.LATEST_VERSION}"]
     try:
         reader = _reader(path)
         try:
