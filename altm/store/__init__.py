@@ -42,6 +42,7 @@ from altm.store._stats import (
     source_times,
     state_rows,
 )
+from altm.store._text_index import index_form
 from altm.store._tx import (
     MEMORY_ID,
     RESTORABLE_SIGNAL,
@@ -96,6 +97,7 @@ __all__ = [
     "count_layer",
     "erasure_rows",
     "freshness_seconds",
+    "index_form",
     "llm_cache_rows",
     "memory_row",
     "memory_to_row",

@@ -6,6 +6,7 @@ import logging
 import re
 import sqlite3
 import time
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -13,7 +14,7 @@ from importlib import resources
 import orjson
 
 from altm.store._errors import ShardError
-from altm.store._text_index import apply_pending, register_index_form
+from altm.store._text_index import apply_pending, index_again_if_unicode_changed, register_index_form
 
 log = logging.getLogger("altm.store")
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -65,7 +66,7 @@ def _json_with_key(document: str | None, key: str, value: object) -> str | None:
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply pending migrations, each in its own transaction; returns the resulting version."""
     conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)  # data migrations use it
-    register_index_form(conn)  # migration 24 re-indexes with it, and the queue is applied through it
+    register_index_form(conn)  # the text indexes are written through it
     version = current_version(conn)
     migrated = False
     began: float | None = None
@@ -84,18 +85,29 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
         version = mig.version
         migrated = True
-    if migrated:
-        conn.execute("BEGIN IMMEDIATE")  # what the migrations' statements queued for the text indexes, indexed
-        try:
-            apply_pending(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        if began is not None:
-            log.info("migrated shard %s to schema version %d in %.1f s", _path_of(conn), version,
-                     time.perf_counter() - began)
+    if migrated and began is not None:
+        log.info("migrated shard %s to schema version %d in %.1f s", _path_of(conn), version,
+                 time.perf_counter() - began)
+    _text_indexes_current(conn)
     return version
+
+
+def _text_indexes_current(conn: sqlite3.Connection) -> None:
+    """The text indexes in this Python's form: indexed again when they were built with another Unicode version
+    (or migration 24 rebuilt the word index), else what the migrations' statements queued, indexed."""
+    began = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        again = index_again_if_unicode_changed(conn)
+        if not again:
+            apply_pending(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    if again and conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:
+        log.info("indexed the text of shard %s again for Unicode %s in %.1f s", _path_of(conn),
+                 unicodedata.unidata_version, time.perf_counter() - began)
 
 
 def _path_of(conn: sqlite3.Connection) -> str:

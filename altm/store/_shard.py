@@ -6,6 +6,7 @@ Reads are open to everyone. Memory state changes only through the :class:`ShardT
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,12 @@ from altm.store._rows import MEMORY_COLUMNS
 from altm.store._text_index import apply_pending, register_index_form
 from altm.store._tx import ShardTx
 
+log = logging.getLogger("altm.store")
+BUSY_TIMEOUT_MS = 5000
+LOG_TRUNCATE_WAIT_MS = 50
+"""How long a purge waits for a reader (another process: the retrieval service, a backup) before it leaves the
+write-ahead log's truncation owed (see :meth:`Shard.purge`): the writer does not stall behind a long read."""
+
 
 class Shard:
     def __init__(self, path: str | Path, partition: int, *, read_only: bool = False) -> None:
@@ -28,6 +35,7 @@ class Shard:
         self.read_only = read_only
         self._conn: sqlite3.Connection | None = None
         self._in_tx = False
+        self._truncation_owed = False
 
     def open(self) -> Shard:
         """Open (and, writable, migrate) the shard file; a file SQLite cannot read (damaged, truncated, a
@@ -73,7 +81,7 @@ class Shard:
             except BaseException:
                 conn.close()
                 raise
-        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
         conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
         conn.create_function("natural_key", 1, natural_key, deterministic=True)  # turn ids in conversation order
@@ -117,6 +125,8 @@ class Shard:
         finally:
             tx.end()
             self._in_tx = False
+        if self._truncation_owed:  # a reader held off the last purge's truncation: try again, without waiting
+            self._truncate_log(wait_ms=0)
 
     # -- reads -----------------------------------------------------------------------------------------
     def memory_row(self, memory_id: str) -> dict[str, Any] | None:
@@ -198,4 +208,19 @@ class Shard:
         log into the file and truncate it (no old page image keeps them either)."""
         for table in ("memories_fts", "memories_fts_tri"):
             self._db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if not self._truncate_log(wait_ms=LOG_TRUNCATE_WAIT_MS):
+            log.warning("shard %s could not truncate its write-ahead log after an erasure (a reader holds it): the "
+                        "erased rows' old page images stay in it until the writer's next transaction after that "
+                        "reader is done", self.path)
+
+    def _truncate_log(self, *, wait_ms: int) -> bool:
+        """``wal_checkpoint(TRUNCATE)``, waiting at most ``wait_ms`` for readers; whether it completed. One that
+        did not is owed, and tried again after each transaction until it does (a reader in another process held
+        it off: the log kept the erased rows' page images behind every later write)."""
+        self._db.execute(f"PRAGMA busy_timeout={wait_ms}")
+        try:
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self._truncation_owed = bool(busy)
+        return not busy

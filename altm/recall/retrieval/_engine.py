@@ -34,14 +34,13 @@ from altm.recall.retrieval._neighbours import neighbours
 from altm.recall.retrieval._policy import ScopePolicy, vector_filters
 from altm.recall.retrieval._temporal import time_anchors, time_prior
 from altm.recall.retrieval._terms import TermStatistics
-from altm.store import CandidateRow, SearchQueries, ShardSet
+from altm.store import CandidateRow, SearchQueries, ShardSet, index_form
 from altm.vectors import VectorHit, VectorIndex, VectorIndexError
 
 log = logging.getLogger("altm.recall")
 
 VECTOR_WIDENING = 16
 """How much further than its candidates the vector channel searches when the scope policy leaves too few."""
-_WORD = re.compile(r"[\w][\w'\-]*", re.UNICODE)
 _IDENTIFIER_RUN = re.compile(r"[\w.\-/]+")
 _IDENTIFIER_MARK = re.compile(r"\d|_|\w[.\-/]\w")
 
@@ -112,13 +111,30 @@ class SearchResult:
     config: str = ""
 
 
+def _word_runs(text: str) -> list[str]:
+    """Runs of letters, digits, underscores and combining marks with inner apostrophes and hyphens (as
+    ``[\\w][\\w'\\-]*`` had it, marks added: a Devanagari or Tamil word holds vowel signs and viramas, which
+    ``\\w`` is not, and fell apart into one-letter scraps). One pass over the text."""
+    out: list[str] = []
+    start: int | None = None
+    for i, ch in enumerate(text):
+        if ch.isalnum() or ch == "_" or (not ch.isascii() and unicodedata.category(ch)[0] == "M"):
+            if start is None:
+                start = i
+        elif start is not None and ch not in "'-":
+            out.append(text[start:i])
+            start = None
+    if start is not None:
+        out.append(text[start:])
+    return out
+
+
 def query_terms(text: str, min_len: int = 2) -> list[str]:
-    """The query's distinct words, casefolded, without stop words and words shorter than ``min_len``; a word in
-    compatibility forms also in its NFKC form (a fullwidth "ＡＢ-１２３４５" finds both spellings stored)."""
+    """The query's distinct words in the form the word index holds (:func:`altm.store.index_form`: NFKC,
+    casefolded, so a fullwidth "ＡＢ-１２３４５" asks "ab-12345" and "Straße" "strasse"), without stop words and
+    words shorter than ``min_len``."""
     seen: dict[str, None] = {}
-    folded = text.casefold()
-    compatible = unicodedata.normalize("NFKC", folded)
-    for w in _WORD.findall(folded) + (_WORD.findall(compatible) if compatible != folded else []):
+    for w in _word_runs(index_form(text) or ""):
         w = w.strip("'-")
         if len(w) >= min_len and w not in STOPWORDS:
             seen.setdefault(w, None)
@@ -215,8 +231,7 @@ class Retriever:
         """Substring matching is for what word tokenization breaks (identifiers, paths, versions, typos)."""
         if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
             return [t for t in terms if len(t) >= 3]
-        compatible = unicodedata.normalize("NFKC", query)
-        found = _identifiers(query) + (_identifiers(compatible) if compatible != query else [])
+        found = _identifiers(index_form(query) or "")  # the form the trigram index holds
         return [t for t in dict.fromkeys(found) if len(t) >= 3]
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> tuple[list[float], list[VectorHit]]:

@@ -2,16 +2,18 @@
 ``altm.store._text_index``): what a reader searches after the commit is what the triggers wrote statement by
 statement before, whatever the transaction did to a row (inserted, re-indexed, deleted, a savepoint undone).
 
-Both indexes hold the content's NFKC form (schema 24, ``altm.store._text_index.index_form``): a row typed
+Both indexes hold the content's index form (schema 24, ``altm.store.index_form``: NFKC, casefolded): a row typed
 fullwidth is indexed, re-indexed and un-indexed in that form, and a shard of version 23 (indexed as stored) is
 indexed again in that form when it migrates. FTS5's own integrity check compares an external-content index with
-the content table as stored, which is what is indexed only for text NFKC leaves alone (the ASCII rows of the
-first tests); :func:`_exact` compares each index with one built afresh from the rows' NFKC form."""
+the content table as stored, which is what is indexed only for text the form leaves alone but for case (the
+ASCII rows of the first tests); :func:`_exact` compares each index with one built afresh from the rows' index
+form."""
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,9 +52,9 @@ def _instances(conn: sqlite3.Connection, table: str) -> list[tuple[str, int, str
 
 
 def _exact(conn: sqlite3.Connection) -> None:
-    """Each index holds exactly the terms (with their rows, columns and offsets) of the live rows' NFKC form."""
+    """Each index holds exactly the terms (with their rows, columns and offsets) of the live rows' index form."""
     conn.execute("CREATE VIRTUAL TABLE temp.fresh_words USING fts5 (content, context, scope_terms, "
-                 "tokenize='porter unicode61 remove_diacritics 2')")
+                 "tokenize=\"porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'\")")
     conn.execute("INSERT INTO temp.fresh_words (rowid, content, context, scope_terms) "
                  "SELECT rowid, index_form(content), index_form(context), scope_terms FROM memories")
     conn.execute("CREATE VIRTUAL TABLE temp.fresh_tri USING fts5 (content, tokenize='trigram')")
@@ -190,7 +192,7 @@ def test_what_a_migration_queues_is_indexed_before_the_shard_is_used(tmp_path: P
     assert _words(conn, "migration") == {row["memory_id"]}
 
 
-def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_nfkc_form(tmp_path: Path) -> None:
+def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_index_form(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     shard = Shard(path, 0).open()
     try:
@@ -223,7 +225,7 @@ def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_nfkc_form(tmp_pat
         shard.close()
 
 
-def test_a_shard_of_version_23_is_indexed_again_in_the_nfkc_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_shard_of_version_23_is_indexed_again_in_the_index_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "s.db"
     conn = sqlite3.connect(path, isolation_level=None)
@@ -244,7 +246,8 @@ def test_a_shard_of_version_23_is_indexed_again_in_the_nfkc_form(tmp_path: Path,
         shard = Shard(path, 0).open()  # migrates to the latest version, and says so (it re-indexes every row)
     assert [r.getMessage().split(" in ")[0] for r in caplog.records] == [
         f"migrating shard {path} from schema version 23 to {migrations.LATEST_VERSION}",
-        f"migrated shard {path} to schema version {migrations.LATEST_VERSION}"]
+        f"migrated shard {path} to schema version {migrations.LATEST_VERSION}",
+        f"indexed the text of shard {path} again for Unicode {unicodedata.unidata_version}"]
     try:
         reader = _reader(path)
         try:
