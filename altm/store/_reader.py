@@ -139,6 +139,12 @@ class MemoryReader:
             [*_agent_args(scope), layer.value, kind, content_hash],
         )
 
+    def held_pending(self, scope: Scope, action_id: str) -> bool:
+        """The held action ``action_id`` of ``scope``'s user waits for review."""
+        shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
+        return shard._db.execute(f"SELECT 1 FROM held_actions WHERE action_id=? AND status='pending' AND {_HOME}",
+                                 [action_id, *_home_args(scope)]).fetchone() is not None
+
     def facet_versions(self, scope: Scope, facet_key: str) -> list[MemoryUnit]:
         """L4 facet versions of the whole user (L4 is shared across the user's agents)."""
         return self._query(

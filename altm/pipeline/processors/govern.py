@@ -27,6 +27,7 @@ from altm.core import (
     Method,
     Proposal,
     ProposalOp,
+    Scope,
     SupersedeProposal,
     Supersession,
     derive_id,
@@ -82,6 +83,21 @@ def _released_atom(event: Event) -> MemoryUnit | None:
     return mem
 
 
+_MOVING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE, ProposalOp.REVIEW})
+"""Ops whose changes may carry persona facets they released (what superseded them went) or moved onto a later
+saying (the first went): placed again (see :meth:`GovernProcessor._replace`)."""
+
+
+def _moved_facet(event: Event) -> MemoryUnit | None:
+    """A persona facet a forget, an erasure or a review changed and kept (not one it removed)."""
+    if not isinstance(event, ChangeEvent) or event.status is not ChangeStatus.COMMITTED or event.op not in _MOVING_OPS:
+        return None
+    mem = event.memory
+    if mem is None or mem.layer is not Layer.L4 or mem.memory_id in event.removed_ids or not said_by_user(mem):
+        return None
+    return mem
+
+
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
@@ -91,10 +107,12 @@ class GovernProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.GOVERNANCE) else None
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), and committed
-        links, edges, reviews of atoms, erasures, forgets and rollbacks (scenes)."""
+        """Committed L2 atoms (merges, facets), atoms a forget or an erasure released (merges), facets a forget,
+        an erasure or a review released or moved (placed again), and committed links, edges, reviews of atoms,
+        erasures, forgets and rollbacks (scenes)."""
         return committed_upsert(marker, _ATOMS) or (marker.status is ChangeStatus.COMMITTED and (
             marker.op in _SCENE_OPS or (marker.op in _RELEASING_OPS and marker.layer in _ATOMS)
+            or (marker.op in _MOVING_OPS and marker.layer is Layer.L4)
             or (marker.op in _RELEASING_OPS and marker.removes) or marker.op is ProposalOp.ROLLBACK))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
@@ -124,6 +142,8 @@ class GovernProcessor(Processor):
             return await self._atom(event, ctx, reader, mem)
         if (released := _released_atom(event)) is not None:
             return [*self._merge_duplicates(event, reader, released)]
+        if (moved := _moved_facet(event)) is not None:
+            return await self._replace(event, reader, moved)
         if not isinstance(event, ChangeEvent):
             return []
         out: list[Proposal] = []
@@ -185,52 +205,104 @@ class GovernProcessor(Processor):
             return []
         if not said_by_user(mem):  # only the user's own statements form the persona
             return []
-        atoms = reader.atoms_with(mem.scope, "facet_key", facet_key, user_wide=True)
-        if self._chat is not None:  # what is about to be erased (a replay) is no version the model reads
-            atoms = [a for a in atoms if not reader.erasure_pending(a.scope, [a.memory_id, *a.evidence])]
+        atoms = self._facet_atoms(reader, mem.scope, facet_key)
         # the same statement made in several sessions is one facet version, cited from its first atom,
         # whichever of those atoms was processed first (the state must not depend on arrival order)
         first = min((a for a in atoms if norm(a.content) == norm(mem.content) and not rejected(a)), key=order,
                     default=mem)
         first = mem if order(mem) < order(first) else first
         facet = facet_version(first, facet_key)
-        out: list[Proposal] = [upsert_proposal(facet, processor=self.name, cause=event)]
-        sayings: dict[str, list[MemoryUnit]] = {}  # each statement's atoms, its first saying first
+        return [upsert_proposal(facet, processor=self.name, cause=event),
+                *await self._place(event, reader, mem, first, facet, atoms)]
+
+    async def _replace(self, event: Event, reader: MemoryReader, changed: MemoryUnit) -> list[Proposal]:
+        """A persona facet a removal released (what superseded it went) or moved onto a later saying (its first
+        went): placed again among the versions left, as a store that never held what went places it. Without
+        this, an older version stood current beside a newer one, or a version kept its supersession by one said
+        before its new first saying."""
+        stored = reader.get(changed.scope, changed.memory_id)
+        facet_key = stored.attributes.get("facet_key") if stored is not None else None
+        if stored is None or stored.layer is not Layer.L4 or rejected(stored) or not isinstance(facet_key, str):
+            return []
+        atoms = self._facet_atoms(reader, stored.scope, facet_key)
+        said = [a for a in atoms if norm(a.content) == norm(statement_of(stored)) and a.superseded_by is None
+                and not rejected(a)]
+        if said:  # placed at its first saying left
+            first = min(said, key=order)
+            return await self._place(event, reader, first, first, stored, atoms)
+        # none of its atoms is left (retention kept the facet): placed where it stands, replaced by what follows
+        sayings = self._sayings(atoms)
+        later = sorted((a[0] for a in sayings.values() if order(a[0]) > order(stored)), key=order)
+        steps, _ = await self._step_forward(event, reader, stored, stored, later, sayings)
+        return steps
+
+    def _facet_atoms(self, reader: MemoryReader, scope: Scope, facet_key: str) -> list[MemoryUnit]:
+        """The user's atoms of ``facet_key`` (with a model, not those about to be erased: no version it reads)."""
+        atoms = reader.atoms_with(scope, "facet_key", facet_key, user_wide=True)
+        if self._chat is not None:  # what is about to be erased (a replay) is no version the model reads
+            atoms = [a for a in atoms if not reader.erasure_pending(a.scope, [a.memory_id, *a.evidence])]
+        return atoms
+
+    @staticmethod
+    def _sayings(atoms: Sequence[MemoryUnit]) -> dict[str, list[MemoryUnit]]:
+        """Each statement's atoms (none superseded or rejected), its first saying first."""
+        sayings: dict[str, list[MemoryUnit]] = {}
         for atom in sorted((a for a in atoms if a.superseded_by is None and not rejected(a)), key=order):
             sayings.setdefault(norm(atom.content), []).append(atom)
-        versions = reader.facet_versions(mem.scope, facet_key)
+        return sayings
+
+    async def _place(self, event: Event, reader: MemoryReader, mem: MemoryUnit, first: MemoryUnit,
+                     facet: MemoryUnit, atoms: Sequence[MemoryUnit]) -> list[Proposal]:
+        """``facet`` (first said by ``first``) between the version placed last before it and the one placed first
+        after it: what it superseded that is placed after it now, and what superseded it that is placed before it
+        now, released; the one before replaced by it, it replaced by the one after; a held replacement of the one
+        before by the one after, moot now, released too (void)."""
+        out: list[Proposal] = []
+        sayings = self._sayings(atoms)
+        versions = reader.facet_versions(mem.scope, str(facet.attributes["facet_key"]))
         placed = {f.memory_id: sayings[norm(statement_of(f))][0] for f in versions if norm(statement_of(f)) in sayings}
         # versions this one superseded when it was placed later, placed after it now (an earlier saying of it
         # arrived since): no longer superseded by it
         out += [self._release(event, mem, f.memory_id, facet.memory_id) for f in versions
                 if f.superseded_by == facet.memory_id and f.memory_id in placed
                 and order(placed[f.memory_id]) > order(first)]
+        stored = next((f for f in versions if f.memory_id == facet.memory_id), None)
+        newer = stored.superseded_by if stored is not None else None
+        if newer is not None and newer in placed and order(placed[newer]) < order(first):
+            out.append(self._release(event, mem, facet.memory_id, newer))  # its first saying went: placed later
         others = [a[0] for s, a in sayings.items() if s != norm(first.content)]
+        forward, following = await self._step_forward(event, reader, mem, facet,
+                                                      sorted((a for a in others if order(a) > order(first)),
+                                                             key=order), sayings)
         out += await self._step_back(event, reader, mem, first, facet, [a for a in others if order(a) < order(first)],
-                                     sayings, versions, placed)
-        after = [a for a in others if order(a) > order(first)]
-        if after:
-            out += await self._step_forward(event, reader, mem, facet, min(after, key=order))
-        return out
+                                     sayings, versions, placed, following)
+        return out + forward
 
     async def _step_back(self, event: Event, reader: MemoryReader, mem: MemoryUnit, first: MemoryUnit,
                          facet: MemoryUnit, before: Sequence[MemoryUnit], sayings: dict[str, list[MemoryUnit]],
-                         versions: Sequence[MemoryUnit], placed: dict[str, MemoryUnit]) -> list[Proposal]:
+                         versions: Sequence[MemoryUnit], placed: dict[str, MemoryUnit],
+                         following: MemoryUnit | None) -> list[Proposal]:
         """This version replaces the one placed last before it (made first when not stored yet: see
-        :meth:`_made`); with no atom of such a version left, a stored facet before it that retention left."""
+        :meth:`_made`; one retention forgot or an erasure took is passed over); with no atom of such a version
+        left, a stored facet before it that retention left. A replacement of that one by ``following`` (the
+        version placed next after this one) held for review is released: this one stands between them."""
         facet_key = str(facet.attributes["facet_key"])
         steps: list[Proposal] = []
-        previous: MemoryUnit | None
-        if before:
-            prior = max(before, key=order)
+        previous: MemoryUnit | None = None
+        for prior in sorted(before, key=order, reverse=True):
             previous = self._made(event, reader, mem, facet_version(prior, facet_key),
                                   sayings[norm(prior.content)], steps)
-        else:
+            if previous is not None:
+                break
+        if previous is None:
             previous = max((f for f in versions
                             if f.superseded_by is None and not rejected(f) and order(f) < order(facet)
                             and norm(statement_of(f)) not in sayings), key=order, default=None)
         if previous is None or previous.content_hash == facet.content_hash:
             return steps
+        if following is not None and reader.held_pending(
+                mem.scope, derive_id("act", "supersede", previous.memory_id, following.memory_id)):
+            steps.append(self._release(event, mem, previous.memory_id, following.memory_id))
         later = previous.superseded_by
         if later is not None and later != facet.memory_id and later in placed and order(placed[later]) > order(first):
             steps.append(self._release(event, mem, previous.memory_id, later))  # this one arrived between the two
@@ -240,17 +312,29 @@ class GovernProcessor(Processor):
         return steps  # one replaced by a version placed before this one is left as it is
 
     async def _step_forward(self, event: Event, reader: MemoryReader, mem: MemoryUnit, facet: MemoryUnit,
-                            after: MemoryUnit) -> list[Proposal]:
-        """The version placed next after this one, stored already (governed before it: a correction delivered
-        before what it corrects, a backfill of older history), replaces it, as it would have had this one come
-        first; one not stored yet replaces it when it is governed (its predecessor is then this one)."""
+                            after: Sequence[MemoryUnit], sayings: dict[str, list[MemoryUnit]]
+                            ) -> tuple[list[Proposal], MemoryUnit | None]:
+        """The version placed next after this one (``after``: the first sayings of the later statements, in
+        order; one retention forgot or an erasure took is passed over), stored already (governed before it: a
+        correction delivered before what it corrects, a backfill of older history, or a version left when the
+        one between went), replaces it, as it would have had this one come first; one not stored yet replaces it
+        when it is governed (its predecessor is then this one). The steps, and that stored version."""
         facet_key = str(facet.attributes["facet_key"])
-        following = facet_version(after, facet_key)
+        for nxt in after:
+            following = facet_version(nxt, facet_key)
+            if following.content_hash == facet.content_hash:
+                return [], None
+            if reader.holds(mem.scope, following.memory_id):
+                break
+            if not reader.removed_since(mem.scope, following.memory_id,
+                                        [a.memory_id for a in sayings.get(norm(nxt.content), [nxt])]):
+                return [], None  # not governed yet: it replaces this one when it is
+        else:
+            return [], None
         stored = reader.get(mem.scope, facet.memory_id)
-        if (following.content_hash == facet.content_hash or not reader.holds(mem.scope, following.memory_id)
-                or (stored is not None and stored.superseded_by not in (None, following.memory_id))):
-            return []
-        return [await self._version_step(event, mem, after, facet, following, facet_key)]
+        if stored is not None and stored.superseded_by not in (None, following.memory_id):
+            return [], following
+        return [await self._version_step(event, mem, nxt, facet, following, facet_key)], following
 
     def _release(self, event: Event, mem: MemoryUnit, old_id: str, new_id: str) -> Proposal:
         """``old_id`` is no longer superseded by ``new_id``: a version said since is placed between them."""

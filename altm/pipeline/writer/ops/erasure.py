@@ -19,6 +19,7 @@ from altm.core import (
     UpsertMemoryProposal,
     decode_event,
 )
+from altm.pipeline.processors.facets import order
 from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied, tally_again
@@ -60,6 +61,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     for row in recited.values():  # after the atoms they cited went
         tx.update_memory(tx.memory_row(row["memory_id"]) or row, row, at=ctx.now, proposal_id=p.event_id,
                          actor="writer")
+    recited = _placed_later(tx, recited, p, ctx)
     left, relinked = messages_left(tx, messages, p.event_id, ctx)
     tx.redact_audit("memories", relinked)  # their context held the erased content
     for row in tx.forgotten_rows(forgotten):  # an id tombstone: a forget that named it still holds in a replay
@@ -122,6 +124,23 @@ def _facets_kept(tx: ShardTx, erasure: Erasure, doomed: set[str]) -> dict[str, M
         if (recited := facet_recited(tx, row, besides=frozenset(doomed))) is not None:
             kept[mid] = recited
     return kept
+
+
+def _placed_later(tx: ShardTx, recited: dict[str, MemoryRow], p: EraseProposal, ctx: OpContext
+                  ) -> dict[str, MemoryRow]:
+    """The kept facets as they are now, those superseded by a version said before the saying they stand on now
+    released: their erased first saying had placed them before that version (a repeat of an old value after a
+    correction is the old version), and a store that never heard it places them after it. The decision that
+    superseded them goes with what shaped it; govern places them again (their changes reach it)."""
+    out: dict[str, MemoryRow] = {}
+    for mid, row in recited.items():
+        now = tx.memory_row(mid) or row
+        newer = tx.memory_row(str(now["superseded_by"])) if now["superseded_by"] else None
+        if newer is not None and order(row_to_memory(newer)) < order(row_to_memory(now)):
+            tx.drop_supersede_decisions(p.scope, mid, str(newer["memory_id"]), at=ctx.now, proposal_id=p.event_id)
+            now = tx.release_reversed(now, at=ctx.now, proposal_id=p.event_id, actor="writer")
+        out[mid] = now
+    return out
 
 
 def _reached(tx: ShardTx, scope: Scope, erasure: Erasure, seeds: list[str]) -> tuple[set[str], list[str], list[str]]:

@@ -75,17 +75,31 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
 
 
 def _release(tx: ShardTx, p: SupersedeProposal, old: MemoryRow, ctx: OpContext) -> Applied:
-    """``old`` is no longer superseded by the proposal's ``new_id`` (as it was before that supersession); a row
-    superseded by another since, or by none, is left as it is."""
+    """``old`` is no longer superseded by the proposal's ``new_id`` (as it was before that supersession), and a
+    replacement of ``old`` by ``new_id`` held for review is void (a version is placed between the two: a reviewer
+    approving it filed a conflict, and time order never held it); a row superseded by another since, or by none,
+    is left as it is."""
     supersession = p.supersession
+    voided = _void_held_supersede(tx, p, ctx)
     if old["superseded_by"] != supersession.new_id:
-        return Applied(ChangeStatus.UNCHANGED)
+        return Applied(ChangeStatus.COMMITTED if voided else ChangeStatus.UNCHANGED)
     released = tx.release_reversed(old, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     tx.record_decision(p.event_id, p.scope, "release", [
         ("evaluated", f"{supersession.old_id} is no longer older than {supersession.new_id}"),
         ("decided", supersession.reason), ("applied", f"{supersession.old_id} current again")],
         {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(released))
+
+
+def _void_held_supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> bool:
+    """The pending held replacement of the released pair, void (audited); whether there was one."""
+    pair = p.supersession
+    row = tx.held_action(derive_id("act", "supersede", pair.old_id, pair.new_id))
+    if row is None or row["status"] != "pending" or row["tenant_id"] != p.scope.tenant_id \
+            or row["workspace_id"] != p.scope.workspace_id or row["user_id"] != p.scope.user_id:
+        return False
+    tx.put_held_action({**row, "status": "void"}, row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return True
 
 
 def _leads_to(tx: ShardTx, row: MemoryRow, memory_id: str) -> bool:
