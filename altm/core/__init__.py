@@ -89,7 +89,7 @@ from altm.core.proposals import (
 )
 from altm.core.scope import Scope, ScopeId
 from altm.core.settings import Settings
-from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name
+from altm.core.topics import Topic, TopicSpec, all_topic_specs, topic_name, under_prefix
 
 __all__ = [
     "APOSTROPHES",
@@ -179,5 +179,6 @@ __all__ = [
     "strip_format",
     "tombstone_id",
     "topic_name",
+    "under_prefix",
     "visible",
 ]

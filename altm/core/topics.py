@@ -25,6 +25,16 @@ def topic_name(topic: Topic, prefix: str = "") -> str:
     return f"{prefix}{topic.value}"
 
 
+def under_prefix(stored: str, prefix: str) -> str:
+    """The topic a stored topic name (or kind) stands for under ``prefix``: its kind is its last part, so a record
+    kept with the full name it had (an outbox row, deferred work) goes where this deployment's workers read
+    after ``ALTM_TOPIC_PREFIX`` changed; a name of no kind is kept as it is."""
+    for kind in Topic:
+        if stored.endswith(kind.value):
+            return topic_name(kind, prefix)
+    return stored
+
+
 def all_topic_specs(partitions: int, prefix: str = "", dlq_retention_ms: int | None = None) -> list[TopicSpec]:
     return [
         TopicSpec(topic_name(t, prefix), partitions, dlq_retention_ms if t is Topic.DLQ else None)

@@ -47,6 +47,7 @@ from altm.core import (
     decode_event,
     encode,
     topic_name,
+    under_prefix,
 )
 from altm.pipeline._telemetry import (
     end_record_spans,
@@ -690,11 +691,7 @@ class WriterDriver:
         """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind
         (``changes``, ``dlq``, ``proposals``); rows written before that hold a full name, whose kind is its last
         part, so a changed ``ALTM_TOPIC_PREFIX`` never leaves a partition publishing to topics nobody reads."""
-        prefix = self.writer.settings.topic_prefix
-        for kind in (Topic.CHANGES, Topic.DLQ, Topic.PROPOSALS):  # proposals: the tombstones a writer carries
-            if stored.endswith(kind.value):
-                return topic_name(kind, prefix)
-        return stored
+        return under_prefix(stored, self.writer.settings.topic_prefix)
 
     async def flush_all(self, partitions: Iterable[int]) -> None:
         for partition in sorted(partitions):

@@ -35,7 +35,7 @@ from pathlib import Path
 from altm.bus import BusError, OutgoingRecord, Record, TopicPartition, turns_end, unpack_headers
 from altm.bus.kafka import MAX_RECORD_BYTES, GroupMember, KafkaBus, RangeReader, parse_broker_url, record_size
 from altm.bus.sealing import Sealer
-from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name
+from altm.core import DeadLetter, Settings, Topic, encode, partition_for, topic_name, under_prefix
 from altm.pipeline._drivers import StageDriver, WriterDriver
 from altm.pipeline._telemetry import consumer_lag
 from altm.pipeline.processors import Processor, ProcessorContext
@@ -542,8 +542,9 @@ class KafkaRuntime:
         try:  # what a restore or a standby copy deferred was applied by its owner already: never handed over
             items = [i for i in self.work.pending(partitions) if not is_reapplied(unpack_headers(i.headers))]
             if items:
-                await self._publish([OutgoingRecord(i.topic, i.value, i.key, unpack_headers(i.headers))
-                                     for i in items])
+                prefix = self.settings.topic_prefix  # the topic it came from, as this deployment names it now
+                await self._publish([OutgoingRecord(under_prefix(i.topic, prefix), i.value, i.key,
+                                                    unpack_headers(i.headers)) for i in items])
                 for item in items:
                     self.work.done(item)
                 log.info("handed %d deferred record(s) of partition(s) %s over to their new owner", len(items),
