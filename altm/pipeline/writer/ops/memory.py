@@ -42,7 +42,7 @@ _KEPT_ON_UPDATE = (
 
 
 def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Applied:
-    mem, flag = _validate(tx, p.memory, ctx)
+    mem, flag = _validate(tx, _with_message_turn(tx, p.memory), ctx)
     fresh = memory_to_row(mem, datetime.fromisoformat(ctx.now))
     old_row = tx.memory_row(mem.memory_id)
     new_row = _judged(tx, mem, fresh, old_row, flag, ctx)
@@ -73,6 +73,21 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
+
+
+def _with_message_turn(tx: ShardTx, mem: MemoryUnit) -> MemoryUnit:
+    """An atom proposed by a release before schema 23 carries no turn id: it takes its message's, as migration 23
+    gave the atoms stored then (from the message, or the audit image of its forget), so a standby copy, a read
+    replica or a restore applying such a proposal from the log stores the atom its owner's migrated shard holds
+    (its facet order depends on it)."""
+    if mem.layer is not Layer.L2 or "turn_id" in mem.attributes or not mem.evidence:
+        return mem
+    message = tx.memory_row(mem.evidence[0]) or next(iter(tx.forgotten_rows([mem.evidence[0]])), None)
+    if message is None or message["layer"] != Layer.L0.value:
+        return mem
+    turn = orjson.loads(message["attributes"] or "{}").get("turn_id")
+    return mem if not isinstance(turn, str) else mem.model_copy(update={"attributes": {**mem.attributes,
+                                                                                      "turn_id": turn}})
 
 
 def _judged(tx: ShardTx, mem: MemoryUnit, fresh: MemoryRow, old_row: MemoryRow | None, flag: GuardVerdict | None,
