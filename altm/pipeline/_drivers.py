@@ -519,6 +519,7 @@ class WriterDriver:
                 return 0  # what the guard could not decide comes first, as on the owner
             shard = self.writer.shards.get(partition)
             if end >= (self.writer.resume_offset(self.topic, partition) or 0) and shard.outbox_depth():
+                await self.publish_burials(partition)  # the owner cannot make them: they go to the log first
                 async with self._locks.setdefault(partition, asyncio.Lock()):  # never under a flush
                     dropped = shard.drop_unpublished()
                 log.info("%s[%d]: dropped %d outbox row(s) left from owning it (its owner published their "
@@ -686,6 +687,25 @@ class WriterDriver:
                 shard.mark_published(pending[-1][0])
                 depth = max(0, depth - len(pending))
                 outbox_depth(partition, depth)
+
+    async def publish_burials(self, partition: int) -> int:
+        """The tombstones the shard of a partition this worker does not own holds in its outbox, published to the
+        proposals log, where the partition's owner applies them: an erasure applied just before the partition
+        moved (or while the broker was away) made them, and nobody else can, since its session's keys were
+        destroyed when it was applied. Published again they change nothing (the writer applies a ``bury``
+        once). Returns how many."""
+        async with self._locks.setdefault(partition, asyncio.Lock()):
+            shard = self.writer.shards.get(partition)
+            rows = shard.pending_burials()
+            if not rows:
+                return 0
+            await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
+                                               headers=unpack_headers(headers))
+                                for _, topic, key, value, headers in rows])
+            shard.mark_sent([seq for seq, *_ in rows])
+        log.info("%s[%d]: published %d bury proposal(s) left in the outbox of a shard another worker owns",
+                 self.topic, partition, len(rows))
+        return len(rows)
 
     def outbox_topic(self, stored: str) -> str:
         """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind

@@ -183,6 +183,18 @@ class Shard:
         """Rows committed and not yet published (published rows are deleted)."""
         return int(self._db.execute("SELECT COUNT(*) FROM outbox WHERE published=0").fetchone()[0])
 
+    def pending_burials(self) -> list[tuple[int, str, str | None, bytes, bytes | None]]:
+        """The outbox rows not published yet that carry tombstones back to the proposals log (an erasure's or a
+        forget's ``bury``), as :meth:`pending_outbox` gives them."""
+        rows = self._db.execute(
+            "SELECT seq, topic, key, value, headers FROM outbox WHERE published=0 "
+            "AND (topic = 'proposals' OR topic LIKE '%proposals') ORDER BY seq").fetchall()
+        return [(int(r[0]), str(r[1]), r[2], bytes(r[3]), bytes(r[4]) if r[4] is not None else None) for r in rows]
+
+    def mark_sent(self, seqs: list[int]) -> None:
+        """The bus has these outbox rows (published apart from the rest): they go. Not audited."""
+        self._db.executemany("DELETE FROM outbox WHERE seq=?", [(q,) for q in seqs])
+
     def drop_unpublished(self) -> int:
         """Forget every outbox row not published yet (another process published what they hold); returns how
         many. Outbox bookkeeping, not memory state: not audited."""

@@ -36,12 +36,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from altm.bus import BusError, OutgoingRecord, host_record
 from altm.bus.kafka import KafkaBus
 from altm.core import Settings
+from altm.pipeline._drivers import WriterDriver
+from altm.pipeline.writer import Writer
+from altm.store import DeferredWork, ShardSet, shard_files
 from altm.wiring._adapters import resolve
 from altm.wiring._worker import prepare_kafka
 from tests.support.kafka_history import host_records, sealed_settings, send, until, worker
@@ -63,8 +67,10 @@ def _holding_secret(data_dir: Path) -> int:
     return len(rows(data_dir, f"SELECT memory_id FROM memories WHERE content LIKE '%{SECRET}%'"))
 
 
-async def test_the_next_owner_holds_the_tombstones_of_an_erasure_its_owner_could_not_flush(
-        kafka_bootstrap: str, tmp_path: Path) -> None:
+async def _erased_on_a_worker_that_could_not_flush(kafka_bootstrap: str, tmp_path: Path
+                                                   ) -> tuple[Settings, Settings, list[dict[str, Any]]]:
+    """A applied the erasure of s-secret with its publishes failing and stopped: its tombstones (returned) wait
+    in its outbox. Returns A's and B's settings."""
     source = sealed_settings(tmp_path / "source", 600.0)  # the host events: two turns, then the erasure
     async with store_with(source, TURNS) as (runtime, app):
         await app.erase(SCOPE, "session", session_id="s-secret")
@@ -93,20 +99,64 @@ async def test_the_next_owner_holds_the_tombstones_of_an_erasure_its_owner_could
                     "A applied the erasure; its changes and bury wait in its outbox")
     made = rows(a.data_dir, TOMBSTONES)
     assert made  # A buried the secret
+    return a, b, made
 
+
+async def _send_again(kafka_bootstrap: str, b: Settings) -> list[str]:
+    """The secret sent again, in another session; the reasons B refused anything for."""
+    bus = KafkaBus(kafka_bootstrap)
+    await bus.start()
+    try:
+        await bus.publish_many([host_record(Settings(topic_prefix=b.topic_prefix), AGAIN)])
+    finally:
+        await bus.stop()
+    await wait_until_idle(kafka_bootstrap, b.topic_prefix, data_dir=b.data_dir)
+    return [str(r["reason"]) for r in rows(b.data_dir, "SELECT reason FROM rejections")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap (README, Known gaps): the tombstones exist only in the outbox of the worker that applied the "
+    "erasure (its session's keys were destroyed then, so no other worker can make them); they reach the log when "
+    "that worker's data dir comes back (the next test), not when it is lost for good"))
+async def test_the_next_owner_holds_the_tombstones_of_an_erasure_its_owner_could_not_flush(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    _, b, made = await _erased_on_a_worker_that_could_not_flush(kafka_bootstrap, tmp_path)
     async with worker(b):  # A is gone: B takes every partition and restores them from the log
-        await wait_until_idle(kafka_bootstrap, prefix, data_dir=b.data_dir)
+        await wait_until_idle(kafka_bootstrap, b.topic_prefix, data_dir=b.data_dir)
         restored = rows(b.data_dir, TOMBSTONES)
-        bus = KafkaBus(kafka_bootstrap)
-        await bus.start()
-        try:
-            await bus.publish_many([host_record(Settings(topic_prefix=prefix), AGAIN)])
-        finally:
-            await bus.stop()
-        await wait_until_idle(kafka_bootstrap, prefix, data_dir=b.data_dir)
-    refused = [str(r["reason"]) for r in rows(b.data_dir, "SELECT reason FROM rejections")]
+        refused = await _send_again(kafka_bootstrap, b)
 
     # actual: B holds no tombstone, stores the secret sent again (its message and an atom) and refuses nothing
     assert restored == made
+    assert _holding_secret(b.data_dir) == 0
+    assert any("matches erased content" in reason for reason in refused), refused
+
+
+async def test_the_tombstones_reach_the_next_owner_when_the_worker_that_made_them_comes_back(
+        kafka_bootstrap: str, tmp_path: Path) -> None:
+    """A's data dir comes back while B owns the partition: what A's outbox kept of the erasure (its ``bury``)
+    goes to the log (``WriterDriver.publish_burials``, what A's first assignment does for every partition it
+    does not own), and B applies it: B holds A's tombstones and refuses the secret sent again."""
+    a, b, made = await _erased_on_a_worker_that_could_not_flush(kafka_bootstrap, tmp_path)
+    async with worker(b):  # B takes every partition and restores them from the log: no tombstone yet
+        await wait_until_idle(kafka_bootstrap, b.topic_prefix, data_dir=b.data_dir)
+        assert rows(b.data_dir, TOMBSTONES) == []
+        shards = ShardSet(a.data_dir, a.partitions)  # A's data dir back; its worker would not own the partition
+        bus = KafkaBus(kafka_bootstrap)
+        await bus.start()
+        async def publish(records: Sequence[OutgoingRecord]) -> None:
+            await bus.publish_many(records)
+
+        try:
+            settings = resolve(a)
+            driver = WriterDriver(Writer(shards, settings), DeferredWork(shards, settings), publish, "a")
+            published = sum([await driver.publish_burials(p) for p, _ in shard_files(a.data_dir)])
+        finally:
+            await bus.stop()
+            shards.close()
+        assert published > 0
+        await wait_until_idle(kafka_bootstrap, b.topic_prefix, data_dir=b.data_dir)
+        assert rows(b.data_dir, TOMBSTONES) == made
+        refused = await _send_again(kafka_bootstrap, b)
     assert _holding_secret(b.data_dir) == 0
     assert any("matches erased content" in reason for reason in refused), refused

@@ -139,6 +139,7 @@ class KafkaRuntime:
         self._claim = claim if claim is not None else worker_claim(settings)
         self._releases_claim = claim is None
         self._hand_over_due: set[int] = set()  # partitions whose hand-over failed: the deferred-work timer retries
+        self._burials_due: set[int] = set()  # unowned partitions whose tombstones are still to be published
 
     def _lane_of(self, group: list[StageDriver]) -> Lane:
         """A lane of stages: the deriving lane yields to the searchable path; capture and the control lanes keep
@@ -309,6 +310,8 @@ class KafkaRuntime:
         if lost:  # in a task: never inside the rebalance
             self._handovers.add(task := asyncio.create_task(self._hand_over_lost(lost), name="altm-hand-over"))
             task.add_done_callback(self._handovers.discard)
+        self._handovers.add(task := asyncio.create_task(self._burials_elsewhere(kept), name="altm-burials"))
+        task.add_done_callback(self._handovers.discard)
         log.info("given %d partition(s): %s", len(tps), sorted(kept))
 
     # fetching, queueing, committing
@@ -525,7 +528,28 @@ class KafkaRuntime:
                 continue
             since = self._unowned_since.setdefault(partition, now)
             if now - since >= after and await self._hand_over({partition}):
-                self._drop(partition)
+                await self._publish_burials(partition)  # its tombstones exist nowhere else
+                if partition not in self._burials_due:
+                    self._drop(partition)
+
+    async def _burials_elsewhere(self, kept: set[int]) -> bool:
+        """The tombstones left in the outbox of this data dir's shards of partitions other workers own, published
+        to the log for their owners (see ``WriterDriver.publish_burials``); one that fails is tried again by the
+        flush timer while its shard is open here."""
+        for partition, _ in shard_files(Path(self.settings.data_dir)):
+            if partition not in kept and partition < self.partitions:
+                await self._publish_burials(partition)
+        return not self._burials_due
+
+    async def _publish_burials(self, partition: int) -> None:
+        try:
+            await self.writer.publish_burials(partition)
+        except Exception:
+            self._burials_due.add(partition)
+            log.warning("publishing the tombstones left in the outbox of partition %d failed; tried again",
+                        partition, exc_info=True)
+        else:
+            self._burials_due.discard(partition)
 
     async def _hand_over_lost(self, partitions: set[int]) -> bool:
         """The hand-over of partitions a rebalance took away; one that fails is tried again by the deferred-work
@@ -582,8 +606,13 @@ class KafkaRuntime:
 
     async def _flush_owned(self) -> None:
         """Publish changes committed but not yet delivered (by an earlier run, or while the broker was away),
-        for the partitions whose proposals this worker owns (workers may share a data dir)."""
-        await self.writer.flush_all(self._owned(Topic.PROPOSALS))
+        for the partitions whose proposals this worker owns (workers may share a data dir), and the tombstones
+        left in the outbox of partitions it gave up whose publishing failed."""
+        owned = self._owned(Topic.PROPOSALS)
+        await self.writer.flush_all(owned)
+        for partition in sorted(self._burials_due - owned):
+            await self._publish_burials(partition)
+        self._burials_due -= owned  # owned again: its flush publishes them
 
     async def _observe_lag(self) -> None:
         """The consumer lag gauges per stage and assigned partition: the broker's high watermark minus what the
