@@ -6,7 +6,6 @@ import logging
 import re
 import sqlite3
 import time
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -14,7 +13,13 @@ from importlib import resources
 import orjson
 
 from altm.store._errors import ShardError
-from altm.store._text_index import apply_pending, index_again_if_unicode_changed, register_index_form
+from altm.store._text_index import (
+    apply_pending,
+    built_with,
+    index_again_if_unicode_changed,
+    indexes_current,
+    register_index_form,
+)
 
 log = logging.getLogger("altm.store")
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -93,8 +98,11 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def _text_indexes_current(conn: sqlite3.Connection) -> None:
-    """The text indexes in this Python's form: indexed again when they were built with another Unicode version
-    (or migration 24 rebuilt the word index), else what the migrations' statements queued, indexed."""
+    """The text indexes as this process builds them: indexed again when they were built otherwise (another rule,
+    Unicode or SQLite version, or migration 24 rebuilt the word index), else what the migrations' statements
+    queued, indexed; nothing (no write lock taken) when nothing is to do."""
+    if indexes_current(conn):
+        return
     began = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -106,8 +114,8 @@ def _text_indexes_current(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     if again and conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is not None:
-        log.info("indexed the text of shard %s again for Unicode %s in %.1f s", _path_of(conn),
-                 unicodedata.unidata_version, time.perf_counter() - began)
+        log.info("indexed the text of shard %s again (%s) in %.1f s", _path_of(conn), built_with(),
+                 time.perf_counter() - began)
 
 
 def _path_of(conn: sqlite3.Connection) -> str:

@@ -82,6 +82,9 @@ class Shard:
                 conn.close()
                 raise
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        # a purge whose truncation a reader held off may have been owed when the shard was last closed (or the
+        # process died): the first transaction tries it, without waiting
+        self._truncation_owed = not self.read_only
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
         conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
         conn.create_function("natural_key", 1, natural_key, deterministic=True)  # turn ids in conversation order

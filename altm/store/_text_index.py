@@ -44,15 +44,41 @@ _INDEX_AGAIN = (
     "INSERT INTO memories_fts_tri (rowid, content) SELECT rowid, index_form(content) FROM memories",
 )
 UNICODE_KEY = "text_index_unicode"
-"""The ``shard_meta`` key holding the Unicode version of the Python that built the text indexes."""
+"""The ``shard_meta`` key holding what the text indexes were built with (:func:`built_with`)."""
+
+
+FORM = "2"
+"""The version of :func:`index_form`'s rule, recorded with the Unicode and SQLite versions the indexes were built
+with (:func:`built_with`): a change of any of them indexes every row again."""
 
 
 def index_form(text: str | None) -> str | None:
     """What the word and trigram indexes hold of a text, and what a query asks them in: NFKC, casefolded, format
-    characters removed (the tokenizers fold diacritics and split words)."""
+    characters removed (the tokenizers fold diacritics and split words). A symbol NFKC writes out in letters or
+    digits ("™" as "TM", "№" as "No", "㎏" as "kg") stays a word of its own: "Acme™" is "acme tm", as the
+    tokenizer split it at the sign before, not one token "acmetm"."""
     if text is None:
         return None
-    return strip_format(unicodedata.normalize("NFKC", text).casefold())
+    if text.isascii():
+        return text.casefold()
+    return strip_format(unicodedata.normalize("NFKC", _symbols_apart(text)).casefold())
+
+
+def _symbols_apart(text: str) -> str:
+    """``text`` with a space on each side of every symbol (Unicode categories S*) that NFKC writes otherwise."""
+    out: list[str] = []
+    for ch in text:
+        if not ch.isascii() and unicodedata.category(ch)[0] == "S" and unicodedata.normalize("NFKC", ch) != ch:
+            out.append(f" {ch} ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def built_with() -> str:
+    """What the text indexes of a shard opened here are built with: the rule, Unicode's and SQLite's versions
+    (the tokenizers' tables are SQLite's)."""
+    return f"form {FORM}; unicode {unicodedata.unidata_version}; sqlite {sqlite3.sqlite_version}"
 
 
 def register_index_form(conn: sqlite3.Connection) -> None:
@@ -68,15 +94,24 @@ def apply_pending(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def index_again_if_unicode_changed(conn: sqlite3.Connection) -> bool:
-    """When the indexes were built with another Unicode version than this Python's (or none is recorded: a shard
-    migrated to schema 24 just now), index every row again and record this one (in the caller's transaction);
-    whether it did."""
+def indexes_current(conn: sqlite3.Connection) -> bool:
+    """Whether the text indexes need nothing: built as this process builds them (:func:`built_with`) and no
+    queued change waiting (read outside a transaction: a shard opened behind another connection's write does not
+    wait for its lock when there is nothing to do)."""
     found = conn.execute("SELECT value FROM shard_meta WHERE key = ?", (UNICODE_KEY,)).fetchone()
-    version = unicodedata.unidata_version
-    if found is not None and found[0] == version:
+    return (found is not None and found[0] == built_with()
+            and conn.execute("SELECT 1 FROM index_pending LIMIT 1").fetchone() is None)
+
+
+def index_again_if_unicode_changed(conn: sqlite3.Connection) -> bool:
+    """When the indexes were built otherwise than this process builds them (another rule, Unicode or SQLite
+    version; or none is recorded: a shard migrated to schema 24 just now), index every row again and record how
+    (in the caller's transaction); whether it did."""
+    found = conn.execute("SELECT value FROM shard_meta WHERE key = ?", (UNICODE_KEY,)).fetchone()
+    built = built_with()
+    if found is not None and found[0] == built:
         return False
     for statement in _INDEX_AGAIN:
         conn.execute(statement)
-    conn.execute("INSERT OR REPLACE INTO shard_meta (key, value) VALUES (?, ?)", (UNICODE_KEY, version))
+    conn.execute("INSERT OR REPLACE INTO shard_meta (key, value) VALUES (?, ?)", (UNICODE_KEY, built))
     return True

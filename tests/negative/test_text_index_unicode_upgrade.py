@@ -75,7 +75,8 @@ def test_an_erasure_after_a_unicode_upgrade_leaves_no_term_of_the_erased_row(tmp
     row = _message(FANCY)
     with monkeypatch.context() as older_python:  # the shard as the Python before the upgrade indexed it
         older_python.setattr(_text_index, "unicodedata", SimpleNamespace(
-            normalize=unicodedata.ucd_3_2_0.normalize, unidata_version=unicodedata.ucd_3_2_0.unidata_version))
+            normalize=unicodedata.ucd_3_2_0.normalize, category=unicodedata.ucd_3_2_0.category,
+            unidata_version=unicodedata.ucd_3_2_0.unidata_version))
         shard = Shard(path, 0).open()
         with shard.transaction() as tx:
             tx.insert_memory(row, at=AT.isoformat(), proposal_id="p-in", actor="ingest")
