@@ -83,6 +83,16 @@ def _released_atom(event: Event) -> MemoryUnit | None:
     return mem
 
 
+def _reviewed_atom(event: ChangeEvent) -> MemoryUnit | None:
+    """An atom a review left in recall (approved, or released from a rejected one it was merged into): the exact
+    duplicates of it fold into the earliest of them again."""
+    mem = event.memory
+    if event.status is not ChangeStatus.COMMITTED or event.op is not ProposalOp.REVIEW or mem is None \
+            or mem.layer not in _ATOMS or mem.superseded_by is not None or rejected(mem):
+        return None
+    return mem
+
+
 _MOVING_OPS = frozenset({ProposalOp.FORGET, ProposalOp.ERASE, ProposalOp.REVIEW})
 """Ops whose changes may carry persona facets they released (what superseded them went) or moved onto a later
 saying (the first went): placed again (see :meth:`GovernProcessor._replace`)."""
@@ -147,6 +157,8 @@ class GovernProcessor(Processor):
         if not isinstance(event, ChangeEvent):
             return []
         out: list[Proposal] = []
+        if (approved := _reviewed_atom(event)) is not None:  # duplicates its rejection released fold in again
+            out += self._merge_duplicates(event, reader, approved)
         reviewed = event.op in _RECOMPUTING_OPS  # computed for it whatever the batch computed already
         for node_id in self._scene_nodes(event, reader):
             if reviewed or (event.scope.path, node_id) not in scened:
@@ -308,7 +320,7 @@ class GovernProcessor(Processor):
             steps.append(self._release(event, mem, previous.memory_id, later))  # this one arrived between the two
             later = None
         if later is None or later == facet.memory_id:
-            steps.append(await self._version_step(event, mem, first, previous, facet, facet_key))
+            steps.append(await self._version_step(event, first, previous, facet, facet_key))
         return steps  # one replaced by a version placed before this one is left as it is
 
     async def _step_forward(self, event: Event, reader: MemoryReader, mem: MemoryUnit, facet: MemoryUnit,
@@ -334,7 +346,7 @@ class GovernProcessor(Processor):
         stored = reader.get(mem.scope, facet.memory_id)
         if stored is not None and stored.superseded_by not in (None, following.memory_id):
             return [], following
-        return [await self._version_step(event, mem, nxt, facet, following, facet_key)], following
+        return [await self._version_step(event, nxt, facet, following, facet_key)], following
 
     def _release(self, event: Event, mem: MemoryUnit, old_id: str, new_id: str) -> Proposal:
         """``old_id`` is no longer superseded by ``new_id``: a version said since is placed between them."""
@@ -356,18 +368,20 @@ class GovernProcessor(Processor):
         out.append(upsert_proposal(version, processor=self.name, cause=event))
         return version
 
-    async def _version_step(self, event: Event, mem: MemoryUnit, atom: MemoryUnit, previous: MemoryUnit,
+    async def _version_step(self, event: Event, atom: MemoryUnit, previous: MemoryUnit,
                             facet: MemoryUnit, facet_key: str) -> Proposal:
         """``facet`` (of ``atom``'s statement) replaces ``previous``: superseded, or held for review when neither a
-        model nor a correction cue says the value changed (proposed in the scope of ``mem``, the atom governed)."""
+        model nor a correction cue says the value changed. Proposed in the scope of ``atom``, the newer version's
+        first saying, whichever atom's governing placed the two (as time order, which governs the pair from the
+        newer one, records the decision and puts its edge)."""
         decision = await self._should_supersede(atom, previous, facet)
         if decision is True:
-            return proposal(SupersedeProposal, scope=mem.scope, processor=self.name, cause=event,
+            return proposal(SupersedeProposal, scope=atom.scope, processor=self.name, cause=event,
                             supersession=Supersession(old_id=previous.memory_id, new_id=facet.memory_id,
                                                       reason=f"new version of facet {facet_key!r}"))
         reason = decision if isinstance(decision, str) else "needs review"
         return proposal(
-            HoldActionProposal, scope=mem.scope, processor=self.name, cause=event,
+            HoldActionProposal, scope=atom.scope, processor=self.name, cause=event,
             held=HeldAction(
                 action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
                 action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,

@@ -146,6 +146,11 @@ class _TxReads(_TxBase):
             "AND tenant_id=? AND workspace_id=? AND user_id=? ORDER BY COALESCE(valid_from, ''), memory_id",
             (key, facet["tenant_id"], facet["workspace_id"], facet["user_id"]))]
 
+    def replaced_by(self, memory_id: str) -> list[MemoryRow]:
+        """The rows ``memory_id`` supersedes (or merged into itself), in id order."""
+        return [memory_row(r) for r in self._db.execute(
+            "SELECT * FROM memories WHERE superseded_by=? ORDER BY memory_id", (memory_id,))]
+
     def facets_of_key(self, facet: MemoryRow, key: str) -> list[MemoryRow]:
         """The user's current persona facets (not superseded, not rejected) of ``key``, besides ``facet``, in
         valid-time order."""

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
 
-from altm.core import BuriedContent, ChangeStatus, MemoryUnit, Proposal, UpsertMemoryProposal
+from altm.core import BuriedContent, ChangeStatus, MemoryUnit, Proposal, Scope, UpsertMemoryProposal
 from altm.core.settings import Settings
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.writer.guard import GuardKeys, WriteGuard
@@ -85,3 +86,14 @@ def target_row(tx: ShardTx, p: Proposal, memory_id: str, what: str) -> MemoryRow
     if row is None or home != p.scope.home:  # another user's reads as unknown: the reason names no other home
         raise Rejection(f"no {what} {memory_id} in scope home {p.scope.home!r}", code="unknown_target")
     return row
+
+
+def void_held_naming(tx: ShardTx, scope: Scope, memory_ids: Collection[str], *, at: str, proposal_id: str,
+                     actor: str) -> None:
+    """The user's held actions pending review that name one of ``memory_ids`` (forgotten, or taken out of recall
+    by a reviewer): ``void``, out of the review queue, audited (a held action proposed again for the same pair,
+    once it is back, is pending again: see ``hold_action``)."""
+    gone = set(memory_ids)
+    for row in tx.held_actions_pending(scope):
+        if set(orjson.loads(row["target_ids"])) & gone:
+            tx.put_held_action({**row, "status": "void"}, row, at=at, proposal_id=proposal_id, actor=actor)

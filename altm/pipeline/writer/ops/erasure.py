@@ -26,8 +26,10 @@ from altm.pipeline.writer.ops.lifecycle import tallied, tally_again
 from altm.pipeline.writer.ops.memory import (
     GUARD_HOLD,
     facet_recited,
+    followed_by,
     held_again,
     held_by_guard,
+    kept_rows,
     messages_left,
     upsert_memory,
     without_verdict,
@@ -56,6 +58,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     # the model answers they were made from (cached under these hashes): an answer is the erased text itself
     answers = tx.prompts_of(sorted(doomed)) | {str(r["prompt_hash"]) for r in tx.forgotten_rows(forgotten)
                                               if r["prompt_hash"]}
+    successors = [sid for mid in sorted(doomed) if (row := tx.memory_row(mid)) is not None
+                  for sid in followed_by(row)]
     removed = _removed(tx, doomed, seeds, p, ctx)
     messages, atoms, anchors, buried = removed.messages, removed.atoms, removed.anchors, removed.buried
     for row in recited.values():  # after the atoms they cited went
@@ -72,8 +76,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     left += _verdicts_kept(tx, scope, atoms, gone, p, ctx)
     released = tx.scrub(scope, gone, all_cache=True, at=ctx.now, proposal_id=p.event_id, answers=answers)
     # the released, as they are now (exact duplicates among them fold again through governance)
-    left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in [*released, *recited.values()])]
-                 }.values())
+    left = list({m.memory_id: m for m in [*left, *(row_to_memory(r) for r in [*released, *recited.values()]),
+                                          *kept_rows(tx, successors)]}.values())
     # kept memories used by what was erased (a recall cycle of the erased session): a promotion they caused goes
     tally_again(tx, tx.erase_records(scope, erasure, gone, at=ctx.now, proposal_id=p.event_id),
                 proposal_id=p.event_id, actor="writer", ctx=ctx)
@@ -130,8 +134,9 @@ def _placed_later(tx: ShardTx, recited: dict[str, MemoryRow], p: EraseProposal, 
                   ) -> dict[str, MemoryRow]:
     """The kept facets as they are now, those superseded by a version said before the saying they stand on now
     released: their erased first saying had placed them before that version (a repeat of an old value after a
-    correction is the old version), and a store that never heard it places them after it. The decision that
-    superseded them goes with what shaped it; govern places them again (their changes reach it)."""
+    correction is the old version), and a store that never heard it places them after it; and the versions they
+    superseded, closed at the erased saying, released too. The decisions that superseded them go with what shaped
+    them; govern places the kept facets again (their changes reach it), as a store that never heard it did."""
     out: dict[str, MemoryRow] = {}
     for mid, row in recited.items():
         now = tx.memory_row(mid) or row
@@ -139,6 +144,13 @@ def _placed_later(tx: ShardTx, recited: dict[str, MemoryRow], p: EraseProposal, 
         if newer is not None and order(row_to_memory(newer)) < order(row_to_memory(now)):
             tx.drop_supersede_decisions(p.scope, mid, str(newer["memory_id"]), at=ctx.now, proposal_id=p.event_id)
             now = tx.release_reversed(now, at=ctx.now, proposal_id=p.event_id, actor="writer")
+        # what it superseded was closed at the saying that went: released (its decision recorded that time), and
+        # superseded again where the facet begins now when govern places it
+        for older in tx.replaced_by(mid):
+            if older["layer"] == "L4" and older["valid_to"] != now["valid_from"]:
+                tx.drop_supersede_decisions(p.scope, str(older["memory_id"]), mid, at=ctx.now,
+                                            proposal_id=p.event_id)
+                tx.release_reversed(older, at=ctx.now, proposal_id=p.event_id, actor="writer")
         out[mid] = now
     return out
 

@@ -32,6 +32,7 @@ from altm.pipeline.writer.ops._base import (
     Rejection,
     as_json,
     target_row,
+    void_held_naming,
     void_if_forgotten,
 )
 from altm.pipeline.writer.ops.lifecycle import tally_again
@@ -39,7 +40,9 @@ from altm.pipeline.writer.ops.memory import (
     EVIDENCE_REJECTED,
     anchor_still_made,
     facet_recited,
+    followed_by,
     holds_lifted,
+    kept_rows,
     state_by_weight,
     summaries_judged_again,
     without_verdict,
@@ -54,8 +57,8 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     if supersession.release:
         return _release(tx, p, old, ctx)
     newer = target_row(tx, p, supersession.new_id, "superseding memory")
-    if old["superseded_by"] == supersession.new_id:
-        return Applied(ChangeStatus.UNCHANGED)
+    if old["superseded_by"] == supersession.new_id:  # in place: closed where the newer one now begins
+        return _closed_again(tx, p, old, newer, ctx)
     if old["superseded_by"] is not None:
         raise Rejection(f"{supersession.old_id} is already superseded by {old['superseded_by']}", code="conflict")
     released: list[MemoryUnit] = []
@@ -72,6 +75,17 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
         ("applied", f"{supersession.old_id} valid until {closed['valid_to']}, superseded_by {supersession.new_id}")],
         {"old_id": supersession.old_id, "new_id": supersession.new_id}, at=ctx.now)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(closed), also_changed=released)
+
+
+def _closed_again(tx: ShardTx, p: SupersedeProposal, old: MemoryRow, newer: MemoryRow, ctx: OpContext) -> Applied:
+    """A supersession already in place whose newer version begins at another time now (its first saying went: a
+    rejection moved it onto a later one): the older one is valid until then, with no gap and no overlap."""
+    closes = newer["valid_from"] or old["valid_to"]
+    if old["valid_to"] == closes:
+        return Applied(ChangeStatus.UNCHANGED)
+    moved: MemoryRow = {**old, "valid_to": closes}
+    tx.update_memory(old, moved, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+    return Applied(ChangeStatus.COMMITTED, row_to_memory(moved))
 
 
 def _release(tx: ShardTx, p: SupersedeProposal, old: MemoryRow, ctx: OpContext) -> Applied:
@@ -142,7 +156,13 @@ def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
 def hold_action(tx: ShardTx, p: HoldActionProposal, ctx: OpContext) -> Applied:
     """Keep a destructive or low-confidence action that was not taken, for review."""
     action, scope = p.held, p.scope
-    if tx.held_action(action.action_id) is not None:
+    existing = tx.held_action(action.action_id)
+    if existing is not None and existing["status"] == "void" and all(  # its pair is back (a version approved again)
+            (target := tx.memory_row(t)) is not None and target["lc_state"] != "rejected" for t in action.target_ids):
+        tx.put_held_action({**existing, "status": "pending"}, existing, at=ctx.now, proposal_id=p.event_id,
+                           actor=p.processor)
+        return Applied(ChangeStatus.COMMITTED)
+    if existing is not None:
         return Applied(ChangeStatus.UNCHANGED)
     row = {
         "action_id": action.action_id, "tenant_id": scope.tenant_id, "workspace_id": scope.workspace_id,
@@ -191,7 +211,11 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     mentioned: tuple[str, ...] = ()
     if old["layer"] == "L2":
         atom_id = str(old["memory_id"])
-        also = _facets_following(tx, atom_id, approve, p, ctx)
+        # rejected: the exact duplicates merged into it are as before (a facet of their statement stands on the
+        # earliest of them; govern folds them into it again when it is approved back)
+        also = [] if approve else [row_to_memory(r) for r in tx.release_superseded(
+            p.scope, [atom_id], at=ctx.now, proposal_id=p.event_id, actor="review")]
+        also += _facets_following(tx, atom_id, approve, p, ctx)
         also += [] if approve else _scenes_emptied(tx, atom_id, p, ctx)
         mentioned = tuple(tx.mentioned_by(atom_id))  # govern computes their scenes again, without it or with it
     if old["kind"] == "anti_pattern":
@@ -252,6 +276,9 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
                 out.append(row_to_memory(recited))
                 continue
             new = _out_with_evidence(facet, ctx)
+            out += kept_rows(tx, followed_by(facet))  # its successor, placed again without it
+            # a replacement of it, or by it, held for review can no longer be decided (held again once it is back)
+            void_held_naming(tx, p.scope, [mid], at=ctx.now, proposal_id=p.event_id, actor="review")
         tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")
         out.append(row_to_memory(new))
         if approve and (corrected := _corrected_since(tx, new, p, ctx)) is not None:
@@ -318,7 +345,7 @@ def _review_action(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
         raise Rejection(f"no held action {decision.item_id} in scope {p.scope.home}", code="unknown_target")
     status = "approved" if decision.decision == "approve" else "rejected"
     if action["status"] == "void":
-        raise Erased(f"held action {decision.item_id} names a memory retention forgot")
+        raise Erased(f"held action {decision.item_id} is void: a memory it names was forgotten or rejected since")
     if action["status"] != "pending":
         if action["status"] == status:
             return Applied(ChangeStatus.UNCHANGED)

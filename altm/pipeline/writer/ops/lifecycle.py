@@ -17,8 +17,22 @@ from altm.core import (
     event_ref,
 )
 from altm.pipeline.writer.guard import bury
-from altm.pipeline.writer.ops._base import Applied, OpContext, as_json, target_row, void_if_forgotten
-from altm.pipeline.writer.ops.memory import anchor_still_made, facet_recited, holds_lifted, messages_left
+from altm.pipeline.writer.ops._base import (
+    Applied,
+    OpContext,
+    as_json,
+    target_row,
+    void_held_naming,
+    void_if_forgotten,
+)
+from altm.pipeline.writer.ops.memory import (
+    anchor_still_made,
+    facet_recited,
+    followed_by,
+    holds_lifted,
+    kept_rows,
+    messages_left,
+)
 from altm.store import MemoryRow, ShardTx, SignalTally, comparable, row_to_memory
 
 
@@ -94,6 +108,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     anti_patterns: list[str] = []
     buried: list[BuriedContent] = []
     recited = _facets_restated(tx, p.scope, retention.memory_ids)
+    successors: list[str] = []  # versions that superseded a facet it forgets: placed again (see ``followed_by``)
     for mid in retention.memory_ids:
         if mid in recited:
             continue
@@ -113,6 +128,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
             buried.append(bury(tx, row, reason=f"{FORGOTTEN_PREFIX}{retention.reason}", at=ctx.now,
                                keys=ctx.guard_keys,
                                forgotten_by=event_ref(p.cause_event_id) if p.cause_event_id else None))
+        successors += followed_by(row)
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
         if row["kind"] == "anti_pattern":
@@ -139,7 +155,8 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
         ("applied", f"{len(forgotten)} forgotten, {len(pinned)} pinned and kept, {len(repaired)} repaired")],
         inputs, at=ctx.now)
     # the release is not in the record: whether a duplicate had met the forgotten memory is arrival order
-    changed = {m.memory_id: m for m in [*released, *repaired, *lifted, *left]}
+    changed = {m.memory_id: m for m in [*released, *repaired, *lifted, *left,
+                                        *kept_rows(tx, successors, besides=forgotten)]}
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
                    buried=tuple(buried), mentioned=anchors)
 
@@ -148,10 +165,7 @@ def _void_held_actions(tx: ShardTx, p: ForgetProposal, forgotten: Collection[str
     """The user's held actions pending review that name a memory retention forgot can no longer be carried out:
     ``void``, out of the review queue (audited under the forget, so its rollback makes them pending again; an
     erasure of what they name drops them, and its rollback then leaves them gone)."""
-    gone = set(forgotten)
-    for row in tx.held_actions_pending(p.scope):
-        if set(orjson.loads(row["target_ids"])) & gone:
-            tx.put_held_action({**row, "status": "void"}, row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
+    void_held_naming(tx, p.scope, forgotten, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
 
 
 def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit]) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import cast
 
@@ -73,6 +74,19 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
+
+
+def followed_by(row: MemoryRow) -> list[str]:
+    """The version that superseded a persona facet going now (erased, forgotten, rejected): placed again by
+    govern once it is gone (its change names it), so it replaces the version before the one that went, as in a
+    store that never held that one (the one before was maybe only held for review against it)."""
+    return [str(row["superseded_by"])] if row["layer"] == Layer.L4.value and row["superseded_by"] else []
+
+
+def kept_rows(tx: ShardTx, memory_ids: Iterable[str], *, besides: Iterable[str] = ()) -> list[MemoryUnit]:
+    """The memories among ``memory_ids`` still stored, ``besides`` aside, as they are now (for a change to name)."""
+    gone = set(besides)
+    return [row_to_memory(r) for mid in sorted(set(memory_ids) - gone) if (r := tx.memory_row(mid)) is not None]
 
 
 def _with_message_turn(tx: ShardTx, mem: MemoryUnit) -> MemoryUnit:
