@@ -245,7 +245,7 @@ class GovernProcessor(Processor):
         # none of its atoms is left (retention kept the facet): placed where it stands, replaced by what follows
         sayings = self._sayings(atoms)
         later = sorted((a[0] for a in sayings.values() if order(a[0]) > order(stored)), key=order)
-        steps, _ = await self._step_forward(event, reader, stored, stored, later, sayings)
+        steps, _ = await self._step_forward(event, reader, stored, stored, later, sayings, stored.superseded_by)
         return steps
 
     def _facet_atoms(self, reader: MemoryReader, scope: Scope, facet_key: str) -> list[MemoryUnit]:
@@ -282,10 +282,11 @@ class GovernProcessor(Processor):
         newer = stored.superseded_by if stored is not None else None
         if newer is not None and newer in placed and order(placed[newer]) < order(first):
             out.append(self._release(event, mem, facet.memory_id, newer))  # its first saying went: placed later
+            newer = None  # as the writer has it once the release is applied
         others = [a[0] for s, a in sayings.items() if s != norm(first.content)]
         forward, following = await self._step_forward(event, reader, mem, facet,
                                                       sorted((a for a in others if order(a) > order(first)),
-                                                             key=order), sayings)
+                                                             key=order), sayings, newer)
         out += await self._step_back(event, reader, mem, first, facet, [a for a in others if order(a) < order(first)],
                                      sayings, versions, placed, following)
         return out + forward
@@ -324,13 +325,14 @@ class GovernProcessor(Processor):
         return steps  # one replaced by a version placed before this one is left as it is
 
     async def _step_forward(self, event: Event, reader: MemoryReader, mem: MemoryUnit, facet: MemoryUnit,
-                            after: Sequence[MemoryUnit], sayings: dict[str, list[MemoryUnit]]
-                            ) -> tuple[list[Proposal], MemoryUnit | None]:
+                            after: Sequence[MemoryUnit], sayings: dict[str, list[MemoryUnit]],
+                            superseded_by: str | None) -> tuple[list[Proposal], MemoryUnit | None]:
         """The version placed next after this one (``after``: the first sayings of the later statements, in
         order; one retention forgot or an erasure took is passed over), stored already (governed before it: a
         correction delivered before what it corrects, a backfill of older history, or a version left when the
         one between went), replaces it, as it would have had this one come first; one not stored yet replaces it
-        when it is governed (its predecessor is then this one). The steps, and that stored version."""
+        when it is governed (its predecessor is then this one); not when another supersedes this one
+        (``superseded_by``). The steps, and that stored version."""
         facet_key = str(facet.attributes["facet_key"])
         for nxt in after:
             following = facet_version(nxt, facet_key)
@@ -343,8 +345,7 @@ class GovernProcessor(Processor):
                 return [], None  # not governed yet: it replaces this one when it is
         else:
             return [], None
-        stored = reader.get(mem.scope, facet.memory_id)
-        if stored is not None and stored.superseded_by not in (None, following.memory_id):
+        if superseded_by not in (None, following.memory_id):  # (as it stands once this placing's releases apply)
             return [], following
         return [await self._version_step(event, nxt, facet, following, facet_key)], following
 

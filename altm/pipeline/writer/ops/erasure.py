@@ -59,7 +59,7 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
     answers = tx.prompts_of(sorted(doomed)) | {str(r["prompt_hash"]) for r in tx.forgotten_rows(forgotten)
                                               if r["prompt_hash"]}
     successors = [sid for mid in sorted(doomed) if (row := tx.memory_row(mid)) is not None
-                  for sid in followed_by(row)]
+                  for sid in followed_by(tx, row)]
     removed = _removed(tx, doomed, seeds, p, ctx)
     messages, atoms, anchors, buried = removed.messages, removed.atoms, removed.anchors, removed.buried
     for row in recited.values():  # after the atoms they cited went

@@ -276,7 +276,7 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
                 out.append(row_to_memory(recited))
                 continue
             new = _out_with_evidence(facet, ctx)
-            out += kept_rows(tx, followed_by(facet))  # its successor, placed again without it
+            out += kept_rows(tx, followed_by(tx, facet))  # its successor, placed again without it
             # a replacement of it, or by it, held for review can no longer be decided (held again once it is back)
             void_held_naming(tx, p.scope, [mid], at=ctx.now, proposal_id=p.event_id, actor="review")
         tx.update_memory(facet, new, at=ctx.now, proposal_id=p.event_id, actor="review")

@@ -128,7 +128,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
             buried.append(bury(tx, row, reason=f"{FORGOTTEN_PREFIX}{retention.reason}", at=ctx.now,
                                keys=ctx.guard_keys,
                                forgotten_by=event_ref(p.cause_event_id) if p.cause_event_id else None))
-        successors += followed_by(row)
+        successors += followed_by(tx, row)
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor="lifecycle", redact=False)
         forgotten.append(mid)
         if row["kind"] == "anti_pattern":

@@ -76,11 +76,17 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
 
 
 
-def followed_by(row: MemoryRow) -> list[str]:
-    """The version that superseded a persona facet going now (erased, forgotten, rejected): placed again by
-    govern once it is gone (its change names it), so it replaces the version before the one that went, as in a
-    store that never held that one (the one before was maybe only held for review against it)."""
-    return [str(row["superseded_by"])] if row["layer"] == Layer.L4.value and row["superseded_by"] else []
+def followed_by(tx: ShardTx, row: MemoryRow) -> list[str]:
+    """The versions after a persona facet going now (erased, forgotten, rejected): the one that superseded it and
+    those a replacement of it by them waits for review. Placed again by govern once it is gone (its change names
+    them), so they follow the version before the one that went, as in a store that never held that one (the one
+    before was maybe only held for review against it)."""
+    if row["layer"] != Layer.L4.value:
+        return []
+    held = [str(targets[1]) for action in tx.held_actions_pending(row_to_memory(row).scope)
+            if action["action"] == "supersede" and len(targets := orjson.loads(action["target_ids"])) == 2
+            and targets[0] == row["memory_id"]]
+    return sorted({*([str(row["superseded_by"])] if row["superseded_by"] else []), *held})
 
 
 def kept_rows(tx: ShardTx, memory_ids: Iterable[str], *, besides: Iterable[str] = ()) -> list[MemoryUnit]:
