@@ -56,6 +56,8 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     old = target_row(tx, p, supersession.old_id, "superseded memory")
     if supersession.release:
         return _release(tx, p, old, ctx)
+    if any(step == "rolled_back" for _, step in tx.decision_steps(p.event_id, p.scope)):
+        return Applied(ChangeStatus.UNCHANGED)  # this very decision, rolled back by an operator: not made again
     newer = target_row(tx, p, supersession.new_id, "superseding memory")
     if old["superseded_by"] == supersession.new_id:  # in place: closed where the newer one now begins
         return _closed_again(tx, p, old, newer, ctx)
