@@ -278,6 +278,14 @@ class GovernProcessor(Processor):
         out += [self._release(event, mem, f.memory_id, facet.memory_id) for f in versions
                 if f.superseded_by == facet.memory_id and f.memory_id in placed
                 and order(placed[f.memory_id]) > order(first)]
+        # a replacement held for review the other way round than the two are placed now (this one's first saying
+        # moved): void
+        for f in versions:
+            if f.memory_id != facet.memory_id and f.memory_id in placed:
+                later, earlier = ((f.memory_id, facet.memory_id) if order(placed[f.memory_id]) > order(first)
+                                  else (facet.memory_id, f.memory_id))
+                if reader.held_pending(mem.scope, derive_id("act", "supersede", later, earlier)):
+                    out.append(self._release(event, mem, later, earlier))
         stored = next((f for f in versions if f.memory_id == facet.memory_id), None)
         newer = stored.superseded_by if stored is not None else None
         if newer is not None and newer in placed and order(placed[newer]) < order(first):
