@@ -289,7 +289,10 @@ class _TxWrites(_TxTombstones):
             "AND COALESCE(json_extract(old_value, '$.superseded_by'), '') != ? ORDER BY audit_id DESC LIMIT 1",
             (row["memory_id"], row["superseded_by"], row["superseded_by"])).fetchone()
         old: dict[str, Any] = orjson.loads(before[0]) if before else {"lc_state": "active"}
-        return cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
+        released = cast("MemoryRow", {**row, **{c: old.get(c) for c in self._SUPERSESSION}})
+        if row["lc_state"] == "rejected":  # a reviewer rejected it since: that outlives the release
+            released["lc_state"] = "rejected"
+        return released
 
     def drop_merges_into(self, memory_ids: Sequence[str], *, at: str, proposal_id: str, actor: str) -> None:
         """The records of the merges that folded a duplicate into any of ``memory_ids`` (gone), and of their

@@ -56,7 +56,7 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     old = target_row(tx, p, supersession.old_id, "superseded memory")
     if supersession.release:
         return _release(tx, p, old, ctx)
-    if any(step == "rolled_back" for _, step in tx.decision_steps(p.event_id, p.scope)):
+    if _rolled_back(tx, p):
         return Applied(ChangeStatus.UNCHANGED)  # this very decision, rolled back by an operator: not made again
     newer = target_row(tx, p, supersession.new_id, "superseding memory")
     if old["superseded_by"] == supersession.new_id:  # in place: closed where the newer one now begins
@@ -131,9 +131,17 @@ def _leads_to(tx: ShardTx, row: MemoryRow, memory_id: str) -> bool:
     return False
 
 
+def _rolled_back(tx: ShardTx, p: Proposal) -> bool:
+    """An operator rolled this very decision back (govern proposes the same decision anew when it places a facet
+    or folds duplicates again: its id is its payload's): it is not made again."""
+    return any(step == "rolled_back" for _, step in tx.decision_steps(p.event_id, p.scope))
+
+
 def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
     """An exact duplicate folds into its canonical memory: evidence is unioned, the duplicate is kept."""
     pair = p.merge
+    if _rolled_back(tx, p):
+        return Applied(ChangeStatus.UNCHANGED)
     canonical = target_row(tx, p, pair.canonical_id, "canonical memory")
     duplicate = target_row(tx, p, pair.duplicate_id, "duplicate memory")
     if duplicate["superseded_by"] == pair.canonical_id:
@@ -266,6 +274,11 @@ def _facets_following(tx: ShardTx, atom_id: str, approve: bool, p: ReviewProposa
             continue
         if approve:
             if facet["lc_state"] != "rejected" or facet["trust_reason"] != EVIDENCE_REJECTED:
+                # kept on a later saying while this atom was rejected: back on the earliest (govern places it again)
+                back = facet_recited(tx, facet) if facet["lc_state"] != "rejected" else None
+                if back is not None and back["evidence"] != facet["evidence"]:
+                    tx.update_memory(facet, back, at=ctx.now, proposal_id=p.event_id, actor="review")
+                    out.append(row_to_memory(back))
                 continue
             standing = facet_recited(tx, facet) or facet  # on the earliest atom nobody rejected: maybe this one
             new: MemoryRow = {**without_verdict(standing), "lc_state": state_by_weight(standing, ctx)}
