@@ -253,12 +253,12 @@ class _TxErasure(_TxWrites):
                 self._erase_row("held_actions", "action_id", dict(r), at=at, proposal_id=proposal_id)
 
     def drop_supersede_decisions(self, scope: Scope, old_id: str, new_id: str, *, at: str, proposal_id: str) -> None:
-        """The user's decisions that superseded ``old_id`` by ``new_id`` (and their rollbacks), audited with values
-        redacted: an erasure took what had placed the two in that order (a store that never heard it never made
-        them)."""
+        """The user's decisions that superseded ``old_id`` by ``new_id`` or released it from it (and their
+        rollbacks), audited with values redacted: an erasure took what had placed the two in that order (a store
+        that never heard it never made them)."""
         rows = self._db.execute("SELECT * FROM governance_events WHERE tenant_id=? AND workspace_id=? AND user_id=?",
                                 _home(scope)).fetchall()
-        doomed = {str(r["decision_id"]) for r in rows if r["decision"] == "supersede"
+        doomed = {str(r["decision_id"]) for r in rows if r["decision"] in ("supersede", "release")
                   and (inputs := orjson.loads(r["inputs"] or "{}")).get("old_id") == old_id
                   and inputs.get("new_id") == new_id}
         if doomed:

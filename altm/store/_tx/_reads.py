@@ -300,6 +300,16 @@ class _TxReads(_TxBase):
             "SELECT decision, step FROM governance_events WHERE decision_id=? AND tenant_id=? AND workspace_id=? "
             "AND user_id=?", (decision_id, *_home(scope))).fetchall()]
 
+    def decision_rolled_back(self, decision_id: str, scope: Scope, _depth: int = 0) -> bool:
+        """Whether a rollback of the user's decision is in force: one recorded on it (a ``rolled_back`` step) that
+        was not itself rolled back (an operator who rolled the rollback back restored the decision)."""
+        if _depth > 32:  # a chain of rollbacks of rollbacks this long is not made by hand
+            return True
+        rollbacks = [str(orjson.loads(r[0] or "{}").get("by")) for r in self._db.execute(
+            "SELECT inputs FROM governance_events WHERE decision_id=? AND step='rolled_back' AND tenant_id=? "
+            "AND workspace_id=? AND user_id=?", (decision_id, *_home(scope))).fetchall()]
+        return any(not self.decision_rolled_back(by, scope, _depth + 1) for by in rollbacks)
+
     def decision_audit(self, decision_id: str) -> list[AuditEntry]:
         """The audit rows a decision (a proposal) wrote, newest first."""
         return [AuditEntry(table=a["target_table"], target_id=a["target_id"],

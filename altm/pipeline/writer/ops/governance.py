@@ -54,10 +54,10 @@ def supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> Applied:
     """``new_id`` replaces ``old_id``: the old row stays, its validity closes, ``superseded_by`` links it."""
     supersession = p.supersession
     old = target_row(tx, p, supersession.old_id, "superseded memory")
-    if supersession.release:
-        return _release(tx, p, old, ctx)
     if _rolled_back(tx, p):
         return Applied(ChangeStatus.UNCHANGED)  # this very decision, rolled back by an operator: not made again
+    if supersession.release:
+        return _release(tx, p, old, ctx)
     newer = target_row(tx, p, supersession.new_id, "superseding memory")
     if old["superseded_by"] == supersession.new_id:  # in place: closed where the newer one now begins
         return _closed_again(tx, p, old, newer, ctx)
@@ -132,9 +132,9 @@ def _leads_to(tx: ShardTx, row: MemoryRow, memory_id: str) -> bool:
 
 
 def _rolled_back(tx: ShardTx, p: Proposal) -> bool:
-    """An operator rolled this very decision back (govern proposes the same decision anew when it places a facet
-    or folds duplicates again: its id is its payload's): it is not made again."""
-    return any(step == "rolled_back" for _, step in tx.decision_steps(p.event_id, p.scope))
+    """An operator rolled this very decision back, and did not roll that back (govern proposes the same decision
+    anew when it places a facet or folds duplicates again: its id is its payload's): it is not made again."""
+    return tx.decision_rolled_back(p.event_id, p.scope)
 
 
 def merge(tx: ShardTx, p: MergeProposal, ctx: OpContext) -> Applied:
@@ -412,7 +412,7 @@ def rollback(tx: ShardTx, p: RollbackProposal, ctx: OpContext) -> Applied:
         raise Rejection(f"no governance decision {undo.decision_id} in scope {scope.home} (the record of a "
                         "decision that named memories erased since goes with the erasure: it cannot be undone)",
                         code="unknown_target")
-    if any(step == "rolled_back" for _, step in steps):
+    if tx.decision_rolled_back(undo.decision_id, scope):  # rolled back already (and not restored since)
         return Applied(ChangeStatus.UNCHANGED)
     # a held action it made void that an erasure dropped since (it named an erased memory): gone either way,
     # nothing of it to restore (its rows redacted); what else the decision changed is restored
