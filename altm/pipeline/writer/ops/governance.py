@@ -215,7 +215,7 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
     new: MemoryRow = {**old, "trust_status": "verified" if approve else "contradicted", "trust_method": "ground_truth",
            "trust_confidence": 1.0, "trust_reason": f"{'approved' if approve else 'rejected'} by {_reviewer(decision)}",
            "trust_contradicting_id": None, "trust_verified_at": ctx.now,
-           "lc_state": _reviewed_state(old, approve, ctx)}
+           "lc_state": _reviewed_state(tx, old, approve, ctx)}
     tx.update_memory(old, new, at=ctx.now, proposal_id=p.event_id, actor="review")
     also: list[MemoryUnit] = []
     mentioned: tuple[str, ...] = ()
@@ -340,13 +340,17 @@ def _facets_of(tx: ShardTx, atom_id: str, approve: bool) -> list[str]:
     return found
 
 
-def _reviewed_state(old: MemoryRow, approve: bool, ctx: OpContext) -> str:
+def _reviewed_state(tx: ShardTx, old: MemoryRow, approve: bool, ctx: OpContext) -> str:
     """Rejected: out of recall. Approved: as it was, or, approved after a rejection, the state its weight gives
-    (it stayed ``rejected`` for good before: approved, and in neither recall nor the review queue)."""
+    (it stayed ``rejected`` for good before: approved, and in neither recall nor the review queue); an exact
+    duplicate still folded into its canonical memory is ``merged`` again (it came back ``active``)."""
     if not approve:
         return "rejected"
     if old["lc_state"] != "rejected":
         return str(old["lc_state"])
+    canonical = tx.memory_row(str(old["superseded_by"])) if old["superseded_by"] else None
+    if canonical is not None and canonical["content_hash"] == old["content_hash"] and canonical["kind"] == old["kind"]:
+        return LifecycleState.MERGED.value
     return state_by_weight(old, ctx)
 
 
