@@ -74,3 +74,18 @@ async def test_a_query_of_only_common_terms_still_finds_memories(settings: Setti
     async with store_with(settings, turns) as (_, app):
         result = app.recall.retriever.search(SCOPE, "s1", "deploy service Priya", preset("lexical"))
     assert result.hits and "Priya" in result.hits[0].content
+
+
+def test_terms_that_match_nothing_do_not_stand_in_for_the_rarer_terms_kept() -> None:
+    """A word the user asks about that is common in a small store, asked beside words the store does not hold (a
+    typo, a name it never heard): the matching word is kept (``min_terms`` counts terms found at least once), and
+    the others too (the trigram channel may find a typo by its substrings). Before, the two unknown words were the
+    "rarest" terms kept and the only word that matched was left out: the word query matched nothing.
+    (A lead of the tenth round's red team.)"""
+    stats, shard = TermStatistics(), _shard()
+    # deploy is in 3/5 memories; zorblax and quimbly in none
+    assert stats.prune(shard, SCOPE, ["deploy", "zorblax", "quimbly"], max_df=0.3, min_terms=2) == [
+        "deploy", "zorblax", "quimbly"]
+    # with matching rarer terms enough, the common one still goes; the unknown ones stay for the trigram channel
+    assert stats.prune(shard, SCOPE, ["deploy", "billing", "refund", "zorblax"], max_df=0.5, min_terms=2) == [
+        "billing", "refund", "zorblax"]
