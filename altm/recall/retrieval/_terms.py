@@ -73,14 +73,17 @@ class TermStatistics:
     def prune(self, counts: TermCounts, scope: Scope, terms: Sequence[str], max_df: float, min_terms: int
               ) -> list[str]:
         """``terms`` without those in more than ``max_df`` of the user's memories, keeping at least
-        ``min_terms`` (the rarest), in their original order."""
+        ``min_terms`` of those found at all (the rarest), in their original order; a term found in none is kept
+        (it costs the word query nothing, and the trigram channel may find a typo by its substrings) but never
+        stands in for one that matches."""
         if max_df >= 1.0 or len(terms) <= min_terms:
             return list(terms)
         total = self.documents(counts, scope)
         if total == 0:
             return list(terms)
         df = {t: self.frequency(counts, t, scope) for t in terms}
-        kept = {t for t in terms if df[t] <= max_df * total}
+        found = [t for t in terms if df[t] > 0]  # a term that matches nothing is no rarer term to keep instead
+        kept = {t for t in found if df[t] <= max_df * total}
         if len(kept) < min_terms:
-            kept = set(sorted(terms, key=lambda t: (df[t], t))[:min_terms])
-        return [t for t in terms if t in kept]
+            kept = set(sorted(found, key=lambda t: (df[t], t))[:min_terms])
+        return [t for t in terms if t in kept or df[t] == 0]  # those the trigram channel may find by substrings
