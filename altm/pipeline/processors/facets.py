@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from altm.core import Kind, Layer, LifecycleState, MemoryUnit, Method, natural_key
+from altm.core import Kind, Layer, LifecycleState, MemoryUnit, Method, derive_id, natural_key
 from altm.pipeline.processors._base import derived_memory, norm, said_by_user
 
 GOVERN = "govern"
@@ -30,6 +30,11 @@ def facet_version(atom: MemoryUnit, facet_key: str) -> MemoryUnit:
         role=atom.role,
         source_event_id=atom.provenance.source_event_id,
     )
+
+
+def held_supersede_id(old_id: str, new_id: str) -> str:
+    """The id of the held action "replace ``old_id`` by ``new_id``" (govern holds it, the writer voids it)."""
+    return derive_id("act", "supersede", old_id, new_id)
 
 
 def order(m: MemoryUnit) -> tuple[str, str, bool, str]:

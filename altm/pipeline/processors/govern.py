@@ -30,7 +30,6 @@ from altm.core import (
     Scope,
     SupersedeProposal,
     Supersession,
-    derive_id,
 )
 from altm.core import scene as scene_text
 from altm.core.topics import Topic
@@ -47,7 +46,7 @@ from altm.pipeline.processors._base import (
     said_by_user,
     upsert_proposal,
 )
-from altm.pipeline.processors.facets import facet_version, order, rejected, statement_of
+from altm.pipeline.processors.facets import facet_version, held_supersede_id, order, rejected, statement_of
 from altm.store import MemoryReader
 
 _ATOMS = frozenset({Layer.L2})
@@ -237,13 +236,11 @@ class GovernProcessor(Processor):
         if stored is None or stored.layer is not Layer.L4 or rejected(stored) or not isinstance(facet_key, str):
             return []
         atoms = self._facet_atoms(reader, stored.scope, facet_key)
-        said = [a for a in atoms if norm(a.content) == norm(statement_of(stored)) and a.superseded_by is None
-                and not rejected(a)]
-        if said:  # placed at its first saying left
-            first = min(said, key=order)
-            return await self._place(event, reader, first, first, stored, atoms)
-        # none of its atoms is left (retention kept the facet): placed where it stands, replaced by what follows
         sayings = self._sayings(atoms)
+        said = sayings.get(norm(statement_of(stored)))
+        if said:  # placed at its first saying left
+            return await self._place(event, reader, said[0], said[0], stored, atoms)
+        # none of its atoms is left (retention kept the facet): placed where it stands, replaced by what follows
         later = sorted((a[0] for a in sayings.values() if order(a[0]) > order(stored)), key=order)
         steps, _ = await self._step_forward(event, reader, stored, stored, later, sayings, stored.superseded_by)
         return steps
@@ -284,7 +281,7 @@ class GovernProcessor(Processor):
             if f.memory_id != facet.memory_id and f.memory_id in placed:
                 later, earlier = ((f.memory_id, facet.memory_id) if order(placed[f.memory_id]) > order(first)
                                   else (facet.memory_id, f.memory_id))
-                if reader.held_pending(mem.scope, derive_id("act", "supersede", later, earlier)):
+                if reader.held_pending(mem.scope, held_supersede_id(later, earlier)):
                     out.append(self._release(event, mem, later, earlier))
         stored = next((f for f in versions if f.memory_id == facet.memory_id), None)
         newer = stored.superseded_by if stored is not None else None
@@ -322,7 +319,7 @@ class GovernProcessor(Processor):
         if previous is None or previous.content_hash == facet.content_hash:
             return steps
         if following is not None and reader.held_pending(
-                mem.scope, derive_id("act", "supersede", previous.memory_id, following.memory_id)):
+                mem.scope, held_supersede_id(previous.memory_id, following.memory_id)):
             steps.append(self._release(event, mem, previous.memory_id, following.memory_id))
         later = previous.superseded_by
         if later is not None and later != facet.memory_id and later in placed and order(placed[later]) > order(first):
@@ -392,7 +389,7 @@ class GovernProcessor(Processor):
         return proposal(
             HoldActionProposal, scope=atom.scope, processor=self.name, cause=event,
             held=HeldAction(
-                action_id=derive_id("act", "supersede", previous.memory_id, facet.memory_id),
+                action_id=held_supersede_id(previous.memory_id, facet.memory_id),
                 action="supersede", target_ids=(previous.memory_id, facet.memory_id), reason=reason,
                 inputs={"facet_key": facet_key, "old": previous.content, "new": facet.content},
             ),

@@ -24,7 +24,7 @@ from altm.core import (
     Supersession,
     derive_id,
 )
-from altm.pipeline.processors.facets import facet_version
+from altm.pipeline.processors.facets import facet_version, held_supersede_id
 from altm.pipeline.writer.ops._base import (
     Applied,
     Erased,
@@ -110,7 +110,7 @@ def _release(tx: ShardTx, p: SupersedeProposal, old: MemoryRow, ctx: OpContext) 
 def _void_held_supersede(tx: ShardTx, p: SupersedeProposal, ctx: OpContext) -> bool:
     """The pending held replacement of the released pair, void (audited); whether there was one."""
     pair = p.supersession
-    row = tx.held_action(derive_id("act", "supersede", pair.old_id, pair.new_id))
+    row = tx.held_action(held_supersede_id(pair.old_id, pair.new_id))
     if row is None or row["status"] != "pending" or row["tenant_id"] != p.scope.tenant_id \
             or row["workspace_id"] != p.scope.workspace_id or row["user_id"] != p.scope.user_id:
         return False

@@ -138,7 +138,9 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     if not forgotten and not recited:
         return Applied(ChangeStatus.UNCHANGED)
     released = _release(tx, forgotten, p, ctx)
-    _void_held_actions(tx, p, forgotten, ctx)  # audited, not in the record: an erasure may drop them since
+    # the held actions naming what it forgot can no longer be carried out: void, audited under the forget (its
+    # rollback makes them pending again), not in its record (an erasure of what they name may drop them since)
+    void_held_naming(tx, p.scope, forgotten, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
     repaired = _repair_evidence(tx, forgotten, p, ctx, restated=recited)
     anchors = _scenes_repaired(tx, repaired)
     left, _ = messages_left(tx, messages, p.event_id, ctx)  # their sessions fold again from what is left
@@ -159,13 +161,6 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
                                         *kept_rows(tx, successors, besides=forgotten)]}
     return Applied(ChangeStatus.COMMITTED, removed=tuple(forgotten), also_changed=list(changed.values()),
                    buried=tuple(buried), mentioned=anchors)
-
-
-def _void_held_actions(tx: ShardTx, p: ForgetProposal, forgotten: Collection[str], ctx: OpContext) -> None:
-    """The user's held actions pending review that name a memory retention forgot can no longer be carried out:
-    ``void``, out of the review queue (audited under the forget, so its rollback makes them pending again; an
-    erasure of what they name drops them, and its rollback then leaves them gone)."""
-    void_held_naming(tx, p.scope, forgotten, at=ctx.now, proposal_id=p.event_id, actor="lifecycle")
 
 
 def _scenes_repaired(tx: ShardTx, repaired: list[MemoryUnit]) -> tuple[str, ...]:
