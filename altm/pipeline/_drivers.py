@@ -67,7 +67,7 @@ from altm.pipeline.writer import (
     is_reapplied,
     is_rederived,
 )
-from altm.store import DeferredWork, Shard, WorkItem
+from altm.store import DeferredWork, OutboxRow, Shard, WorkItem
 
 log = logging.getLogger("altm.pipeline")
 HOLD_ATTEMPTS = 5
@@ -681,9 +681,7 @@ class WriterDriver:
             depth = shard.outbox_depth()
             outbox_depth(partition, depth)  # what stays there while the bus is unreachable
             while pending := shard.pending_outbox():
-                await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
-                                                   headers=unpack_headers(headers))
-                                    for _, topic, key, value, headers in pending])
+                await self.publish(self._outgoing(pending))
                 shard.mark_published(pending[-1][0])
                 depth = max(0, depth - len(pending))
                 outbox_depth(partition, depth)
@@ -699,13 +697,16 @@ class WriterDriver:
             rows = shard.pending_burials()
             if not rows:
                 return 0
-            await self.publish([OutgoingRecord(self.outbox_topic(topic), value, key=key,
-                                               headers=unpack_headers(headers))
-                                for _, topic, key, value, headers in rows])
+            await self.publish(self._outgoing(rows))
             shard.mark_sent([seq for seq, *_ in rows])
         log.info("%s[%d]: published %d bury proposal(s) left in the outbox of a shard another worker owns",
                  self.topic, partition, len(rows))
         return len(rows)
+
+    def _outgoing(self, rows: Sequence[OutboxRow]) -> list[OutgoingRecord]:
+        """Outbox rows as the records to publish, under this deployment's topic names."""
+        return [OutgoingRecord(self.outbox_topic(topic), value, key=key, headers=unpack_headers(headers))
+                for _, topic, key, value, headers in rows]
 
     def outbox_topic(self, stored: str) -> str:
         """The topic an outbox row goes to under this deployment's prefix. Rows name the topic's kind

@@ -29,7 +29,7 @@ from altm.store._rows import (
     row_to_memory,
 )
 from altm.store._search import CandidateRow, Edge, SearchQueries, SessionNeighbours
-from altm.store._shard import Shard
+from altm.store._shard import OutboxRow, Shard
 from altm.store._shardset import ShardSet, shard_files, shard_path
 from altm.store._stats import (
     HASHED_TABLES,
@@ -74,6 +74,7 @@ __all__ = [
     "MemoryQueries",
     "MemoryReader",
     "MemoryRow",
+    "OutboxRow",
     "OutcomeQueries",
     "ProposalOutcome",
     "ReviewQueries",

@@ -22,6 +22,8 @@ from altm.store._text_index import apply_pending, register_index_form
 from altm.store._tx import ShardTx
 
 log = logging.getLogger("altm.store")
+OutboxRow = tuple[int, str, str | None, bytes, bytes | None]
+"""An outbox row not published yet: (seq, topic, key, value, packed headers)."""
 BUSY_TIMEOUT_MS = 5000
 LOG_TRUNCATE_WAIT_MS = 50
 """How long a purge waits for a reader (another process: the retrieval service, a backup) before it leaves the
@@ -175,24 +177,23 @@ class Shard:
     def has_offsets(self) -> bool:
         return self._db.execute("SELECT 1 FROM consumer_offsets LIMIT 1").fetchone() is not None
 
-    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, str, str | None, bytes, bytes | None]]:
+    def pending_outbox(self, limit: int = 1000) -> list[OutboxRow]:
         """(seq, topic, key, value, packed headers) of rows committed and not yet published, in commit order."""
+        return self._unpublished("ORDER BY seq LIMIT ?", (limit,))
+
+    def _unpublished(self, tail: str, args: tuple[Any, ...] = ()) -> list[OutboxRow]:
         rows = self._db.execute(
-            "SELECT seq, topic, key, value, headers FROM outbox WHERE published=0 ORDER BY seq LIMIT ?", (limit,)
-        ).fetchall()
+            f"SELECT seq, topic, key, value, headers FROM outbox WHERE published=0 {tail}", args).fetchall()
         return [(int(r[0]), str(r[1]), r[2], bytes(r[3]), bytes(r[4]) if r[4] is not None else None) for r in rows]
 
     def outbox_depth(self) -> int:
         """Rows committed and not yet published (published rows are deleted)."""
         return int(self._db.execute("SELECT COUNT(*) FROM outbox WHERE published=0").fetchone()[0])
 
-    def pending_burials(self) -> list[tuple[int, str, str | None, bytes, bytes | None]]:
+    def pending_burials(self) -> list[OutboxRow]:
         """The outbox rows not published yet that carry tombstones back to the proposals log (an erasure's or a
         forget's ``bury``), as :meth:`pending_outbox` gives them."""
-        rows = self._db.execute(
-            "SELECT seq, topic, key, value, headers FROM outbox WHERE published=0 "
-            "AND (topic = 'proposals' OR topic LIKE '%proposals') ORDER BY seq").fetchall()
-        return [(int(r[0]), str(r[1]), r[2], bytes(r[3]), bytes(r[4]) if r[4] is not None else None) for r in rows]
+        return self._unpublished("AND (topic = 'proposals' OR topic LIKE '%proposals') ORDER BY seq")
 
     def mark_sent(self, seqs: list[int]) -> None:
         """The bus has these outbox rows (published apart from the rest): they go. Not audited."""
