@@ -30,12 +30,10 @@ the previous version).
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 from altm.core import Settings
-from tests.support.facets import current_statements, said_on
+from tests.support.facets import current_statements, memory_id_of, said_on
 from tests.support.memories import store_with
-from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0
 
 TEA = "I prefer tea in the morning."
@@ -43,18 +41,11 @@ COFFEE = "I prefer coffee in the morning now, actually."
 WATER = "I prefer water in the morning instead, actually."
 
 
-def _facet_id(data_dir: Path, statement: str) -> str:
-    found = [str(r["memory_id"]) for r in rows(data_dir, "SELECT memory_id, content FROM memories WHERE layer = 'L4'")
-             if str(r["content"]).endswith(statement)]
-    assert len(found) == 1, (statement, found)
-    return found[0]
-
-
 async def test_a_correction_after_retention_forgot_the_version_before_it_replaces_the_pinned_one(
         settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none", "retention_days_l4": 30.0})
     async with store_with(s, [said_on(0, TEA)]) as (rt, app):
-        await app.feedback(SCOPE, [_facet_id(s.data_dir, TEA)], "pin")
+        await app.feedback(SCOPE, [memory_id_of(s.data_dir, "L4", TEA)], "pin")
         await rt.run_until_idle()
         await rt.publish([said_on(1, COFFEE)])
         await rt.run_until_idle()
@@ -72,7 +63,7 @@ async def test_a_correction_after_the_version_before_it_was_erased_replaces_the_
     s = settings.model_copy(update={"embedder": "none"})
     async with store_with(s, [said_on(0, TEA), said_on(1, COFFEE)]) as (rt, app):
         assert current_statements(s.data_dir) == [COFFEE]
-        await app.erase(SCOPE, "memory", memory_id=_facet_id(s.data_dir, COFFEE))
+        await app.erase(SCOPE, "memory", memory_id=memory_id_of(s.data_dir, "L4", COFFEE))
         await rt.run_until_idle()
         assert current_statements(s.data_dir) == [TEA]
         await rt.publish([said_on(80, WATER)])

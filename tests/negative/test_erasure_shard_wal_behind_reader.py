@@ -24,24 +24,12 @@ transaction of the shard, or its periodic maintenance), so no file of the data d
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from altm.core import partition_for
 from altm.core.settings import Settings
+from tests.negative.test_erasure_bytes import occurrences
 from tests.support.memories import store_with
 from tests.support.turns import SCOPE, make_turn
-
-SECRET = b"ZEBRA-4471-SECRET"
-
-
-def _holding(data_dir: Path) -> dict[str, int]:
-    """Files of the data dir that hold the secret, with how many times."""
-    found = {}
-    for path in sorted(p for p in data_dir.rglob("*") if p.is_file()):
-        n = path.read_bytes().count(SECRET)
-        if n:
-            found[str(path.relative_to(data_dir))] = n
-    return found
 
 
 async def test_erased_text_leaves_the_shard_log_once_the_reader_that_held_it_off_is_gone(settings: Settings) -> None:
@@ -50,7 +38,7 @@ async def test_erased_text_leaves_the_shard_log_once_the_reader_that_held_it_off
              make_turn(2, "Unrelated: the billing deadline is March 3.", session="s1")]
     async with store_with(s, turns) as (rt, app):
         shard = rt.shards.get(partition_for(SCOPE.home, s.partitions))
-        assert _holding(s.data_dir)  # stored
+        assert occurrences(s.data_dir)  # stored
         shard._db.execute("PRAGMA busy_timeout=20")  # only to keep the give-up short (5 s by default)
 
         reader = sqlite3.connect(f"file:{shard.path}?mode=ro", uri=True, isolation_level=None)
@@ -64,4 +52,4 @@ async def test_erased_text_leaves_the_shard_log_once_the_reader_that_held_it_off
         await rt.publish([make_turn(3, "Another thing: lunch with the vendor on Friday.", session="s1")])
         await rt.run_until_idle()  # life goes on: the shard's writer commits again
         # actual: {'shards/shard-0001.db-wal': 13} until the runtime closes the shard
-        assert _holding(s.data_dir) == {}, "the erased text is still in the shard's write-ahead log"
+        assert occurrences(s.data_dir) == {}, "the erased text is still in the shard's write-ahead log"

@@ -27,25 +27,13 @@ dir holds the erased text once the reader is done and the writer has written aga
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from altm.core import partition_for
 from altm.core.settings import Settings
 from altm.wiring import open_embedded
+from tests.negative.test_erasure_bytes import occurrences
 from tests.support.memories import runtime_of, store_with
 from tests.support.turns import SCOPE, make_turn
-
-SECRET = b"ZEBRA-4471-SECRET"
-
-
-def _holding(data_dir: Path) -> dict[str, int]:
-    """Files of the data dir that hold the secret, with how many times."""
-    found = {}
-    for path in sorted(p for p in data_dir.rglob("*") if p.is_file()):
-        n = path.read_bytes().count(SECRET)
-        if n:
-            found[str(path.relative_to(data_dir))] = n
-    return found
 
 
 async def test_a_truncation_owed_when_the_shard_closed_is_paid_after_it_opens_again(settings: Settings) -> None:
@@ -57,7 +45,7 @@ async def test_a_truncation_owed_when_the_shard_closed_is_paid_after_it_opens_ag
     try:
         async with store_with(s, turns) as (rt, app):
             shard = rt.shards.get(partition)
-            assert _holding(s.data_dir)  # stored
+            assert occurrences(s.data_dir)  # stored
             shard._db.execute("PRAGMA busy_timeout=20")
             reader = sqlite3.connect(f"file:{shard.path}?mode=ro", uri=True, isolation_level=None)
             reader.execute("BEGIN")
@@ -73,7 +61,7 @@ async def test_a_truncation_owed_when_the_shard_closed_is_paid_after_it_opens_ag
             await rt2.publish([make_turn(4, "And the printer needs toner by Monday.", session="s1")])
             await rt2.run_until_idle()
             # actual: {'shards/shard-0001.db-wal': N}, for as long as the reader's process keeps its connection
-            assert _holding(s.data_dir) == {}, "the erased text is still in the shard's write-ahead log"
+            assert occurrences(s.data_dir) == {}, "the erased text is still in the shard's write-ahead log"
     finally:
         if reader is not None:
             reader.close()

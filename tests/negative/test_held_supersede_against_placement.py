@@ -19,16 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from tests.support.facets import current_statements, said_on
+from tests.support.facets import current_statements, pending_holds, said_on
 from tests.support.orders import in_each_order
-from tests.support.rows import rows
 
 COFFEE = "I prefer coffee in the morning."
 JUICE = "I prefer juice in the morning now, actually."
-
-
-def _pending(data_dir: Path) -> int:
-    return len(rows(data_dir, "SELECT action_id FROM held_actions WHERE status = 'pending'"))
 
 
 async def test_a_held_replacement_against_the_placing_goes_void(settings: Settings, tmp_path: Path) -> None:
@@ -36,6 +31,6 @@ async def test_a_held_replacement_against_the_placing_goes_void(settings: Settin
     early, juice, late = said_on(5, COFFEE), said_on(6, JUICE), said_on(7, COFFEE)
     in_time, reversed_ = await in_each_order(s, tmp_path / "orders", [], [("in-time", [early, juice, late]),
                                                                           ("reversed", [late, juice, early])])
-    assert current_statements(in_time) == [JUICE] and _pending(in_time) == 0
+    assert current_statements(in_time) == [JUICE] and pending_holds(in_time) == 0
     assert current_statements(reversed_) == [JUICE]
-    assert _pending(reversed_) == 0  # before the fix: 1, "replace juice by coffee"
+    assert pending_holds(reversed_) == 0  # before the fix: 1, "replace juice by coffee"

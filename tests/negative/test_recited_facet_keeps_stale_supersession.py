@@ -34,7 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from tests.support.facets import current_statements, said_on
+from tests.support.facets import current_statements, inverted_facets, pending_holds, said_on
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
@@ -43,16 +43,6 @@ from tests.support.turns import SCOPE
 TEA = "I prefer tea in the morning."
 COFFEE = "I prefer coffee in the morning now, actually."
 REVIEWER = SCOPE.model_copy(update={"agent_id": "reviewer"})
-
-
-def _inverted(data_dir: Path) -> list[dict[str, object]]:
-    """Facets valid until before they are valid from."""
-    return [r for r in rows(data_dir, "SELECT content, valid_from, valid_to FROM memories WHERE layer = 'L4'")
-            if r["valid_to"] is not None and str(r["valid_to"]) < str(r["valid_from"])]
-
-
-def _pending_holds(data_dir: Path) -> int:
-    return len(rows(data_dir, "SELECT action_id FROM held_actions WHERE status = 'pending'"))
 
 
 async def test_erasing_the_first_saying_of_a_repeated_version_gives_the_state_of_its_replay(
@@ -66,7 +56,7 @@ async def test_erasing_the_first_saying_of_a_repeated_version_gives_the_state_of
         await app.erase(SCOPE, "session", session_id="s0")
         await rt.run_until_idle()
     # actual: [{tea, valid_from day 2, valid_to day 1}] — still superseded by coffee, said the day before it
-    assert _inverted(s.data_dir) == [], _inverted(s.data_dir)
+    assert inverted_facets(s.data_dir) == [], inverted_facets(s.data_dir)
     assert current_statements(s.data_dir) == sorted([COFFEE, TEA]), current_statements(s.data_dir)
     # actual: governance_events, graph_edges, held_actions and memories differ
     await replayed_equal(s, tmp_path / "replayed")
@@ -87,7 +77,7 @@ async def _rejected_first_saying(settings: Settings, *, early: bool) -> tuple[li
         if not early:
             await app.review_decide(SCOPE, day0_atom(), "reject")
             await rt.run_until_idle()
-    return current_statements(settings.data_dir), _pending_holds(settings.data_dir)
+    return current_statements(settings.data_dir), pending_holds(settings.data_dir)
 
 
 async def test_rejecting_the_first_saying_of_a_repeated_version_ends_as_rejecting_it_first(

@@ -32,23 +32,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from altm.core import Settings
-from tests.support.facets import current_statements, said_on
+from tests.support.facets import current_statements, inverted_facets, pending_holds, said_on
 from tests.support.memories import store_with
 from tests.support.rows import rows
 from tests.support.turns import SCOPE
 
 TEA = "I prefer tea in the morning."
 COFFEE = "I prefer coffee in the morning now, actually."
-
-
-def _inverted(data_dir: Path) -> list[dict[str, object]]:
-    """Facets valid until before they are valid from."""
-    return [r for r in rows(data_dir, "SELECT content, valid_from, valid_to FROM memories WHERE layer = 'L4'")
-            if r["valid_to"] is not None and str(r["valid_to"]) < str(r["valid_from"])]
-
-
-def _pending_holds(data_dir: Path) -> int:
-    return len(rows(data_dir, "SELECT action_id FROM held_actions WHERE status = 'pending'"))
 
 
 async def _rejected_first_saying(settings: Settings, *, early: bool) -> tuple[list[str], int]:
@@ -67,7 +57,7 @@ async def _rejected_first_saying(settings: Settings, *, early: bool) -> tuple[li
             assert current_statements(settings.data_dir) == [COFFEE]
             await app.review_decide(SCOPE, day0_atom(), "reject")
             await rt.run_until_idle()
-    return current_statements(settings.data_dir), _pending_holds(settings.data_dir)
+    return current_statements(settings.data_dir), pending_holds(settings.data_dir)
 
 
 async def test_rejecting_the_first_saying_of_a_version_its_agent_repeated_ends_as_rejecting_it_first(
@@ -78,6 +68,6 @@ async def test_rejecting_the_first_saying_of_a_version_its_agent_repeated_ends_a
     late = base.model_copy(update={"data_dir": tmp_path / "late"})
     last = await _rejected_first_saying(late, early=False)
     # actual: [{tea, valid_from day 2, valid_to day 1}] — still superseded by coffee, said the day before it
-    assert _inverted(late.data_dir) == [], _inverted(late.data_dir)
+    assert inverted_facets(late.data_dir) == [], inverted_facets(late.data_dir)
     # actual: ([COFFEE], 0)
     assert last == first, last

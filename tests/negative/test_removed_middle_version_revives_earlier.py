@@ -36,22 +36,14 @@ from datetime import timedelta
 from pathlib import Path
 
 from altm.core import Settings
-from tests.support.facets import current_statements, said_on
+from tests.support.facets import current_statements, memory_id_of, said_on
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
-from tests.support.rows import rows
 from tests.support.turns import SCOPE, T0
 
 TEA = "I prefer tea in the morning."
 COFFEE = "I prefer coffee in the morning now, actually."
 WATER = "I prefer water in the morning instead, actually."
-
-
-def _id_of(data_dir: Path, layer: str, statement: str) -> str:
-    found = [str(r["memory_id"]) for r in rows(data_dir, "SELECT memory_id, content FROM memories WHERE layer = ?",
-                                               (layer,)) if str(r["content"]).endswith(statement)]
-    assert len(found) == 1, (layer, statement, found)
-    return found[0]
 
 
 async def test_erasing_the_session_of_a_middle_version_leaves_only_the_latest_current(settings: Settings,
@@ -77,7 +69,7 @@ async def test_rejecting_a_middle_version_after_the_next_one_leaves_only_the_lat
         for turn in (said_on(0, TEA), said_on(1, COFFEE), said_on(2, WATER)):
             await rt.publish([turn])
             await rt.run_until_idle()
-        await app.review_decide(SCOPE, _id_of(s.data_dir, "L2", COFFEE), "reject")
+        await app.review_decide(SCOPE, memory_id_of(s.data_dir, "L2", COFFEE), "reject")
         await rt.run_until_idle()
     # actual: [TEA, WATER]; rejected before water was said, coffee's rejection leaves [WATER]
     assert current_statements(s.data_dir) == [WATER], current_statements(s.data_dir)
@@ -86,7 +78,7 @@ async def test_rejecting_a_middle_version_after_the_next_one_leaves_only_the_lat
 async def test_retention_forgetting_a_middle_version_keeps_a_pinned_older_one_superseded(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none", "retention_days_l4": 30.0})
     async with store_with(s, [said_on(0, TEA)]) as (rt, app):
-        await app.feedback(SCOPE, [_id_of(s.data_dir, "L4", TEA)], "pin")
+        await app.feedback(SCOPE, [memory_id_of(s.data_dir, "L4", TEA)], "pin")
         await rt.run_until_idle()
         for turn in (said_on(1, COFFEE), said_on(140, WATER)):
             await rt.publish([turn])

@@ -34,7 +34,7 @@ from pathlib import Path
 import orjson
 
 from altm.core import Settings
-from tests.support.facets import current_statements, said_on
+from tests.support.facets import current_statements, memory_id_of, said_on
 from tests.support.memories import store_with
 from tests.support.replay import replayed_equal
 from tests.support.rows import rows
@@ -44,13 +44,6 @@ REVIEWER = SCOPE.model_copy(update={"agent_id": "reviewer"})
 TEA = "I prefer tea in the morning."
 COFFEE = "I prefer coffee in the morning now, actually."
 WATER = "I prefer water in the morning instead, actually."
-
-
-def _facet_id(data_dir: Path, statement: str) -> str:
-    found = [str(r["memory_id"]) for r in rows(data_dir, "SELECT memory_id, content FROM memories WHERE layer = 'L4'")
-             if str(r["content"]).endswith(statement)]
-    assert len(found) == 1, (statement, found)
-    return found[0]
 
 
 def _agents_of_supersede(data_dir: Path, old_id: str, new_id: str) -> list[str]:
@@ -70,7 +63,8 @@ async def test_the_supersede_placed_after_an_erasure_is_the_newer_agents_as_in_t
         await app.erase(SCOPE, "session", session_id="s1")
         await rt.run_until_idle()
     assert current_statements(s.data_dir) == [WATER]
-    agents = _agents_of_supersede(s.data_dir, _facet_id(s.data_dir, TEA), _facet_id(s.data_dir, WATER))
+    agents = _agents_of_supersede(s.data_dir, memory_id_of(s.data_dir, "L4", TEA),
+                                  memory_id_of(s.data_dir, "L4", WATER))
     # actual: ['reviewer'] — proposed from tea's atom (the released version), not from water's
     assert agents == ["coder"], agents
     # actual: governance_events (agent_id) and graph_edges (the SUPERSEDES edge's id) differ

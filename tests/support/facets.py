@@ -24,6 +24,25 @@ def current_statements(data_dir: Path) -> list[str]:
         if r["superseded_by"] is None and r["lc_state"] != "rejected")
 
 
+def memory_id_of(data_dir: Path, layer: str, statement: str) -> str:
+    """The id of the one memory of ``layer`` whose content ends with ``statement`` (a facet's is its label, then it)."""
+    found = [str(r["memory_id"]) for r in rows(data_dir, "SELECT memory_id, content FROM memories WHERE layer = ?",
+                                               (layer,)) if str(r["content"]).endswith(statement)]
+    assert len(found) == 1, (layer, statement, found)
+    return found[0]
+
+
+def pending_holds(data_dir: Path) -> int:
+    """How many held actions wait for review."""
+    return len(rows(data_dir, "SELECT action_id FROM held_actions WHERE status = 'pending'"))
+
+
+def inverted_facets(data_dir: Path) -> list[dict[str, object]]:
+    """Facets valid until before they are valid from."""
+    return [r for r in rows(data_dir, "SELECT content, valid_from, valid_to FROM memories WHERE layer = 'L4'")
+            if r["valid_to"] is not None and str(r["valid_to"]) < str(r["valid_from"])]
+
+
 def rejection_reasons(data_dir: Path) -> list[str]:
     """Why the writer refused what it refused (the review queue's rejections)."""
     return [str(r["reason"]) for r in rows(data_dir, "SELECT reason FROM rejections")]
