@@ -16,7 +16,7 @@ from altm.store._errors import ShardError
 from altm.store._text_index import (
     apply_pending,
     built_with,
-    index_again_if_unicode_changed,
+    index_again_if_built_otherwise,
     indexes_current,
     register_index_form,
 )
@@ -106,7 +106,7 @@ def _text_indexes_current(conn: sqlite3.Connection) -> None:
     began = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     try:
-        again = index_again_if_unicode_changed(conn)
+        again = index_again_if_built_otherwise(conn)
         if not again:
             apply_pending(conn)
         conn.execute("COMMIT")

@@ -14,7 +14,7 @@ tokens (unicode61 ``categories 'L* N* Co M*'``): a word of Devanagari or Tamil, 
 are marks, is one token. The tables keep their external content (``memories``), so what a reader gets back is
 the message as stored; only the index sees the form, and a 'delete' passes the same form the row was indexed
 with: the queue holds the raw values, each applied through the same function, and the shard records the Unicode
-version its indexes were built with (:func:`index_again_if_unicode_changed`): a Python whose Unicode database
+version its indexes were built with (:func:`index_again_if_built_otherwise`): a Python whose Unicode database
 differs indexes every row again before it writes (a code point the older one did not assign may normalise
 otherwise now, and an erased row's terms would have stayed)."""
 
@@ -43,7 +43,7 @@ _INDEX_AGAIN = (
     "INSERT INTO memories_fts_tri (memories_fts_tri) VALUES ('delete-all')",
     "INSERT INTO memories_fts_tri (rowid, content) SELECT rowid, index_form(content) FROM memories",
 )
-UNICODE_KEY = "text_index_unicode"
+BUILT_WITH_KEY = "text_index_unicode"  # (named when it held the Unicode version alone)
 """The ``shard_meta`` key holding what the text indexes were built with (:func:`built_with`)."""
 
 
@@ -98,20 +98,23 @@ def indexes_current(conn: sqlite3.Connection) -> bool:
     """Whether the text indexes need nothing: built as this process builds them (:func:`built_with`) and no
     queued change waiting (read outside a transaction: a shard opened behind another connection's write does not
     wait for its lock when there is nothing to do)."""
-    found = conn.execute("SELECT value FROM shard_meta WHERE key = ?", (UNICODE_KEY,)).fetchone()
-    return (found is not None and found[0] == built_with()
-            and conn.execute("SELECT 1 FROM index_pending LIMIT 1").fetchone() is None)
+    return _recorded(conn) == built_with() and conn.execute("SELECT 1 FROM index_pending LIMIT 1").fetchone() is None
 
 
-def index_again_if_unicode_changed(conn: sqlite3.Connection) -> bool:
+def index_again_if_built_otherwise(conn: sqlite3.Connection) -> bool:
     """When the indexes were built otherwise than this process builds them (another rule, Unicode or SQLite
     version; or none is recorded: a shard migrated to schema 24 just now), index every row again and record how
     (in the caller's transaction); whether it did."""
-    found = conn.execute("SELECT value FROM shard_meta WHERE key = ?", (UNICODE_KEY,)).fetchone()
     built = built_with()
-    if found is not None and found[0] == built:
+    if _recorded(conn) == built:
         return False
     for statement in _INDEX_AGAIN:
         conn.execute(statement)
-    conn.execute("INSERT OR REPLACE INTO shard_meta (key, value) VALUES (?, ?)", (UNICODE_KEY, built))
+    conn.execute("INSERT OR REPLACE INTO shard_meta (key, value) VALUES (?, ?)", (BUILT_WITH_KEY, built))
     return True
+
+
+def _recorded(conn: sqlite3.Connection) -> str | None:
+    """What the shard records its text indexes were built with, or None."""
+    found = conn.execute("SELECT value FROM shard_meta WHERE key = ?", (BUILT_WITH_KEY,)).fetchone()
+    return None if found is None else str(found[0])

@@ -3,7 +3,7 @@ open waits behind another process's write transaction and fails after 5 s with "
 
 Finding: ``migrate`` ends with ``_text_indexes_current`` on every writable open (altm/store/_migrations.py:91),
 which begins ``BEGIN IMMEDIATE`` before it even looks whether anything is to do (altm/store/_migrations.py:95-
-106): ``index_again_if_unicode_changed`` reads one ``shard_meta`` row and ``apply_pending`` finds the queue empty
+106): ``index_again_if_built_otherwise`` reads one ``shard_meta`` row and ``apply_pending`` finds the queue empty
 (altm/store/_text_index.py:63-82). Before schema 24 (080eb7e) a shard already migrated was opened without a write
 transaction (the queue was applied only ``if migrated``). The connection's busy handler is sqlite3's default
 (5 s; ``PRAGMA busy_timeout`` is set only after ``migrate``, altm/store/_shard.py:84), so while another connection
