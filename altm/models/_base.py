@@ -52,6 +52,10 @@ class ChatModel(ABC):
         the memories whose content the messages hold (an erasure of one removes the cached answer; None: not
         known, any erasure of the user's does)."""
 
+    def timeout_s(self, task: ModelTask) -> float | None:
+        """How long one request of ``task`` may take (None: no bound is known)."""
+        return None
+
     def usage(self) -> dict[str, dict[str, int]]:
         return {}
 

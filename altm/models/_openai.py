@@ -1,8 +1,9 @@
 """OpenAI-compatible adapters of the model ports: structured chat per task, and embeddings.
 
-Per task: settings, retries with backoff (the ``openai`` client's), a token budget, a request-rate limit,
-the response cache, and :class:`~altm.core.Deferred` on failure or invalid output — never an invented
-answer.
+Per task: settings, retries with backoff (the ``openai`` client's rules, applied per attempt: see
+:mod:`._attempts`), a token budget, a request-rate limit, the response cache, and :class:`~altm.core.Deferred`
+on failure or invalid output — never an invented answer. The ``openai`` client does not check a 200 answer's
+body (a gateway's HTML page reaches the caller as a ``str``): what comes back is checked here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from altm.core import Deferred, Scope
+from altm.models._attempts import UNREADABLE, delay_s, received, retried
 from altm.models._base import ChatModel, EmbeddingModel, Structured, T, prompt_hash
 from altm.models._cache import LLMCache
 from altm.models._metrics import (
@@ -40,16 +42,32 @@ class _Endpoint:
     task: ModelTask
     settings: LLMSettings
     client: AsyncOpenAI | None = None
+    sync: OpenAI | None = None
     tokens_used: int = 0
     requests: int = 0
     next_slot: float = 0.0
 
     def async_client(self) -> AsyncOpenAI:
+        """The client of the event loop; it tries each request once (``retry`` says whether again)."""
         if self.client is None:
             s = self.settings
-            self.client = AsyncOpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s,
-                                      max_retries=s.max_retries)
+            self.client = AsyncOpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
         return self.client
+
+    def sync_client(self) -> OpenAI:
+        """The blocking client (recall's helper thread); it tries each request once, as ``async_client``'s."""
+        if self.sync is None:
+            s = self.settings
+            self.sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
+        return self.sync
+
+    def retry(self, exc: OpenAIError, attempt: int, prompt_tokens: int) -> float | None:
+        """Count the failed attempt ``attempt`` (0 first; its prompt charged when the endpoint received it) and
+        say how long to wait before the next, or None when there is none (not retried, or retries spent)."""
+        self.spent(None, counted=(prompt_tokens, 0) if received(exc) else (0, 0))
+        if attempt < self.settings.max_retries and retried(exc):
+            return delay_s(exc, attempt)
+        return None
 
     def _check_budget(self) -> float:
         """Raise when the token budget is spent; return how long to wait for the next rate slot."""
@@ -94,6 +112,9 @@ class _Endpoint:
         if self.client is not None:
             await self.client.close()
             self.client = None
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
 
 
 def _estimated_tokens(text: str) -> int:
@@ -120,6 +141,9 @@ class OpenAIChat(ChatModel):
 
     def model_name(self, task: ModelTask) -> str | None:
         return self._endpoints[task].settings.model
+
+    def timeout_s(self, task: ModelTask) -> float | None:
+        return self._endpoints[task].settings.timeout_s
 
     def usage(self) -> dict[str, dict[str, int]]:
         return {t.value: {"requests": e.requests, "tokens": e.tokens_used} for t, e in self._endpoints.items()}
@@ -148,11 +172,6 @@ class OpenAIChat(ChatModel):
                 return answer
             except ValidationError:
                 log.warning("ignoring a cached %s response that no longer validates", task.value)
-        try:
-            await endpoint.admit()
-        except Deferred:
-            MODEL_CALLS.labels(task=task.value, outcome="over_budget").inc()
-            raise
         since = cache.erasures(scope.home)  # an erasure of the user while the call runs: its answer is not kept
         s = endpoint.settings
         params: dict[str, Any] = {
@@ -161,30 +180,77 @@ class OpenAIChat(ChatModel):
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}},
         }
-        try:
-            with MODEL_CALL_SECONDS.labels(task=task.value).time():
-                resp: ChatCompletion = await endpoint.async_client().chat.completions.create(**params)
-        except OpenAIError as exc:
-            endpoint.spent(None)
-            MODEL_CALLS.labels(task=task.value, outcome="failed").inc()
-            raise Deferred(f"{task.value} model call failed: {type(exc).__name__}: {exc}") from exc
-        text = resp.choices[0].message.content if resp.choices else None
-        endpoint.spent(resp.usage, counted=(sum(_estimated_tokens(m.get("content") or "") for m in messages),
-                                            _estimated_tokens(text or "")))
-        try:
-            if not text:
-                raise Deferred(f"{task.value} model returned no content")
-            try:
-                value = schema.model_validate_json(_strip_fences(text))
-            except ValidationError as exc:
-                raise Deferred(f"{task.value} model output does not match {schema.__name__}: "
-                               f"{exc.errors(include_url=False)[0]['msg']}") from None
-        except Deferred:
-            MODEL_CALLS.labels(task=task.value, outcome="invalid").inc()
-            raise
+        prompt_tokens = sum(_estimated_tokens(m.get("content") or "") for m in messages)
+        resp = await _completion(endpoint, params, prompt_tokens)
+        text = _content(resp)
+        endpoint.spent(getattr(resp, "usage", None), counted=(prompt_tokens, _estimated_tokens(text or "")))
+        value = _answer(task, resp, text, schema)
         MODEL_CALLS.labels(task=task.value, outcome="ok").inc()
         cache.put(model, phash, value.model_dump_json(), scope.home, since=since, sources=sources)
         return Structured(value, model, phash, cached=False)
+
+
+async def _completion(endpoint: _Endpoint, params: dict[str, Any], prompt_tokens: int) -> object:
+    """The endpoint's answer to ``params``, as the client read it (not checked), tried again as
+    :mod:`._attempts` says: each attempt admitted by the task's budget and rate limit, a failed one counted.
+    Raises :class:`Deferred` when every attempt failed, or when the answer could not be read at all (a body
+    cut off: counted ``invalid``, not tried again)."""
+    task = endpoint.task.value
+    attempt = 0
+    while True:
+        try:
+            await endpoint.admit()
+        except Deferred:
+            MODEL_CALLS.labels(task=task, outcome="over_budget").inc()
+            raise
+        try:
+            with MODEL_CALL_SECONDS.labels(task=task).time():
+                resp: object = await endpoint.async_client().chat.completions.create(**params)
+            return resp
+        except OpenAIError as exc:
+            wait = endpoint.retry(exc, attempt, prompt_tokens)
+            if wait is None:
+                MODEL_CALLS.labels(task=task, outcome="failed").inc()
+                raise Deferred(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
+            log.info("%s model call failed (%s); attempt %d in %.1f s", task, type(exc).__name__, attempt + 2, wait)
+        except UNREADABLE as exc:  # a 200 whose body is not the JSON it says it is
+            endpoint.spent(None, counted=(prompt_tokens, 0))
+            MODEL_CALLS.labels(task=task, outcome="invalid").inc()
+            raise Deferred(f"{task} model endpoint's answer could not be read: {type(exc).__name__}: {exc}") from exc
+        except asyncio.CancelledError:  # the caller gave up on it (a deadline): the prompt may have been sent
+            endpoint.spent(None, counted=(prompt_tokens, 0))
+            raise
+        await asyncio.sleep(wait)
+        attempt += 1
+
+
+def _answer(task: ModelTask, resp: object, text: str | None, schema: type[T]) -> T:
+    """The answer ``schema`` reads in ``text`` (of ``resp``); :class:`Deferred`, counted ``invalid``, when there
+    is none."""
+    try:
+        if not isinstance(resp, ChatCompletion):
+            raise Deferred(f"{task.value} model endpoint answered a {type(resp).__name__}, not a chat completion "
+                           "(is its base URL the API's, ending in /v1?)")
+        if not text:
+            raise Deferred(f"{task.value} model returned no content")
+        try:
+            return schema.model_validate_json(_strip_fences(text))
+        except ValidationError as exc:
+            raise Deferred(f"{task.value} model output does not match {schema.__name__}: "
+                           f"{exc.errors(include_url=False)[0]['msg']}") from None
+    except Deferred:
+        MODEL_CALLS.labels(task=task.value, outcome="invalid").inc()
+        raise
+
+
+def _content(resp: object) -> str | None:
+    """The text of a chat completion's first choice; None when there is none or it is not text (an answer the
+    client did not check: a ``message`` of null, a ``content`` of 42)."""
+    choices = getattr(resp, "choices", None) if isinstance(resp, ChatCompletion) else None
+    if not choices:
+        return None
+    content = getattr(choices[0].message, "content", None)
+    return content if isinstance(content, str) else None
 
 
 class OpenAIEmbeddings(EmbeddingModel):
@@ -200,37 +266,70 @@ class OpenAIEmbeddings(EmbeddingModel):
         self.model_id = settings.model or ""
         self.dim = settings.dimensions
         self._endpoint = _Endpoint(ModelTask.EMBEDDING, settings)
-        self._sync: OpenAI | None = None
 
     def _params(self, texts: Sequence[str]) -> dict[str, Any]:
         return {"model": self.model_id, "input": list(texts), "dimensions": self.dim}
 
-    def _vectors(self, resp: Any) -> list[list[float]]:
-        self._endpoint.spent(resp.usage)
-        return [list(d.embedding) for d in sorted(resp.data, key=lambda d: d.index)]
+    def _failed(self, exc: Exception, attempt: int, texts: Sequence[str]) -> float:
+        """How long to wait before the next attempt after ``exc``; raises :class:`Deferred` when there is none
+        (retries spent, or an answer the client could not read: not tried again)."""
+        if isinstance(exc, OpenAIError):
+            wait = self._endpoint.retry(exc, attempt, sum(map(_estimated_tokens, texts)))
+            if wait is not None:
+                return wait
+            raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
+        self._endpoint.spent(None, counted=(sum(map(_estimated_tokens, texts)), 0))
+        raise Deferred(f"embedding endpoint's answer could not be read: {type(exc).__name__}: {exc}") from exc
+
+    def _vectors(self, resp: object, texts: Sequence[str]) -> list[list[float]]:
+        """One vector of ``dim`` numbers per text, in the texts' order; :class:`Deferred` for any other answer (a
+        gateway's page, fewer vectors, another size: an endpoint that ignores ``dimensions``)."""
+        self._endpoint.spent(getattr(resp, "usage", None), counted=(sum(map(_estimated_tokens, texts)), 0))
+        data = getattr(resp, "data", None)
+        if not isinstance(data, list) or len(data) != len(texts):
+            raise Deferred(f"embedding endpoint answered {len(data) if isinstance(data, list) else 'no'} vectors "
+                           f"for {len(texts)} texts")
+        by_index = {getattr(d, "index", None): getattr(d, "embedding", None) for d in data}
+        if set(by_index) != set(range(len(texts))):
+            raise Deferred("embedding endpoint's vectors do not name each text once")
+        out: list[list[float]] = []
+        for i in range(len(texts)):
+            vector = by_index[i]
+            if (not isinstance(vector, list) or len(vector) != self.dim
+                    or not all(isinstance(x, float | int) for x in vector)):
+                size = len(vector) if isinstance(vector, list) else type(vector).__name__
+                raise Deferred(f"embedding endpoint answered a vector of {size} for {self.model_id}'s {self.dim} "
+                               "dimensions")
+            out.append([float(x) for x in vector])
+        return out
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if self._sync is None:
-            s = self._endpoint.settings
-            self._sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s,
-                                max_retries=s.max_retries)
-        self._endpoint.admit_blocking()
         start = time.perf_counter()
-        try:
-            vectors = self._vectors(self._sync.embeddings.create(**self._params(texts)))
-        except OpenAIError as exc:
-            raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
+        attempt = 0
+        while True:
+            self._endpoint.admit_blocking()
+            try:
+                resp: object = self._endpoint.sync_client().embeddings.create(**self._params(texts))
+                break
+            except (OpenAIError, *UNREADABLE) as exc:
+                time.sleep(self._failed(exc, attempt, texts))
+                attempt += 1
+        vectors = self._vectors(resp, texts)
         observe_embedding("openai", len(texts), time.perf_counter() - start)
         return vectors
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        await self._endpoint.admit()
         start = time.perf_counter()
-        try:
-            resp = await self._endpoint.async_client().embeddings.create(**self._params(texts))
-        except OpenAIError as exc:
-            raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
-        vectors = self._vectors(resp)
+        attempt = 0
+        while True:
+            await self._endpoint.admit()
+            try:
+                resp: object = await self._endpoint.async_client().embeddings.create(**self._params(texts))
+                break
+            except (OpenAIError, *UNREADABLE) as exc:
+                await asyncio.sleep(self._failed(exc, attempt, texts))
+                attempt += 1
+        vectors = self._vectors(resp, texts)
         observe_embedding("openai", len(texts), time.perf_counter() - start)
         return vectors
 
@@ -239,9 +338,6 @@ class OpenAIEmbeddings(EmbeddingModel):
 
     async def aclose(self) -> None:
         await self._endpoint.aclose()
-        if self._sync is not None:
-            self._sync.close()
-            self._sync = None
 
 
 def _strip_fences(text: str) -> str:

@@ -74,6 +74,12 @@ class VectorIndex(ABC):
             if len(p.vector) != self.dim:
                 raise VectorIndexError(f"vector of {len(p.vector)} dims for a {self.dim}-dim collection")
 
+    def _check_query(self, vector: Sequence[float]) -> None:
+        """A query of another size is this index's error (recall goes on without its vector channel), not the
+        engine's own exception."""
+        if len(vector) != self.dim:
+            raise VectorIndexError(f"query of {len(vector)} dims for a {self.dim}-dim collection")
+
     @abstractmethod
     def open(self) -> None: ...
 

@@ -159,6 +159,7 @@ class EdgeVectorIndex(VectorIndex):
         self._writable().update(q.UpdateOperation.delete_points([point_uuid(m) for m in memory_ids]))
 
     def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
+        self._check_query(vector)
         hits = self.engine.query(q.QueryRequest(
             limit=limit, query=q.Query.Nearest(list(vector)), with_payload=True, filter=edge_filter(flt),
         ))
@@ -166,6 +167,7 @@ class EdgeVectorIndex(VectorIndex):
                 for h in hits]
 
     def search_any(self, vector: Sequence[float], filters: Sequence[VectorFilter], limit: int) -> list[VectorHit]:
+        self._check_query(vector)
         nested: list[Any] = [f for f in (edge_filter(x) for x in filters) if f is not None]
         if len(nested) != len(filters) or not nested:
             return super().search_any(vector, filters, limit)

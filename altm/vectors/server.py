@@ -102,6 +102,7 @@ class QdrantServerIndex(VectorIndex):
             )
 
     def search(self, vector: Sequence[float], flt: VectorFilter, limit: int) -> list[VectorHit]:
+        self._check_query(vector)
         res = self.client.query_points(
             self.collection, query=list(vector), query_filter=server_filter(flt), limit=limit, with_payload=True
         )
