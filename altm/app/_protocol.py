@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -56,6 +57,8 @@ _MARKER = re.compile(r"^memory://(?P<id>mem_[0-9a-f]{32})#(?P<hash>[0-9a-f]{8,64
 DRILLDOWN_MAX_LINES = 50
 DRILLDOWN_MAX_TERMS = 64
 """The query terms a drilldown matches lines against (a query of 25,000 terms took seconds: lines × terms)."""
+
+log = logging.getLogger("altm.protocol")
 
 
 class Feedback(BaseModel):
@@ -189,25 +192,40 @@ class ProtocolService:
 
     async def _model_compressions(self, scope: Scope, hits: Sequence[Hit], query: str, token_budget: int
                                   ) -> dict[str, str]:
-        """Prose too long for its share, compressed by the summarisation (L1) model when one is configured."""
+        """Prose too long for its share, compressed by the summarisation (L1) model when one is configured: all
+        at once, for at most the task's timeout in all (the extractive compression stands in, labelled as such,
+        for any that failed or is not back by then: a hung model costs a turn one timeout, not one per memory
+        and retry)."""
         if not self.chat.serves(ModelTask.L1):
             return {}
         share = _share_estimate(len(hits), token_budget)
-        out: dict[str, str] = {}
-        for hit in hits:
-            if detect(hit.content) is not ContentType.PROSE or count_tokens(hit.content) <= share:
-                continue
-            try:
-                result = await self.chat.structured(ModelTask.L1, scope, [
-                    {"role": "system", "content": f"Compress the memory to at most {share} tokens for an "
-                     "assistant's context. Keep names, numbers, dates and decisions; add nothing; answer JSON "
-                     "{\"text\": ...}."},
-                    {"role": "user", "content": f"Question: {query}\n\nMemory:\n{hit.content}"},
-                ], CompressedText)
-            except Deferred:
-                continue  # the extractive compression stands in, labelled as such
-            out[hit.memory_id] = result.value.text
-        return out
+        long = [hit for hit in hits if detect(hit.content) is ContentType.PROSE and count_tokens(hit.content) > share]
+        calls = {hit.memory_id: asyncio.ensure_future(self._compressed(scope, hit, query, share)) for hit in long}
+        if not calls:
+            return {}
+        try:
+            done, late = await asyncio.wait(calls.values(), timeout=self.chat.timeout_s(ModelTask.L1))
+        finally:
+            for call in calls.values():
+                call.cancel()  # those not back in time (or all: the prepare itself was cancelled)
+            await asyncio.gather(*calls.values(), return_exceptions=True)
+        if late:
+            log.warning("%d of %d model compressions were not back within the L1 timeout; the extractive "
+                        "compression stands in", len(late), len(calls))
+        return {mid: text for mid, call in calls.items() if call in done and (text := call.result()) is not None}
+
+    async def _compressed(self, scope: Scope, hit: Hit, query: str, share: int) -> str | None:
+        """``hit``'s prose compressed to ``share`` tokens by the L1 model; None when the model failed."""
+        try:
+            result = await self.chat.structured(ModelTask.L1, scope, [
+                {"role": "system", "content": f"Compress the memory to at most {share} tokens for an "
+                 "assistant's context. Keep names, numbers, dates and decisions; add nothing; answer JSON "
+                 "{\"text\": ...}."},
+                {"role": "user", "content": f"Question: {query}\n\nMemory:\n{hit.content}"},
+            ], CompressedText)
+        except Deferred:
+            return None
+        return result.value.text
 
     async def prepare_turn(
         self, scope: Scope, session_id: str, turn_id: str, content: str, token_budget: int, *,
