@@ -7,7 +7,8 @@ from prometheus_client import Counter, Histogram
 
 MODEL_CALLS = Counter(
     "altm_model_calls", "Structured chat model calls per task, by outcome: ok, cached (answered by the LLM cache), "
-    "failed (the endpoint errored), invalid (the answer did not validate), over_budget (the token budget is spent)",
+    "failed (the endpoint errored), invalid (the answer did not validate), over_budget (the token budget is spent), "
+    "cancelled (the caller gave up: prepare_turn's compression deadline)",
     ["task", "outcome"])
 MODEL_TOKENS = Counter(
     "altm_model_tokens", "Tokens the endpoints reported, by task (the chat tasks and EMBEDDING) and direction "

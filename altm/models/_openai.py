@@ -12,120 +12,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from openai import AsyncOpenAI, OpenAI, OpenAIError
+from openai import OpenAIError
 from openai.types.chat import ChatCompletion
+from openai.types.chat.chat_completion import Choice
 from pydantic import ValidationError
 
 from altm.core import Deferred, Scope
-from altm.models._attempts import UNREADABLE, delay_s, received, retried
+from altm.models._attempts import UNREADABLE
 from altm.models._base import ChatModel, EmbeddingModel, Structured, T, prompt_hash
 from altm.models._cache import LLMCache
+from altm.models._endpoint import Endpoint, estimated_tokens
 from altm.models._metrics import (
     MODEL_CALL_SECONDS,
     MODEL_CALLS,
-    MODEL_COST,
-    MODEL_TOKENS,
     observe_embedding,
 )
 from altm.models._settings import LLMSettings, ModelTask, unconfigured
 
 log = logging.getLogger("altm.models")
-
-
-@dataclass
-class _Endpoint:
-    """One task's endpoint: its client (made on first use), spend and rate state."""
-
-    task: ModelTask
-    settings: LLMSettings
-    client: AsyncOpenAI | None = None
-    sync: OpenAI | None = None
-    tokens_used: int = 0
-    requests: int = 0
-    next_slot: float = 0.0
-
-    def async_client(self) -> AsyncOpenAI:
-        """The client of the event loop; it tries each request once (``retry`` says whether again)."""
-        if self.client is None:
-            s = self.settings
-            self.client = AsyncOpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
-        return self.client
-
-    def sync_client(self) -> OpenAI:
-        """The blocking client (recall's helper thread); it tries each request once, as ``async_client``'s."""
-        if self.sync is None:
-            s = self.settings
-            self.sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
-        return self.sync
-
-    def retry(self, exc: OpenAIError, attempt: int, prompt_tokens: int) -> float | None:
-        """Count the failed attempt ``attempt`` (0 first; its prompt charged when the endpoint received it) and
-        say how long to wait before the next, or None when there is none (not retried, or retries spent)."""
-        self.spent(None, counted=(prompt_tokens, 0) if received(exc) else (0, 0))
-        if attempt < self.settings.max_retries and retried(exc):
-            return delay_s(exc, attempt)
-        return None
-
-    def _check_budget(self) -> float:
-        """Raise when the token budget is spent; return how long to wait for the next rate slot."""
-        budget = self.settings.token_budget
-        if budget is not None and self.tokens_used >= budget:
-            raise Deferred(f"token budget of task {self.task.value} exhausted ({self.tokens_used}/{budget} tokens)")
-        if not self.settings.rate_per_minute:
-            return 0.0
-        interval = 60.0 / self.settings.rate_per_minute
-        now = time.monotonic()
-        wait = self.next_slot - now
-        self.next_slot = max(now, self.next_slot) + interval
-        return max(0.0, wait)
-
-    async def admit(self) -> None:
-        wait = self._check_budget()
-        if wait > 0:
-            await asyncio.sleep(wait)
-
-    def admit_blocking(self) -> None:
-        wait = self._check_budget()
-        if wait > 0:
-            time.sleep(wait)
-
-    def spent(self, usage: Any, *, counted: tuple[int, int] = (0, 0)) -> None:
-        """Count a call: the tokens the endpoint reports, or ``counted`` here (prompt, completion) where it
-        reports none, zero or fewer (a budget must not rest on the endpoint's word; a negative count is none)."""
-        self.requests += 1
-        if usage is None and counted == (0, 0):
-            return
-        reported = (_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"))
-        prompt, completion = reported if any(reported) else counted
-        self.tokens_used += max(_tokens(usage, "total_tokens"), prompt + completion)
-        task, s = self.task.value, self.settings
-        MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
-        MODEL_TOKENS.labels(task=task, direction="completion").inc(completion)
-        cost = (prompt * s.usd_per_1k_prompt_tokens + completion * s.usd_per_1k_completion_tokens) / 1000
-        if cost:
-            MODEL_COST.labels(task=task).inc(cost)
-
-    async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
-        if self.sync is not None:
-            self.sync.close()
-            self.sync = None
-
-
-def _estimated_tokens(text: str) -> int:
-    """About four bytes a token: what a call is charged at least when its endpoint reports no usage."""
-    return (len(text.encode("utf-8", errors="surrogatepass")) + 3) // 4
-
-
-def _tokens(usage: Any, field: str) -> int:
-    """A token count of an endpoint's usage report, 0 when missing or not a count of at least 0."""
-    value = getattr(usage, field, 0) if usage is not None else 0
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 class OpenAIChat(ChatModel):
@@ -134,7 +40,7 @@ class OpenAIChat(ChatModel):
 
     def __init__(self, cache_for: Callable[[Scope], LLMCache], settings: dict[ModelTask, LLMSettings]) -> None:
         self._cache_for = cache_for
-        self._endpoints = {t: _Endpoint(t, settings.get(t) or unconfigured()) for t in ModelTask}
+        self._endpoints = {t: Endpoint(t, settings.get(t) or unconfigured()) for t in ModelTask}
 
     def serves(self, task: ModelTask) -> bool:
         return task is not ModelTask.EMBEDDING and self._endpoints[task].settings.configured
@@ -180,48 +86,66 @@ class OpenAIChat(ChatModel):
             "response_format": {"type": "json_schema",
                                 "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()}},
         }
-        prompt_tokens = sum(_estimated_tokens(m.get("content") or "") for m in messages)
+        prompt_tokens = sum(estimated_tokens(m.get("content") or "") for m in messages)
         resp = await _completion(endpoint, params, prompt_tokens)
         text = _content(resp)
-        endpoint.spent(getattr(resp, "usage", None), counted=(prompt_tokens, _estimated_tokens(text or "")))
+        endpoint.spent(getattr(resp, "usage", None), counted=(prompt_tokens, estimated_tokens(text or "")))
         value = _answer(task, resp, text, schema)
         MODEL_CALLS.labels(task=task.value, outcome="ok").inc()
         cache.put(model, phash, value.model_dump_json(), scope.home, since=since, sources=sources)
         return Structured(value, model, phash, cached=False)
 
 
-async def _completion(endpoint: _Endpoint, params: dict[str, Any], prompt_tokens: int) -> object:
+async def _completion(endpoint: Endpoint, params: dict[str, Any], prompt_tokens: int) -> object:
     """The endpoint's answer to ``params``, as the client read it (not checked), tried again as
     :mod:`._attempts` says: each attempt admitted by the task's budget and rate limit, a failed one counted.
     Raises :class:`Deferred` when every attempt failed, or when the answer could not be read at all (a body
-    cut off: counted ``invalid``, not tried again)."""
+    cut off: counted ``invalid``, not tried again). An error before a request is sent (a key the HTTP headers
+    cannot hold) is not the endpoint's: it is raised as it is."""
     task = endpoint.task.value
     attempt = 0
-    while True:
-        try:
-            await endpoint.admit()
-        except Deferred:
-            MODEL_CALLS.labels(task=task, outcome="over_budget").inc()
-            raise
-        try:
-            with MODEL_CALL_SECONDS.labels(task=task).time():
-                resp: object = await endpoint.async_client().chat.completions.create(**params)
-            return resp
-        except OpenAIError as exc:
-            wait = endpoint.retry(exc, attempt, prompt_tokens)
-            if wait is None:
-                MODEL_CALLS.labels(task=task, outcome="failed").inc()
-                raise Deferred(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
-            log.info("%s model call failed (%s); attempt %d in %.1f s", task, type(exc).__name__, attempt + 2, wait)
-        except UNREADABLE as exc:  # a 200 whose body is not the JSON it says it is
-            endpoint.spent(None, counted=(prompt_tokens, 0))
-            MODEL_CALLS.labels(task=task, outcome="invalid").inc()
-            raise Deferred(f"{task} model endpoint's answer could not be read: {type(exc).__name__}: {exc}") from exc
-        except asyncio.CancelledError:  # the caller gave up on it (a deadline): the prompt may have been sent
-            endpoint.spent(None, counted=(prompt_tokens, 0))
-            raise
-        await asyncio.sleep(wait)
-        attempt += 1
+    try:
+        while True:
+            try:
+                await endpoint.admit(prompt_tokens)
+            except Deferred:
+                MODEL_CALLS.labels(task=task, outcome="over_budget").inc()
+                raise
+            try:
+                with MODEL_CALL_SECONDS.labels(task=task).time():
+                    raw = await endpoint.async_client().chat.completions.with_raw_response.create(**params)
+            except OpenAIError as exc:
+                wait = endpoint.retry(exc, attempt, prompt_tokens)
+                if wait is None:
+                    MODEL_CALLS.labels(task=task, outcome="failed").inc()
+                    raise Deferred(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
+            except asyncio.CancelledError:  # the caller gave up on it (a deadline): the prompt may have been sent
+                endpoint.spent(None, counted=(prompt_tokens, 0))
+                raise
+            else:
+                return _parsed(endpoint, raw.parse, prompt_tokens)
+            finally:
+                endpoint.release(prompt_tokens)
+            log.info("%s model call failed; attempt %d in %.1f s", task, attempt + 2, wait)
+            await asyncio.sleep(wait)
+            attempt += 1
+    except asyncio.CancelledError:
+        MODEL_CALLS.labels(task=task, outcome="cancelled").inc()
+        raise
+
+
+def _parsed(endpoint: Endpoint, parse: Callable[[], object], prompt_tokens: int) -> object:
+    """What the client reads in a 200's body (``parse``); :class:`Deferred`, the prompt charged and the call
+    counted ``invalid`` for a chat task, when it cannot read it (JSON cut off; a page where the embeddings'
+    parser expects an object)."""
+    try:
+        return parse()
+    except UNREADABLE as exc:
+        endpoint.spent(None, counted=(prompt_tokens, 0))
+        if endpoint.task is not ModelTask.EMBEDDING:
+            MODEL_CALLS.labels(task=endpoint.task.value, outcome="invalid").inc()
+        raise Deferred(f"{endpoint.task.value} model endpoint's answer could not be read: {type(exc).__name__}: "
+                       f"{exc}") from exc
 
 
 def _answer(task: ModelTask, resp: object, text: str | None, schema: type[T]) -> T:
@@ -247,9 +171,9 @@ def _content(resp: object) -> str | None:
     """The text of a chat completion's first choice; None when there is none or it is not text (an answer the
     client did not check: a ``message`` of null, a ``content`` of 42)."""
     choices = getattr(resp, "choices", None) if isinstance(resp, ChatCompletion) else None
-    if not choices:
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Choice):
         return None
-    content = getattr(choices[0].message, "content", None)
+    content = getattr(getattr(choices[0], "message", None), "content", None)
     return content if isinstance(content, str) else None
 
 
@@ -265,26 +189,22 @@ class OpenAIEmbeddings(EmbeddingModel):
                              "sizes never share a collection)")
         self.model_id = settings.model or ""
         self.dim = settings.dimensions
-        self._endpoint = _Endpoint(ModelTask.EMBEDDING, settings)
+        self._endpoint = Endpoint(ModelTask.EMBEDDING, settings)
 
     def _params(self, texts: Sequence[str]) -> dict[str, Any]:
         return {"model": self.model_id, "input": list(texts), "dimensions": self.dim}
 
-    def _failed(self, exc: Exception, attempt: int, texts: Sequence[str]) -> float:
-        """How long to wait before the next attempt after ``exc``; raises :class:`Deferred` when there is none
-        (retries spent, or an answer the client could not read: not tried again)."""
-        if isinstance(exc, OpenAIError):
-            wait = self._endpoint.retry(exc, attempt, sum(map(_estimated_tokens, texts)))
-            if wait is not None:
-                return wait
+    def _failed(self, exc: OpenAIError, attempt: int, reserve: int) -> float:
+        """How long to wait before the next attempt after ``exc``; raises :class:`Deferred` when there is none."""
+        wait = self._endpoint.retry(exc, attempt, reserve)
+        if wait is None:
             raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
-        self._endpoint.spent(None, counted=(sum(map(_estimated_tokens, texts)), 0))
-        raise Deferred(f"embedding endpoint's answer could not be read: {type(exc).__name__}: {exc}") from exc
+        return wait
 
-    def _vectors(self, resp: object, texts: Sequence[str]) -> list[list[float]]:
+    def _vectors(self, resp: object, texts: Sequence[str], reserve: int) -> list[list[float]]:
         """One vector of ``dim`` numbers per text, in the texts' order; :class:`Deferred` for any other answer (a
         gateway's page, fewer vectors, another size: an endpoint that ignores ``dimensions``)."""
-        self._endpoint.spent(getattr(resp, "usage", None), counted=(sum(map(_estimated_tokens, texts)), 0))
+        self._endpoint.spent(getattr(resp, "usage", None), counted=(reserve, 0))
         data = getattr(resp, "data", None)
         if not isinstance(data, list) or len(data) != len(texts):
             raise Deferred(f"embedding endpoint answered {len(data) if isinstance(data, list) else 'no'} vectors "
@@ -305,31 +225,41 @@ class OpenAIEmbeddings(EmbeddingModel):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         start = time.perf_counter()
+        reserve = sum(map(estimated_tokens, texts))
         attempt = 0
         while True:
-            self._endpoint.admit_blocking()
+            self._endpoint.admit_blocking(reserve)
             try:
-                resp: object = self._endpoint.sync_client().embeddings.create(**self._params(texts))
+                raw = self._endpoint.sync_client().embeddings.with_raw_response.create(**self._params(texts))
+            except OpenAIError as exc:
+                wait = self._failed(exc, attempt, reserve)
+            else:
                 break
-            except (OpenAIError, *UNREADABLE) as exc:
-                time.sleep(self._failed(exc, attempt, texts))
-                attempt += 1
-        vectors = self._vectors(resp, texts)
+            finally:
+                self._endpoint.release(reserve)
+            time.sleep(wait)
+            attempt += 1
+        vectors = self._vectors(_parsed(self._endpoint, raw.parse, reserve), texts, reserve)
         observe_embedding("openai", len(texts), time.perf_counter() - start)
         return vectors
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         start = time.perf_counter()
+        reserve = sum(map(estimated_tokens, texts))
         attempt = 0
         while True:
-            await self._endpoint.admit()
+            await self._endpoint.admit(reserve)
             try:
-                resp: object = await self._endpoint.async_client().embeddings.create(**self._params(texts))
+                raw = await self._endpoint.async_client().embeddings.with_raw_response.create(**self._params(texts))
+            except OpenAIError as exc:
+                wait = self._failed(exc, attempt, reserve)
+            else:
                 break
-            except (OpenAIError, *UNREADABLE) as exc:
-                await asyncio.sleep(self._failed(exc, attempt, texts))
-                attempt += 1
-        vectors = self._vectors(resp, texts)
+            finally:
+                self._endpoint.release(reserve)
+            await asyncio.sleep(wait)
+            attempt += 1
+        vectors = self._vectors(_parsed(self._endpoint, raw.parse, reserve), texts, reserve)
         observe_embedding("openai", len(texts), time.perf_counter() - start)
         return vectors
 

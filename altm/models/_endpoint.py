@@ -1,0 +1,132 @@
+"""One task's OpenAI-compatible endpoint: its clients, what it spent (tokens, requests) and its admission (the
+token budget, the request rate). The clients try each request once; :mod:`._attempts` says whether again."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from openai import AsyncOpenAI, OpenAI, OpenAIError
+
+from altm.core import Deferred
+from altm.models._attempts import delay_s, received, retried
+from altm.models._metrics import MODEL_COST, MODEL_TOKENS
+from altm.models._settings import LLMSettings, ModelTask
+
+
+@dataclass
+class Endpoint:
+    """One task's endpoint: its clients (made on first use), spend, tokens reserved by requests in flight (a
+    budget is checked against both: calls made together do not all pass it) and the next request's rate slot."""
+
+    task: ModelTask
+    settings: LLMSettings
+    client: AsyncOpenAI | None = None
+    sync: OpenAI | None = None
+    tokens_used: int = 0
+    reserved: int = 0
+    requests: int = 0
+    next_slot: float = 0.0
+
+    def async_client(self) -> AsyncOpenAI:
+        """The client of the event loop; it tries each request once (``retry`` says whether again)."""
+        if self.client is None:
+            s = self.settings
+            self.client = AsyncOpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
+        return self.client
+
+    def sync_client(self) -> OpenAI:
+        """The blocking client (recall's helper thread); it tries each request once, as ``async_client``'s."""
+        if self.sync is None:
+            s = self.settings
+            self.sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
+        return self.sync
+
+    def retry(self, exc: OpenAIError, attempt: int, prompt_tokens: int) -> float | None:
+        """Count the failed attempt ``attempt`` (0 first; its prompt charged when the endpoint received it) and
+        say how long to wait before the next, or None when there is none (not retried, or retries spent)."""
+        self.spent(None, counted=(prompt_tokens, 0) if received(exc) else (0, 0))
+        if attempt < self.settings.max_retries and retried(exc):
+            return delay_s(exc, attempt)
+        return None
+
+    def _check_budget(self) -> None:
+        """Raise when the token budget is spent, counting what the requests in flight reserved."""
+        budget = self.settings.token_budget
+        if budget is not None and self.tokens_used + self.reserved >= budget:
+            raise Deferred(f"token budget of task {self.task.value} exhausted ({self.tokens_used}/{budget} tokens"
+                           + (f", {self.reserved} reserved by requests in flight)" if self.reserved else ")"))
+
+    def _book(self) -> float:
+        """Book the rate slot for a request sent now and return 0, or return how long until it opens. Nothing is
+        booked ahead: a caller that gives up while it waits (a deadline) takes no slot with it."""
+        if not self.settings.rate_per_minute:
+            return 0.0
+        now = time.monotonic()
+        if self.next_slot > now:
+            return self.next_slot - now
+        self.next_slot = now + 60.0 / self.settings.rate_per_minute
+        return 0.0
+
+    def _admitted(self, reserve: int) -> None:
+        self._check_budget()
+        self.reserved += reserve
+
+    async def admit(self, reserve: int) -> None:
+        """Wait for a rate slot and reserve ``reserve`` tokens of the budget (``release`` them once the request
+        is done); :class:`Deferred` when the budget is spent."""
+        self._check_budget()
+        wait = self._book()
+        while wait > 0:  # each waiter books its own slot when it opens (several may wait for one)
+            await asyncio.sleep(wait)
+            wait = self._book()
+        self._admitted(reserve)
+
+    def admit_blocking(self, reserve: int) -> None:
+        """``admit`` for a blocking caller."""
+        self._check_budget()
+        wait = self._book()
+        while wait > 0:
+            time.sleep(wait)
+            wait = self._book()
+        self._admitted(reserve)
+
+    def release(self, reserve: int) -> None:
+        self.reserved = max(0, self.reserved - reserve)
+
+    def spent(self, usage: Any, *, counted: tuple[int, int] = (0, 0)) -> None:
+        """Count a call: the tokens the endpoint reports, or ``counted`` here (prompt, completion) where it
+        reports none, zero or fewer (a budget must not rest on the endpoint's word; a negative count is none)."""
+        self.requests += 1
+        if usage is None and counted == (0, 0):
+            return
+        reported = (_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"))
+        prompt, completion = reported if any(reported) else counted
+        self.tokens_used += max(_tokens(usage, "total_tokens"), prompt + completion)
+        task, s = self.task.value, self.settings
+        MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
+        MODEL_TOKENS.labels(task=task, direction="completion").inc(completion)
+        cost = (prompt * s.usd_per_1k_prompt_tokens + completion * s.usd_per_1k_completion_tokens) / 1000
+        if cost:
+            MODEL_COST.labels(task=task).inc(cost)
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        if self.sync is not None:
+            self.sync.close()
+            self.sync = None
+
+
+def estimated_tokens(text: str) -> int:
+    """About four bytes a token: what a call is charged at least when its endpoint reports no usage."""
+    return (len(text.encode("utf-8", errors="surrogatepass")) + 3) // 4
+
+
+def _tokens(usage: Any, field: str) -> int:
+    """A token count of an endpoint's usage report, 0 when missing or not a count of at least 0."""
+    value = getattr(usage, field, 0) if usage is not None else 0
+    return value if isinstance(value, int) and value > 0 else 0
