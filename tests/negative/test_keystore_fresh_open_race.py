@@ -14,8 +14,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from altm.bus.sealing import SqliteKeyStore
-from altm.bus.sealing._keys import Owner
+from altm.bus.sealing._keys import MASTER_KEY_ENV, Owner, load_master_key
 
 
 def test_a_key_store_another_process_is_setting_up_is_opened_once_it_is_done(tmp_path: Path) -> None:
@@ -41,3 +43,15 @@ def test_a_key_store_another_process_is_setting_up_is_opened_once_it_is_done(tmp
         assert store.get(kid) == key
     finally:
         store.close()
+
+
+def test_a_master_key_another_process_made_first_is_the_one_used(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both workers found no master key file; the other one made it first (between this one's look and its
+    own making): this one uses that key, it does not stop on ``FileExistsError`` (nor read a file half written)."""
+    path = tmp_path / "keys.db.master"
+    monkeypatch.delenv(MASTER_KEY_ENV, raising=False)
+    made_first = load_master_key(path, create=True)
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self, **kw: False if self == path else real_exists(self, **kw))
+    assert load_master_key(path, create=True) == made_first
