@@ -165,10 +165,20 @@ def load_master_key(path: Path, *, create: bool) -> bytes:
         raise KeyStoreError(f"no master key: set {MASTER_KEY_ENV} or restore {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(base64.urlsafe_b64encode(key).decode() + "\n")
-        durable(f)
+    made = path.with_name(f"{path.name}.{uuid.uuid4().hex}.new")  # whole before it has the key's name
+    fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(base64.urlsafe_b64encode(key).decode() + "\n")
+            durable(f)
+        try:
+            os.link(made, path)  # never replaces: of two processes making one, the first's key is everyone's
+        except FileExistsError:
+            return decode_master_key(path.read_text(encoding="ascii").strip(), str(path))
+    finally:
+        made.unlink(missing_ok=True)
+    with path.open(encoding="ascii") as f:  # the same file, synced under the name it is read by
+        os.fsync(f.fileno())
     durable_dir(path.parent)  # on disk before any data key is wrapped with it: a power loss kept the keys only
     return key
 
@@ -197,6 +207,28 @@ def decode_master_key(text: str, where: str) -> bytes:
     if len(key) != 32:
         raise KeyStoreError(f"the master key in {where} must be 32 bytes (base64 of 32 random bytes)")
     return key
+
+
+SETUP_WAIT_S = 10.0
+
+
+def _set_up(db: sqlite3.Connection) -> None:
+    """WAL, secure delete and the tables. While another process sets up a fresh file (a worker started beside
+    this one), SQLite refuses the switch to WAL at once, whatever the busy timeout (it does not wait on a lock it
+    could deadlock on): tried again for up to ``SETUP_WAIT_S`` (each step is idempotent)."""
+    deadline = time.monotonic() + SETUP_WAIT_S
+    pause = 0.01
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA secure_delete=ON")
+            db.executescript(_DDL)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(0.2, pause * 2)
 
 
 class SqliteKeyStore(KeyStore):
@@ -234,9 +266,7 @@ class SqliteKeyStore(KeyStore):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA busy_timeout=10000")  # before anything that locks: workers start side by side
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA secure_delete=ON")
-            db.executescript(_DDL)
+            _set_up(db)
             self._owner_only()
         db.execute("PRAGMA busy_timeout=10000")
         return db
