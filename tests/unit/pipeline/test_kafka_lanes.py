@@ -398,3 +398,26 @@ async def test_one_partition_whose_restore_fails_does_not_keep_the_others_from_b
     for _ in range(3):  # three ticks of the restore timer
         await runtime._restore_owned()
     assert 1 in runtime._ready
+
+
+async def test_a_lane_says_when_a_batch_left_it_nothing_queued() -> None:
+    emptied: list[int] = []
+    lane = Lane("altm.changes", [_Driver("a")], batch=10, opener=lambda rec, ds: rec, ready=lambda partition: True,
+                emptied=lambda which: emptied.append(which.batches))
+    lane.put(0, _records(0, range(15)))  # two batches: the first leaves five queued
+    lane.start()
+    await _until(lambda: lane.done.get(0) == 15)
+    await lane.stop(1.0)
+    assert emptied == [2] and lane.idle()
+
+
+def test_a_worker_commits_at_once_when_every_lane_ran_out_of_work(runtime: Any) -> None:
+    """Not up to a second later at the next tick: the group's lag shows a worker that is done when it is (the
+    benchmarks and the tests' idle detection read it)."""
+    writer, *others = runtime.lanes
+    others[0].put(0, _records(0, range(3), topic=others[0].topic))  # another lane still has work
+    runtime._lane_emptied(writer)
+    assert not runtime._commit_now.is_set()
+    others[0].forget([0])
+    runtime._lane_emptied(writer)
+    assert runtime._commit_now.is_set()

@@ -70,7 +70,7 @@ class Lane:
 
     def __init__(self, topic: str, drivers: Sequence[Driver], *, batch: int, opener: Opener,
                  ready: Callable[[int], bool], hold: Hold | None = None, gate: Gate | None = None,
-                 marker: Marker | None = None) -> None:
+                 marker: Marker | None = None, emptied: Callable[[Lane], None] | None = None) -> None:
         self.topic = topic
         self.drivers = list(drivers)
         self.name = "+".join(d.name for d in self.drivers)
@@ -80,6 +80,7 @@ class Lane:
         self._hold = hold  # awaited before each batch: a lane that yields to others (see the runtime)
         self._gate = gate  # per partition, the offset the lane may not reach yet (the control order)
         self._marker = marker  # which records are marks (see ``first_mark``)
+        self._emptied = emptied  # called after a batch that left nothing queued
         self._marks: dict[int, deque[tuple[int, int]]] = {}  # partition -> (offset, mark) of records not handled
         self._held_back = False  # the last take left records queued behind its hold's gates
         self.batches = 0  # batches handled
@@ -120,6 +121,10 @@ class Lane:
         their gates."""
         now = time.monotonic()
         return sum(self._below(q, self._gate_of(p)) for p, q in self._queues.items() if self._takes(p, now))
+
+    def idle(self) -> bool:
+        """Nothing queued and no batch in flight."""
+        return self._current is None and not self.backlog()
 
     def busy_with(self, partition: int) -> bool:
         """Whether the lane has records of ``partition`` queued or a batch of it in flight."""
@@ -310,3 +315,5 @@ class Lane:
             self.done[rec.partition] = max(self.done.get(rec.partition, 0), rec.offset + 1)
         self.batches += 1
         self.progressed.set()
+        if self._emptied is not None and not self.backlog():
+            self._emptied(self)

@@ -10,10 +10,11 @@ awaited together before the batch counts as handled. A partition whose lanes que
 paused until they catch up.
 
 Offsets: a partition's committed offset is the least of what its lanes have handled, committed every second,
-at a rebalance and at a stop. At a rebalance a worker starts no new batch of the partitions it gives up, waits
-for the batches in flight (``ALTM_WORKER_REVOKE_WAIT_S``, then cancels them: not handled, not committed), commits
-what was handled and drops what it had queued: the next owner reads on from exactly there. Nothing is
-acknowledged before its outputs are published, so delivery is at-least-once and effects are idempotent: the
+as soon as every lane has run out of work (the group's lag shows a worker that is done at once, not up to a
+second later), at a rebalance and at a stop. At a rebalance a worker starts no new batch of the partitions it
+gives up, waits for the batches in flight (``ALTM_WORKER_REVOKE_WAIT_S``, then cancels them: not handled, not
+committed), commits what was handled and drops what it had queued: the next owner reads on from exactly there.
+Nothing is acknowledged before its outputs are published, so delivery is at-least-once and effects are idempotent: the
 writer stores its proposals offset in the shard transaction and skips anything below it, and changes go
 through the shard's outbox.
 
@@ -100,7 +101,7 @@ class KafkaRuntime:
                                      self.partitions)
         prefix = settings.topic_prefix
         self.lanes = [Lane(self.writer.topic, [self.writer], batch=settings.poll_batch, opener=self._open,
-                           ready=lambda partition: True)]
+                           ready=lambda partition: True, emptied=self._lane_emptied)]
         for group in lanes_of(self.stages):
             self.lanes.append(self._lane_of(group))
         self._searchable = [lane for lane in self.lanes if lane.name in SEARCHABLE_PATH]
@@ -129,6 +130,7 @@ class KafkaRuntime:
         self._commit_lock = asyncio.Lock()  # a commit never straddles a rebalance (it would carry the new
         # generation for a partition another worker now owns, and could move its offset back)
         self._restore_now = asyncio.Event()
+        self._commit_now = asyncio.Event()  # every lane ran out of work: commit now, not at the next tick
         self._tasks: list[asyncio.Task[None]] = []
         # partitions revoked at the last rebalance (given back or not); with standby copies (a data dir of its
         # own) every partition at the start: deferred work a stop kept from being handed over goes at the first
@@ -151,7 +153,7 @@ class KafkaRuntime:
                              else (lambda p: self.order.capture_gate(p)) if capture else None)
         return Lane(topic_name(source, self.settings.topic_prefix), group, batch=self.settings.poll_batch,
                     opener=self._open, ready=self._is_ready, gate=gate, marker=turns_end if control else None,
-                    hold=self._searchable_first if deriving else None)
+                    hold=self._searchable_first if deriving else None, emptied=self._lane_emptied)
 
     # lifecycle
 
@@ -190,7 +192,7 @@ class KafkaRuntime:
             lane.start()
         s = self.settings
         self._tasks = [asyncio.create_task(self._fetch_loop(), name="altm-fetch"),
-                       self._every(1.0, self._commit, "committing offsets"),
+                       self._every(1.0, self._commit, "committing offsets", self._commit_now),
                        self._every(1.0, self._flush_owned, "flushing the outbox (is the broker reachable?)"),
                        self._every(2.0, self._restore_owned, "restoring owned partitions from the log",
                                    self._restore_now),
@@ -372,6 +374,12 @@ class KafkaRuntime:
             if offset > self._committed.get(tp, -1):
                 out[tp] = offset
         return out
+
+    def _lane_emptied(self, lane: Lane) -> None:
+        """``lane`` handled a batch and has nothing queued: when no other lane has work either, what they handled
+        is committed now (the batch that emptied ``lane`` counts as done: its outputs are published)."""
+        if all(other is lane or other.idle() for other in self.lanes):
+            self._commit_now.set()
 
     async def _commit(self) -> None:
         async with self._commit_lock:
