@@ -402,7 +402,8 @@ async def test_one_partition_whose_restore_fails_does_not_keep_the_others_from_b
 
 async def test_a_lane_says_when_a_batch_left_it_nothing_queued() -> None:
     emptied: list[int] = []
-    lane = Lane("altm.changes", [_Driver("a")], batch=10, opener=lambda rec, ds: rec, ready=lambda partition: True,
+    drivers: list[Any] = [_Driver("a")]
+    lane = Lane("altm.changes", drivers, batch=10, opener=lambda rec, ds: rec, ready=lambda partition: True,
                 emptied=lambda which: emptied.append(which.batches))
     lane.put(0, _records(0, range(15)))  # two batches: the first leaves five queued
     lane.start()
