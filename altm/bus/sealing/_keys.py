@@ -245,8 +245,12 @@ class SqliteKeyStore(KeyStore):
         self._master_id = master_id(self._master)
         self._aead = AESGCM(self._master)
         self._lock = threading.Lock()
-        self._checkpoint_owed = False  # a destroyed key's pages may still be in the write-ahead log
+        # a destroyed key's pages may still be in the file and the write-ahead log: owed at every writable open
+        # too (a process killed between a destruction's commit and its checkpoint recorded its debt nowhere)
+        self._checkpoint_owed = not read_only
         self._db = self._connect()
+        if self._checkpoint_owed:
+            self._checkpoint_at_open()
 
     @property
     def location(self) -> str:
@@ -412,6 +416,18 @@ class SqliteKeyStore(KeyStore):
             if doomed or self._checkpoint_owed:
                 self._checkpoint()
             return len(doomed)
+
+    def _checkpoint_at_open(self) -> None:
+        """The checkpoint a writable open owes (see ``_checkpoint_owed``), tried once without waiting: a reader in
+        another process (a worker beside this one) leaves it owed, paid at the next destruction or sweep."""
+        self._db.execute("PRAGMA busy_timeout=0")
+        try:
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError:
+            busy = 1
+        finally:
+            self._db.execute("PRAGMA busy_timeout=10000")
+        self._checkpoint_owed = bool(busy)
 
     def _checkpoint(self, attempts: int = 20) -> None:
         """``wal_checkpoint(TRUNCATE)`` until it completes, each try waiting at most ``CHECKPOINT_WAIT_MS`` for a
