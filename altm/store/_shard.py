@@ -20,6 +20,7 @@ from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
 from altm.store._text_index import apply_pending, register_index_form
 from altm.store._tx import ShardTx
+from altm.store._tx._erasure import PURGE_OWED_KEY
 
 log = logging.getLogger("altm.store")
 OutboxRow = tuple[int, str, str | None, bytes, bytes | None]
@@ -93,7 +94,13 @@ class Shard:
         register_index_form(conn)  # the text indexes hold the content's NFKC form
         conn.row_factory = sqlite3.Row
         self._conn = conn
+        if not self.read_only and self._purge_owed():
+            log.info("shard %s: purging after an erasure whose process stopped before it purged", self.path)
+            self.purge()
         return self
+
+    def _purge_owed(self) -> bool:
+        return self._db.execute("SELECT 1 FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,)).fetchone() is not None
 
     def close(self) -> None:
         if self._conn is not None:
@@ -221,9 +228,11 @@ class Shard:
 
     def purge(self) -> None:
         """After an erasure: merge the word indexes (no segment keeps the erased terms) and fold the write-ahead
-        log into the file and truncate it (no old page image keeps them either)."""
+        log into the file and truncate it (no old page image keeps them either). The erasure's transaction
+        recorded it as owed (``ShardTx.owe_purge``): done, it is owed no more."""
         for table in ("memories_fts", "memories_fts_tri"):
             self._db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        self._db.execute("DELETE FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,))
         if not self._truncate_log(wait_ms=LOG_TRUNCATE_WAIT_MS):
             log.warning("shard %s could not truncate its write-ahead log after an erasure (a reader holds it): the "
                         "erased rows' old page images stay in it until the writer's next transaction after that "

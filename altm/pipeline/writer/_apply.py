@@ -277,6 +277,8 @@ class Writer:
             return _rejected(tx, event, record, f"the proposal could not be applied: {type(exc).__name__}: {exc}",
                              ctx.now, "internal_error")
         erased = event if isinstance(event, EraseProposal) and applied.status is ChangeStatus.COMMITTED else None
+        if erased is not None:
+            tx.owe_purge()  # done by apply_batch once this commits, or by the next open if the process dies first
         on_log = {b.event_id for b in ahead.get(event.event_id, ())}  # a restore: published already
         return WriteOutcome(changes=_changes(event, record, applied), erased=erased,
                             burials=[b for b in _burials(tx, event, applied.buried) if b.event_id not in on_log])

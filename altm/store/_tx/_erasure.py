@@ -28,9 +28,18 @@ from altm.store._tx._common import (
 )
 from altm.store._tx._writes import _TxWrites
 
+PURGE_OWED_KEY = "purge_owed"
+"""The ``shard_meta`` key of an erasure's purge not yet done (see :meth:`_TxErasure.owe_purge`)."""
+
 
 class _TxErasure(_TxWrites):
     """Erasure: scrubbing erased memories' rows, references, records and refusals."""
+
+    def owe_purge(self) -> None:
+        """This transaction erases: the shard's purge (``Shard.purge``: the text indexes merged, the write-ahead
+        log truncated) is owed once it commits, and recorded with it, so a process killed before it purged leaves
+        it to the next writable open (the erased terms had stayed in index segments for good)."""
+        self._db.execute(f"INSERT OR REPLACE INTO shard_meta (key, value) VALUES ('{PURGE_OWED_KEY}', '1')")
 
     def scrub(self, scope: Scope, memory_ids: Sequence[str], *, all_cache: bool, at: str, proposal_id: str,
               answers: Collection[str] = ()) -> list[MemoryRow]:
