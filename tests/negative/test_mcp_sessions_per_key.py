@@ -1,0 +1,95 @@
+"""One key can take every streamable-HTTP MCP session of the server (red team of the interfaces, round 17).
+
+``serve_mcp`` (altm/interfaces/serve.py:131) builds the streamable-HTTP app with the MCP SDK's defaults: at most
+``DEFAULT_MAX_SESSIONS`` (10,000) stateful sessions per server, each kept until 30 minutes without a request. The
+cap is global: ``_key_middleware`` binds a session to the key that opened it, but nothing bounds how many sessions
+one key opens. Any key -- another tenant's agent key -- that sends 10,000 ``initialize`` requests (45 s from one
+client on loopback, +340 MiB RSS) leaves the server answering every other tenant's ``initialize`` with
+``503 Too many open sessions`` for the next 30 minutes. The memory browser bounds logins per key for exactly
+this reason (README: "a key holds at most 16 logins at once, so no key holder can push other people's logins
+out"); the MCP server does not.
+
+Reproduced at full scale against ``altm mcp-server`` (10,000 sessions of one key, then another tenant's key: 503).
+To stay fast, this test runs the same CLI in a child process with the SDK's session cap lowered to 24: one key
+opens 24 sessions, and another tenant's key must still be able to open one.
+
+Expected: sessions are bounded per key (as browser logins are), so one key cannot exhaust the server's sessions
+for other keys.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from altm.interfaces.access import KeyStore
+from tests.support.processes import free_port
+
+CAP = 24
+ACCEPT = "application/json, text/event-stream"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "red-team", "version": "1"}}}
+# `altm mcp-server` with the SDK's global session cap lowered from 10,000 to CAP (nothing else changed)
+RUNNER = f"""
+import sys
+from mcp.server import streamable_http_manager as m
+_init = m.StreamableHTTPSessionManager.__init__
+def _capped(self, *a, **kw):
+    _init(self, *a, **kw)
+    self.max_sessions = {CAP}
+m.StreamableHTTPSessionManager.__init__ = _capped
+from altm.interfaces.cli import main
+sys.argv = ["altm", *sys.argv[1:]]
+main()
+"""
+
+
+def _wait(proc: subprocess.Popen[bytes], port: int) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (proc.stdout.read() if proc.stdout else b"").decode()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError("mcp-server did not start")
+
+
+def test_one_key_cannot_take_every_mcp_session(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    keys = KeyStore(data / "api_keys.json")
+    hog = keys.create("acme-coder", "acme/platform/dana/coder")
+    other = keys.create("globex-coder", "globex/ops/sam/coder")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, "mcp-server", "--data-dir", str(data), "--profile",
+                             "runtime", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        _wait(proc, port)
+        with httpx.Client(timeout=30) as c:
+            opened = 0
+            for _ in range(CAP + 5):
+                r = c.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {hog}", "Accept": ACCEPT})
+                if r.status_code != 200:
+                    break
+                opened += 1
+            victim = c.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {other}", "Accept": ACCEPT})
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    # actual: the first key opens all CAP sessions, and the other tenant's key gets 503 "Too many open sessions"
+    assert victim.status_code == 200, (
+        f"after one key opened {opened} sessions, another tenant's initialize answered {victim.status_code} "
+        f"{victim.text[:120]}")
