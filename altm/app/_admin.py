@@ -27,7 +27,7 @@ from altm.core import (
     Settings,
     derive_id,
 )
-from altm.core.bounds import EARLIEST_YEAR
+from altm.core.bounds import EARLIEST_YEAR, MAX_NAMED_IDS
 from altm.pipeline.lifecycle_rules import LifecycleRules
 from altm.pipeline.processors import control_proposal
 from altm.store import MaintenanceQueries, OutcomeQueries, ProposalOutcome, ShardSet
@@ -93,6 +93,8 @@ class AdminService:
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             raise ValueError("name at least one memory id")
+        if len(ids) > MAX_NAMED_IDS:
+            raise ValueError(f"{len(ids)} memory ids; one signal names at most {MAX_NAMED_IDS}")
         for mid in ids:
             self.recall.memory(scope, mid)
         action = {"pin": ControlAction.PIN, "unpin": ControlAction.UNPIN}.get(signal, ControlAction.FEEDBACK)

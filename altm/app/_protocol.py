@@ -35,7 +35,7 @@ from altm.core import (
     normalise_text,
     sha256_hex,
 )
-from altm.core.bounds import content_over_limit
+from altm.core.bounds import MAX_NAMED_IDS, content_over_limit
 from altm.models import ChatModel, ModelTask
 from altm.pipeline.processors import l0_memory_id
 from altm.recall import (
@@ -64,8 +64,8 @@ log = logging.getLogger("altm.protocol")
 class Feedback(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt list ("harmfull") is refused, not ignored
 
-    helpful: list[str] = Field(default_factory=list, description="Memory ids that helped")
-    harmful: list[str] = Field(default_factory=list, description="Memory ids that misled")
+    helpful: list[str] = Field(default_factory=list, max_length=MAX_NAMED_IDS, description="Memory ids that helped")
+    harmful: list[str] = Field(default_factory=list, max_length=MAX_NAMED_IDS, description="Memory ids that misled")
     note: str | None = Field(default=None, max_length=2000)
 
     @model_validator(mode="after")
@@ -305,6 +305,9 @@ class ProtocolService:
     async def commit_turn(self, cycle_id: str, assistant_content: str, cited_memory_ids: Sequence[str] = (),
                           feedback: Feedback | None = None) -> CommittedTurn:
         self._check_content(assistant_content)
+        if len(cited_memory_ids) > MAX_NAMED_IDS:
+            raise ValueError(f"{len(cited_memory_ids)} cited memory ids; a reply cites at most {MAX_NAMED_IDS} (no "
+                             "bundle shows more)")
         cycle = self.cycles.find(cycle_id)
         # a commit and an abort of one cycle, and two commits of one turn's cycles (a turn has one reply): the
         # second sees the first (the turn's lock, then the cycle's, in prepare_turn's order)
@@ -324,11 +327,11 @@ class ProtocolService:
                 return CommittedTurn(cycle_id=cycle_id, cited_memory_ids=cited, replayed=True)
             raise IdempotencyConflict(f"cycle {cycle_id} is already committed with different content")
         allowed = set(cycle.bundle_memory_ids)
-        foreign = [m for m in cited if m not in allowed]
-        if feedback is not None:
-            foreign += [m for m in (*feedback.helpful, *feedback.harmful) if m not in allowed and m not in foreign]
+        named = [*cited, *((*feedback.helpful, *feedback.harmful) if feedback is not None else ())]
+        foreign = [m for m in dict.fromkeys(named) if m not in allowed]
         if foreign:
-            raise CitationError(f"memory ids {foreign} were not in the bundle of cycle {cycle_id}; cite only "
+            listed = ", ".join(foreign[:10]) + (f" and {len(foreign) - 10} more" if len(foreign) > 10 else "")
+            raise CitationError(f"memory ids {listed} were not in the bundle of cycle {cycle_id}; cite only "
                                 f"memories the bundle showed ({len(allowed)} ids)")
         ts = _now()
         # the reply is dated by its exchange, the time of the message it answers (a host-dated session's replies

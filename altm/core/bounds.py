@@ -16,6 +16,9 @@ MAX_DEPTH = 8
 MAX_METADATA_BYTES = 16 * 1024
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_ID_CHARS = 256
+MAX_NAMED_IDS = 500
+"""Memory ids one request may name (a reply's citations, a feedback's or a commit's helpful and harmful ids): more
+than any bundle shows; a request of 70,000 short ids, under the body limit, had held the event loop for seconds."""
 MAX_DEAD_LETTER_ORIGINAL = 256 * 1024
 """A dead letter keeps this much of its original (with the full size and hash beyond it): one 10 MB line
 must not be stored twice over."""

@@ -21,6 +21,7 @@ from altm.core.bounds import (
     MAX_DEPTH,
     MAX_ID_CHARS,
     MAX_METADATA_BYTES,
+    MAX_NAMED_IDS,
     MAX_PAYLOAD_BYTES,
     bounded_json,
 )
@@ -55,7 +56,8 @@ class TurnEvent(Envelope):
         default=None, max_length=MAX_ID_CHARS, description="Id in the host system; defaults to turn_id"
     )
     cycle_id: str | None = Field(default=None, max_length=MAX_ID_CHARS)
-    cited_memory_ids: tuple[Annotated[str, Field(max_length=MAX_ID_CHARS)], ...] = Field(default=(), max_length=500)
+    cited_memory_ids: tuple[Annotated[str, Field(max_length=MAX_ID_CHARS)], ...] = Field(default=(),
+                                                                                         max_length=MAX_NAMED_IDS)
     metadata: dict[str, Any] = Field(
         default_factory=dict,
         description=f"Free-form JSON: at most {MAX_METADATA_BYTES} bytes, {MAX_DEPTH} levels deep, "

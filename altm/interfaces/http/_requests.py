@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from altm.app import MAX_QUERY_CHARS, Feedback
 from altm.core import Scope
+from altm.core.bounds import MAX_NAMED_IDS
 from altm.recall import DEFAULT_PRESET, MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET, PRESETS
 
 
@@ -49,7 +50,7 @@ class PrepareRequest(_Scoped):
 class CommitRequest(_Body):
     cycle_id: str
     assistant_content: str
-    cited_memory_ids: list[str] = Field(default_factory=list)
+    cited_memory_ids: list[str] = Field(default_factory=list, max_length=MAX_NAMED_IDS)
     feedback: Feedback | None = None
 
 
@@ -64,7 +65,7 @@ class DrilldownRequest(_Scoped):
 
 
 class FeedbackRequest(_Scoped):
-    memory_ids: list[str] = Field(min_length=1)
+    memory_ids: list[str] = Field(min_length=1, max_length=MAX_NAMED_IDS)
     signal: str = Field(pattern="^(helpful|harmful|pin|unpin)$")
     note: str | None = None
 

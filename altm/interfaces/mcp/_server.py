@@ -29,6 +29,7 @@ from altm.app import (
     ProtocolError,
 )
 from altm.core import Scope
+from altm.core.bounds import MAX_NAMED_IDS
 from altm.interfaces.access import ApiKey, Gate
 
 Profile = Literal["runtime", "admin"]
@@ -49,7 +50,8 @@ Content = Annotated[str, Field(min_length=1)]
 Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_CHARS)]
 Note = Annotated[str | None, Field(max_length=MAX_REASON_CHARS)]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
-MemoryIds = Annotated[list[str], Field(min_length=1)]
+MemoryIds = Annotated[list[str], Field(min_length=1, max_length=MAX_NAMED_IDS)]
+NamedIds = Annotated[list[str] | None, Field(max_length=MAX_NAMED_IDS)]
 
 
 def _surface_errors(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
@@ -111,8 +113,8 @@ def _runtime_tools(server: MCPServer, memory: MemoryApp, gate: GateOf) -> None:
 
     @server.tool(description="Record the assistant's answer and the memory ids it cited (from the bundle).")
     @_surface_errors
-    async def commit(cycle_id: str, assistant_content: str, cited_memory_ids: list[str] | None = None,
-                     helpful: list[str] | None = None, harmful: list[str] | None = None) -> dict[str, Any]:
+    async def commit(cycle_id: str, assistant_content: str, cited_memory_ids: NamedIds = None,
+                     helpful: NamedIds = None, harmful: NamedIds = None) -> dict[str, Any]:
         gate().cycle(cycle_id)
         fb = Feedback(helpful=helpful or [], harmful=harmful or []) if (helpful or harmful) else None
         return (await memory.commit_turn(cycle_id, assistant_content, cited_memory_ids or [], fb)).model_dump()
