@@ -18,7 +18,7 @@ from altm.app import NotFound, ScopeDenied
 from altm.app.stats import collect_stats
 from altm.core import Settings
 from altm.interfaces.http import ApiKey, BodyLimit, KeyStore, create_app
-from altm.interfaces.mcp import Profile, build_server
+from altm.interfaces.mcp import SESSION_IDLE_S, Profile, SessionsPerKey, build_server
 from altm.store import DataDirError, ShardError
 from altm.wiring import Deployment, configure_tracing, open_deployment, record_deployment, resolve
 
@@ -130,8 +130,9 @@ async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: 
 
         server = build_server(deployment.app, profile, caller=_current_key, **kwargs)
         limit = deployment.settings.max_request_bytes
-        mcp_app = server.streamable_http_app(host=host, max_request_body_size=limit)
-        app = _key_middleware(BodyLimit(mcp_app, limit), keystore(settings))
+        mcp_app = server.streamable_http_app(host=host, max_request_body_size=limit,
+                                             session_idle_timeout=SESSION_IDLE_S)
+        app = _key_middleware(SessionsPerKey(BodyLimit(mcp_app, limit)), keystore(settings))
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
     finally:
         await deployment.close()

@@ -19,6 +19,7 @@ open as the log truncation is), so a restart after the kill merges the indexes a
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -62,8 +63,9 @@ def _files_holding(data_dir: Path, needle: bytes) -> list[str]:
 
 async def test_an_erasure_killed_before_its_purge_leaves_no_erased_word_in_the_index(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    done = subprocess.run([sys.executable, "-c", _KILLED_MID_ERASURE, str(s.data_dir)], cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", _KILLED_MID_ERASURE, str(s.data_dir)],
+                                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                                   text=True, timeout=120)
     assert done.returncode == -9, done.stderr[-2000:]  # killed at the purge: the erasure itself had committed
     # the deployment starts again, catches up and writes again
     async with open_embedded(s) as deployment:

@@ -19,6 +19,7 @@ the restarted deployment has written, no file of the data dir holds the destroye
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import subprocess
@@ -74,8 +75,10 @@ async def test_a_key_destroyed_just_before_a_crash_leaves_the_key_store_files_on
     wrapped = bytes(wrapped)
     assert _files_holding(s.data_dir, wrapped) == ["keys.db"]
 
-    done = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_CHECKPOINT, str(s.data_dir)], cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    done = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", _KILLED_BEFORE_CHECKPOINT,
+                                                    str(s.data_dir)],
+                                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                                   text=True, timeout=120)
     assert done.returncode == -9, done.stderr[-2000:]
     keys = sqlite3.connect(f"file:{s.data_dir / 'keys.db'}?mode=ro", uri=True)
     try:  # the erasure's key destruction had committed

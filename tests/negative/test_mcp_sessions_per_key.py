@@ -93,3 +93,41 @@ def test_one_key_cannot_take_every_mcp_session(tmp_path: Path) -> None:
     assert victim.status_code == 200, (
         f"after one key opened {opened} sessions, another tenant's initialize answered {victim.status_code} "
         f"{victim.text[:120]}")
+
+
+def test_a_key_over_its_sessions_ends_its_least_recently_used_one(tmp_path: Path) -> None:
+    """Opening one session more than a key may hold ends that key's least recently used session in the SDK too
+    (the next request on it: 404, as after a DELETE), and leaves the others working."""
+    from altm.interfaces.mcp import MAX_SESSIONS_PER_KEY
+
+    data = tmp_path / "data"
+    key = KeyStore(data / "api_keys.json").create("acme-coder", "acme/platform/dana/coder")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen([sys.executable, "-m", "altm", "mcp-server", "--data-dir", str(data), "--profile",
+                             "runtime", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    auth = {"Authorization": f"Bearer {key}", "Accept": ACCEPT}
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    try:
+        _wait(proc, port)
+        with httpx.Client(timeout=30) as c:
+            sessions = []
+            for _ in range(MAX_SESSIONS_PER_KEY + 1):
+                r = c.post(url, json=INITIALIZE, headers=auth)
+                assert r.status_code == 200, r.text[:200]
+                sessions.append(r.headers["mcp-session-id"])
+            first = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[0],
+                                                    "mcp-protocol-version": "2025-06-18"})
+            second = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[1],
+                                                     "mcp-protocol-version": "2025-06-18"})
+            last = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[-1],
+                                                   "mcp-protocol-version": "2025-06-18"})
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    assert first.status_code == 404, (first.status_code, first.text[:200])  # ended for the newest
+    assert second.status_code == 200 and last.status_code == 200, (second.text[:200], last.text[:200])
