@@ -209,3 +209,19 @@ async def test_metrics_show_the_pipeline_and_recall_with_bounded_labels(
     assert after[("altm_writer_proposals_total", (("op", "upsert_memory"), ("status", "committed")))] >= 2
     values = {v for _, labels in after for _, v in labels}
     assert not any("dana" in v or "acme" in v or v.startswith("mem_") for v in values)
+
+
+async def test_a_feedback_note_that_is_not_text_is_refused_with_the_reason(
+        client: tuple[httpx.AsyncClient, dict[str, str]]) -> None:
+    """A lone surrogate (``"\\ud800"`` in the JSON) in a feedback's note answered 500 (nothing was published):
+    every other field answers 422 (red team of the interfaces, 2026-12-07)."""
+    c, keys = client
+    h = _auth(keys["acme"])
+    r = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s1", "turn_id": "t9",
+                                          "content": "billing deadline", "token_budget": 500}, headers=h)
+    memory_id = r.json()["bundle"]["items"][0]["memory_id"]
+    body = ('{"scope": "%s", "memory_ids": ["%s"], "signal": "helpful", "note": "bad \\ud800 note"}'
+            % (SCOPE.path, memory_id))
+    r = await c.post("/v1/feedback", content=body, headers={**h, "Content-Type": "application/json"})
+    assert r.status_code == 422, (r.status_code, r.text[:200])
+    assert "note" in r.text
