@@ -132,7 +132,9 @@ async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: 
         limit = deployment.settings.max_request_bytes
         mcp_app = server.streamable_http_app(host=host, max_request_body_size=limit,
                                              session_idle_timeout=SESSION_IDLE_S)
-        app = _key_middleware(SessionsPerKey(BodyLimit(mcp_app, limit)), keystore(settings))
+        open_sessions = server.session_manager._server_instances  # the SDK's table: whether a session is open
+        sessions = SessionsPerKey(BodyLimit(mcp_app, limit), lambda session: session in open_sessions)
+        app = _key_middleware(sessions, keystore(settings))
         await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
     finally:
         await deployment.close()

@@ -22,12 +22,7 @@ IDLE_S = 1.5
 RUNNER = f"""
 import sys
 import altm.interfaces.serve as serve
-from altm.interfaces.mcp import _sessions
-serve.SESSION_IDLE_S = {IDLE_S}
-_init = _sessions.SessionsPerKey.__init__
-def _idle(self, app, **kw):
-    _init(self, app, **{{**kw, "idle_s": {IDLE_S}}})
-serve.SessionsPerKey.__init__ = _idle
+serve.SESSION_IDLE_S = {IDLE_S}  # the SDK's idle timeout (the per-key cap asks the SDK which sessions are open)
 from altm.interfaces.cli import main
 sys.argv = ["altm", *sys.argv[1:]]
 main()
