@@ -68,10 +68,7 @@ class SessionsPerKey:
                 sessions.move_to_end(session)  # used: the last to go
             await self._app(scope, receive, send)
             return
-        made: list[str] = []
-        status = await self._served(scope, receive, send, made)
-        if made and status is not None and status < 400:  # it opened a session: the key's oldest may go
-            await self._admit(owner, made[0], scope)
+        await self._opening(owner, scope, receive, send)
 
     def _held(self, owner: str) -> OrderedDict[str, None]:
         """``owner``'s sessions the SDK still holds open."""
@@ -112,18 +109,18 @@ class SessionsPerKey:
         if self._live(session):
             log.warning("an MCP session a key held over its %d did not end when asked", self._limit)
 
-    async def _served(self, scope: MutableMapping[str, Any], receive: Callable[..., Any], send: Callable[..., Any],
-                      made: list[str]) -> int | None:
-        """Serve the request; its response status (None when none was sent); the session id it opened goes in
-        ``made``."""
-        status: list[int] = []
+    async def _opening(self, owner: str, scope: MutableMapping[str, Any], receive: Callable[..., Any],
+                       send: Callable[..., Any]) -> None:
+        """Serve a request without a session (an ``initialize`` opens one). When it opened one, the key's oldest
+        sessions over its limit end before the response starts: its client never holds the new session id while
+        the one it replaces still answers."""
 
-        async def watched(message: MutableMapping[str, Any]) -> None:
-            if message.get("type") == "http.response.start":
-                status.append(int(message["status"]))
-                made.extend(v.decode("latin-1") for k, v in message.get("headers", [])
-                            if k.decode("latin-1").lower() == SESSION_HEADER)
+        async def admitted(message: MutableMapping[str, Any]) -> None:
+            if message.get("type") == "http.response.start" and int(message["status"]) < 400:
+                made = [v.decode("latin-1") for k, v in message.get("headers", [])
+                        if k.decode("latin-1").lower() == SESSION_HEADER]
+                if made:
+                    await self._admit(owner, made[0], scope)
             await send(message)
 
-        await self._app(scope, receive, watched)
-        return status[0] if status else None
+        await self._app(scope, receive, admitted)
