@@ -51,10 +51,6 @@ class SessionsPerKey:
         self._opened: dict[str, OrderedDict[str, None]] = {}  # key → its sessions, least recently used first
         self._locks: dict[str, asyncio.Lock] = {}  # one key's sessions are counted one opening at a time
 
-    def held(self, owner: str) -> int:
-        """How many sessions ``owner`` holds open."""
-        return len(self._held(owner))
-
     async def __call__(self, scope: MutableMapping[str, Any], receive: Callable[..., Any],
                        send: Callable[..., Any]) -> None:
         owner = _owner(scope) if scope["type"] == "http" else None
