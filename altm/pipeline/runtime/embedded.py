@@ -276,6 +276,9 @@ class EmbeddedRuntime:
                 progress("records", n)
             if n == 0 and await self.lag() == 0:
                 return handled
+            # a step's awaits may all finish at once (SQLite work): yield, so a cancellation (Ctrl-C, a caller's
+            # timeout) lands between steps, not once everything is derived
+            await asyncio.sleep(0)
 
     async def _expire(self) -> None:
         """Records past their topic's retention (dead letters, ``ALTM_DLQ_RETENTION_MS``) leave the log, as a
