@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import orjson
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
@@ -31,14 +32,16 @@ console = Console(soft_wrap=True, markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
 
 DEFAULT_DATA_DIR = Settings.model_fields["data_dir"].default
-DataDir = Annotated[Path, typer.Option("--data-dir", help="ALTM data dir (log, shards, indexes)")]
+DataDir = Annotated[Path, typer.Option("--data-dir", envvar="ALTM_DATA_DIR",
+                                       help="ALTM data dir (log, shards, indexes)")]
 ScopeOpt = Annotated[str, typer.Option("--scope", help="TENANT/WORKSPACE/USER/AGENT")]
 BrokerOpt = Annotated[str | None, typer.Option(
     "--broker", help="kafka://HOST:PORT: act on a Kafka deployment (default: the bus the data dir recorded)")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON")]
 
 KNOWN_ERRORS = (ProtocolError, BusError, LogBindingError, DataDirError, ShardError, WiringError, ReadOnlyError,
-                DecodeError, ValueError, VectorIndexBusy)
+                DecodeError, ValueError, VectorIndexBusy, FileExistsError, NotADirectoryError, IsADirectoryError,
+                PermissionError)
 T = TypeVar("T")
 
 
@@ -56,8 +59,16 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def settings_for(data_dir: Path, **overrides: Any) -> Settings:
-    """Settings from the environment with the command's options on top (``None`` means not given)."""
-    return Settings(data_dir=data_dir, **{k: v for k, v in overrides.items() if v is not None})
+    """Settings from the environment with the command's options on top (``None`` means not given); a value
+    they refuse ends the command with one line naming it (it was a traceback: this runs before ``run``)."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(data_dir=data_dir, **given)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        where = f"--{field.replace('_', '-')}" if field in given else f"ALTM_{field.upper()}"
+        fail(f"{where}: {first['msg']}" + (f" (got {first['input']!r})" if "input" in first else ""))
 
 
 def parse_scope(text: str) -> Scope:

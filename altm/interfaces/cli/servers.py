@@ -31,7 +31,7 @@ def keys_create(
 def serve(
     data_dir: DataDir = DEFAULT_DATA_DIR,
     host: Annotated[str, typer.Option(help="Bind address (loopback by default)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8420,
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8420,
     broker: Annotated[str | None, typer.Option(help="kafka://HOST:PORT: serve a Kafka deployment")] = None,
     partitions: Annotated[int | None, typer.Option(help="Partition count (Kafka deployments)")] = None,
 ) -> None:
@@ -47,7 +47,7 @@ def mcp_server(
     profile: Annotated[str, typer.Option(help="runtime or admin")] = "runtime",
     transport: Annotated[str, typer.Option(help="stdio or streamable-http")] = "stdio",
     host: Annotated[str, typer.Option()] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8421,
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8421,
     broker: Annotated[str | None, typer.Option(help="kafka://HOST:PORT: serve a Kafka deployment")] = None,
 ) -> None:
     """The MCP server (with the embedded pipeline in-process, or over a Kafka deployment)."""
