@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
+import logging
+import os
 import secrets
 from pathlib import Path
 
@@ -11,6 +14,8 @@ import orjson
 from pydantic import BaseModel, Field
 
 from altm.core import Scope
+
+log = logging.getLogger("altm.access")
 
 
 class ApiKey(BaseModel):
@@ -36,13 +41,24 @@ class ApiKey(BaseModel):
 
 class KeyStore:
     """Keys in ``<data_dir>/api_keys.json``, read again whenever the file changes: a key removed from it stops
-    working in a running server (and its browser logins end) at its next request, without a restart."""
+    working in a running server (and its browser logins end) at its next request, without a restart. A file that
+    does not parse (a hand edit gone wrong) lets no key in until it is mended: a key removed in that edit never
+    keeps working. ``create`` adds a key under a lock and replaces the file whole, and refuses a file it cannot
+    read rather than write the new key alone over the others."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._keys: list[ApiKey] = []
         self._seen: tuple[int, int] | None = None  # (mtime_ns, size) of the file as last read
         self._fresh()
+
+    def _read(self) -> list[ApiKey]:
+        """The keys the file holds; ValueError, with what to do, when it does not parse."""
+        try:
+            return [ApiKey.model_validate(k) for k in orjson.loads(self.path.read_bytes())]
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            raise ValueError(f"the key file {self.path} does not parse ({str(exc).splitlines()[0]}): mend it (a JSON "
+                             "list of keys) or restore it; nothing was changed") from None
 
     def _fresh(self) -> list[ApiKey]:
         """The keys as the file holds them now (read again only when its mtime or size changed)."""
@@ -54,9 +70,10 @@ class KeyStore:
         seen = (stat.st_mtime_ns, stat.st_size)
         if seen != self._seen:
             try:
-                self._keys = [ApiKey.model_validate(k) for k in orjson.loads(self.path.read_bytes())]
-            except (orjson.JSONDecodeError, ValueError):  # being written by `altm keys create`: read it next time
-                return self._keys
+                self._keys = self._read()
+            except ValueError as exc:
+                log.error("%s: no API key is accepted until it parses", exc)
+                self._keys = []
             self._seen = seen
         return self._keys
 
@@ -69,10 +86,21 @@ class KeyStore:
         if not 1 <= len(parts) <= 4 or not all(parts):
             raise ValueError("a scope prefix is TENANT[/WORKSPACE[/USER[/AGENT]]]")
         key = "altm_" + secrets.token_urlsafe(32)
-        self._fresh().append(ApiKey(name=name, sha256=self.digest(key), scope_prefix="/".join(parts), admin=admin))
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_bytes(orjson.dumps([k.model_dump() for k in self._keys], option=orjson.OPT_INDENT_2))
-        self.path.chmod(0o600)
+        with self.path.with_name(self.path.name + ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two `altm keys create` at once: each adds its key
+            keys = self._read() if self.path.exists() else []
+            keys.append(ApiKey(name=name, sha256=self.digest(key), scope_prefix="/".join(parts), admin=admin))
+            made = self.path.with_name(f"{self.path.name}.{secrets.token_hex(8)}.new")
+            fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(orjson.dumps([k.model_dump() for k in keys], option=orjson.OPT_INDENT_2))
+                    f.flush()
+                    os.fsync(f.fileno())
+                made.replace(self.path)  # a reader sees the old file or the new one, never half of it
+            finally:
+                made.unlink(missing_ok=True)
         self._seen = None  # read again next time (its own write)
         return key
 
