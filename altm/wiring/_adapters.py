@@ -238,6 +238,11 @@ def open_sealer(settings: Settings, *, read_only: bool = False) -> Sealer | None
     """Seals what is published (unless ``ALTM_SEAL_LOG=false``) and opens what is sealed, while the key store
     is there."""
     keys = open_keystore(settings, read_only=read_only)
+    if keys is not None and not settings.seal_log and not read_only and any(keys.counts()):
+        keys.close()
+        raise WiringError(f"this deployment's log is sealed (the key store {keys.location} holds its data keys): "
+                          "ALTM_SEAL_LOG=false would publish records in clear that no erasure could remove from the "
+                          "log; unset it")
     return Sealer(keys, seal=settings.seal_log) if keys is not None else None
 
 
