@@ -8,6 +8,7 @@ action for review instead of being guessed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
@@ -107,6 +108,23 @@ def _moved_facet(event: Event) -> MemoryUnit | None:
     return mem
 
 
+@dataclass
+class _Batch:
+    """What one batch of changes proposed already: what a batch proposes is applied after it, so its later
+    changes see the same state and would propose it again."""
+
+    scened: set[tuple[str, str]] = field(default_factory=set)  # (scope path, node id) whose scene it computed
+    merged: set[tuple[str, str]] = field(default_factory=set)  # (duplicate, canonical) merges it proposed
+
+    def new_merges(self, merges: Sequence[MergeProposal]) -> list[MergeProposal]:
+        """``merges`` less those proposed earlier in the batch: each new duplicate of a statement said n times
+        proposed every unapplied merge of the group again (1,800 turns restating one line per user made 454,565
+        records, 16 merges a turn at 300 turns)."""
+        out = [p for p in merges if (p.merge.duplicate_id, p.merge.canonical_id) not in self.merged]
+        self.merged.update((p.merge.duplicate_id, p.merge.canonical_id) for p in out)
+        return out
+
+
 class GovernProcessor(Processor):
     name = "govern"
     input_topic = Topic.CHANGES
@@ -125,7 +143,7 @@ class GovernProcessor(Processor):
             or (marker.op in _RELEASING_OPS and marker.removes) or marker.op is ProposalOp.ROLLBACK))
 
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
-        return await self._proposals(event, ctx, ctx.require_reader(), scened=set())
+        return await self._proposals(event, ctx, ctx.require_reader(), _Batch())
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal] | None:
         """What :meth:`process` proposes event by event, with a node's scene computed once per batch: at the
@@ -139,16 +157,16 @@ class GovernProcessor(Processor):
         if self._chat is not None:
             return None
         reader = ctx.require_reader()
-        scened: set[tuple[str, str]] = set()  # (scope path, node id) whose scene this batch computed
-        return [p for event in events for p in await self._proposals(event, ctx, reader, scened)]
+        batch = _Batch()
+        return [p for event in events for p in await self._proposals(event, ctx, reader, batch)]
 
     async def _proposals(self, event: Event, ctx: ProcessorContext, reader: MemoryReader,
-                         scened: set[tuple[str, str]]) -> list[Proposal]:
-        """An atom's merges and facet, or the scenes of the nodes a change names, less those in ``scened``
-        (which gains the ones computed here)."""
+                         batch: _Batch) -> list[Proposal]:
+        """An atom's merges and facet, or the scenes of the nodes a change names, less what ``batch`` proposed
+        already (it gains what is proposed here)."""
         mem = committed_memory(event, _ATOMS)
         if mem is not None:
-            return await self._atom(event, ctx, reader, mem)
+            return await self._atom(event, ctx, reader, mem, batch)
         if (released := _released_atom(event)) is not None:
             return [*self._merge_duplicates(event, reader, released)]
         if (moved := _moved_facet(event)) is not None:
@@ -160,21 +178,21 @@ class GovernProcessor(Processor):
             out += self._merge_duplicates(event, reader, approved)
         reviewed = event.op in _RECOMPUTING_OPS  # computed for it whatever the batch computed already
         for node_id in self._scene_nodes(event, reader):
-            if reviewed or (event.scope.path, node_id) not in scened:
-                scened.add((event.scope.path, node_id))
+            if reviewed or (event.scope.path, node_id) not in batch.scened:
+                batch.scened.add((event.scope.path, node_id))
                 out += self._scene(event, reader, node_id)
         return out
 
-    async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
-                    ) -> list[Proposal]:
+    async def _atom(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit,
+                    batch: _Batch) -> list[Proposal]:
         if self._chat is not None and (not reader.holds(mem.scope, mem.memory_id)
                                        or reader.erasure_pending(mem.scope, [mem.memory_id, *mem.evidence])):
             return []  # erased since this change (a deferred or lagging item), or about to be (a replay that has
             # not reached its erasure yet): its text goes to no model
         merges = self._merge_duplicates(event, reader, mem)
         if any(p.merge.duplicate_id == mem.memory_id for p in merges):
-            return [*merges]  # a duplicate adds evidence to its canonical atom, not a facet of its own
-        return [*merges, *await self._facet(event, ctx, reader, mem)]
+            return [*batch.new_merges(merges)]  # a duplicate adds evidence to its canonical atom, not a facet
+        return [*batch.new_merges(merges), *await self._facet(event, ctx, reader, mem)]
 
     def _scene_nodes(self, event: ChangeEvent, reader: MemoryReader) -> list[str]:
         """The nodes whose scene a committed change (a link, an edge) may have changed."""
