@@ -220,8 +220,8 @@ async def test_a_feedback_note_that_is_not_text_is_refused_with_the_reason(
     r = await c.post("/v1/prepare", json={"scope": SCOPE.path, "session_id": "s1", "turn_id": "t9",
                                           "content": "billing deadline", "token_budget": 500}, headers=h)
     memory_id = r.json()["bundle"]["items"][0]["memory_id"]
-    body = ('{"scope": "%s", "memory_ids": ["%s"], "signal": "helpful", "note": "bad \\ud800 note"}'
-            % (SCOPE.path, memory_id))
+    fields = f'"scope": "{SCOPE.path}", "memory_ids": ["{memory_id}"], "signal": "helpful"'
+    body = "{" + fields + ', "note": "bad \\ud800 note"}'  # JSON's escape of a lone surrogate
     r = await c.post("/v1/feedback", content=body, headers={**h, "Content-Type": "application/json"})
     assert r.status_code == 422, (r.status_code, r.text[:200])
     assert "note" in r.text
