@@ -467,17 +467,18 @@ class WriteGuard:
         verdict = _erased(*first)
         return GuardVerdict(verdict.record_id, verdict.reason, statements=tuple(left_out))
 
-    def reasserts(self, tx: ShardTx, mem: MemoryUnit, *, excluding: frozenset[str] = frozenset()
-                  ) -> GuardVerdict | None:
+    def reasserts(self, tx: ShardTx, mem: MemoryUnit, *, excluding: frozenset[str] = frozenset(),
+                  only: frozenset[str] | None = None) -> GuardVerdict | None:
         """Only the anti-pattern half of :meth:`check` (a stored memory judged again when an anti-pattern is
-        stored after it), not against the anti-patterns ``excluding`` names (a reviewer approved it past them)."""
+        stored after it), not against the anti-patterns ``excluding`` names (a reviewer approved it past them);
+        with ``only``, against those anti-patterns alone."""
         try:
-            return self._anti_pattern(tx, mem, excluding)
+            return self._anti_pattern(tx, mem, excluding, only)
         except Exception as exc:  # fail closed, as check does
             raise GuardUnavailable(f"write guard could not be evaluated: {type(exc).__name__}: {exc}") from exc
 
-    def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit, excluding: frozenset[str] = frozenset()
-                      ) -> GuardVerdict | None:
+    def _anti_pattern(self, tx: ShardTx, mem: MemoryUnit, excluding: frozenset[str] = frozenset(),
+                      only: frozenset[str] | None = None) -> GuardVerdict | None:
         """Refused (or held) when it re-asserts a stored anti-pattern. Not judged: raw messages, anti-patterns
         themselves, and a failed outcome: "I tried X and it locked the table" is the evidence why X is an
         anti-pattern, not a recommendation of X (refusing it lost exactly that, and only when the anti-pattern
@@ -489,7 +490,7 @@ class WriteGuard:
         def stored(scope: Scope) -> list[tuple[str, str]]:
             # a persona facet is the user's, recalled by every agent: judged against every agent's anti-patterns
             return [(mid, attrs) for mid, attrs in tx.anti_patterns(scope, whole_user=mem.layer is Layer.L4)
-                    if mid not in excluding]
+                    if mid not in excluding and (only is None or mid in only)]
 
         patterns = stored(mem.scope)
         if not patterns:  # most agents: a scene's members are not read

@@ -229,7 +229,7 @@ def _review_memory(tx: ShardTx, p: ReviewProposal, decision: ReviewDecision, ctx
         also += [] if approve else _scenes_emptied(tx, atom_id, p, ctx)
         mentioned = tuple(tx.mentioned_by(atom_id))  # govern computes their scenes again, without it or with it
     if old["kind"] == "anti_pattern":
-        also += (summaries_judged_again(tx, p.scope, p.event_id, ctx) if approve
+        also += (summaries_judged_again(tx, p.scope, p.event_id, ctx, str(old["memory_id"])) if approve
                 else holds_lifted(tx, p.scope, str(old["memory_id"]), p.event_id, ctx))
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new), also, mentioned=mentioned)
 

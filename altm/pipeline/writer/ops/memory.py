@@ -70,7 +70,7 @@ def upsert_memory(tx: ShardTx, p: UpsertMemoryProposal, ctx: OpContext) -> Appli
             )
         tx.update_memory(old_row, new_row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     if mem.kind.value == "anti_pattern":
-        also += summaries_judged_again(tx, mem.scope, p.event_id, ctx)
+        also += summaries_judged_again(tx, mem.scope, p.event_id, ctx, mem.memory_id)
     return Applied(ChangeStatus.COMMITTED, row_to_memory(new_row), also)
 
 
@@ -157,16 +157,21 @@ def _atom_order(tx: ShardTx, facet: MemoryRow) -> tuple[str, str] | None:
     return None if atom is None else (str(atom["valid_from"] or ""), str(atom["memory_id"]))
 
 
-def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpContext) -> list[MemoryUnit]:
+def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpContext, counting: str
+                           ) -> list[MemoryUnit]:
     """A capsule or a scene that re-asserts an anti-pattern is held for review (see :func:`_validate`) whether
     it was stored before the anti-pattern or after: fold, extract and govern are separate stages, so which
     reaches the writer first depends on batching (a replay's differs from the source's), and the state may not.
     When an anti-pattern is stored (or a tool's is approved, and only then counts), the agent's capsules and
     scenes, and the user's persona facets (of every agent: a facet is judged against every agent's
-    anti-patterns), are judged again against every stored anti-pattern."""
+    anti-patterns), are judged again against every stored anti-pattern: those ``counting`` (the anti-pattern that
+    counts from now) does not speak against keep the verdict the others gave them, so only the others are (each
+    new anti-pattern had judged every summary against every anti-pattern: a cubic cost in a long history)."""
     changed: list[MemoryUnit] = []
     for row in [*tx.summaries(scope), *tx.persona_facets(scope)]:
         mem = row_to_memory(row)
+        if ctx.guard.reasserts(tx, mem, only=frozenset({counting})) is None:
+            continue
         verdict = ctx.guard.reasserts(tx, mem)
         approved = approved_by_review(row)
         if verdict is not None and approved:
