@@ -19,16 +19,9 @@ from altm.pipeline.processors import fold
 from tests.support.memories import running
 from tests.support.turns import make_turn
 
-GAP = pytest.mark.xfail(strict=True, reason=(
-    "known gap (README, Known gaps): fold classifies every message of a session again at each fold (n(n+1)/2 over a"
-    " session of n turns); remembering each message's sections, or folding on from the stored capsule, would make "
-    "it linear"))
-
-
 TURNS = 120
 
 
-@GAP
 async def test_each_message_is_classified_a_bounded_number_of_times(
         settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = {"n": 0}

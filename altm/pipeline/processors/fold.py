@@ -73,6 +73,8 @@ def capsule_id_parts(mem: MemoryUnit) -> list[str]:
 _SECTIONS = ("decisions", "constraints", "corrections", "open_questions", "numbers", "paths")
 SILENT_KEPT = 200_000
 """L0 messages a fold processor remembers as silent (see :class:`SilentMessages`)."""
+SECTIONS_KEPT = 20_000
+"""Messages whose sections a fold processor remembers (see :class:`MessageSections`)."""
 
 
 class SilentMessages:
@@ -104,6 +106,36 @@ class SilentMessages:
             del self._known[next(iter(self._known))]
 
 
+class MessageSections:
+    """What each message gives its capsule (``_sections_of``), remembered by a keyed digest of its id and content
+    hash: a long session is folded again after each batch of its messages, and each fold classified every message
+    that gives the capsule something again (a 400-turn session: 80,200 classifications). Unlike
+    :class:`SilentMessages` this holds the messages' sentences: ``clear`` lets them all go when an erasure, a
+    forget or a rollback folds a session again, so an erased message leaves nothing here once its erasure
+    reached fold. The oldest are let go past ``limit``."""
+
+    def __init__(self, limit: int = SECTIONS_KEPT) -> None:
+        self.limit = limit
+        self._key = secrets.token_bytes(16)
+        self._known: dict[bytes, dict[str, list[str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+    def of(self, msg: MemoryUnit) -> dict[str, list[str]]:
+        digest = hashlib.blake2b(f"{msg.memory_id}\0{msg.content_hash}".encode(), key=self._key,
+                                 digest_size=16).digest()
+        sections = self._known.get(digest)
+        if sections is None:
+            sections = self._known[digest] = _sections_of(msg)
+            if len(self._known) > self.limit:
+                del self._known[next(iter(self._known))]
+        return sections
+
+    def clear(self) -> None:
+        self._known.clear()
+
+
 def _sections_of(msg: MemoryUnit) -> dict[str, list[str]]:
     """What one message gives each section of its session's capsule."""
     sections: dict[str, list[str]] = {key: [] for key in _SECTIONS}
@@ -124,20 +156,21 @@ def _sections_of(msg: MemoryUnit) -> dict[str, list[str]]:
     return sections
 
 
-def extractive_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None) -> dict[str, list[str]]:
+def extractive_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None,
+                        known: MessageSections | None = None) -> dict[str, list[str]]:
     """The capsule's sections, from its messages in order; ``silent`` skips the messages known to give none
-    (and learns the new ones)."""
-    return capsule_sections(messages, silent)[0]
+    (and learns the new ones); ``known`` remembers what the others give."""
+    return capsule_sections(messages, silent, known)[0]
 
 
-def capsule_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None
-                     ) -> tuple[dict[str, list[str]], list[str]]:
+def capsule_sections(messages: Sequence[MemoryUnit], silent: SilentMessages | None = None,
+                     known: MessageSections | None = None) -> tuple[dict[str, list[str]], list[str]]:
     """:func:`extractive_sections`, and the ids of the messages the items kept come from, in message order."""
     sections: dict[str, list[tuple[str, str]]] = {key: [] for key in _SECTIONS}
     for msg in messages:
         if silent is not None and msg in silent:
             continue
-        said = _sections_of(msg)
+        said = known.of(msg) if known is not None else _sections_of(msg)
         if not any(said.values()):
             if silent is not None and msg.layer is Layer.L0:
                 silent.add(msg)
@@ -192,18 +225,20 @@ class FoldProcessor(Processor):
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.L1) else None
         self.silent = SilentMessages()
+        self.sections = MessageSections()
 
     def accepts(self, marker: ChangeMarker) -> bool:
-        """Committed messages, and the message an erasure or a forget names for each session it took a message
-        from."""
+        """Committed messages, the message an erasure or a forget names for each session it took a message
+        from, and any erasure, forget or rollback (the remembered sections go: ``_forget_sections``)."""
         return committed_upsert(marker, _FROM) or (
-            marker.status is ChangeStatus.COMMITTED and marker.op in _FOLDED_AGAIN and marker.layer is Layer.L0)
+            marker.status is ChangeStatus.COMMITTED and marker.op in _FOLDED_AGAIN)
 
     async def process_batch(self, events: Sequence[Event], ctx: ProcessorContext) -> Sequence[Proposal]:
         """One capsule per session per batch: the capsule is a function of the session's stored messages,
         so folding once after the batch's last message gives the same result as folding after each."""
         last: dict[tuple[str, str], tuple[Event, MemoryUnit]] = {}
         for event in events:
+            self._forget_sections(event)
             mem = _session_message(event)
             if mem is not None and mem.session_id is not None:
                 last[(mem.scope.path, mem.session_id)] = (event, mem)
@@ -212,7 +247,13 @@ class FoldProcessor(Processor):
             out += await self._fold(event, mem, ctx)
         return out
 
+    def _forget_sections(self, event: Event) -> None:
+        """An erasure, a forget or a rollback: the remembered sections go (they may quote what it took)."""
+        if isinstance(event, ChangeEvent) and event.op in _FOLDED_AGAIN:
+            self.sections.clear()
+
     async def process(self, event: Event, ctx: ProcessorContext) -> Sequence[Proposal]:
+        self._forget_sections(event)
         mem = _session_message(event)
         if mem is None or mem.session_id is None:
             return []
@@ -231,7 +272,7 @@ class FoldProcessor(Processor):
         count, messages = reader.session_read(mem.scope, mem.session_id, lambda line: line not in self.silent)
         if not messages:
             return []
-        sections, sources = capsule_sections(messages, self.silent)
+        sections, sources = capsule_sections(messages, self.silent, self.sections)
         sections = flat_sections(sections)
         evidence = [messages[0].memory_id, *(mid for mid in sources if mid != messages[0].memory_id)]
         content = render_capsule(mem.session_id, count, messages[0], sections)
@@ -243,7 +284,7 @@ class FoldProcessor(Processor):
         assert mem.session_id is not None and self._chat is not None
         if not messages:
             return []
-        sections = extractive_sections(messages, self.silent)
+        sections = extractive_sections(messages, self.silent, self.sections)
         transcript = "\n".join(f"[{m.source_id}] {m.role}: {m.content}" for m in messages)
         result = await self._chat.structured(ModelTask.L1, mem.scope, [
             {"role": "system", "content": "Summarise this conversation session for long-term memory. "

@@ -157,3 +157,23 @@ async def test_a_long_sessions_capsule_cites_what_its_text_comes_from_and_stays_
     assert audit < 120_000  # on main: 14 folds each writing the growing list twice (~330 KB)
     every_time = sum(range(20, len(turns) + 1, 20))  # on main: every message of the session, at every fold
     assert fold_decoded < 0.7 * every_time  # 4 of the 7 texts give the capsule something: read each time
+
+
+async def test_remembered_sections_go_with_an_erasure(settings: Settings) -> None:
+    """The fold stage remembers what each message gives its capsule (a long session was classified whole at
+    each fold); those are the messages' sentences, so an erasure reaching fold lets them all go."""
+    from altm.wiring import open_embedded
+    from tests.support.memories import runtime_of
+    from tests.support.turns import SCOPE, make_turn
+
+    s = settings.model_copy(update={"embedder": "none"})
+    async with open_embedded(s) as deployment:
+        rt = runtime_of(deployment)
+        folder = next(p for p in rt._processors if isinstance(p, fold.FoldProcessor))
+        await rt.publish([make_turn(i, f"We decided to pay {i} dollars on 2024-03-0{i}.", session="s1")
+                          for i in range(1, 4)])
+        await rt.run_until_idle()
+        assert len(folder.sections) == 3
+        await deployment.app.erase(SCOPE, "session", session_id="s1")
+        await rt.run_until_idle()
+        assert len(folder.sections) == 0
