@@ -4,9 +4,11 @@ token budget, the request rate). The clients try each request once; :mod:`._atte
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from openai import AsyncOpenAI, OpenAI, OpenAIError
 
@@ -14,6 +16,9 @@ from altm.core import Deferred
 from altm.models._attempts import delay_s, received, retried
 from altm.models._metrics import MODEL_COST, MODEL_TOKENS
 from altm.models._settings import LLMSettings, ModelTask
+
+log = logging.getLogger("altm.models")
+R = TypeVar("R")
 
 
 @dataclass
@@ -43,14 +48,6 @@ class Endpoint:
             s = self.settings
             self.sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
         return self.sync
-
-    def retry(self, exc: OpenAIError, attempt: int, prompt_tokens: int) -> float | None:
-        """Count the failed attempt ``attempt`` (0 first; its prompt charged when the endpoint received it) and
-        say how long to wait before the next, or None when there is none (not retried, or retries spent)."""
-        self.spent(None, counted=(prompt_tokens, 0) if received(exc) else (0, 0))
-        if attempt < self.settings.max_retries and retried(exc):
-            return delay_s(exc, attempt)
-        return None
 
     def _check_budget(self) -> None:
         """Raise when the token budget is spent, counting what the requests in flight reserved."""
@@ -95,6 +92,51 @@ class Endpoint:
 
     def release(self, reserve: int) -> None:
         self.reserved = max(0, self.reserved - reserve)
+
+    async def attempted(self, send: Callable[[], Awaitable[R]], prompt_tokens: int) -> R:
+        """``send()``, tried again as :mod:`._attempts` says: each attempt admitted (its rate slot, its prompt's
+        tokens reserved against the budget) and a failed one counted (a timed-out prompt charged). Raises the last
+        attempt's ``OpenAIError``, or :class:`Deferred` when the budget is spent. A send cancelled under it (a
+        caller's deadline) is charged its prompt: it may have been sent."""
+        attempt = 0
+        while True:
+            await self.admit(prompt_tokens)
+            try:
+                return await send()
+            except OpenAIError as exc:
+                wait = self._again(exc, attempt, prompt_tokens)
+            except asyncio.CancelledError:
+                self.spent(None, counted=(prompt_tokens, 0))
+                raise
+            finally:
+                self.release(prompt_tokens)
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    def attempted_blocking(self, send: Callable[[], R], prompt_tokens: int) -> R:
+        """``attempted`` for a blocking caller (recall's helper thread)."""
+        attempt = 0
+        while True:
+            self.admit_blocking(prompt_tokens)
+            try:
+                return send()
+            except OpenAIError as exc:
+                wait = self._again(exc, attempt, prompt_tokens)
+            finally:
+                self.release(prompt_tokens)
+            time.sleep(wait)
+            attempt += 1
+
+    def _again(self, exc: OpenAIError, attempt: int, prompt_tokens: int) -> float:
+        """Count the failed attempt ``attempt`` (0 first; its prompt charged when the endpoint received it) and say
+        how long to wait before the next; ``exc`` raised again when there is none (not retried, or retries spent)."""
+        self.spent(None, counted=(prompt_tokens, 0) if received(exc) else (0, 0))
+        if attempt >= self.settings.max_retries or not retried(exc):
+            raise exc
+        wait = delay_s(exc, attempt)
+        log.info("%s model call failed (%s); attempt %d in %.1f s", self.task.value, type(exc).__name__,
+                 attempt + 2, wait)
+        return wait
 
     def spent(self, usage: Any, *, counted: tuple[int, int] = (0, 0)) -> None:
         """Count a call: the tokens the endpoint reports, or ``counted`` here (prompt, completion) where it

@@ -98,40 +98,28 @@ class OpenAIChat(ChatModel):
 
 async def _completion(endpoint: Endpoint, params: dict[str, Any], prompt_tokens: int) -> object:
     """The endpoint's answer to ``params``, as the client read it (not checked), tried again as
-    :mod:`._attempts` says: each attempt admitted by the task's budget and rate limit, a failed one counted.
-    Raises :class:`Deferred` when every attempt failed, or when the answer could not be read at all (a body
-    cut off: counted ``invalid``, not tried again). An error before a request is sent (a key the HTTP headers
-    cannot hold) is not the endpoint's: it is raised as it is."""
+    :mod:`._attempts` says (:meth:`Endpoint.attempted`), each outcome counted. Raises :class:`Deferred` when every
+    attempt failed, or when the answer could not be read at all (a body cut off: counted ``invalid``, not tried
+    again). An error before a request is sent (a key the HTTP headers cannot hold) is not the endpoint's: it is
+    raised as it is."""
     task = endpoint.task.value
-    attempt = 0
+
+    async def send() -> Any:
+        with MODEL_CALL_SECONDS.labels(task=task).time():
+            return await endpoint.async_client().chat.completions.with_raw_response.create(**params)
+
     try:
-        while True:
-            try:
-                await endpoint.admit(prompt_tokens)
-            except Deferred:
-                MODEL_CALLS.labels(task=task, outcome="over_budget").inc()
-                raise
-            try:
-                with MODEL_CALL_SECONDS.labels(task=task).time():
-                    raw = await endpoint.async_client().chat.completions.with_raw_response.create(**params)
-            except OpenAIError as exc:
-                wait = endpoint.retry(exc, attempt, prompt_tokens)
-                if wait is None:
-                    MODEL_CALLS.labels(task=task, outcome="failed").inc()
-                    raise Deferred(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
-            except asyncio.CancelledError:  # the caller gave up on it (a deadline): the prompt may have been sent
-                endpoint.spent(None, counted=(prompt_tokens, 0))
-                raise
-            else:
-                return _parsed(endpoint, raw.parse, prompt_tokens)
-            finally:
-                endpoint.release(prompt_tokens)
-            log.info("%s model call failed; attempt %d in %.1f s", task, attempt + 2, wait)
-            await asyncio.sleep(wait)
-            attempt += 1
-    except asyncio.CancelledError:
+        raw = await endpoint.attempted(send, prompt_tokens)
+    except Deferred:
+        MODEL_CALLS.labels(task=task, outcome="over_budget").inc()
+        raise
+    except OpenAIError as exc:
+        MODEL_CALLS.labels(task=task, outcome="failed").inc()
+        raise Deferred(f"{task} model call failed: {type(exc).__name__}: {exc}") from exc
+    except asyncio.CancelledError:  # the caller gave up on it (a deadline)
         MODEL_CALLS.labels(task=task, outcome="cancelled").inc()
         raise
+    return _parsed(endpoint, raw.parse, prompt_tokens)
 
 
 def _parsed(endpoint: Endpoint, parse: Callable[[], object], prompt_tokens: int) -> object:
@@ -194,16 +182,11 @@ class OpenAIEmbeddings(EmbeddingModel):
     def _params(self, texts: Sequence[str]) -> dict[str, Any]:
         return {"model": self.model_id, "input": list(texts), "dimensions": self.dim}
 
-    def _failed(self, exc: OpenAIError, attempt: int, reserve: int) -> float:
-        """How long to wait before the next attempt after ``exc``; raises :class:`Deferred` when there is none."""
-        wait = self._endpoint.retry(exc, attempt, reserve)
-        if wait is None:
-            raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
-        return wait
-
-    def _vectors(self, resp: object, texts: Sequence[str], reserve: int) -> list[list[float]]:
-        """One vector of ``dim`` numbers per text, in the texts' order; :class:`Deferred` for any other answer (a
-        gateway's page, fewer vectors, another size: an endpoint that ignores ``dimensions``)."""
+    def _vectors(self, raw: Any, texts: Sequence[str], reserve: int, start: float) -> list[list[float]]:
+        """One vector of ``dim`` numbers per text, in the texts' order, from the endpoint's answer ``raw``;
+        :class:`Deferred` for any other answer (a gateway's page, fewer vectors, another size: an endpoint that
+        ignores ``dimensions``)."""
+        resp = _parsed(self._endpoint, raw.parse, reserve)
         self._endpoint.spent(getattr(resp, "usage", None), counted=(reserve, 0))
         data = getattr(resp, "data", None)
         if not isinstance(data, list) or len(data) != len(texts):
@@ -221,47 +204,28 @@ class OpenAIEmbeddings(EmbeddingModel):
                 raise Deferred(f"embedding endpoint answered a vector of {size} for {self.model_id}'s {self.dim} "
                                "dimensions")
             out.append([float(x) for x in vector])
+        observe_embedding("openai", len(texts), time.perf_counter() - start)
         return out
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        start = time.perf_counter()
-        reserve = sum(map(estimated_tokens, texts))
-        attempt = 0
-        while True:
-            self._endpoint.admit_blocking(reserve)
-            try:
-                raw = self._endpoint.sync_client().embeddings.with_raw_response.create(**self._params(texts))
-            except OpenAIError as exc:
-                wait = self._failed(exc, attempt, reserve)
-            else:
-                break
-            finally:
-                self._endpoint.release(reserve)
-            time.sleep(wait)
-            attempt += 1
-        vectors = self._vectors(_parsed(self._endpoint, raw.parse, reserve), texts, reserve)
-        observe_embedding("openai", len(texts), time.perf_counter() - start)
-        return vectors
+        start, reserve = time.perf_counter(), sum(map(estimated_tokens, texts))
+        client = self._endpoint.sync_client()
+        try:
+            raw = self._endpoint.attempted_blocking(
+                lambda: client.embeddings.with_raw_response.create(**self._params(texts)), reserve)
+        except OpenAIError as exc:
+            raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
+        return self._vectors(raw, texts, reserve, start)
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        start = time.perf_counter()
-        reserve = sum(map(estimated_tokens, texts))
-        attempt = 0
-        while True:
-            await self._endpoint.admit(reserve)
-            try:
-                raw = await self._endpoint.async_client().embeddings.with_raw_response.create(**self._params(texts))
-            except OpenAIError as exc:
-                wait = self._failed(exc, attempt, reserve)
-            else:
-                break
-            finally:
-                self._endpoint.release(reserve)
-            await asyncio.sleep(wait)
-            attempt += 1
-        vectors = self._vectors(_parsed(self._endpoint, raw.parse, reserve), texts, reserve)
-        observe_embedding("openai", len(texts), time.perf_counter() - start)
-        return vectors
+        start, reserve = time.perf_counter(), sum(map(estimated_tokens, texts))
+        client = self._endpoint.async_client()
+        try:
+            raw = await self._endpoint.attempted(
+                lambda: client.embeddings.with_raw_response.create(**self._params(texts)), reserve)
+        except OpenAIError as exc:
+            raise Deferred(f"embedding call failed: {type(exc).__name__}: {exc}") from exc
+        return self._vectors(raw, texts, reserve, start)
 
     def usage(self) -> dict[str, int]:
         return {"requests": self._endpoint.requests, "tokens": self._endpoint.tokens_used}
