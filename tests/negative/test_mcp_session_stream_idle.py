@@ -8,14 +8,12 @@ on both sides, as ``serve_mcp`` wires them: one value)."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
 from altm.interfaces.access import KeyStore
-from tests.negative.test_mcp_sessions_per_key import ACCEPT, INITIALIZE, _wait
+from tests.negative.test_mcp_sessions_per_key import ACCEPT, INITIALIZE, mcp_server
 from tests.support.processes import free_port
 
 IDLE_S = 1.5
@@ -68,17 +66,7 @@ def test_a_session_kept_alive_by_its_stream_still_counts(tmp_path: Path) -> None
     key = KeyStore(data / "api_keys.json").create("acme-coder", "acme/platform/dana/coder")
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, "mcp-server", "--data-dir", str(data), "--profile",
-                             "runtime", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait(proc, port)
+    with mcp_server(data, port, script=RUNNER):
         live, cap = asyncio.run(_scenario(url, {"Authorization": f"Bearer {key}", "Accept": ACCEPT}))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
     # actual: 17 live sessions -- the streamed one was forgotten by the tracker but never ended by the SDK
     assert live <= cap, f"one key holds {live} live MCP sessions (cap {cap})"

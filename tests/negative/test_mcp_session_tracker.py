@@ -13,33 +13,17 @@ checks that the request reached the SDK's MCP endpoint, nor that a session was o
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
 from altm.interfaces.access import KeyStore
-from tests.negative.test_mcp_sessions_per_key import ACCEPT, INITIALIZE, RUNNER, _wait
+from tests.negative.test_mcp_sessions_per_key import ACCEPT, INITIALIZE, mcp_server
 from tests.support.processes import free_port
 
 CAP = 24  # the SDK's global cap in RUNNER (the per-key cap is 16)
 PROTO = {"mcp-protocol-version": "2025-06-18"}
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-
-
-def _server(data: Path, port: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", RUNNER, "mcp-server", "--data-dir", str(data), "--profile",
-                             "runtime", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def test_a_404_off_the_mcp_route_does_not_free_a_live_session(tmp_path: Path) -> None:
@@ -49,23 +33,18 @@ def test_a_404_off_the_mcp_route_does_not_free_a_live_session(tmp_path: Path) ->
     other = keys.create("globex-coder", "globex/ops/sam/coder")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = _server(data, port)
-    try:
-        _wait(proc, port)
-        with httpx.Client(timeout=30) as c:
-            auth = {"Authorization": f"Bearer {hog}", "Accept": ACCEPT}
-            opened = 0
-            for _ in range(CAP + 5):
-                r = c.post(f"{base}/mcp", json=INITIALIZE, headers=auth)
-                if r.status_code != 200:
-                    break
-                opened += 1
-                # a request naming the session on a path the SDK does not serve: 404 from the router
-                c.get(f"{base}/not-mcp", headers={**auth, "mcp-session-id": r.headers["mcp-session-id"]})
-            victim = c.post(f"{base}/mcp", json=INITIALIZE,
-                            headers={"Authorization": f"Bearer {other}", "Accept": ACCEPT})
-    finally:
-        _stop(proc)
+    with mcp_server(data, port), httpx.Client(timeout=30) as c:
+        auth = {"Authorization": f"Bearer {hog}", "Accept": ACCEPT}
+        opened = 0
+        for _ in range(CAP + 5):
+            r = c.post(f"{base}/mcp", json=INITIALIZE, headers=auth)
+            if r.status_code != 200:
+                break
+            opened += 1
+            # a request naming the session on a path the SDK does not serve: 404 from the router
+            c.get(f"{base}/not-mcp", headers={**auth, "mcp-session-id": r.headers["mcp-session-id"]})
+        victim = c.post(f"{base}/mcp", json=INITIALIZE,
+                        headers={"Authorization": f"Bearer {other}", "Accept": ACCEPT})
     # actual: the tracker forgot every session on its 404; the key opens all CAP sessions, the other tenant gets 503
     assert victim.status_code == 200, (
         f"one key opened {opened} live sessions (per-key cap 16); another tenant's initialize answered "
@@ -80,19 +59,14 @@ def test_a_post_that_opens_no_session_ends_none(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     auth = {"Authorization": f"Bearer {key}", "Accept": ACCEPT}
-    proc = _server(data, port)
-    try:
-        _wait(proc, port)
-        with httpx.Client(timeout=30) as c:
-            sessions = []
-            for _ in range(MAX_SESSIONS_PER_KEY):
-                r = c.post(url, json=INITIALIZE, headers=auth)
-                assert r.status_code == 200, r.text[:200]
-                sessions.append(r.headers["mcp-session-id"])
-            stray = c.post(url, json=PING, headers=auth)  # no session header, not an initialize: opens nothing
-            first = c.post(url, json=PING, headers={**auth, **PROTO, "mcp-session-id": sessions[0]})
-    finally:
-        _stop(proc)
+    with mcp_server(data, port), httpx.Client(timeout=30) as c:
+        sessions = []
+        for _ in range(MAX_SESSIONS_PER_KEY):
+            r = c.post(url, json=INITIALIZE, headers=auth)
+            assert r.status_code == 200, r.text[:200]
+            sessions.append(r.headers["mcp-session-id"])
+        stray = c.post(url, json=PING, headers=auth)  # no session header, not an initialize: opens nothing
+        first = c.post(url, json=PING, headers={**auth, **PROTO, "mcp-session-id": sessions[0]})
     assert stray.status_code >= 400, stray.text[:200]
     # actual: 404 -- the stray request ended the key's least recently used session to make room for nothing
     assert first.status_code == 200, (first.status_code, first.text[:200])

@@ -19,14 +19,14 @@ for other keys.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
+from subprocess import Popen
 
 import httpx
 
 from altm.interfaces.access import KeyStore
-from tests.support.processes import free_port
+from tests.support.processes import altm_process, free_port
 
 CAP = 24
 ACCEPT = "application/json, text/event-stream"
@@ -48,19 +48,10 @@ main()
 """
 
 
-def _wait(proc: subprocess.Popen[bytes], port: int) -> None:
-    import socket
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (proc.stdout.read() if proc.stdout else b"").decode()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError("mcp-server did not start")
+def mcp_server(data: Path, port: int, script: str | None = RUNNER) -> AbstractContextManager[Popen[bytes]]:
+    """``altm mcp-server`` over streamable HTTP on ``port`` (by default through RUNNER: the SDK's cap lowered)."""
+    return altm_process(["mcp-server", "--data-dir", str(data), "--profile", "runtime", "--transport",
+                         "streamable-http", "--host", "127.0.0.1", "--port", str(port)], port, script=script)
 
 
 def test_one_key_cannot_take_every_mcp_session(tmp_path: Path) -> None:
@@ -70,25 +61,14 @@ def test_one_key_cannot_take_every_mcp_session(tmp_path: Path) -> None:
     other = keys.create("globex-coder", "globex/ops/sam/coder")
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, "mcp-server", "--data-dir", str(data), "--profile",
-                             "runtime", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        _wait(proc, port)
-        with httpx.Client(timeout=30) as c:
-            opened = 0
-            for _ in range(CAP + 5):
-                r = c.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {hog}", "Accept": ACCEPT})
-                if r.status_code != 200:
-                    break
-                opened += 1
-            victim = c.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {other}", "Accept": ACCEPT})
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with mcp_server(data, port), httpx.Client(timeout=30) as c:
+        opened = 0
+        for _ in range(CAP + 5):
+            r = c.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {hog}", "Accept": ACCEPT})
+            if r.status_code != 200:
+                break
+            opened += 1
+        victim = c.post(url, json=INITIALIZE, headers={"Authorization": f"Bearer {other}", "Accept": ACCEPT})
     # actual: the first key opens all CAP sessions, and the other tenant's key gets 503 "Too many open sessions"
     assert victim.status_code == 200, (
         f"after one key opened {opened} sessions, another tenant's initialize answered {victim.status_code} "
@@ -104,30 +84,19 @@ def test_a_key_over_its_sessions_ends_its_least_recently_used_one(tmp_path: Path
     key = KeyStore(data / "api_keys.json").create("acme-coder", "acme/platform/dana/coder")
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen([sys.executable, "-m", "altm", "mcp-server", "--data-dir", str(data), "--profile",
-                             "runtime", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     auth = {"Authorization": f"Bearer {key}", "Accept": ACCEPT}
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-    try:
-        _wait(proc, port)
-        with httpx.Client(timeout=30) as c:
-            sessions = []
-            for _ in range(MAX_SESSIONS_PER_KEY + 1):
-                r = c.post(url, json=INITIALIZE, headers=auth)
-                assert r.status_code == 200, r.text[:200]
-                sessions.append(r.headers["mcp-session-id"])
-            first = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[0],
-                                                    "mcp-protocol-version": "2025-06-18"})
-            second = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[1],
-                                                     "mcp-protocol-version": "2025-06-18"})
-            last = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[-1],
-                                                   "mcp-protocol-version": "2025-06-18"})
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with mcp_server(data, port, script=None), httpx.Client(timeout=30) as c:
+        sessions = []
+        for _ in range(MAX_SESSIONS_PER_KEY + 1):
+            r = c.post(url, json=INITIALIZE, headers=auth)
+            assert r.status_code == 200, r.text[:200]
+            sessions.append(r.headers["mcp-session-id"])
+        first = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[0],
+                                                "mcp-protocol-version": "2025-06-18"})
+        second = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[1],
+                                                 "mcp-protocol-version": "2025-06-18"})
+        last = c.post(url, json=ping, headers={**auth, "mcp-session-id": sessions[-1],
+                                               "mcp-protocol-version": "2025-06-18"})
     assert first.status_code == 404, (first.status_code, first.text[:200])  # ended for the newest
     assert second.status_code == 200 and last.status_code == 200, (second.text[:200], last.text[:200])

@@ -17,15 +17,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def altm_process(args: list[str], port: int, env: dict[str, str] | None = None
+def altm_process(args: list[str], port: int, env: dict[str, str] | None = None, *, script: str | None = None
                  ) -> Iterator[subprocess.Popen[bytes]]:
-    """``python -m altm ARGS``, once it accepts connections on ``port``; terminated (then killed) on exit."""
-    proc = subprocess.Popen([sys.executable, "-m", "altm", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=env)
+    """``python -m altm ARGS`` (or ``python -c SCRIPT ARGS``: a script that patches something, then runs the CLI),
+    once it accepts connections on ``port``; terminated (then killed) on exit."""
+    command = ["-c", script] if script is not None else ["-m", "altm"]
+    proc = subprocess.Popen([sys.executable, *command, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=env)
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while True:
             assert proc.poll() is None, (proc.stdout.read() if proc.stdout else b"").decode()
+            assert time.monotonic() < deadline, f"{args[0]} did not accept connections on port {port} in 60 s"
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 break
