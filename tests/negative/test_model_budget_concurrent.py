@@ -11,9 +11,10 @@ from typing import Any
 
 from altm.core.settings import Settings
 from altm.models import LLMSettings, ModelTask
-from tests.support.memories import embedded, runtime_of
+from tests.negative.test_prepare_compression_deadline import QUESTION, store_long_notes
+from tests.support.memories import embedded
 from tests.support.openai_double import openai_double
-from tests.support.turns import SCOPE, make_turn
+from tests.support.turns import SCOPE
 
 
 def _answer(body: dict[str, Any]) -> str:
@@ -22,17 +23,11 @@ def _answer(body: dict[str, Any]) -> str:
 
 async def test_one_turns_compressions_stay_within_the_token_budget(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    notes = [" ".join(f"Billing migration note {n}.{i}: invoices of region {i} moved to ledger cluster {n}."
-                      for i in range(40)) for n in range(1, 6)]
-    async with embedded(s) as dep:  # stored first, no model
-        rt = runtime_of(dep)
-        await rt.publish([make_turn(n, text) for n, text in enumerate(notes, start=1)])
-        await rt.run_until_idle()
+    await store_long_notes(s)
     with openai_double(_answer) as api:  # each answer reports 100 tokens
         llm = {ModelTask.L1: LLMSettings(base_url=api.base_url, model="m", max_retries=0, token_budget=100)}
         async with embedded(s, llm_settings=llm) as dep:
-            prepared = await dep.app.prepare_turn(SCOPE, "s1", "t-ask", "Which ledger cluster holds the invoices "
-                                                  "of the billing migration?", 400)
+            prepared = await dep.app.prepare_turn(SCOPE, "s1", "t-ask", QUESTION, 400)
     assert prepared.bundle.memory_ids
     assert len(api.chat_requests) == 1, (
         f"a budget of 100 tokens (one answer's worth) let {len(api.chat_requests)} compression prompts out in one "

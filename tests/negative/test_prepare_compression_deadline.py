@@ -28,6 +28,20 @@ from tests.support.turns import SCOPE, make_turn
 TIMEOUT_S = 1.0
 
 
+QUESTION = "Which ledger cluster holds the invoices of the billing migration?"
+
+
+async def store_long_notes(settings: Settings) -> None:
+    """Five notes each too long for its share of a 400-token bundle, stored without a model (recall then asks
+    the summarisation model to compress each)."""
+    notes = [" ".join(f"Billing migration note {n}.{i}: invoices of region {i} moved to ledger cluster {n}."
+                      for i in range(40)) for n in range(1, 6)]
+    async with embedded(settings) as dep:
+        rt = runtime_of(dep)
+        await rt.publish([make_turn(n, text) for n, text in enumerate(notes, start=1)])
+        await rt.run_until_idle()
+
+
 def _hangs(body: dict[str, Any]) -> str:
     time.sleep(4 * TIMEOUT_S)
     return '{"text": "late"}'
@@ -35,18 +49,12 @@ def _hangs(body: dict[str, Any]) -> str:
 
 async def test_a_hung_compression_model_costs_prepare_turn_about_one_timeout(settings: Settings) -> None:
     s = settings.model_copy(update={"embedder": "none"})
-    notes = [" ".join(f"Billing migration note {n}.{i}: invoices of region {i} moved to ledger cluster {n}."
-                      for i in range(40)) for n in range(1, 6)]
-    async with embedded(s) as dep:  # stored first, no model
-        rt = runtime_of(dep)
-        await rt.publish([make_turn(n, text) for n, text in enumerate(notes, start=1)])
-        await rt.run_until_idle()
+    await store_long_notes(s)
     with openai_double(_hangs) as api:
         llm = {ModelTask.L1: LLMSettings(base_url=api.base_url, model="m", max_retries=0, timeout_s=TIMEOUT_S)}
         async with embedded(s, llm_settings=llm) as dep:
             start = time.perf_counter()
-            prepared = await dep.app.prepare_turn(SCOPE, "s1", "t-ask", "Which ledger cluster holds the invoices "
-                                                  "of the billing migration?", 400)
+            prepared = await dep.app.prepare_turn(SCOPE, "s1", "t-ask", QUESTION, 400)
             elapsed = time.perf_counter() - start
     asked = len(api.chat_requests)
     assert prepared.bundle.memory_ids
