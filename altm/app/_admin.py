@@ -95,10 +95,6 @@ class AdminService:
             raise ValueError("name at least one memory id")
         if len(ids) > MAX_NAMED_IDS:
             raise ValueError(f"{len(ids)} memory ids; one signal names at most {MAX_NAMED_IDS}")
-        try:
-            (note or "").encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError("the note holds a lone surrogate (\\ud800-\\udfff): send UTF-8 text") from None
         for mid in ids:
             self.recall.memory(scope, mid)
         action = {"pin": ControlAction.PIN, "unpin": ControlAction.UNPIN}.get(signal, ControlAction.FEEDBACK)

@@ -47,11 +47,24 @@ def _walk(value: Any, depth: int, what: str) -> None:
             _walk(item, depth + 1, what)
 
 
+def _writable(value: Any) -> bool:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
 def bounded_json(value: dict[str, Any], what: str, max_bytes: int) -> dict[str, Any]:
     """Free-form JSON within the depth, integer and size bounds (checked in that order, so the size is only
     measured on what can be serialised)."""
     _walk(value, 1, what)
-    size = len(orjson.dumps(value))
+    try:
+        size = len(orjson.dumps(value))
+    except orjson.JSONEncodeError as exc:  # a TypeError: it was no validation error, and answered 500
+        keys = ", ".join(str(k) for k, v in value.items() if not _writable(v))
+        raise ValueError(f"{what}{f' ({keys})' if keys else ''} cannot be written as JSON: {exc} (a lone "
+                         "surrogate, \\ud800-\\udfff, is no text: send UTF-8)") from None
     if size > max_bytes:
         raise ValueError(f"{what} is {size} bytes, over the limit of {max_bytes}")
     return value
