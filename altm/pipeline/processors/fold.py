@@ -77,6 +77,12 @@ SECTIONS_KEPT = 20_000
 """Messages whose sections a fold processor remembers (see :class:`MessageSections`)."""
 
 
+def _digest(key: bytes, msg: MemoryUnit | SessionLine) -> bytes:
+    """How a fold processor knows a message: a digest of its id and content hash, keyed by this process's random
+    ``key`` (content is never kept for it)."""
+    return hashlib.blake2b(f"{msg.memory_id}\0{msg.content_hash}".encode(), key=key, digest_size=16).digest()
+
+
 class SilentMessages:
     """L0 messages that give a capsule nothing (no decision, constraint, correction, question, number, date or
     path): a session is folded again after each batch of its messages, and a long session's every message was
@@ -90,18 +96,14 @@ class SilentMessages:
         self._key = secrets.token_bytes(16)
         self._known: dict[bytes, None] = {}
 
-    def _digest(self, msg: MemoryUnit | SessionLine) -> bytes:
-        return hashlib.blake2b(f"{msg.memory_id}\0{msg.content_hash}".encode(), key=self._key,
-                               digest_size=16).digest()
-
     def __contains__(self, msg: object) -> bool:
-        return isinstance(msg, MemoryUnit | SessionLine) and self._digest(msg) in self._known
+        return isinstance(msg, MemoryUnit | SessionLine) and _digest(self._key, msg) in self._known
 
     def __len__(self) -> int:
         return len(self._known)
 
     def add(self, msg: MemoryUnit) -> None:
-        self._known[self._digest(msg)] = None
+        self._known[_digest(self._key, msg)] = None
         if len(self._known) > self.limit:
             del self._known[next(iter(self._known))]
 
@@ -123,8 +125,7 @@ class MessageSections:
         return len(self._known)
 
     def of(self, msg: MemoryUnit) -> dict[str, list[str]]:
-        digest = hashlib.blake2b(f"{msg.memory_id}\0{msg.content_hash}".encode(), key=self._key,
-                                 digest_size=16).digest()
+        digest = _digest(self._key, msg)
         sections = self._known.get(digest)
         if sections is None:
             sections = self._known[digest] = _sections_of(msg)
