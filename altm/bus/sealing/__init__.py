@@ -9,11 +9,11 @@ from altm.bus.sealing._keys import (
     Owner,
     SqliteKeyStore,
     decode_master_key,
-    durable,
     durable_dir,
     guard_kid,
     load_master_key,
     master_id,
+    write_owner_only,
 )
 from altm.bus.sealing._sealer import (
     DERIVED,
@@ -45,7 +45,6 @@ __all__ = [
     "Sealer",
     "SqliteKeyStore",
     "decode_master_key",
-    "durable",
     "durable_dir",
     "guard_kid",
     "is_sealed",
@@ -55,4 +54,5 @@ __all__ = [
     "owner_of",
     "sealed_by",
     "sealed_kid",
+    "write_owner_only",
 ]

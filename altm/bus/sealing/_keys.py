@@ -18,7 +18,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -166,11 +165,8 @@ def load_master_key(path: Path, *, create: bool) -> bytes:
     path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
     made = path.with_name(f"{path.name}.{uuid.uuid4().hex}.new")  # whole before it has the key's name
-    fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write(base64.urlsafe_b64encode(key).decode() + "\n")
-            durable(f)
+        write_owner_only(made, (base64.urlsafe_b64encode(key).decode() + "\n").encode("ascii"))
         try:
             os.link(made, path)  # never replaces: of two processes making one, the first's key is everyone's
         except FileExistsError:
@@ -183,10 +179,14 @@ def load_master_key(path: Path, *, create: bool) -> bytes:
     return key
 
 
-def durable(f: IO[str]) -> None:
-    """What was written to ``f`` is on disk."""
-    f.flush()
-    os.fsync(f.fileno())
+def write_owner_only(path: Path, data: bytes) -> None:
+    """``data`` in a new file ``path`` that only its owner can read (mode 0600 from the start, never another
+    process's umask), on disk before this returns. Refuses a file that exists."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def durable_dir(directory: Path) -> None:

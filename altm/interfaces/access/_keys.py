@@ -6,13 +6,13 @@ import fcntl
 import hashlib
 import hmac
 import logging
-import os
 import secrets
 from pathlib import Path
 
 import orjson
 from pydantic import BaseModel, Field
 
+from altm.bus.sealing import write_owner_only
 from altm.core import Scope
 
 log = logging.getLogger("altm.access")
@@ -92,12 +92,8 @@ class KeyStore:
             keys = self._read() if self.path.exists() else []
             keys.append(ApiKey(name=name, sha256=self.digest(key), scope_prefix="/".join(parts), admin=admin))
             made = self.path.with_name(f"{self.path.name}.{secrets.token_hex(8)}.new")
-            fd = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(orjson.dumps([k.model_dump() for k in keys], option=orjson.OPT_INDENT_2))
-                    f.flush()
-                    os.fsync(f.fileno())
+                write_owner_only(made, orjson.dumps([k.model_dump() for k in keys], option=orjson.OPT_INDENT_2))
                 made.replace(self.path)  # a reader sees the old file or the new one, never half of it
             finally:
                 made.unlink(missing_ok=True)

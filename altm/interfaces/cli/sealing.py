@@ -15,10 +15,10 @@ from altm.bus.sealing import (
     KeyStoreError,
     SqliteKeyStore,
     decode_master_key,
-    durable,
     durable_dir,
     load_master_key,
     master_id,
+    write_owner_only,
 )
 from altm.interfaces.cli._common import DEFAULT_DATA_DIR, DataDir, emit_json, fail, settings_for
 from altm.wiring import WiringError, open_keystore, resolve
@@ -110,10 +110,7 @@ def rotate_master(data_dir: DataDir = DEFAULT_DATA_DIR) -> None:
         if not from_env and pending.exists() and _finish_interrupted(store, pending):
             return
         if not from_env:  # the new key is on disk before any data key is wrapped with it
-            fd = os.open(pending, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="ascii") as f:
-                f.write(base64.urlsafe_b64encode(new).decode() + "\n")
-                durable(f)
+            write_owner_only(pending, (base64.urlsafe_b64encode(new).decode() + "\n").encode("ascii"))
             durable_dir(pending.parent)
         count, guards = store.rewrap(new), store.guard_count()
         if not from_env:
