@@ -18,6 +18,7 @@ from altm.store._tx import upsert_applied
 _COLS = ", ".join(MEMORY_COLUMNS)
 _AGENT = "tenant_id=? AND workspace_id=? AND user_id=? AND agent_id=?"
 _HOME = "tenant_id=? AND workspace_id=? AND user_id=?"
+_UNMERGED = "AND lc_state IS NOT 'merged'"
 
 
 class SessionLine(NamedTuple):
@@ -129,12 +130,16 @@ class MemoryReader:
             [*args, layer.value, value],
         )
 
-    def same_content(self, scope: Scope, layer: Layer, kind: str, content_hash: str) -> list[MemoryUnit]:
+    def same_content(self, scope: Scope, layer: Layer, kind: str, content_hash: str, *, merged: bool = True
+                     ) -> list[MemoryUnit]:
+        """The memories of ``scope``'s agent with this layer, kind and content hash; without those merged into
+        another (a duplicate folded into its canonical memory) unless ``merged``: a line said a thousand times is
+        a group of a thousand, of which one or two are not merged."""
         return self._query(
             scope,
             # the content hash picks a row or two; the scope index would visit every atom of the agent
             f"SELECT {_COLS} FROM memories INDEXED BY memories_content_hash WHERE {_AGENT} AND layer=? AND kind=? "
-            "AND content_hash=? "
+            f"AND content_hash=? {'' if merged else _UNMERGED} "
             "ORDER BY valid_from, memory_id",
             [*_agent_args(scope), layer.value, kind, content_hash],
         )

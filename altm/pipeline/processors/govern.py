@@ -209,11 +209,7 @@ class GovernProcessor(Processor):
     def _merge_duplicates(self, event: Event, reader: MemoryReader, mem: MemoryUnit) -> list[MergeProposal]:
         """Exact duplicates fold into the earliest of them; not into one a reviewer rejected (a re-statement of
         it vanished into the rejected atom, out of recall with it)."""
-        same = sorted((m for m in reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash)
-                       if not rejected(m)), key=order)
-        if self._chat is not None:  # one about to be erased (a replay) is no canonical atom: on the model path
-            # it made no facet (its text goes to no model), so a re-statement folded into it was left with none
-            same = [m for m in same if not reader.erasure_pending(m.scope, [m.memory_id, *m.evidence])]
+        same = self._unmerged(reader, mem)
         if len(same) < 2:
             return []
         canonical = same[0]
@@ -223,6 +219,25 @@ class GovernProcessor(Processor):
                                  reason="exact duplicate (same kind and content hash)"))
             for dup in same[1:] if dup.superseded_by is None
         ]
+
+    def _unmerged(self, reader: MemoryReader, mem: MemoryUnit) -> list[MemoryUnit]:
+        """``mem``'s exact duplicates (itself among them) a merge may fold or fold into, earliest first: none a
+        reviewer rejected, and on the model path none about to be erased (a replay): it made no facet (its text
+        goes to no model), so a re-statement folded into it was left with none. Those merged already are not
+        read (a line said a thousand times is a group of a thousand): each was later than what it was merged
+        into, which is here or merged into an earlier one, unless what it was merged into is rejected or about
+        to be erased and not released yet; then the whole group is read."""
+        def candidates(group: list[MemoryUnit]) -> list[MemoryUnit]:
+            kept = [m for m in group if not rejected(m)]
+            if self._chat is not None:
+                kept = [m for m in kept if not reader.erasure_pending(m.scope, [m.memory_id, *m.evidence])]
+            return sorted(kept, key=order)
+
+        group = reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash, merged=False)
+        same = candidates(group)
+        if len(same) < len(group):  # one of them rejected or about to be erased: its merged ones count too
+            same = candidates(reader.same_content(mem.scope, Layer.L2, mem.kind.value, mem.content_hash))
+        return same
 
     async def _facet(self, event: Event, ctx: ProcessorContext, reader: MemoryReader, mem: MemoryUnit
                      ) -> list[Proposal]:
