@@ -7,7 +7,9 @@ rejected takes no part in the others' verdicts.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from itertools import islice
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -115,7 +117,7 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     for i, mem in enumerate(ordered):
         later = [b for b in ordered[i + 1 :] if conflicts(mem, b) and outranks(b, mem)]
         earlier = [a for a in ordered[:i] if conflicts(a, mem)]
-        support = [o for o in ordered if o.memory_id != mem.memory_id and agrees(mem, o)]
+        support = list(islice((o for o in ordered if o.memory_id != mem.memory_id and agrees(mem, o)), 2))
         standing = _standing_approvals(ordered[:i])
         held = _held_for_review(mem)
         if held is not None:
@@ -155,10 +157,11 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
                         else f"conflicts with an earlier memory about {subject!r}; no correction cue, "
                              "needs review"),
             )
-        elif support:
+        elif support:  # not how many: each new one would change every other verdict of the subject
             out[mem.memory_id] = Trust(
                 status=TrustStatus.VERIFIED, method=TrustMethod.CROSS_VERIFY, confidence=0.8,
-                reason=f"{len(support)} other memor{'y' if len(support) == 1 else 'ies'} about {subject!r} agree",
+                reason=f"another memory about {subject!r} agrees" if len(support) == 1
+                else f"other memories about {subject!r} agree",
             )
         else:
             out[mem.memory_id] = Trust(
@@ -181,12 +184,56 @@ def _subject_atom(event: Event) -> MemoryUnit | None:
     return committed_memory(event, _FROM)
 
 
+SUBJECTS_KEPT = 10_000
+"""Subject groups whose verdicts :class:`Proposed` remembers (the least recently judged is let go first)."""
+
+
+def same_verdict(a: Trust, b: Trust) -> bool:
+    """The same verdict, whenever it was given."""
+    return a.model_dump(exclude={"verified_at"}) == b.model_dump(exclude={"verified_at"})
+
+
+class Proposed:
+    """The verdicts this process last proposed, per subject group: a member's verdict is proposed again only when
+    it differs from the last one proposed or from the stored one. Each atom of a subject used to propose a verdict
+    for every member (quadratic records in the sayings of one subject). The last one proposed is what the writer
+    will hold once it has applied what is on its way (proposals of one user are applied in the order they are
+    proposed): comparing with the stored verdict alone would let a stale verdict still on its way stand. A group
+    this process has not judged since it started (or let go) has every member's verdict proposed, as has an
+    erasure's or a review's: what the writer changed besides shows in the stored verdicts."""
+
+    def __init__(self, kept: int = SUBJECTS_KEPT) -> None:
+        self._kept = kept
+        self._groups: OrderedDict[tuple[str, ...], dict[str, Trust]] = OrderedDict()
+
+    def changed(self, key: tuple[str, str], group: Sequence[MemoryUnit], verdicts: dict[str, Trust], *,
+                all_of_them: bool) -> list[MemoryUnit]:
+        """The members of ``group`` (each with a verdict in ``verdicts``) whose verdict is to be proposed, now
+        remembered as proposed."""
+        last = None if all_of_them else self._groups.get(key)
+
+        def again(m: MemoryUnit) -> bool:
+            verdict = verdicts[m.memory_id]
+            before = last.get(m.memory_id) if last is not None else None
+            return before is None or not same_verdict(before, verdict) or not same_verdict(m.trust, verdict)
+
+        out = [m for m in group if again(m)]
+        members = {m.memory_id for m in group}
+        kept = {mid: t for mid, t in (last or {}).items() if mid in members}
+        self._groups[key] = kept | {m.memory_id: verdicts[m.memory_id] for m in out}
+        self._groups.move_to_end(key)
+        while len(self._groups) > self._kept:
+            self._groups.popitem(last=False)
+        return out
+
+
 class VerifyProcessor(Processor):
     name = "verify"
     input_topic = Topic.CHANGES
 
     def __init__(self, chat: ChatModel | None = None) -> None:
         self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
+        self._proposed = Proposed()
 
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed atoms, the atom an erasure names for each subject it took an atom of, reviewed atoms."""
@@ -206,10 +253,14 @@ class VerifyProcessor(Processor):
             asked = [m for m in group if not reader.erasure_pending(m.scope, [m.memory_id, *m.evidence])]
             if any(m.memory_id == mem.memory_id for m in asked):
                 verdicts = await self._nli(self._chat, mem, asked, verdicts)
+        judged = [m for m in group if m.trust.method is not TrustMethod.GROUND_TRUTH and m.memory_id in verdicts]
+        if subject:
+            again = isinstance(event, ChangeEvent) and event.op in _JUDGED_AGAIN
+            judged = self._proposed.changed((mem.scope.path, str(subject)), judged, verdicts, all_of_them=again)
         return [
             proposal(SetTrustProposal, scope=m.scope, processor=self.name, cause=event,
                      verdict=TrustVerdict(memory_id=m.memory_id, trust=verdicts[m.memory_id]))
-            for m in group if m.memory_id in verdicts and m.trust.method is not TrustMethod.GROUND_TRUTH
+            for m in judged
         ]
 
     @staticmethod
