@@ -15,10 +15,15 @@ SQLite VM steps in all). Some 35,000 sessions naming one colleague make a scene 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 
-from altm.core import Settings
-from tests.support.memories import running
+from altm.core import Settings, scene
+from tests.negative.test_erasure_scene_lines import ERASED, RESTATES
+from tests.support.memories import running, said_after_erasure
+from tests.support.replay import replayed_equal
+from tests.support.rows import rows
 from tests.support.turns import make_turn
 
 SESSIONS = 60
@@ -42,3 +47,35 @@ async def test_a_scene_change_does_not_grow_with_every_session_of_its_anchor(set
         assert sizes[-1] <= 1.2 * sizes[1], (
             f"a scene's change grew from {sizes[1]} to {sizes[-1]} bytes over {SESSIONS} sessions (its member lines "
             "are capped): its header and attributes list every session that mentions the anchor")
+
+
+async def test_a_scene_of_many_sessions_left_without_a_member_counts_the_sessions_left(
+        settings: Settings, tmp_path: Path) -> None:
+    """The write guard leaves out of a scene a line that re-states erased content, and the sessions only that
+    line came from: a scene that names twelve of its sessions and counts the rest counts those left, names the
+    first twelve of them, and replays the same."""
+    s = settings.model_copy(update={"embedder": "none", "retired_key_grace_s": 0.0})
+    hobbies = ["chess", "tennis", "golf", "poker", "sailing", "painting", "cooking", "cycling", "fishing",
+               "skiing", "rowing", "climbing", "surfing"]
+    later = [make_turn(10 + i, f"I decided to try {h} with Marco next month.", session=f"s{3 + i}")
+             for i, h in enumerate(hobbies)]
+    await said_after_erasure(s, make_turn(1, ERASED, session="s1"), later,
+                             before=[make_turn(2, RESTATES, session="s2")])
+    (found,) = rows(s.data_dir, "SELECT content, attributes FROM memories WHERE layer='L3' "
+                                "AND content LIKE 'Scene: Marco %'")
+    spans = sorted(f"s{3 + i}" for i in range(len(hobbies)))  # s2's only atom re-states the erased message
+    assert "Denver" not in found["content"]
+    assert str(found["content"]).startswith(
+        f"Scene: Marco — 11 memories across 13 sessions: {', '.join(spans[:12])} and 1 more\n"), found["content"]
+    attributes = orjson.loads(found["attributes"])
+    assert attributes["sessions"] == spans[:12] and attributes[scene.SESSION_COUNT] == 13
+    await replayed_equal(s, tmp_path / "replayed")
+
+
+def test_a_scene_names_at_most_twelve_sessions_and_counts_the_rest() -> None:
+    sessions = [f"s{i:02d}" for i in range(1, 31)]
+    text = scene.render("Priya", scene.named(sessions), ["- [s01] fact: Priya leads QA"], len(sessions))
+    assert text.splitlines()[0] == (f"Scene: Priya — 1 memories across 30 sessions: {', '.join(sessions[:12])} "
+                                    "and 18 more")
+    assert scene.counted(sessions) == {scene.SESSION_COUNT: 30} and scene.counted(sessions[:12]) == {}
+    assert scene.render("Priya", ["s1", "s2"], []) == "Scene: Priya — 0 memories across sessions s1, s2"

@@ -456,8 +456,8 @@ class GovernProcessor(Processor):
         # the node's agent's scene (a review or an erasure may come from another agent's scope of the user)
         scope = event.scope.model_copy(update={"agent_id": node["agent_id"]})
         members = reader.scene_members(scope, node["node_id"], scene_text.MAX_ITEMS)
-        sessions = members.sessions
-        if len(sessions) < scene_text.MIN_SESSIONS:
+        sessions = scene_text.named(members.sessions)
+        if len(members.sessions) < scene_text.MIN_SESSIONS:
             return []
         atoms = reader.get_many(scope, members.memory_ids)
         if not atoms:  # erased between the two reads (another process's writer): a later mention rebuilds it
@@ -465,10 +465,11 @@ class GovernProcessor(Processor):
         lines = [scene_text.member(a.session_id, a.kind.value, a.content) for a in atoms]
         scene = derived_memory(
             scope=scope, session_id=None, layer=Layer.L3, kind=Kind.SCENE,
-            content=scene_text.render(node["name"], sessions, lines),
+            content=scene_text.render(node["name"], sessions, lines, len(members.sessions)),
             evidence=[a.memory_id for a in atoms], processor=self.name, method=Method.HEURISTIC,
             id_parts=[scope.path, "L3", node["node_id"]], valid_from=atoms[0].valid_from,
-            attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions},
+            attributes={"anchor": node["name"], "anchor_node_id": node["node_id"], "sessions": sessions,
+                        **scene_text.counted(members.sessions)},
             # no source event: a scene is recomputed from every atom, whichever change triggered it
         )
         # after a review or an erasure, the scene may return to a version applied before (without a rejected

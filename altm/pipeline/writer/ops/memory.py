@@ -361,11 +361,13 @@ def _scene_left_out(tx: ShardTx, mem: MemoryUnit, verdict: GuardVerdict) -> Memo
     for i in kept:
         row = tx.memory_row(mem.evidence[i])
         still.add(str(row["session_id"] or "") if row is not None else "")
-    sessions_left = [s for s in sessions if s in still]
-    if len(sessions_left) < scene.MIN_SESSIONS:
+    # one that names some of its sessions spans those left, named as govern names them
+    spans = sorted(still) if scene.SESSION_COUNT in mem.attributes else [s for s in sessions if s in still]
+    if len(spans) < scene.MIN_SESSIONS:
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
-    content = scene.render(anchor, sessions_left, [lines[i] for i in kept])
-    attributes = {**mem.attributes, "sessions": sessions_left, LEFT_OUT: str(len(gone))}
+    content = scene.render(anchor, scene.named(spans), [lines[i] for i in kept], len(spans))
+    attributes = {k: v for k, v in mem.attributes.items() if k != scene.SESSION_COUNT}
+    attributes |= {"sessions": scene.named(spans), **scene.counted(spans), LEFT_OUT: str(len(gone))}
     return mem.model_copy(update={"content": content, "content_hash": content_hash(content),
                                   "evidence": [mem.evidence[i] for i in kept], "attributes": attributes})
 
