@@ -28,7 +28,7 @@ ANTI_PATTERNS = 30
 
 @GAP
 async def test_a_memory_is_judged_against_the_anti_patterns_it_shares_words_with(
-        settings: Settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     s = settings.model_copy(update={"embedder": "none"})
     async with embedded(s) as deployment:
         rt = runtime_of(deployment)

@@ -15,6 +15,8 @@ re-derives scenes and capsules that are judged against every earlier tombstone, 
 
 from __future__ import annotations
 
+import pytest
+
 from altm.core import Settings
 from altm.pipeline.writer import guard
 from tests.support.memories import embedded, runtime_of
@@ -25,7 +27,7 @@ LATER = 10
 
 
 async def test_a_memory_is_judged_against_the_tombstones_it_shares_words_with(
-        settings: Settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+        settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     s = settings.model_copy(update={"embedder": "none"})
     async with embedded(s) as deployment:
         rt, app = runtime_of(deployment), deployment.app

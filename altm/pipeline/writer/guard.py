@@ -426,19 +426,24 @@ class WriteGuard:
             return None
         # against what the user said, not against erased derived memories: those are mostly template (a
         # session capsule's "Session s1 (3 messages, …)") and would refuse every new memory of the same form
-        tombs = tx.tombstones(mem.scope, raw_only=True)
         mine = compared_shingles(key, mem.content)
         if is_capsule(mem) or _members_apart(mem):  # judged a statement (a member) at a time: see _statements
-            return self._statements(key, mem, mine, tombs, copied)
+            found_in = capsule.statements(mem.content) if is_capsule(mem) else [
+                capsule.Statement("", line) for line in scene.members(mem.content)]
+            parts = [(s, keyed_terms(key, s.text)) for s in found_in]
+            tombs = tx.tombstones(mem.scope, raw_only=True, sharing=_sharing(mine, *(t for _, t in parts)))
+            return self._statements(mem, mine, parts, tombs, copied)
         my_terms = keyed_terms(key, mem.content)
-        for tomb in tombs:
+        # only a tombstone that shares a shingle or a term with it can be re-stated (see restates, restates_terms)
+        for tomb in tx.tombstones(mem.scope, raw_only=True, sharing=_sharing(mine, my_terms)):
             if (restates(mine, tomb.shingle_hashes, self.threshold, specific=tomb.distinctive)
                     or restates_terms(my_terms, term_marks(tomb.term_hashes), whole=label)) \
                     and not copied(tomb.value_hash, tomb.tombstone_id):
                 return _erased(tomb.tombstone_id, tomb.reason)
         return None
 
-    def _statements(self, key: bytes, mem: MemoryUnit, mine: frozenset[str], tombs: Sequence[Tombstone],
+    def _statements(self, mem: MemoryUnit, mine: frozenset[str],
+                    parts: Sequence[tuple[capsule.Statement, frozenset[str]]], tombs: Sequence[Tombstone],
                     copied: Callable[[str, str], bool]) -> GuardVerdict | None:
         """A capsule is its session's sentences, each extracted on its own, and a scene its member atoms, each
         judged when it was stored: one that re-states an erased message in other words is named in the verdict
@@ -446,10 +451,8 @@ class WriteGuard:
         words of any short message ("Long time no see!") and refused the session's decisions with it, and let a
         scene, whose every line names its anchor, gather an erased message's terms a line at a time. A value
         of a capsule's numbers, dates and paths is left out when it is made of an erased message's terms alone
-        (see :func:`restates_value`). A quote (shingles) is judged on the whole text."""
-        found_in = capsule.statements(mem.content) if is_capsule(mem) else [
-            capsule.Statement("", line) for line in scene.members(mem.content)]
-        parts = [(s, keyed_terms(key, s.text)) for s in found_in]
+        (see :func:`restates_value`). A quote (shingles) is judged on the whole text. ``parts``: its statements
+        (members), each with its keyed terms."""
         left_out: dict[str, str] = {}
         first: tuple[str, str] | None = None
         for tomb in tombs:
@@ -529,6 +532,12 @@ class WriteGuard:
                 flagged = GuardVerdict(mid, f"may re-assert anti-pattern {mid}{said}", action="flag",
                                        anti_pattern=True)
         return flagged
+
+
+def _sharing(shingles: frozenset[str], *terms: frozenset[str]) -> set[str]:
+    """What a tombstone must hold one of to be compared with a text of these keyed shingles and terms (a term's
+    hash without its class mark, as ``tombstone_keys`` holds it)."""
+    return {*shingles, *(h[2:] for some in terms for h in some)}
 
 
 LiveCopies = Mapping[str, int]

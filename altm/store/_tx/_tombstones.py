@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -70,16 +70,23 @@ class _TxTombstones(_TxReads):
             "AND COALESCE(o.layer, 'L0') < COALESCE(t.layer, 'L0') LIMIT 1", (tombstone_id,)).fetchone()
         return found is not None
 
-    def tombstones(self, scope: Scope, *, raw_only: bool = False) -> list[Tombstone]:
+    def tombstones(self, scope: Scope, *, raw_only: bool = False, sharing: Collection[str] | None = None
+                   ) -> list[Tombstone]:
         """The user's tombstones with their keyed shingle hashes (of erased raw messages only, with ``raw_only``;
-        a tombstone written before version 6 has no layer and counts as raw)."""
+        a tombstone written before version 6 has no layer and counts as raw); with ``sharing`` (keyed shingle
+        hashes, term hashes without their mark), only those holding one of them (``tombstone_keys``)."""
         only = " AND (layer = 'L0' OR layer IS NULL)" if raw_only else ""
+        args: list[str] = list(_home(scope))
+        if sharing is not None:
+            only += (" AND tombstone_id IN (SELECT tombstone_id FROM tombstone_keys WHERE tenant_id=? "
+                     "AND workspace_id=? AND user_id=? AND key_hash IN (SELECT value FROM json_each(?)))")
+            args += [*_home(scope), orjson.dumps(sorted(sharing)).decode()]
         return [Tombstone(str(r[0]), str(r[1]), frozenset(orjson.loads(r[2] or "[]")), bool(r[3]),
                           frozenset(orjson.loads(r[4] or "[]")), str(r[5] or ""))
                 for r in self._db.execute(
                     "SELECT tombstone_id, reason, shingle_hashes, COALESCE(distinctive, 1), term_hashes, value_hash "
                     "FROM tombstones "
-                    f"WHERE pending=0 AND tenant_id=? AND workspace_id=? AND user_id=?{only}", _home(scope))]
+                    f"WHERE pending=0 AND tenant_id=? AND workspace_id=? AND user_id=?{only} ORDER BY rowid", args)]
 
     def legacy_tombstones(self) -> list[tuple[str, str, str]]:
         """(tombstone id, home, normalised text) of the tombstones written before version 6."""

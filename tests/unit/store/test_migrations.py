@@ -255,3 +255,32 @@ def test_version_22_keys_the_model_cache_by_home_and_keeps_its_entries(tmp_path:
                  "VALUES ('m', 'p', 'globex/w/eve', '{\"b\":2}', 'now')")  # the same prompt, another user: its own
     assert conn.execute(CACHE_GET, ("globex/w/eve", "m", "p")).fetchone() == ('{"b":2}',)
     assert conn.execute("SELECT sources FROM llm_cache WHERE home='acme/w/dana'").fetchone() == ('["mem_1"]',)
+
+
+def test_version_25_keys_each_tombstone_by_its_hashes_and_keeps_them_with_it(tmp_path: Path) -> None:
+    from altm.store._migrations import _json_with_key
+    from altm.store._text_index import register_index_form
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)  # as migrate has them
+    register_index_form(conn)
+    _at_version(conn, 24)
+    insert = ("INSERT INTO tombstones (tombstone_id, tenant_id, workspace_id, user_id, agent_id, value_hash, "
+              "normalised_text, reason, at, shingle_hashes, term_hashes) VALUES (?, 't', 'w', 'u', 'a', 'h', '', 'r', "
+              "'then', ?, ?)")
+    conn.execute(insert, ["tomb_1", '["sh1", "sh2"]', '["t:ab", "s:cd"]'])
+    conn.execute(insert, ["tomb_2", "not json", None])
+
+    def keys() -> list[tuple[str, str]]:
+        return [(str(r[0]), str(r[1])) for r in conn.execute(
+            "SELECT tombstone_id, key_hash FROM tombstone_keys ORDER BY tombstone_id, key_hash")]
+
+    assert migrate(conn) == LATEST_VERSION
+    assert keys() == [("tomb_1", "ab"), ("tomb_1", "cd"), ("tomb_1", "sh1"), ("tomb_1", "sh2")]
+    conn.execute(insert, ["tomb_3", '["sh9"]', '["n:ef"]'])  # written after: by the trigger
+    conn.execute("UPDATE tombstones SET shingle_hashes='[\"sh3\"]', term_hashes='[]' WHERE tombstone_id='tomb_1'")
+    conn.execute("UPDATE tombstones SET pending=0, reason='x' WHERE tombstone_id='tomb_3'")  # its hashes stay
+    conn.execute("DELETE FROM tombstones WHERE tombstone_id='tomb_2'")
+    assert keys() == [("tomb_1", "sh3"), ("tomb_3", "ef"), ("tomb_3", "sh9")]
+    conn.execute("DELETE FROM tombstones WHERE tombstone_id='tomb_3'")
+    assert keys() == [("tomb_1", "sh3")]
