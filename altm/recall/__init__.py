@@ -18,6 +18,7 @@ from altm.recall.context._bundle import share_estimate
 from altm.recall.retrieval import (
     CHANNELS,
     DEFAULT_PRESET,
+    MAX_QUERY_TERMS,
     PRESETS,
     Emergent,
     Hit,
@@ -32,6 +33,7 @@ __all__ = [
     "BUNDLE_TOKENS",
     "CHANNELS",
     "DEFAULT_PRESET",
+    "MAX_QUERY_TERMS",
     "MAX_TOKEN_BUDGET",
     "MIN_TOKEN_BUDGET",
     "PREPARE_SECONDS",

@@ -15,6 +15,7 @@ Expected: a query's terms are bounded (as drilldown's 64), so a read's statement
 from __future__ import annotations
 
 from altm.core import Settings, partition_for
+from altm.recall import MAX_QUERY_TERMS, query_terms
 from tests.support.memories import store_with
 from tests.support.turns import SCOPE, make_turn
 
@@ -40,3 +41,15 @@ async def test_a_querys_statements_do_not_grow_with_its_distinct_words(settings:
             counts.append(statements[0])
     assert counts[1] <= 2 * counts[0], (
         f"a query of 62 → 3,002 distinct words ran {counts[0]} → {counts[1]} SQL statements: one term count per word")
+
+
+async def test_a_question_after_a_long_paste_keeps_its_words(settings: Settings) -> None:
+    """Past ``MAX_QUERY_TERMS`` distinct words, the first and the last halves are asked: a question after a
+    pasted log still finds what it asks about."""
+    s = settings.model_copy(update={"embedder": "none"})
+    paste = " ".join(f"zq{i}x" for i in range(3000))
+    assert len(query_terms(f"{paste} billing invoice")) == MAX_QUERY_TERMS
+    assert query_terms(f"{paste} billing invoice")[-2:] == ["billing", "invoice"]
+    async with store_with(s, TURNS) as (_rt, app):
+        hits = app.search(SCOPE, "s1", f"{paste} What did the billing worker retry?").hits
+    assert hits and "billing worker" in hits[0].content

@@ -129,16 +129,31 @@ def _word_runs(text: str) -> list[str]:
     return out
 
 
-def query_terms(text: str, min_len: int = 2) -> list[str]:
+MAX_QUERY_TERMS = 64
+"""The distinct words a query asks the word and trigram channels for. Each costs a count of the memories holding it
+and a branch of each channel's match: a pasted log of 3,000 distinct words ran 47,484 SQL statements and held the
+event loop for most of a second (a question has a handful)."""
+
+
+def query_terms(text: str, min_len: int = 2, limit: int = MAX_QUERY_TERMS) -> list[str]:
     """The query's distinct words in the form the word index holds (:func:`altm.store.index_form`: NFKC,
     casefolded, so a fullwidth "ＡＢ-１２３４５" asks "ab-12345" and "Straße" "strasse"), without stop words and
-    words shorter than ``min_len``."""
+    words shorter than ``min_len``; at most ``limit`` of them (:func:`_most_telling`), in the query's order."""
     seen: dict[str, None] = {}
     for w in _word_runs(index_form(text) or ""):
         w = w.strip("'-")
         if len(w) >= min_len and w not in STOPWORDS:
             seen.setdefault(w, None)
-    return list(seen)
+    return _most_telling(list(seen), limit)
+
+
+def _most_telling(terms: Sequence[str], limit: int) -> list[str]:
+    """``terms`` (in order), or past ``limit`` of them the first and the last halves: a question comes before or
+    after what it pastes (a log, a file), and how rare each term is is not counted (that count is the cost being
+    bounded)."""
+    if len(terms) <= limit:
+        return list(terms)
+    return [*terms[:limit // 2], *terms[len(terms) - (limit - limit // 2):]]
 
 
 Found = list[tuple[str, float]]
@@ -232,7 +247,7 @@ class Retriever:
         if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
             return [t for t in terms if len(t) >= 3]
         found = _identifiers(index_form(query) or "")  # the form the trigram index holds
-        return [t for t in dict.fromkeys(found) if len(t) >= 3]
+        return _most_telling([t for t in dict.fromkeys(found) if len(t) >= 3], MAX_QUERY_TERMS)
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> tuple[list[float], list[VectorHit]]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""
