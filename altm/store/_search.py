@@ -77,8 +77,8 @@ _ALLOWED = ("WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOI
             "ON m.memory_id = c.id WHERE {where}")
 _MATCH = ("SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
           "WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
-_EVIDENCE = ("SELECT memory_id, layer, source_id, evidence, agent_id FROM memories WHERE memory_id IN ({marks}) "
-             "ORDER BY valid_from, memory_id")
+_EVIDENCE = ("SELECT COALESCE(valid_from, ''), memory_id, layer, source_id, evidence, agent_id FROM memories "
+             "WHERE memory_id IN ({marks})")
 _SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id, "
                   "role FROM memories WHERE memory_id IN ({marks}) AND layer = 'L0'")
 _SAME_SESSION = ("tenant_id = ? AND workspace_id = ? AND user_id = ? AND agent_id = ? AND session_id IS ? "
@@ -183,24 +183,25 @@ class SearchQueries:
     def _sources_of(self, row: CandidateRow, agent_id: str) -> list[str]:
         if row.layer == "L0":
             return [row.source_id] if row.source_id else []
-        found: list[str] = []
+        found: dict[str, None] = {}  # in order, once each
         seen: set[str] = set()
         frontier = list(row.evidence)
-        while batch := [f for f in frontier if f not in seen]:
+        while batch := list(dict.fromkeys(f for f in frontier if f not in seen)):
             seen.update(batch)
             frontier = self._evidence_layer(batch, found, agent_id)
-        return found
+        return list(found)
 
-    def _evidence_layer(self, batch: list[str], found: list[str], agent_id: str) -> list[str]:
-        """Append the source ids of the asking agent's L0 messages among ``batch`` to ``found`` (oldest first,
-        once each); the evidence of the others, one layer further down."""
+    def _evidence_layer(self, batch: list[str], found: dict[str, None], agent_id: str) -> list[str]:
+        """Add the source ids of the asking agent's L0 messages among ``batch`` to ``found`` (oldest first, once
+        each); the evidence of the others, one layer further down."""
+        rows = sorted(tuple(r) for chunk in chunks(batch, _CHUNK)
+                      for r in self._conn.execute(_EVIDENCE.format(marks=marks(chunk)), chunk))
         below: list[str] = []
-        for _mid, layer, source_id, evidence, agent in self._conn.execute(_EVIDENCE.format(marks=marks(batch)),
-                                                                          batch):
+        for _at, _mid, layer, source_id, evidence, agent in rows:
             if layer != "L0":
                 below += orjson.loads(evidence)
-            elif source_id and agent == agent_id and source_id not in found:
-                found.append(source_id)
+            elif source_id and agent == agent_id:
+                found.setdefault(source_id, None)
         return below
 
     # -- conversational order ----------------------------------------------------------------------------
