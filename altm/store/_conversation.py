@@ -23,14 +23,9 @@ _ROLE_ORDER = {"user": "0", "assistant": "1"}
 """Of one turn's messages at one time, the user's comes first (a reply has its question's turn id)."""
 
 
-TURN_SQL = "coalesce(json_extract({m}.attributes, '$.turn_id'), {m}.source_id)"
-"""A message row's turn id in SQL (``{m}``: the table's alias): capture keeps it in the attributes; the host's own
-message id (``source_id``, which defaults to it) is no order of turns."""
-
-
 def turn_of(row: Mapping[str, Any] | sqlite3.Row) -> str | None:
-    """A message row's turn id: a ``turn`` column (``TURN_SQL``), its attributes' ``turn_id``, else its
-    ``source_id``."""
+    """A message row's turn id: a ``turn`` column, its attributes' ``turn_id`` (capture keeps it there), else its
+    ``source_id`` (the host's own message id, which defaults to it, is no order of turns)."""
     keys = row.keys()
     if "turn" in keys:
         return None if row["turn"] is None else str(row["turn"])
@@ -41,10 +36,28 @@ def turn_of(row: Mapping[str, Any] | sqlite3.Row) -> str | None:
     return None if row["source_id"] is None else str(row["source_id"])
 
 
-def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str, str]:
+def turn_key(turn: str | None, role: str | None) -> str:
+    """A message's place among the messages of its time, as one text (``memories.turn_key``, indexed): its turn id
+    in natural order, then its role's rank."""
+    return f"{natural_key(turn)}\x00{_ROLE_ORDER.get(str(role), '2')}"
+
+
+def turn_key_of(attributes: str | None, source_id: str | None, role: str | None) -> str:
+    """:func:`turn_key` of a ``memories`` row's columns (the shard's ``turn_key_of`` SQL function)."""
+    return turn_key(turn_of({"attributes": attributes, "source_id": source_id}), role)
+
+
+def row_turn_key(row: Mapping[str, Any] | sqlite3.Row) -> str:
+    """A row's stored ``turn_key``, or (a row not read from the table) the one it is stored with."""
+    keys = row.keys()  # a sqlite3.Row's ``in`` looks at its values
+    if "turn_key" in keys and row["turn_key"] is not None:
+        return str(row["turn_key"])
+    return turn_key(turn_of(row), row["role"])
+
+
+def conversation_key(row: Mapping[str, Any] | sqlite3.Row) -> tuple[str, str, str]:
     """A message's place in its session's conversation order (see the module's docstring)."""
-    return (str(row["valid_from"] or ""), natural_key(turn_of(row)), _ROLE_ORDER.get(str(row["role"]), "2"),
-            str(row["memory_id"]))
+    return str(row["valid_from"] or ""), row_turn_key(row), str(row["memory_id"])
 
 
 def in_conversation_order(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
@@ -55,24 +68,24 @@ def in_conversation_order(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
 def neighbours(db: sqlite3.Connection, where: str, args: Sequence[Any], anchor: Mapping[str, Any] | sqlite3.Row,
                direction: Direction, limit: int) -> list[sqlite3.Row]:
     """Up to ``limit`` messages just before (``previous``, nearest first) or after ``anchor`` in conversation
-    order, among the ``memories`` rows ``where`` (bound to ``args``) selects: one session's messages. Read by
-    time through the session's index: the messages of the anchor's time, then those of the times beyond it, each
-    time's messages whole (they are put in order here)."""
+    order, among the ``memories`` rows ``where`` (bound to ``args``) selects: one session's messages (``where``
+    names its tenant, workspace, user, agent, session and layer, so the ``memories_conversation`` index reads
+    them in order). Messages without a time come first."""
     if limit <= 0:
         return []
     before = direction == "previous"
-    mine = conversation_key(anchor)
-    tied = [r for r in db.execute(f"SELECT * FROM memories WHERE {where} AND valid_from IS ?",
-                                  [*args, anchor["valid_from"]])
-            if (conversation_key(r) < mine if before else conversation_key(r) > mine)]
-    out = sorted(tied, key=conversation_key, reverse=before)[:limit]
-    if len(out) < limit and anchor["valid_from"] is not None:
-        op, order = ("<", "DESC") if before else (">", "ASC")
-        rows = db.execute(f"SELECT * FROM memories WHERE {where} AND valid_from {op} ? ORDER BY valid_from {order} "
-                          "LIMIT ?", [*args, anchor["valid_from"], limit - len(out)]).fetchall()
-        if rows:  # the farthest time's other messages may come first in conversation order: read it whole
-            edge = rows[-1]["valid_from"]
-            rows = [r for r in rows if r["valid_from"] != edge] + db.execute(
-                f"SELECT * FROM memories WHERE {where} AND valid_from = ?", [*args, edge]).fetchall()
-            out += sorted(rows, key=conversation_key, reverse=before)[:limit - len(out)]
+    at, key, mid = anchor["valid_from"], row_turn_key(anchor), str(anchor["memory_id"])
+    op, way = ("<", "DESC") if before else (">", "ASC")
+    order = f"ORDER BY valid_from {way}, turn_key {way}, memory_id {way} LIMIT ?"
+    select = f"SELECT * FROM memories WHERE {where} AND "
+    if at is not None:
+        out = db.execute(f"{select}(valid_from, turn_key, memory_id) {op} (?, ?, ?) {order}",
+                         [*args, at, key, mid, limit]).fetchall()
+        if before and len(out) < limit:
+            out += db.execute(f"{select}valid_from IS NULL {order}", [*args, limit - len(out)]).fetchall()
+        return out
+    out = db.execute(f"{select}valid_from IS NULL AND (turn_key, memory_id) {op} (?, ?) {order}",
+                     [*args, key, mid, limit]).fetchall()
+    if not before and len(out) < limit:
+        out += db.execute(f"{select}valid_from IS NOT NULL {order}", [*args, limit - len(out)]).fetchall()
     return out

@@ -12,6 +12,7 @@ from importlib import resources
 
 import orjson
 
+from altm.store._conversation import turn_key_of
 from altm.store._errors import ShardError
 from altm.store._text_index import (
     apply_pending,
@@ -71,6 +72,7 @@ def _json_with_key(document: str | None, key: str, value: object) -> str | None:
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply pending migrations, each in its own transaction; returns the resulting version."""
     conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)  # data migrations use it
+    conn.create_function("turn_key_of", 3, turn_key_of, deterministic=True)
     register_index_form(conn)  # the text indexes are written through it
     version = current_version(conn)
     migrated = False

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from altm.core import Layer, Scope, partition_for, rejection_item
-from altm.store._conversation import TURN_SQL, conversation_key
+from altm.store._conversation import conversation_key
 from altm.store._policy import ScopePolicy
 from altm.store._rows import MemoryRow, memory_row
 from altm.store._shardset import ShardSet
@@ -20,7 +20,6 @@ from altm.store._tx import MEMORY_ID
 
 Row = dict[str, Any]
 
-_ROLE_RANK = "CASE m.role WHEN 'user' THEN 0 WHEN 'assistant' THEN 1 ELSE 2 END"
 _LISTED = ("m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id, m.layer, m.kind, m.content, "
            "m.content_hash, m.session_id, m.source_id, m.role, m.valid_from, m.method, m.trust_status, m.lc_state, "
            "m.lc_pinned")
@@ -85,19 +84,20 @@ class MemoryQueries(_Routed):
             conditions.append("m.kind = ?")
             args.append(kind)
         # oldest first, in conversation order (altm.store._conversation): at one time, turn ids in their natural
-        # order ("s1-t2" before "s1-t10", the shard's natural_key function) and a turn's user message before its
-        # reply; the pages are cut in that order (cut in the text order of turn ids, a page held turn 10 before 3)
-        turn = TURN_SQL.format(m="m")
-        sql = (f"SELECT {_LISTED}, {turn} AS turn FROM memories m"
-               + (" WHERE " + " AND ".join(conditions) if conditions else "")
-               + f" ORDER BY m.valid_from, natural_key({turn}), {_ROLE_RANK}, m.memory_id LIMIT ? OFFSET ?")
+        # order ("s1-t2" before "s1-t10") and a turn's user message before its reply, as each row's turn_key
+        # holds it; the pages are cut in that order (cut in the text order of turn ids, a page held turn 10
+        # before 3). The key is stored: computed here for every row of the user, it cost the first page of a long
+        # history a Python call per row.
+        conditions.append("m.turn_key IS NOT NULL")  # every row's: it lets the listing's own index be read
+        sql = (f"SELECT {_LISTED}, m.turn_key FROM memories m WHERE " + " AND ".join(conditions)
+               + " ORDER BY m.valid_from, m.turn_key, m.memory_id LIMIT ? OFFSET ?")
         if scope is not None:
             rows = [_with_scope(r) for r in self._rows(scope, sql, [*args, limit, offset])]
         else:
             rows = sorted((_with_scope(r) for r in self._everywhere(sql, [*args, limit + offset, 0])),
                           key=conversation_key)[offset : offset + limit]
         for row in rows:
-            del row["turn"]  # an order, not a listed column
+            del row["turn_key"]  # an order, not a listed column
         return rows
 
 

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from altm.core import Scope, natural_key
+from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
 from altm.store._redaction import redact_json, redact_reason_json
@@ -90,7 +90,6 @@ class Shard:
         self._truncation_owed = not self.read_only
         conn.create_function("redact_json", 1, redact_json, deterministic=True)
         conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
-        conn.create_function("natural_key", 1, natural_key, deterministic=True)  # turn ids in conversation order
         register_index_form(conn)  # the text indexes hold the content's NFKC form
         conn.row_factory = sqlite3.Row
         self._conn = conn

@@ -12,6 +12,7 @@ from altm.core import (
     Scope,
     sha256_hex,
 )
+from altm.store._conversation import turn_key_of
 from altm.store._redaction import redacted
 from altm.store._rows import (
     MEMORY_COLUMNS,
@@ -46,8 +47,10 @@ class _TxWrites(_TxTombstones):
         self._audit(at=at, proposal_id=proposal_id, actor=actor, action="insert", table="memories",
                     target_id=row["memory_id"], old=None, new=row)
         cols = ", ".join(MEMORY_COLUMNS)
-        self._db.execute(f"INSERT INTO memories ({cols}, source_ms) VALUES ({_marks(MEMORY_COLUMNS)}, ?)",
-                         [*(columns(row)[c] for c in MEMORY_COLUMNS), source_ms if source_ms else None])
+        values = columns(row)
+        self._db.execute(f"INSERT INTO memories ({cols}, source_ms, turn_key) VALUES ({_marks(MEMORY_COLUMNS)}, ?, ?)",
+                         [*(values[c] for c in MEMORY_COLUMNS), source_ms if source_ms else None,
+                          turn_key_of(values["attributes"], values["source_id"], values["role"])])
         self._db.executemany(
             "INSERT OR IGNORE INTO evidence_edges (memory_id, evidence_id) VALUES (?,?)",
             [(row["memory_id"], ev) for ev in orjson.loads(row["evidence"])],
@@ -62,6 +65,9 @@ class _TxWrites(_TxTombstones):
             sets = ", ".join(f"{c}=?" for c in changed)
             self._db.execute(f"UPDATE memories SET {sets} WHERE memory_id=?",
                              [after[c] for c in changed] + [old["memory_id"]])
+        if {"attributes", "source_id", "role"} & set(changed):  # its place among the messages of its time
+            self._db.execute("UPDATE memories SET turn_key=? WHERE memory_id=?",
+                             [turn_key_of(after["attributes"], after["source_id"], after["role"]), old["memory_id"]])
         if "evidence" in changed:
             self._db.execute("DELETE FROM evidence_edges WHERE memory_id=?", (old["memory_id"],))
             self._db.executemany(

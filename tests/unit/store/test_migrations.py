@@ -284,3 +284,25 @@ def test_version_25_keys_each_tombstone_by_its_hashes_and_keeps_them_with_it(tmp
     assert keys() == [("tomb_1", "sh3"), ("tomb_3", "ef"), ("tomb_3", "sh9")]
     conn.execute("DELETE FROM tombstones WHERE tombstone_id='tomb_3'")
     assert keys() == [("tomb_1", "sh3")]
+
+
+def test_version_26_stores_each_memorys_place_among_the_messages_of_its_time(tmp_path: Path) -> None:
+    from altm.store._conversation import turn_key
+    from altm.store._migrations import _json_with_key
+    from altm.store._text_index import register_index_form
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)
+    register_index_form(conn)
+    _at_version(conn, 25)
+    insert = ("INSERT INTO memories (memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, layer, kind, "
+              "content, content_hash, source_id, role, attributes, evidence, method, processor, recorded_at) "
+              "VALUES (?, 't', 'w', 'u', 'a', 's1', 'L0', 'message', 'x', 'h', ?, ?, ?, '[]', 'verbatim', 'capture', "
+              "'then')")
+    conn.execute(insert, ["m1", "host-1", "user", '{"turn_id": "s1-t10"}'])
+    conn.execute(insert, ["m2", "s1-t2", "assistant", "{}"])
+    conn.execute(insert, ["m3", None, None, '{"turn_id": 7}'])  # a turn id that is no text: its source id (none)
+    assert migrate(conn) == LATEST_VERSION
+    found = dict(conn.execute("SELECT memory_id, turn_key FROM memories").fetchall())
+    assert found == {"m1": turn_key("s1-t10", "user"), "m2": turn_key("s1-t2", "assistant"), "m3": turn_key(None, None)}
+    assert found["m2"] < found["m1"]  # turn 2 before turn 10
