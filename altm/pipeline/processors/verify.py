@@ -8,7 +8,7 @@ rejected takes no part in the others' verdicts.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Literal
 
@@ -102,23 +102,43 @@ def _approved_by_review(mem: MemoryUnit) -> bool:
     return mem.trust.method is TrustMethod.GROUND_TRUTH and mem.trust.status is TrustStatus.VERIFIED
 
 
-def _standing_approvals(earlier: Sequence[MemoryUnit]) -> list[MemoryUnit]:
+def _standing_approvals(earlier: Sequence[MemoryUnit],
+                        conflict: Callable[[MemoryUnit, MemoryUnit], bool] = conflicts) -> list[MemoryUnit]:
     """The reviewer-approved atoms among ``earlier`` (in validity order) that no later approved one conflicts
     with: a reviewer who approved a correction approved it over the value it replaced."""
     approved = [a for a in earlier if _approved_by_review(a)]
-    return [a for j, a in enumerate(approved) if not any(conflicts(a, b) for b in approved[j + 1:])]
+    return [a for j, a in enumerate(approved) if not any(conflict(a, b) for b in approved[j + 1:])]
+
+
+class _Claims:
+    """What :func:`conflicts` and :func:`agrees` compare of each atom of a group, read once per atom (each
+    verdict compares an atom with every other: read per pair, the values were most of verify's time)."""
+
+    def __init__(self, group: Sequence[MemoryUnit]) -> None:
+        self._of = {m.memory_id: (_vals(m, "values"), _vals(m, "negated_values"), frozenset(m.evidence))
+                    for m in group}
+
+    def conflicts(self, older: MemoryUnit, newer: MemoryUnit) -> bool:
+        (a_vals, _, _), (b_vals, b_negated, _) = self._of[older.memory_id], self._of[newer.memory_id]
+        return bool(a_vals & b_negated) or bool(a_vals and b_vals and not (a_vals & b_vals))
+
+    def agrees(self, a: MemoryUnit, b: MemoryUnit) -> bool:
+        (a_vals, _, a_evidence), (b_vals, _, b_evidence) = self._of[a.memory_id], self._of[b.memory_id]
+        return a.content_hash != b.content_hash and not a_evidence & b_evidence and bool(a_vals & b_vals)
 
 
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
     """Verdicts for every atom of one subject group (ordered by validity time)."""
     ordered = sorted(group, key=order)
     subject = str(ordered[0].attributes.get("subject", "")) if ordered else ""
+    claims = _Claims(ordered)
+    conflict, agree = claims.conflicts, claims.agrees  # as the module's, each atom's values read once
     out: dict[str, Trust] = {}
     for i, mem in enumerate(ordered):
-        later = [b for b in ordered[i + 1 :] if conflicts(mem, b) and outranks(b, mem)]
-        earlier = [a for a in ordered[:i] if conflicts(a, mem)]
-        support = list(islice((o for o in ordered if o.memory_id != mem.memory_id and agrees(mem, o)), 2))
-        standing = _standing_approvals(ordered[:i])
+        later = [b for b in ordered[i + 1 :] if conflict(mem, b) and outranks(b, mem)]
+        earlier = [a for a in ordered[:i] if conflict(a, mem)]
+        support = list(islice((o for o in ordered if o.memory_id != mem.memory_id and agree(mem, o)), 2))
+        standing = _standing_approvals(ordered[:i], conflict)
         held = _held_for_review(mem)
         if held is not None:
             out[mem.memory_id] = held
@@ -137,12 +157,12 @@ def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
                 reason=f"a later memory about {subject!r} states {sorted(_vals(b, 'values'))} instead of "
                        f"{sorted(_vals(mem, 'values'))}",
             )
-        elif against := [a for a in standing if conflicts(a, mem)]:  # a cue cannot overturn a reviewer
+        elif against := [a for a in standing if conflict(a, mem)]:  # a cue cannot overturn a reviewer
             out[mem.memory_id] = Trust(
                 status=TrustStatus.UNCERTAIN, method=TrustMethod.CROSS_VERIFY, confidence=0.4,
                 contradicting_id=against[-1].memory_id,
                 reason=f"conflicts with a reviewer-approved memory about {subject!r}: needs review")
-        elif any(agrees(mem, a) for a in standing):
+        elif any(agree(mem, a) for a in standing):
             out[mem.memory_id] = Trust(
                 status=TrustStatus.VERIFIED, method=TrustMethod.CROSS_VERIFY, confidence=0.8,
                 reason=f"agrees with a reviewer-approved memory about {subject!r}")
