@@ -91,6 +91,11 @@ class Processor(ABC):
         """Optional batched form (e.g. embedding). ``None`` means: call :meth:`process` per event."""
         return None
 
+    def forget_partitions(self, partitions: Sequence[int]) -> None:
+        """``partitions`` were given up (a rebalance): what the processor remembers of them goes, for another
+        process handles them now and they may come back. By default it remembers nothing."""
+        return None
+
     @property
     def idle(self) -> bool:
         """Built without what it would work with (embed without an embedder or an index): every record it

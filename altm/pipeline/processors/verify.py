@@ -255,6 +255,12 @@ class VerifyProcessor(Processor):
         self._chat = chat if chat is not None and chat.serves(ModelTask.NLI) else None
         self._proposed = Proposed()
 
+    def forget_partitions(self, partitions: Sequence[int]) -> None:
+        """Another worker judged the subjects of given-up partitions meanwhile, and what it proposed may still
+        be on its way to the writer when they come back: every member's verdict is proposed again then."""
+        if partitions:
+            self._proposed = Proposed()
+
     def accepts(self, marker: ChangeMarker) -> bool:
         """Committed atoms, the atom an erasure names for each subject it took an atom of, reviewed atoms."""
         return committed_upsert(marker, _FROM) or (

@@ -176,12 +176,16 @@ class Lane:
     def forget(self, partitions: Iterable[int]) -> None:
         """Drop what ``partitions`` queued and what was handled of them (their next owner starts from what was
         committed); the partitions may be given back later."""
+        partitions = list(partitions)
         for partition in partitions:
             self._queues.pop(partition, None)
             self._marks.pop(partition, None)
             self.done.pop(partition, None)
             self._parked.pop(partition, None)
             self._closing.discard(partition)
+        for driver in self.drivers:
+            if isinstance(driver, StageDriver):
+                driver.processor.forget_partitions(partitions)
 
     async def _finish_current(self, touches: Callable[[frozenset[int]], bool], timeout_s: float) -> None:
         current = self._current
