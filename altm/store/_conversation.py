@@ -38,8 +38,9 @@ def turn_of(row: Mapping[str, Any] | sqlite3.Row) -> str | None:
 
 def turn_key(turn: str | None, role: str | None) -> str:
     """A message's place among the messages of its time, as one text (``memories.turn_key``, indexed): its turn id
-    in natural order, then its role's rank."""
-    return f"{natural_key(turn)}\x00{_ROLE_ORDER.get(str(role), '2')}"
+    in natural order, then its role's rank. The turn id's NULs are written as NUL and 0x01 and it ends with two
+    NULs, so the text compares as the pair does whatever the turn id holds (a turn id may hold a NUL)."""
+    return f"{natural_key(turn).replace(chr(0), chr(0) + chr(1))}\x00\x00{_ROLE_ORDER.get(str(role), '2')}"
 
 
 def turn_key_of(attributes: str | None, source_id: str | None, role: str | None) -> str:
