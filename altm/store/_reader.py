@@ -13,6 +13,7 @@ from altm.core.partitioner import partition_for
 from altm.store._conversation import in_conversation_order
 from altm.store._rows import MEMORY_COLUMNS, row_to_memory
 from altm.store._shardset import ShardSet
+from altm.store._sql import SCENE_MEMBERS
 from altm.store._tx import upsert_applied
 
 _COLS = ", ".join(MEMORY_COLUMNS)
@@ -177,15 +178,7 @@ class MemoryReader:
         of the first ``limit``. One scan that reads two columns per atom, so a node mentioned by thousands builds
         no memory per atom."""
         shard = self.shards.get(partition_for(scope.home, self.shards.partitions))
-        rows = shard._db.execute(
-            "WITH mentioning AS (SELECT m.memory_id, m.session_id, m.valid_from, ROW_NUMBER() OVER ("
-            "PARTITION BY m.kind, m.content_hash ORDER BY m.valid_from, m.memory_id) AS nth FROM memories m "
-            "JOIN graph_edges e ON e.src_id = m.memory_id AND e.edge_type='MENTIONS' AND e.rejected=0 "
-            f"WHERE e.dst_id=? AND m.layer='L2' AND m.lc_state != 'rejected' AND "
-            f"{' AND '.join('m.' + c for c in _AGENT.split(' AND '))}) "
-            "SELECT memory_id, session_id FROM mentioning WHERE nth=1 ORDER BY valid_from, memory_id",
-            [node_id, *_agent_args(scope)],
-        ).fetchall()
+        rows = shard._db.execute(SCENE_MEMBERS, [node_id, *_agent_args(scope)]).fetchall()
         return SceneMembers(sessions=sorted({session or "" for _, session in rows}),
                             memory_ids=[memory_id for memory_id, _ in rows[:limit]])
 

@@ -21,7 +21,7 @@ from altm.store._rows import (
     columns,
     memory_row,
 )
-from altm.store._sql import CACHE_GET
+from altm.store._sql import CACHE_GET, SCENE_MEMBERS
 from altm.store._sql import chunks as _chunks
 from altm.store._sql import marks as _marks
 from altm.store._tx._base import _TxBase
@@ -201,6 +201,11 @@ class _TxReads(_TxBase):
             "AND m.workspace_id=? AND m.user_id=? AND m.agent_id=?", [node_id, *_home(scope), scope.agent_id])
         aside = set(besides)
         return {str(session or "") for session, memory_id in rows if memory_id not in aside}
+
+    def scene_sessions(self, scope: Scope, node_id: str) -> list[str]:
+        """The sessions ("" for none) govern counts in the scene of ``node_id`` (``SCENE_MEMBERS``), sorted."""
+        return sorted({str(session or "") for _, session in self._db.execute(
+            SCENE_MEMBERS, [node_id, *_home(scope), scope.agent_id])})
 
     def raw_evidence(self, scope: Scope, memory_ids: Sequence[str], *, limit: int = 512) -> list[MemoryRow]:
         """The stored raw messages (L0) of the scope's user a derived memory rests on: its evidence, down

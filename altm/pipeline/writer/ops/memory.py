@@ -361,8 +361,9 @@ def _scene_left_out(tx: ShardTx, mem: MemoryUnit, verdict: GuardVerdict) -> Memo
     for i in kept:
         row = tx.memory_row(mem.evidence[i])
         still.add(str(row["session_id"] or "") if row is not None else "")
-    # one that names some of its sessions spans those left, named as govern names them
-    spans = sorted(still) if scene.SESSION_COUNT in mem.attributes else [s for s in sessions if s in still]
+    # one that names some of its sessions spans those govern counts that are left, named as govern names them
+    counted = tx.scene_sessions(mem.scope, node_id) if scene.SESSION_COUNT in mem.attributes else sessions
+    spans = [s for s in counted if s in still]
     if len(spans) < scene.MIN_SESSIONS:
         raise Rejection(f"write guard: {verdict.reason}", code="guard")
     content = scene.render(anchor, scene.named(spans), [lines[i] for i in kept], len(spans))
