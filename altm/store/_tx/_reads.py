@@ -202,6 +202,13 @@ class _TxReads(_TxBase):
         aside = set(besides)
         return {str(session or "") for session, memory_id in rows if memory_id not in aside}
 
+    def scenes_of(self, scope: Scope, node_ids: Sequence[str]) -> list[MemoryRow]:
+        """The user's scenes (L3) anchored at any of ``node_ids``."""
+        return [memory_row(r) for chunk in _chunks(sorted(set(node_ids))) for r in self._db.execute(
+            "SELECT * FROM memories WHERE layer='L3' AND kind='scene' AND tenant_id=? AND workspace_id=? "
+            f"AND user_id=? AND json_extract(attributes, '$.anchor_node_id') IN ({_marks(chunk)}) "
+            "ORDER BY memory_id", [*_home(scope), *chunk])]
+
     def scene_sessions(self, scope: Scope, node_id: str) -> list[str]:
         """The sessions ("" for none) govern counts in the scene of ``node_id`` (``SCENE_MEMBERS``), sorted."""
         return sorted({str(session or "") for _, session in self._db.execute(

@@ -18,6 +18,7 @@ from altm.core import (
     Scope,
     UpsertMemoryProposal,
     decode_event,
+    scene,
 )
 from altm.pipeline.processors.facets import order
 from altm.pipeline.writer.guard import bury
@@ -62,6 +63,8 @@ def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:
                   for sid in followed_by(tx, row)]
     removed = _removed(tx, doomed, seeds, p, ctx)
     messages, atoms, anchors, buried = removed.messages, removed.atoms, removed.anchors, removed.buried
+    anchors |= removed.mentioned
+    doomed |= _scenes_unmade(tx, scope, removed.mentioned, doomed, p, ctx)
     for row in recited.values():  # after the atoms they cited went
         tx.update_memory(tx.memory_row(row["memory_id"]) or row, row, at=ctx.now, proposal_id=p.event_id,
                          actor="writer")
@@ -93,6 +96,7 @@ class _Removed:
     messages: list[MemoryRow] = field(default_factory=list)  # the erased L0 messages
     atoms: list[MemoryRow] = field(default_factory=list)  # the erased L2 atoms (their subjects are verified again)
     anchors: set[str] = field(default_factory=set)  # the nodes of the erased scenes (computed again from the rest)
+    mentioned: set[str] = field(default_factory=set)  # the nodes the erased atoms mention (their scenes, likewise)
     buried: list[BuriedContent] = field(default_factory=list)
 
 
@@ -107,6 +111,7 @@ def _removed(tx: ShardTx, doomed: set[str], seeds: list[str], p: EraseProposal, 
             out.messages.append(row)
         elif row["layer"] == "L2":
             out.atoms.append(row)
+            out.mentioned.update(tx.mentioned_by(mid))  # a scene may count it without quoting it
         elif row["layer"] == "L3" and isinstance(node := orjson.loads(row["attributes"]).get("anchor_node_id"), str):
             out.anchors.add(node)
         if mid in seeds or not _swept(row, doomed):
@@ -114,6 +119,23 @@ def _removed(tx: ShardTx, doomed: set[str], seeds: list[str], p: EraseProposal, 
                                    keys=ctx.guard_keys, erasure_id=p.event_id))
         tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
     return out
+
+
+def _scenes_unmade(tx: ShardTx, scope: Scope, nodes: set[str], doomed: set[str], p: EraseProposal,
+                   ctx: OpContext) -> set[str]:
+    """The scenes of ``nodes`` (mentioned by erased atoms) that quote none of them (those went with them) and
+    that the atoms left no longer make (their anchor is left in fewer sessions than a scene needs): they go
+    too, unburied (what they say was not erased), as a store that never held the erased atoms never made them.
+    A scene still made is computed again by govern (the erasure names its node)."""
+    unmade: set[str] = set()
+    for row in tx.scenes_of(scope, sorted(nodes)):
+        node = orjson.loads(row["attributes"]).get("anchor_node_id")
+        if row["memory_id"] in doomed or not isinstance(node, str):
+            continue
+        if len(tx.scene_sessions(row_to_memory(row).scope, node)) < scene.MIN_SESSIONS:
+            tx.delete_memory(row, at=ctx.now, proposal_id=p.event_id, actor=p.processor)
+            unmade.add(str(row["memory_id"]))
+    return unmade
 
 
 def _facets_kept(tx: ShardTx, erasure: Erasure, doomed: set[str]) -> dict[str, MemoryRow]:
