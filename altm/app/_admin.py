@@ -7,6 +7,7 @@ candidates of the maintenance passes are read from the store; the decisions are 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -159,8 +160,9 @@ class AdminService:
         ``ALTM_RETENTION_TOMBSTONES``). Returns how many memories were named."""
         candidates = self.retention_candidates(now)
         await self._lifecycle_pass(now, {
-            scope: {"op": "forget", "memory_ids": [str(r["memory_id"]) for r in rows], "reason": "past retention",
-                    "tombstone": self.settings.retention_tombstones}
+            scope: [{"op": "forget", "memory_ids": ids, "reason": "past retention",
+                     "tombstone": self.settings.retention_tombstones}
+                    for ids in _in_parts(sorted(str(r["memory_id"]) for r in rows))]
             for scope, rows in _by_agent(candidates).items()})
         return len(candidates)
 
@@ -180,11 +182,14 @@ class AdminService:
         """Move idle memories down compression levels (C1..C4). Returns how many levels change."""
         candidates = self.compaction_candidates(now)
         await self._lifecycle_pass(now, {
-            scope: {"op": "compress", "levels": {str(r["memory_id"]): int(r["level"]) for r in rows}}
+            scope: [{"op": "compress", "levels": {mid: levels[mid] for mid in ids}}
+                    for levels in [{str(r["memory_id"]): int(r["level"]) for r in rows}]
+                    for ids in _in_parts(sorted(levels))]
             for scope, rows in _by_agent(candidates).items()})
         return len(candidates)
 
-    async def _lifecycle_pass(self, now: datetime | None, payloads: dict[Scope, dict[str, object]]) -> None:
+    async def _lifecycle_pass(self, now: datetime | None, payloads: dict[Scope, list[dict[str, object]]]) -> None:
+        """One control event per agent and part (:func:`_in_parts`) of the memories it names."""
         stamp = now or _now()
         # named by what it does too: a second pass at the same time over other memories is another event (it
         # had the first one's id, and a replay took it for a redelivery); the same pass sent twice is one
@@ -192,7 +197,7 @@ class AdminService:
             ControlEvent(event_id=derive_id("ctl", scope.path, "lifecycle", str(payload["op"]), stamp.isoformat(),
                                             orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode()),
                          scope=scope, timestamp=stamp, action=ControlAction.LIFECYCLE, payload=payload)
-            for scope, payload in sorted(payloads.items(), key=lambda kv: kv[0].path)])
+            for scope, parts in sorted(payloads.items(), key=lambda kv: kv[0].path) for payload in parts])
 
     async def sweep(self, limit: int = 500) -> int:
         """Verify L2 atoms never verified, or changed since their verdict. Returns how many were named."""
@@ -205,6 +210,17 @@ class AdminService:
                          target_ids=tuple(str(r["memory_id"]) for r in group))
             for scope, group in sorted(_by_agent(rows).items(), key=lambda kv: kv[0].path)])
         return len(rows)
+
+
+LIFECYCLE_PART = 1_000
+"""The memories one retention or compaction event names at most (about 41 bytes each: some 41 KB of a control
+event's 64 KiB payload). One event per agent named every id: past some 1,680 memories of one agent due, the pass
+failed before it published anything, for every user of the data dir, and again at every later pass."""
+
+
+def _in_parts(ids: Sequence[str]) -> list[list[str]]:
+    """``ids`` in parts of at most :data:`LIFECYCLE_PART`, in order."""
+    return [list(ids[i:i + LIFECYCLE_PART]) for i in range(0, len(ids), LIFECYCLE_PART)]
 
 
 def _cycle_erased(cycle: RuntimeCycle, scope: Scope, erasure: Erasure) -> bool:
