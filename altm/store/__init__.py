@@ -6,6 +6,7 @@ from altm.store._inspection import InspectionQueries
 from altm.store._llm_cache import ShardLLMCache
 from altm.store._policy import ScopePolicy
 from altm.store._queries import (
+    GUARD_HOLD,
     CycleQueries,
     GovernanceQueries,
     MaintenanceQueries,
@@ -55,6 +56,7 @@ from altm.store._tx import (
 from altm.store._work import DeferredWork, WorkItem
 
 __all__ = [
+    "GUARD_HOLD",
     "HASHED_TABLES",
     "MEMORY_COLUMNS",
     "MEMORY_ID",

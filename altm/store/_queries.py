@@ -203,6 +203,11 @@ class CycleQueries(_Routed):
         return None
 
 
+GUARD_HOLD = "write guard: "
+"""How the trust reason of a memory the write guard holds for review begins (``altm.pipeline.writer.ops.memory``
+writes it)."""
+
+
 class MaintenanceQueries:
     """Candidates of the maintenance passes (retention, compaction, trust sweep), across the data dir."""
 
@@ -230,16 +235,19 @@ class MaintenanceQueries:
     def unverified(self, limit: int) -> list[Row]:
         """Current L2 atoms never verified, or changed since their verdict in what verify reads (a use signal
         or a compression is no such change: verify would find the same verdict, store nothing, and the atom
-        would be named on every pass). Not an atom a reviewer judged: verify gives it no verdict."""
+        would be named on every pass). Not an atom a reviewer judged: verify gives it no verdict; nor one the
+        write guard holds for review (its verdict stays until a reviewer decides: named, it was named on every
+        pass, and held atoms older than a never-verified one filled the pass)."""
         out: list[Row] = []
         for shard in self.shards.existing():
             out += [dict(r) for r in shard._db.execute(
                 "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id FROM memories m "
                 "WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND m.trust_method IS NOT 'ground_truth' "
+                f"AND NOT (m.trust_status = 'uncertain' AND substr(m.trust_reason, 1, {len(GUARD_HOLD)}) = ?) "
                 "AND (m.trust_verified_at IS NULL OR EXISTS "
                 "(SELECT 1 FROM audit_log a WHERE a.target_table = 'memories' AND a.target_id = m.memory_id AND "
                 f"a.actor NOT IN ('verify', 'review') AND a.at > m.trust_verified_at AND ({_JUDGED_CHANGE}))) "
-                "ORDER BY m.valid_from, m.memory_id LIMIT ?", (limit - len(out),))]
+                "ORDER BY m.valid_from, m.memory_id LIMIT ?", (GUARD_HOLD, limit - len(out)))]
             if len(out) >= limit:
                 break
         return out

@@ -25,7 +25,6 @@ from altm.pipeline.writer.guard import bury
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.pipeline.writer.ops.lifecycle import tallied, tally_again
 from altm.pipeline.writer.ops.memory import (
-    GUARD_HOLD,
     facet_recited,
     followed_by,
     held_again,
@@ -35,7 +34,7 @@ from altm.pipeline.writer.ops.memory import (
     upsert_memory,
     without_verdict,
 )
-from altm.store import MEMORY_ID, MemoryRow, ShardTx, row_to_memory
+from altm.store import GUARD_HOLD, MEMORY_ID, MemoryRow, ShardTx, row_to_memory
 
 
 def erase(tx: ShardTx, p: EraseProposal, ctx: OpContext) -> Applied:

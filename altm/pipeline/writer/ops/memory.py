@@ -24,6 +24,7 @@ from altm.pipeline.processors.facets import facet_version, stands_on
 from altm.pipeline.writer.guard import RECOMPUTED, GuardVerdict, erased_itself, is_scene, summarises
 from altm.pipeline.writer.ops._base import Applied, Erased, OpContext, Rejection
 from altm.store import (
+    GUARD_HOLD,
     REVIEWED_COLUMNS,
     VERDICT_COLUMNS,
     MemoryRow,
@@ -184,10 +185,6 @@ def summaries_judged_again(tx: ShardTx, scope: Scope, proposal_id: str, ctx: OpC
             tx.update_memory(row, held, at=ctx.now, proposal_id=proposal_id, actor="writer")
             changed.append(row_to_memory(held))
     return changed
-
-
-GUARD_HOLD = "write guard: "
-"""How the trust reason of a memory the guard flagged begins."""
 
 
 def held_by_guard(row: MemoryRow) -> bool:
