@@ -46,8 +46,12 @@ def test_the_members_remembered_in_all_are_bounded() -> None:
         proposed.changed(("acme/platform/dana/coder", f"subject {g}"), members, _verdicts(members),  # type: ignore[arg-type]
                          all_of_them=False)
     assert proposed.members <= 1_000
-    # what it let go is proposed again: the group is judged as one it has not seen
-    members = [SimpleNamespace(memory_id=f"mem_0_{i}", trust=Trust()) for i in range(400)]
-    again = proposed.changed(("acme/platform/dana/coder", "subject 0"), members, _verdicts(members),  # type: ignore[arg-type]
-                             all_of_them=False)
-    assert len(again) == 400
+    # stored as proposed: the group remembered last proposes nothing again, the one let go every member
+    for g, expected in ((4, 0), (0, 400)):
+        members = [SimpleNamespace(memory_id=f"mem_{g}_{i}", trust=Trust()) for i in range(400)]
+        verdicts = _verdicts(members)
+        for m in members:
+            m.trust = verdicts[m.memory_id]
+        again = proposed.changed(("acme/platform/dana/coder", f"subject {g}"), members, verdicts,  # type: ignore[arg-type]
+                                 all_of_them=False)
+        assert len(again) == expected, g
