@@ -7,6 +7,7 @@ rejected takes no part in the others' verdicts.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from itertools import islice
@@ -206,11 +207,22 @@ def _subject_atom(event: Event) -> MemoryUnit | None:
 
 SUBJECTS_KEPT = 10_000
 """Subject groups whose verdicts :class:`Proposed` remembers (the least recently judged is let go first)."""
+MEMBERS_KEPT = 200_000
+"""The members of those groups it remembers in all (some 150 bytes each: a digest of the id and of the verdict)."""
 
 
 def same_verdict(a: Trust, b: Trust) -> bool:
     """The same verdict, whenever it was given."""
     return a.model_dump(exclude={"verified_at"}) == b.model_dump(exclude={"verified_at"})
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def _verdict_digest(trust: Trust) -> int:
+    """A verdict, whenever it was given, in eight bytes."""
+    return _digest(trust.model_dump_json(exclude={"verified_at"}))
 
 
 class Proposed:
@@ -220,30 +232,36 @@ class Proposed:
     will hold once it has applied what is on its way (proposals of one user are applied in the order they are
     proposed): comparing with the stored verdict alone would let a stale verdict still on its way stand. A group
     this process has not judged since it started (or let go) has every member's verdict proposed, as has an
-    erasure's or a review's: what the writer changed besides shows in the stored verdicts."""
+    erasure's or a review's: what the writer changed besides shows in the stored verdicts. Each member is kept as
+    digests of its id and its verdict (a full verdict was some 1.3 KB a member), and the members kept in all are
+    bounded as well as the groups."""
 
-    def __init__(self, kept: int = SUBJECTS_KEPT) -> None:
-        self._kept = kept
-        self._groups: OrderedDict[tuple[str, ...], dict[str, Trust]] = OrderedDict()
+    def __init__(self, kept: int = SUBJECTS_KEPT, members_kept: int = MEMBERS_KEPT) -> None:
+        self._kept, self._members_kept = kept, members_kept
+        self._groups: OrderedDict[tuple[str, ...], dict[int, int]] = OrderedDict()
+        self.members = 0
+        """How many members are remembered in all."""
 
     def changed(self, key: tuple[str, str], group: Sequence[MemoryUnit], verdicts: dict[str, Trust], *,
                 all_of_them: bool) -> list[MemoryUnit]:
         """The members of ``group`` (each with a verdict in ``verdicts``) whose verdict is to be proposed, now
         remembered as proposed."""
-        last = None if all_of_them else self._groups.get(key)
+        last = self._groups.pop(key, None)
+        self.members -= len(last or {})
+        last = None if all_of_them else last
+        now = {_digest(m.memory_id): _verdict_digest(verdicts[m.memory_id]) for m in group}
 
         def again(m: MemoryUnit) -> bool:
-            verdict = verdicts[m.memory_id]
-            before = last.get(m.memory_id) if last is not None else None
-            return before is None or not same_verdict(before, verdict) or not same_verdict(m.trust, verdict)
+            id_digest = _digest(m.memory_id)
+            before = last.get(id_digest) if last is not None else None
+            return before != now[id_digest] or not same_verdict(m.trust, verdicts[m.memory_id])
 
         out = [m for m in group if again(m)]
-        members = {m.memory_id for m in group}
-        kept = {mid: t for mid, t in (last or {}).items() if mid in members}
-        self._groups[key] = kept | {m.memory_id: verdicts[m.memory_id] for m in out}
-        self._groups.move_to_end(key)
-        while len(self._groups) > self._kept:
-            self._groups.popitem(last=False)
+        self._groups[key] = now  # each member's verdict, proposed now or proposed before as it is now
+        self.members += len(now)
+        while self._groups and (len(self._groups) > self._kept or self.members > self._members_kept):
+            _, gone = self._groups.popitem(last=False)
+            self.members -= len(gone)
         return out
 
 
