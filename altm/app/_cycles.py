@@ -20,6 +20,14 @@ from altm.store import CycleQueries, MemoryQueries, ShardSet
 _ORDER = {CycleState.PREPARED: 0, CycleState.COMMITTED: 1, CycleState.ABORTED: 1}
 EVICT_SCAN = 256
 """How many of the oldest cycles over the capacity one eviction looks at (see ``CycleBook._evict``)."""
+BUNDLE_BYTES_KEPT = 64 * 1024 * 1024
+"""The text of the bundles a book keeps at most (the oldest let go first, their cycles kept): a caller sizes a
+bundle with its token budget (up to 200,000: some 800 KB), and 10,000 such cycles held some 7 GiB."""
+
+
+def _size(bundle: ContextBundle | None) -> int:
+    """What a bundle's text weighs (its rendered text and its items' texts)."""
+    return 0 if bundle is None else len(bundle.rendered) + sum(len(item.text) for item in bundle.items)
 
 
 def _stored(row: dict[str, object]) -> RuntimeCycle:
@@ -49,6 +57,8 @@ class CycleBook:
         self._memories = MemoryQueries(shards)
         self._capacity = capacity
         self._recent: OrderedDict[str, tuple[RuntimeCycle, ContextBundle | None]] = OrderedDict()
+        self.bundle_bytes_kept = BUNDLE_BYTES_KEPT
+        self._bundle_bytes = 0
 
     def get(self, cycle_id: str) -> RuntimeCycle | None:
         """The most advanced state known of a cycle: this process's or the store's (None: unknown, or taken by
@@ -59,7 +69,7 @@ class CycleBook:
         if mine is None:
             return stored
         if stored is None and self._taken(mine[0]):
-            del self._recent[cycle_id]
+            self._drop(cycle_id)
             return None
         if stored is not None and _ORDER[stored.state] > _ORDER[mine[0].state]:
             return stored
@@ -78,9 +88,29 @@ class CycleBook:
 
     def remember(self, cycle: RuntimeCycle, bundle: ContextBundle | None = None) -> None:
         previous = self._recent.pop(cycle.cycle_id, None)
-        self._recent[cycle.cycle_id] = (cycle, bundle if bundle is not None else (previous[1] if previous else None))
+        self._bundle_bytes -= _size(previous[1] if previous else None)
+        kept = bundle if bundle is not None else (previous[1] if previous else None)
+        self._recent[cycle.cycle_id] = (cycle, kept)
+        self._bundle_bytes += _size(kept)
         while len(self._recent) > self._capacity and self._evict():
             pass
+        self._let_bundles_go()
+
+    def _let_bundles_go(self) -> None:
+        """The oldest bundles let go (their cycles kept) until what is kept weighs no more than
+        ``bundle_bytes_kept``; the newest is kept whatever it weighs (its prepare's retry returns it)."""
+        if self._bundle_bytes <= self.bundle_bytes_kept:
+            return
+        for cycle_id, (cycle, bundle) in list(self._recent.items())[:-1]:
+            if bundle is not None:
+                self._recent[cycle_id] = (cycle, None)
+                self._bundle_bytes -= _size(bundle)
+                if self._bundle_bytes <= self.bundle_bytes_kept:
+                    return
+
+    def _drop(self, cycle_id: str) -> None:
+        _, bundle = self._recent.pop(cycle_id)
+        self._bundle_bytes -= _size(bundle)
 
     def _evict(self) -> bool:
         """Forget the oldest cycle among the first ``EVICT_SCAN`` whose state the writer has stored (the store
@@ -90,7 +120,7 @@ class CycleBook:
             row = self._stored.find(cycle_id)
             if (row is not None and _ORDER[CycleState(str(row["state"]))] >= _ORDER[cycle.state]) or (
                     row is None and self._taken(cycle)):
-                del self._recent[cycle_id]  # the store answers for it as this process would (or knows it gone)
+                self._drop(cycle_id)  # the store answers for it as this process would (or knows it gone)
                 return True
         return False
 
@@ -106,10 +136,11 @@ class CycleBook:
         """Drop the cycles an erasure takes (its writer deletes their stored rows: kept here, they could never
         be evicted, and a commit of one would store its reply in the erased session)."""
         for cycle_id in [c for c, (cycle, _) in self._recent.items() if erased(cycle)]:
-            del self._recent[cycle_id]
+            self._drop(cycle_id)
 
     def forget_bundles(self, quotes_erased: Callable[[RuntimeCycle, ContextBundle], bool]) -> None:
         """Drop the bundles that may quote erased memories (a retry rebuilds them from what is left)."""
         for cycle_id, (cycle, bundle) in list(self._recent.items()):
             if bundle is not None and quotes_erased(cycle, bundle):
                 self._recent[cycle_id] = (cycle, None)
+                self._bundle_bytes -= _size(bundle)
