@@ -291,10 +291,11 @@ class _TxReads(_TxBase):
 
     def signal_tally(self, memory_id: str) -> SignalTally:
         db = self._db
-        counts = {str(k): int(n) for k, n in db.execute(
-            "SELECT kind, COUNT(*) FROM lifecycle_signals WHERE memory_id=? GROUP BY kind", (memory_id,))}
+        counts = {str(k): int(n) for k, n in db.execute(  # kept by triggers (schema 28): not every signal read
+            "SELECT kind, n FROM signal_counts WHERE memory_id=?", (memory_id,))}
         last_pin = db.execute(
-            "SELECT kind FROM lifecycle_signals WHERE memory_id=? AND kind IN ('pin', 'unpin') "
+            "SELECT kind FROM lifecycle_signals INDEXED BY lifecycle_signals_by_kind WHERE memory_id=? "
+            "AND kind IN ('pin', 'unpin') "
             "ORDER BY at DESC, signal_id DESC LIMIT 1", (memory_id,)).fetchone()
         compress = db.execute(
             "SELECT level, seq FROM lifecycle_signals WHERE memory_id=? AND kind='compress' "

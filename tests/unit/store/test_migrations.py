@@ -306,3 +306,28 @@ def test_version_26_stores_each_memorys_place_among_the_messages_of_its_time(tmp
     found = dict(conn.execute("SELECT memory_id, turn_key FROM memories").fetchall())
     assert found == {"m1": turn_key("s1-t10", "user"), "m2": turn_key("s1-t2", "assistant"), "m3": turn_key(None, None)}
     assert found["m2"] < found["m1"]  # turn 2 before turn 10
+
+
+def test_version_28_counts_each_memorys_signals_of_each_kind_whichever_way_they_change(tmp_path: Path) -> None:
+    from altm.store._migrations import _json_with_key
+    from altm.store._text_index import register_index_form
+
+    conn = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    conn.create_function("json_with_key", 3, _json_with_key, deterministic=True)
+    register_index_form(conn)
+    conn.create_function("turn_key_of", 3, lambda *_: "", deterministic=True)
+    _at_version(conn, 27)
+    insert = "INSERT INTO lifecycle_signals (memory_id, signal_id, kind, at, seq) VALUES (?, ?, ?, 'then', ?)"
+    for n, (mid, sid, kind) in enumerate([("m1", "a", "injected"), ("m1", "b", "injected"), ("m1", "c", "pin"),
+                                          ("m2", "d", "helpful")], start=1):
+        conn.execute(insert, [mid, sid, kind, n])
+    assert migrate(conn) == LATEST_VERSION
+
+    def counts() -> set[tuple[str, str, int]]:
+        return {(str(m), str(k), int(n)) for m, k, n in conn.execute("SELECT memory_id, kind, n FROM signal_counts")}
+
+    assert counts() == {("m1", "injected", 2), ("m1", "pin", 1), ("m2", "helpful", 1)}
+    conn.execute(insert, ["m1", "e", "injected", 5])
+    conn.execute("DELETE FROM lifecycle_signals WHERE signal_id IN ('c', 'd')")
+    conn.execute("UPDATE lifecycle_signals SET kind='helpful' WHERE signal_id='a'")
+    assert counts() == {("m1", "injected", 2), ("m1", "helpful", 1)}
