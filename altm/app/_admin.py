@@ -145,23 +145,30 @@ class AdminService:
             payload=rollback.model_dump()))
 
     # -- maintenance passes ------------------------------------------------------------------------------
-    def retention_candidates(self, now: datetime | None = None) -> list[Row]:
-        """Memories past their layer's retention (``ALTM_RETENTION_DAYS_L0..L4``), pinned ones excepted."""
+    def retention_cutoffs(self, now: datetime | None = None) -> dict[str, str]:
+        """Per layer with a retention (``ALTM_RETENTION_DAYS_L0..L4``), the time its memories are past it before."""
         now = now or _now()
-        out: list[Row] = []
+        out: dict[str, str] = {}
         for layer in ("L0", "L1", "L2", "L3", "L4"):
             days = getattr(self.settings, f"retention_days_{layer.lower()}")
             if days is not None and days < (now - EARLIEST_EVENT).days:  # longer: nothing stored is that old
-                out += self._maintenance.older_than(layer, (now - timedelta(days=days)).isoformat())
+                out[layer] = (now - timedelta(days=days)).isoformat()
         return out
+
+    def retention_candidates(self, now: datetime | None = None) -> list[Row]:
+        """Memories past their layer's retention (``ALTM_RETENTION_DAYS_L0..L4``), pinned ones excepted."""
+        return [r for layer, cutoff in self.retention_cutoffs(now).items()
+                for r in self._maintenance.older_than(layer, cutoff)]
 
     async def retention(self, now: datetime | None = None) -> int:
         """Forget what is past retention (audited with the removed value, evidence repaired, tombstones when
-        ``ALTM_RETENTION_TOMBSTONES``). Returns how many memories were named."""
-        candidates = self.retention_candidates(now)
+        ``ALTM_RETENTION_TOMBSTONES``). Returns how many memories were named. Each event of the pass says what
+        the pass takes whole (its cutoffs): the writer tells from them what another event of it forgets."""
+        cutoffs = self.retention_cutoffs(now)
+        candidates = [r for layer, cutoff in cutoffs.items() for r in self._maintenance.older_than(layer, cutoff)]
         await self._lifecycle_pass(now, {
             scope: [{"op": "forget", "memory_ids": ids, "reason": "past retention",
-                     "tombstone": self.settings.retention_tombstones}
+                     "tombstone": self.settings.retention_tombstones, "cutoffs": cutoffs}
                     for ids in _in_parts(sorted(str(r["memory_id"]) for r in rows))]
             for scope, rows in _by_agent(candidates).items()})
         return len(candidates)

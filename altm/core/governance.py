@@ -208,6 +208,20 @@ class Forget(BaseModel):
     memory_ids: tuple[str, ...] = Field(min_length=1)
     reason: str
     tombstone: bool = False
+    # the pass it is part of, by what it takes whole: per layer, every memory valid since before that time and
+    # not pinned, named in this event or another one of the pass (one event per agent, and per part of an agent's
+    # memories): a persona facet restated only by memories the pass takes goes, as the pass in one event has it
+    cutoffs: dict[Literal["L0", "L1", "L2", "L3", "L4"], Annotated[str, StringConstraints(max_length=64)]] = Field(
+        default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_default_cutoffs(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """A forget without cutoffs is written as before they existed (the same bytes, so the same proposal ids:
+        a replay of an older log makes the proposals its source made)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.cutoffs:
+            data.pop("cutoffs", None)
+        return data
 
 
 class Rollback(BaseModel):

@@ -64,7 +64,8 @@ def _pass(event: ControlEvent, processor: str) -> list[Proposal]:
     if op == "forget":
         forget = Forget(memory_ids=tuple(str(m) for m in event.payload.get("memory_ids", [])),
                         reason=str(event.payload.get("reason", "past retention")),
-                        tombstone=bool(event.payload.get("tombstone", False)))
+                        tombstone=bool(event.payload.get("tombstone", False)),
+                        cutoffs=dict(event.payload.get("cutoffs") or {}))
         return [proposal(ForgetProposal, scope=event.scope, processor=processor, cause=event, forget=forget)]
     if op == "compress":
         levels = {str(k): int(v) for k, v in dict(event.payload.get("levels", {})).items()}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
 import orjson
 
@@ -107,7 +107,7 @@ def forget(tx: ShardTx, p: ForgetProposal, ctx: OpContext) -> Applied:
     messages: list[MemoryRow] = []  # the forgotten L0 messages (their sessions are folded again)
     anti_patterns: list[str] = []
     buried: list[BuriedContent] = []
-    recited = _facets_restated(tx, p.scope, retention.memory_ids)
+    recited = _facets_restated(tx, p.scope, retention.memory_ids, dict(retention.cutoffs.items()))
     successors: list[str] = []  # versions that superseded a facet it forgets: placed again (see ``followed_by``)
     for mid in retention.memory_ids:
         if mid in recited:
@@ -185,15 +185,30 @@ def _release(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext) ->
                                                             actor="lifecycle")]
 
 
-def _facets_restated(tx: ShardTx, scope: Scope, candidates: Iterable[str]) -> set[str]:
+def _facets_restated(tx: ShardTx, scope: Scope, candidates: Iterable[str], cutoffs: Mapping[str, str]) -> set[str]:
     """The persona facets among ``candidates`` whose statement an atom the pass keeps states too (the user said it
     again, within retention): they are not forgotten but stand on that atom (``_repair_evidence``), as a store
-    that never held the forgotten atom has them, from the re-statement's time."""
+    that never held the forgotten atom has them, from the re-statement's time. What the pass takes is what this
+    event names and, by the pass's ``cutoffs``, what its other events name (another agent's, another part's):
+    recited onto an atom the next event forgot, a facet stayed, flagged, where the pass in one event forgets it."""
     rows = [row for mid in sorted(set(candidates)) if (row := tx.memory_row(mid)) is not None
             and f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}" == scope.home]
     going = frozenset(row["memory_id"] for row in rows if not row["lc_pinned"])
+
+    def taken(facet: MemoryRow) -> frozenset[str]:
+        return going | {str(a["memory_id"]) for a in tx.atoms_of_facet(facet) if _past(a, cutoffs)}
+
     return {row["memory_id"] for row in rows if row["layer"] == "L4" and row["memory_id"] in going
-            and (fresh := facet_recited(tx, row, besides=going)) is not None and fresh["evidence"] != row["evidence"]}
+            and (fresh := facet_recited(tx, row, besides=taken(row))) is not None
+            and fresh["evidence"] != row["evidence"]}
+
+
+def _past(row: MemoryRow, cutoffs: Mapping[str, str]) -> bool:
+    """Past a pass's retention (as ``MaintenanceQueries.older_than`` finds it): valid since before its layer's
+    cutoff, not pinned."""
+    cutoff = cutoffs.get(str(row["layer"]))
+    return cutoff is not None and row["valid_from"] is not None and str(row["valid_from"]) < cutoff \
+        and not row["lc_pinned"]
 
 
 def _repair_evidence(tx: ShardTx, gone: list[str], p: ForgetProposal, ctx: OpContext, *,
