@@ -3,10 +3,11 @@ the anti-patterns stored, whatever the memory says.
 
 Red team rt22 (scaling): 20 / 40 / 80 anti-patterns stored, then 20 unrelated turns: 800 / 1,600 / 3,200
 judgements (0.55 / 0.74 / 1.06 s). ``WriteGuard._anti_pattern`` (altm/pipeline/writer/guard.py:492) reads every
-anti-pattern of the agent (``tx.anti_patterns``) and ``_against`` (guard.py:507) parses and judges each one. Left
-as a known gap: unlike a tombstone's hashes, a pattern can be matched without a shared term (``matches`` holds a
-pattern contained in the text character by character, stop words and all), so a filter by shared terms would
-change what is refused.
+anti-pattern of the agent (``tx.anti_patterns``) and ``_against`` (guard.py:507) parsed and judged each one. Now
+a pattern is judged only when the memory shares a content term (a clause's) or a token with it, or one text holds
+the other (what ``matches`` and ``reassertion`` need to find anything; ``negated_about`` only lets a pattern go),
+and each pattern is parsed once: 600 judgements → 0 here; every verdict of benchmarks/guard_paraphrase.py's four
+labelled sets and of guard_fp.py's 8,265 sentences is the same.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ from tests.support.memories import embedded, runtime_of
 from tests.support.turns import make_turn
 
 LATER = 10
-GAP = pytest.mark.xfail(strict=True, reason=(
-    "known gap (README, Known gaps): a derived memory is judged against every anti-pattern of its agent"))
 
 
 ANTI_PATTERNS = 30
 
 
-@GAP
 async def test_a_memory_is_judged_against_the_anti_patterns_it_shares_words_with(
         settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     s = settings.model_copy(update={"embedder": "none"})

@@ -26,6 +26,7 @@ user), so a data dir does not reveal what was erased by reading the tombstones.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import itertools
@@ -515,12 +516,11 @@ class WriteGuard:
         flagged: GuardVerdict | None = None
         meaning = self.similarity.within(tx, mem.scope.home) if isinstance(self.similarity, KeptSimilarity) \
             else self.similarity
+        keys = _text_keys(mem.content)
         for mid, attributes in patterns:
-            attrs = orjson.loads(attributes)
-            pattern = str(attrs.get("pattern") or "")
-            if not pattern or negated_about(mem.content, pattern):
+            pattern, why = _pattern_of(attributes)
+            if not pattern or not _may_concern(keys, pattern, self.threshold) or negated_about(mem.content, pattern):
                 continue
-            why = attrs.get("why_bad") or "no reason recorded"
             said = f" ({pattern!r}: {why})" if quote else ""
             if matches(mem.content, pattern, self.threshold):
                 return GuardVerdict(mid, f"re-asserts anti-pattern {mid}{said}", anti_pattern=True)
@@ -538,6 +538,35 @@ def _sharing(shingles: frozenset[str], *terms: frozenset[str]) -> set[str]:
     """What a tombstone must hold one of to be compared with a text of these keyed shingles and terms (a term's
     hash without its class mark, as ``tombstone_keys`` holds it)."""
     return {*shingles, *(h[2:] for some in terms for h in some)}
+
+
+_Keys = tuple[frozenset[str], frozenset[str], str]
+"""A text's content terms (its clauses' too), its tokens and its normal form: what :func:`_may_concern` compares."""
+
+
+def _text_keys(text: str) -> _Keys:
+    return (terms(text).union(*(terms(c) for c in _CLAUSE.split(text) if c)), tokens(text), normalise_text(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern_keys(pattern: str) -> _Keys:
+    return _text_keys(pattern)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern_of(attributes: str) -> tuple[str, str]:
+    """An anti-pattern's pattern and reason, from its attributes (JSON), read once."""
+    attrs = orjson.loads(attributes)
+    return str(attrs.get("pattern") or ""), str(attrs.get("why_bad") or "no reason recorded")
+
+
+def _may_concern(text: _Keys, pattern: str, threshold: float) -> bool:
+    """Whether a text can re-assert ``pattern`` at all: :func:`matches` needs a shared token or one text inside
+    the other, :func:`reassertion` a shared content term (a clause's), and :func:`negated_about` only ever lets a
+    pattern go. A derived memory was judged in full against every anti-pattern of its agent, whatever it said."""
+    (mine, my_tokens, my_text), (theirs, their_tokens, their_text) = text, _pattern_keys(pattern)
+    return (threshold <= 0 or bool(mine & theirs) or bool(my_tokens & their_tokens)
+            or (len(their_text) >= 12 and their_text in my_text) or (len(my_text) >= 12 and my_text in their_text))
 
 
 LiveCopies = Mapping[str, int]
