@@ -55,3 +55,16 @@ def test_the_members_remembered_in_all_are_bounded() -> None:
         again = proposed.changed(("acme/platform/dana/coder", f"subject {g}"), members, verdicts,  # type: ignore[arg-type]
                                  all_of_them=False)
         assert len(again) == expected, g
+
+
+def test_a_group_larger_than_the_members_kept_is_remembered_alone() -> None:
+    """The group judged now stays, however large (let go at once, each of its events proposed every member)."""
+    proposed = Proposed(members_kept=100)
+    members = [SimpleNamespace(memory_id=f"mem_big_{i}", trust=Trust()) for i in range(300)]
+    verdicts = _verdicts(members)
+    for m in members:
+        m.trust = verdicts[m.memory_id]
+    assert len(proposed.changed(("acme/platform/dana/coder", "big"), members, verdicts,  # type: ignore[arg-type]
+                                all_of_them=False)) == 300
+    assert len(proposed.changed(("acme/platform/dana/coder", "big"), members, verdicts,  # type: ignore[arg-type]
+                                all_of_them=False)) == 0
