@@ -243,7 +243,8 @@ class MaintenanceQueries:
             out += [dict(r) for r in shard._db.execute(
                 "SELECT m.memory_id, m.tenant_id, m.workspace_id, m.user_id, m.agent_id FROM memories m "
                 "WHERE m.layer = 'L2' AND m.superseded_by IS NULL AND m.trust_method IS NOT 'ground_truth' "
-                f"AND NOT (m.trust_status = 'uncertain' AND substr(m.trust_reason, 1, {len(GUARD_HOLD)}) = ?) "
+                f"AND NOT (m.trust_status = 'uncertain' AND COALESCE(substr(m.trust_reason, 1, {len(GUARD_HOLD)}), "
+                "'') = ?) "
                 "AND (m.trust_verified_at IS NULL OR EXISTS "
                 "(SELECT 1 FROM audit_log a WHERE a.target_table = 'memories' AND a.target_id = m.memory_id AND "
                 f"a.actor NOT IN ('verify', 'review') AND a.at > m.trust_verified_at AND ({_JUDGED_CHANGE}))) "

@@ -259,8 +259,8 @@ class Proposed:
         out = [m for m in group if again(m)]
         self._groups[key] = now  # each member's verdict, proposed now or proposed before as it is now
         self.members += len(now)
-        while self._groups and (len(self._groups) > self._kept or self.members > self._members_kept):
-            _, gone = self._groups.popitem(last=False)
+        while len(self._groups) > 1 and (len(self._groups) > self._kept or self.members > self._members_kept):
+            _, gone = self._groups.popitem(last=False)  # the group judged now stays, however large
             self.members -= len(gone)
         return out
 
