@@ -11,7 +11,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from itertools import islice
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -56,23 +56,46 @@ def _vals(mem: MemoryUnit, key: str) -> set[str]:
     return {str(v).casefold() for v in raw} if isinstance(raw, list) else set()
 
 
+class _Claim(NamedTuple):
+    """What :func:`conflicts` and :func:`agrees` compare of an atom."""
+
+    values: set[str]
+    negated: set[str]
+    content_hash: str
+    evidence: frozenset[str]
+
+
+def _claim(mem: MemoryUnit) -> _Claim:
+    return _Claim(_vals(mem, "values"), _vals(mem, "negated_values"), mem.content_hash, frozenset(mem.evidence))
+
+
+def _conflict(older: _Claim, newer: _Claim) -> bool:
+    return bool(older.values & newer.negated) or bool(older.values and newer.values
+                                                       and not (older.values & newer.values))
+
+
+def _independent(a: _Claim, b: _Claim) -> bool:
+    return a.content_hash != b.content_hash and not a.evidence & b.evidence
+
+
+def _agree(a: _Claim, b: _Claim) -> bool:
+    return _independent(a, b) and bool(a.values & b.values)
+
+
 def conflicts(older: MemoryUnit, newer: MemoryUnit) -> bool:
     """Same subject, different values: the newer negates an older value, or both assert disjoint values."""
-    a_vals, b_vals = _vals(older, "values"), _vals(newer, "values")
-    if a_vals & _vals(newer, "negated_values"):
-        return True
-    return bool(a_vals and b_vals and not (a_vals & b_vals))
+    return _conflict(_claim(older), _claim(newer))
 
 
 def independent(a: MemoryUnit, b: MemoryUnit) -> bool:
     """Another statement (not a verbatim duplicate) from other messages: what may support ``a`` (a message that
     repeats its claim does not verify itself: "Confirmed again: …"), by shared values or by a model's entailment."""
-    return a.content_hash != b.content_hash and not set(a.evidence) & set(b.evidence)
+    return _independent(_claim(a), _claim(b))
 
 
 def agrees(a: MemoryUnit, b: MemoryUnit) -> bool:
     """Independent support (:func:`independent`) asserting a shared value."""
-    return independent(a, b) and bool(_vals(a, "values") & _vals(b, "values"))
+    return _agree(_claim(a), _claim(b))
 
 
 def outranks(newer: MemoryUnit, older: MemoryUnit) -> bool:
@@ -112,20 +135,17 @@ def _standing_approvals(earlier: Sequence[MemoryUnit],
 
 
 class _Claims:
-    """What :func:`conflicts` and :func:`agrees` compare of each atom of a group, read once per atom (each
-    verdict compares an atom with every other: read per pair, the values were most of verify's time)."""
+    """:func:`conflicts` and :func:`agrees` over one group, each atom's claim read once (each verdict compares an
+    atom with every other: read per pair, the values were most of verify's time)."""
 
     def __init__(self, group: Sequence[MemoryUnit]) -> None:
-        self._of = {m.memory_id: (_vals(m, "values"), _vals(m, "negated_values"), frozenset(m.evidence))
-                    for m in group}
+        self._of = {m.memory_id: _claim(m) for m in group}
 
     def conflicts(self, older: MemoryUnit, newer: MemoryUnit) -> bool:
-        (a_vals, _, _), (b_vals, b_negated, _) = self._of[older.memory_id], self._of[newer.memory_id]
-        return bool(a_vals & b_negated) or bool(a_vals and b_vals and not (a_vals & b_vals))
+        return _conflict(self._of[older.memory_id], self._of[newer.memory_id])
 
     def agrees(self, a: MemoryUnit, b: MemoryUnit) -> bool:
-        (a_vals, _, a_evidence), (b_vals, _, b_evidence) = self._of[a.memory_id], self._of[b.memory_id]
-        return a.content_hash != b.content_hash and not a_evidence & b_evidence and bool(a_vals & b_vals)
+        return _agree(self._of[a.memory_id], self._of[b.memory_id])
 
 
 def cross_verify(group: Sequence[MemoryUnit]) -> dict[str, Trust]:
@@ -249,14 +269,10 @@ class Proposed:
         last = self._groups.pop(key, None)
         self.members -= len(last or {})
         last = None if all_of_them else last
-        now = {_digest(m.memory_id): _verdict_digest(verdicts[m.memory_id]) for m in group}
-
-        def again(m: MemoryUnit) -> bool:
-            id_digest = _digest(m.memory_id)
-            before = last.get(id_digest) if last is not None else None
-            return before != now[id_digest] or not same_verdict(m.trust, verdicts[m.memory_id])
-
-        out = [m for m in group if again(m)]
+        members = [(m, _digest(m.memory_id), _verdict_digest(verdicts[m.memory_id])) for m in group]
+        out = [m for m, id_digest, verdict in members
+               if last is None or last.get(id_digest) != verdict or not same_verdict(m.trust, verdicts[m.memory_id])]
+        now = {id_digest: verdict for _, id_digest, verdict in members}
         self._groups[key] = now  # each member's verdict, proposed now or proposed before as it is now
         self.members += len(now)
         while len(self._groups) > 1 and (len(self._groups) > self._kept or self.members > self._members_kept):
