@@ -157,15 +157,18 @@ class AdminService:
 
     def retention_candidates(self, now: datetime | None = None) -> list[Row]:
         """Memories past their layer's retention (``ALTM_RETENTION_DAYS_L0..L4``), pinned ones excepted."""
-        return [r for layer, cutoff in self.retention_cutoffs(now).items()
-                for r in self._maintenance.older_than(layer, cutoff)]
+        return self._past(self.retention_cutoffs(now))
+
+    def _past(self, cutoffs: dict[str, str]) -> list[Row]:
+        """Memories of each layer of ``cutoffs`` valid since before its cutoff, pinned ones excepted."""
+        return [r for layer, cutoff in cutoffs.items() for r in self._maintenance.older_than(layer, cutoff)]
 
     async def retention(self, now: datetime | None = None) -> int:
         """Forget what is past retention (audited with the removed value, evidence repaired, tombstones when
         ``ALTM_RETENTION_TOMBSTONES``). Returns how many memories were named. Each event of the pass says what
         the pass takes whole (its cutoffs): the writer tells from them what another event of it forgets."""
         cutoffs = self.retention_cutoffs(now)
-        candidates = [r for layer, cutoff in cutoffs.items() for r in self._maintenance.older_than(layer, cutoff)]
+        candidates = self._past(cutoffs)
         await self._lifecycle_pass(now, {
             scope: [{"op": "forget", "memory_ids": ids, "reason": "past retention",
                      "tombstone": self.settings.retention_tombstones, "cutoffs": cutoffs}
@@ -189,9 +192,7 @@ class AdminService:
         """Move idle memories down compression levels (C1..C4). Returns how many levels change."""
         candidates = self.compaction_candidates(now)
         await self._lifecycle_pass(now, {
-            scope: [{"op": "compress", "levels": {mid: levels[mid] for mid in ids}}
-                    for levels in [{str(r["memory_id"]): int(r["level"]) for r in rows}]
-                    for ids in _in_parts(sorted(levels))]
+            scope: [{"op": "compress", "levels": part} for part in _levels_in_parts(rows)]
             for scope, rows in _by_agent(candidates).items()})
         return len(candidates)
 
@@ -228,6 +229,12 @@ failed before it published anything, for every user of the data dir, and again a
 def _in_parts(ids: Sequence[str]) -> list[list[str]]:
     """``ids`` in parts of at most :data:`LIFECYCLE_PART`, in order."""
     return [list(ids[i:i + LIFECYCLE_PART]) for i in range(0, len(ids), LIFECYCLE_PART)]
+
+
+def _levels_in_parts(rows: Sequence[Row]) -> list[dict[str, int]]:
+    """The compression level of each of ``rows`` (compaction candidates), by memory id, in :func:`_in_parts`."""
+    levels = {str(r["memory_id"]): int(r["level"]) for r in rows}
+    return [{mid: levels[mid] for mid in ids} for ids in _in_parts(sorted(levels))]
 
 
 def _cycle_erased(cycle: RuntimeCycle, scope: Scope, erasure: Erasure) -> bool:

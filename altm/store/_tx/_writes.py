@@ -62,12 +62,11 @@ class _TxWrites(_TxTombstones):
         before, after = columns(old), columns(new)
         changed = [c for c in MEMORY_COLUMNS if c != "memory_id" and before[c] != after[c]]
         if changed:
-            sets = ", ".join(f"{c}=?" for c in changed)
-            self._db.execute(f"UPDATE memories SET {sets} WHERE memory_id=?",
-                             [after[c] for c in changed] + [old["memory_id"]])
-        if {"attributes", "source_id", "role"} & set(changed):  # its place among the messages of its time
-            self._db.execute("UPDATE memories SET turn_key=? WHERE memory_id=?",
-                             [turn_key_of(after["attributes"], after["source_id"], after["role"]), old["memory_id"]])
+            values = {c: after[c] for c in changed}
+            if {"attributes", "source_id", "role"} & values.keys():  # its place among the messages of its time
+                values["turn_key"] = turn_key_of(after["attributes"], after["source_id"], after["role"])
+            self._db.execute(f"UPDATE memories SET {', '.join(f'{c}=?' for c in values)} WHERE memory_id=?",
+                             [*values.values(), old["memory_id"]])
         if "evidence" in changed:
             self._db.execute("DELETE FROM evidence_edges WHERE memory_id=?", (old["memory_id"],))
             self._db.executemany(
