@@ -19,6 +19,7 @@ import pytest
 
 from altm.core import Settings, partition_for
 from tests.support.memories import store_with
+from tests.support.sqlite_work import statements
 from tests.support.turns import SCOPE, make_turn
 
 GAP = pytest.mark.xfail(strict=True, reason=(
@@ -33,12 +34,10 @@ async def _statements(settings: Settings, n: int) -> int:
     async with store_with(s, turns) as (_rt, app):
         conn = app.recall.retriever.shards.get(partition_for(SCOPE.home, s.partitions))._db
         app.search(SCOPE, "s1", "deadline billing", preset_name="conversation")  # term statistics cached
-        count = [0]
-        conn.set_trace_callback(lambda _sql: count.__setitem__(0, count[0] + 1))
-        hits = app.search(SCOPE, "s1", "deadline billing", preset_name="conversation").hits
-        conn.set_trace_callback(None)
+        with statements(conn) as count:
+            hits = app.search(SCOPE, "s1", "deadline billing", preset_name="conversation").hits
     assert len(hits) == 10
-    return count[0]
+    return count.n
 
 
 @GAP

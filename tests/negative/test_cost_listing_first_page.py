@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from altm.core import Settings, partition_for
 from tests.support.memories import store_with
+from tests.support.sqlite_work import vm_steps
 from tests.support.turns import SCOPE, make_turn
 
 
@@ -24,17 +25,10 @@ async def _first_page_steps(settings: Settings, n: int) -> int:
     turns = [make_turn(i, f"Note {i} on the billing migration.", session=f"s{i % 10}") for i in range(n)]
     async with store_with(s, turns) as (_rt, app):
         conn = app.recall.retriever.shards.get(partition_for(SCOPE.home, s.partitions))._db
-        steps = [0]
-
-        def tick() -> int:
-            steps[0] += 1
-            return 0
-
-        conn.set_progress_handler(tick, 10)
-        page = app.list_memories(SCOPE, limit=10)
-        conn.set_progress_handler(None, 0)
+        with vm_steps(conn) as steps:
+            page = app.list_memories(SCOPE, limit=10)
     assert len(page) == 10
-    return steps[0]
+    return steps.n
 
 
 async def test_the_first_page_of_a_listing_does_not_sort_the_whole_history(settings: Settings) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from altm.core import Settings, partition_for
 from altm.recall import MAX_QUERY_TERMS, query_terms
 from tests.support.memories import store_with
+from tests.support.sqlite_work import statements
 from tests.support.turns import SCOPE, make_turn
 
 TURNS = [make_turn(i, f"Deploy note {i}: the billing worker retried invoice {i}.", session="s1") for i in range(20)]
@@ -30,15 +31,12 @@ async def test_a_querys_statements_do_not_grow_with_its_distinct_words(settings:
     s = settings.model_copy(update={"embedder": "none"})
     async with store_with(s, TURNS) as (_rt, app):
         conn = app.recall.retriever.shards.get(partition_for(SCOPE.home, s.partitions))._db
-        statements = [0]
         counts = []
         for words in (60, 3000):
-            statements[0] = 0
-            conn.set_trace_callback(lambda _sql: statements.__setitem__(0, statements[0] + 1))
-            hits = app.search(SCOPE, "s1", _query(words)).hits
-            conn.set_trace_callback(None)
+            with statements(conn) as ran:
+                hits = app.search(SCOPE, "s1", _query(words)).hits
             assert hits
-            counts.append(statements[0])
+            counts.append(ran.n)
     assert counts[1] <= 2 * counts[0], (
         f"a query of 62 → 3,002 distinct words ran {counts[0]} → {counts[1]} SQL statements: one term count per word")
 

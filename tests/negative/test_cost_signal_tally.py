@@ -12,6 +12,7 @@ from datetime import timedelta
 from altm.core import ControlAction, ControlEvent, Settings, partition_for
 from tests.support.memories import embedded, runtime_of
 from tests.support.rows import rows
+from tests.support.sqlite_work import vm_steps
 from tests.support.turns import SCOPE, T0, make_turn
 
 
@@ -32,19 +33,12 @@ async def _steps_per_signal(settings: Settings, stored: int) -> float:
             await rt.publish([injected(i) for i in range(j, min(stored, j + 500))])
             await rt.run_until_idle()
         conn = rt.shards.get(partition_for(SCOPE.home, s.partitions))._db
-        steps = [0]
-
-        def tick() -> int:
-            steps[0] += 1
-            return 0
-
-        conn.set_progress_handler(tick, 100)
-        await rt.publish([injected(stored + i) for i in range(20)])
-        await rt.run_until_idle()
-        conn.set_progress_handler(None, 0)
+        with vm_steps(conn, 100) as steps:
+            await rt.publish([injected(stored + i) for i in range(20)])
+            await rt.run_until_idle()
     (after,) = rows(s.data_dir, "SELECT lc_injected FROM memories WHERE memory_id=?", (m["memory_id"],))
     assert after["lc_injected"] == stored + 20  # every signal counted
-    return steps[0] / 20
+    return steps.n / 20
 
 
 async def test_a_use_signal_costs_the_same_however_often_the_memory_was_used(settings: Settings) -> None:

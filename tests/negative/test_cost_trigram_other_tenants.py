@@ -17,6 +17,7 @@ import pytest
 
 from altm.core import Settings, partition_for
 from tests.support.memories import store_with
+from tests.support.sqlite_work import vm_steps
 from tests.support.turns import SCOPE, colocated_scope, make_turn
 
 GAP = pytest.mark.xfail(strict=True, reason=(
@@ -36,17 +37,10 @@ async def _vm_steps(settings: Settings, others: int) -> int:
     async with store_with(s, [*mine, *theirs]) as (_rt, app):
         conn = app.recall.retriever.shards.get(partition_for(SCOPE.home, s.partitions))._db
         app.search(SCOPE, "s1", QUESTION)  # term statistics cached
-        steps = [0]
-
-        def tick() -> int:
-            steps[0] += 1
-            return 0
-
-        conn.set_progress_handler(tick, 10)
-        hits = app.search(SCOPE, "s1", QUESTION).hits
-        conn.set_progress_handler(None, 0)
+        with vm_steps(conn) as steps:
+            hits = app.search(SCOPE, "s1", QUESTION).hits
     assert all(h.scope == SCOPE.path for h in hits)  # isolation holds; only the cost leaks
-    return steps[0]
+    return steps.n
 
 
 @GAP

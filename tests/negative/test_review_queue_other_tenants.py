@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from altm.core import Settings, partition_for
 from tests.support.memories import store_with
+from tests.support.sqlite_work import vm_steps
 from tests.support.turns import SCOPE, colocated_scope, make_turn
 
 
@@ -19,19 +20,12 @@ async def _vm_steps(settings: Settings, refused: int) -> int:
     theirs = [make_turn(1, f"variant {i} of the first message", scope=other, session="x") for i in range(refused)]
     async with store_with(s, [*mine, *theirs]) as (_rt, app):
         conn = app.recall.retriever.shards.get(partition_for(SCOPE.home, s.partitions))._db
-        steps = [0]
-
-        def tick() -> int:
-            steps[0] += 1
-            return 0
-
-        conn.set_progress_handler(tick, 10)
-        queue = app.review_queue(SCOPE)
-        conn.set_progress_handler(None, 0)
+        with vm_steps(conn) as steps:
+            queue = app.review_queue(SCOPE)
         theirs_queue = app.review_queue(other)
     assert queue["rejections"] == []  # isolation holds; only the cost leaks
     assert len(theirs_queue["rejections"]) == min(refused - 1, 50)
-    return steps[0]
+    return steps.n
 
 
 async def test_a_users_review_queue_does_not_read_other_tenants_rejections(settings: Settings) -> None:
