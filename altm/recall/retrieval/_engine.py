@@ -138,16 +138,16 @@ event loop for most of a second (a question has a handful)."""
 def query_terms(text: str, min_len: int = 2, limit: int = MAX_QUERY_TERMS) -> list[str]:
     """The query's distinct words in the form the word index holds (:func:`altm.store.index_form`: NFKC,
     casefolded, so a fullwidth "ＡＢ-１２３４５" asks "ab-12345" and "Straße" "strasse"), without stop words and
-    words shorter than ``min_len``; at most ``limit`` of them (:func:`_most_telling`), in the query's order."""
+    words shorter than ``min_len``; at most ``limit`` of them (:func:`_first_and_last`), in the query's order."""
     seen: dict[str, None] = {}
     for w in _word_runs(index_form(text) or ""):
         w = w.strip("'-")
         if len(w) >= min_len and w not in STOPWORDS:
             seen.setdefault(w, None)
-    return _most_telling(list(seen), limit)
+    return _first_and_last(list(seen), limit)
 
 
-def _most_telling(terms: Sequence[str], limit: int) -> list[str]:
+def _first_and_last(terms: Sequence[str], limit: int) -> list[str]:
     """``terms`` (in order), or past ``limit`` of them the first and the last halves: a question comes before or
     after what it pastes (a log, a file), and how rare each term is is not counted (that count is the cost being
     bounded)."""
@@ -247,7 +247,7 @@ class Retriever:
         if config.trigram_mode == "always" or (fts_hits is not None and len(fts_hits) < config.top_k):
             return [t for t in terms if len(t) >= 3]
         found = _identifiers(index_form(query) or "")  # the form the trigram index holds
-        return _most_telling([t for t in dict.fromkeys(found) if len(t) >= 3], MAX_QUERY_TERMS)
+        return _first_and_last([t for t in dict.fromkeys(found) if len(t) >= 3], MAX_QUERY_TERMS)
 
     def _nearest(self, query: str, policy: ScopePolicy, limit: int) -> tuple[list[float], list[VectorHit]]:
         """Embed the query and search the vector index (no SQL: safe to run beside the word channels)."""

@@ -194,13 +194,16 @@ def _facets_restated(tx: ShardTx, scope: Scope, candidates: Iterable[str], cutof
     rows = [row for mid in sorted(set(candidates)) if (row := tx.memory_row(mid)) is not None
             and f"{row['tenant_id']}/{row['workspace_id']}/{row['user_id']}" == scope.home]
     going = frozenset(row["memory_id"] for row in rows if not row["lc_pinned"])
-
-    def taken(facet: MemoryRow) -> frozenset[str]:
-        return going | {str(a["memory_id"]) for a in tx.atoms_of_facet(facet) if _past(a, cutoffs)}
-
-    return {row["memory_id"] for row in rows if row["layer"] == "L4" and row["memory_id"] in going
-            and (fresh := facet_recited(tx, row, besides=taken(row))) is not None
-            and fresh["evidence"] != row["evidence"]}
+    restated: set[str] = set()
+    for row in rows:
+        if row["layer"] != "L4" or row["memory_id"] not in going:
+            continue
+        atoms = tx.atoms_of_facet(row)
+        taken = going | {str(a["memory_id"]) for a in atoms if _past(a, cutoffs)}
+        if (fresh := facet_recited(tx, row, besides=taken, atoms=atoms)) is not None \
+                and fresh["evidence"] != row["evidence"]:
+            restated.add(row["memory_id"])
+    return restated
 
 
 def _past(row: MemoryRow, cutoffs: Mapping[str, str]) -> bool:

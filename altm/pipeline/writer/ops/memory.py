@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import cast
 
@@ -376,13 +376,16 @@ def previous_content(tx: ShardTx, row: MemoryRow) -> str | None:
     return None if prev is None else str(prev["content"])
 
 
-def facet_recited(tx: ShardTx, facet: MemoryRow, *, besides: frozenset[str] = frozenset()) -> MemoryRow | None:
+def facet_recited(tx: ShardTx, facet: MemoryRow, *, besides: frozenset[str] = frozenset(),
+                  atoms: Sequence[MemoryRow] | None = None) -> MemoryRow | None:
     """``facet`` standing on another atom of its statement, when the one it cites goes (a reviewer rejected
     it, or an erasure takes it: ``besides``) and another agent or session of the user said the same: the
     version govern makes from the earliest such atom (its scope, its time), what the facet kept of its own
-    (trust, lifecycle, supersession). None when no other atom states it."""
+    (trust, lifecycle, supersession). None when no other atom states it. ``atoms``: the facet key's atoms
+    (``ShardTx.atoms_of_facet``), when the caller has read them."""
     current = row_to_memory(facet)
-    atom = stands_on(current, [row_to_memory(r) for r in tx.atoms_of_facet(facet)], besides=besides)
+    found = tx.atoms_of_facet(facet) if atoms is None else atoms
+    atom = stands_on(current, [row_to_memory(r) for r in found], besides=besides)
     if atom is None:
         return None
     key = current.attributes.get("facet_key")
