@@ -7,18 +7,22 @@ each concern lives in its own service: :class:`ProtocolService`, :class:`RecallS
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from altm.app._admin import AdminService
 from altm.app._cycles import CycleBook
 from altm.app._protocol import CommittedTurn, Drilldown, Feedback, PreparedTurn, ProtocolService, Publisher
+from altm.app._reads import ReadPool
 from altm.app._recall import RecallService
 from altm.core import RuntimeCycle, Scope, Settings
 from altm.models import ChatModel, NoChat
 from altm.recall import DEFAULT_PRESET, PREPARE_SECONDS, Emergent, Retriever, SearchResult, span
 from altm.store import ShardSet
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class MemoryApp:
@@ -29,9 +33,20 @@ class MemoryApp:
         self.settings = settings
         self.cycles = CycleBook(shards)
         self.recall = RecallService(shards, retriever)
+        self.reads = ReadPool(settings.read_threads)
         self.protocol = ProtocolService(self.recall, publish, chat or NoChat(), self.cycles,
-                                        max_content_bytes=settings.max_content_bytes)
+                                        max_content_bytes=settings.max_content_bytes, reads=self.reads)
         self.admin = AdminService(settings, shards, self.recall, publish, self.cycles)
+
+    async def read(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """One of this app's reads (``search``, ``drilldown``, ``list_memories``, …) off the event loop, in one
+        snapshot of the shards it reads: what the servers call, so one long read holds no other request (the
+        synchronous methods stay for scripts and the CLI). ``prepare_turn`` recalls this way itself."""
+        return await self.reads.run(fn, *args, **kwargs)
+
+    def close(self) -> None:
+        """Wait for the reads running and end their threads (the deployment closes the shards after it)."""
+        self.reads.close()
 
     # -- runtime protocol ------------------------------------------------------------------------------
     async def prepare_turn(self, scope: Scope, session_id: str, turn_id: str, content: str, token_budget: int, *,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from altm.app._cycles import CycleBook
 from altm.app._errors import BadMarker, CitationError, CycleStateError, IdempotencyConflict, NotFound
+from altm.app._reads import ReadPool
 from altm.app._recall import MAX_QUERY_CHARS, MAX_REASON_CHARS, RecallService
 from altm.core import (
     ControlAction,
@@ -124,8 +125,9 @@ def cycle_event(cycle: RuntimeCycle, timestamp: datetime) -> ControlEvent:
 
 class ProtocolService:
     def __init__(self, recall: RecallService, publish: Publisher, chat: ChatModel, cycles: CycleBook, *,
-                 max_content_bytes: int) -> None:
+                 max_content_bytes: int, reads: ReadPool) -> None:
         self.recall = recall
+        self.reads = reads  # recall's reads run there, off the event loop
         self.publish = publish
         self.chat = chat
         self.cycles = cycles
@@ -260,14 +262,14 @@ class ProtocolService:
                 raise IdempotencyConflict(
                     f"idempotency key {key!r} was used for a different prepare_turn request (cycle {cycle_id}); "
                     "use a new turn id or key")
-            return PreparedTurn(cycle_id=cycle_id, bundle=self._replayed_bundle(existing, content, preset_name),
+            return PreparedTurn(cycle_id=cycle_id, bundle=await self._replayed_bundle(existing, content, preset_name),
                                 replayed=True)
         # a turn names one message, whichever key prepared it (the turn id is the key without one)
         self._turn_unused(TurnEvent(scope=scope, session_id=session_id, turn_id=turn_id, role=Role.USER,
                                     content=content, timestamp=timestamp or _now()), key)
         # a turn longer than recall's query limit (a deployment's content limit may be higher) recalls by its start
-        result = self.recall.search(scope, session_id, content[:MAX_QUERY_CHARS], preset_name=preset_name,
-                                    strict_session=strict_session)
+        result = await self.reads.run(self.recall.search, scope, session_id, content[:MAX_QUERY_CHARS],
+                                      preset_name=preset_name, strict_session=strict_session)
         rewrites = await self._model_compressions(scope, result.hits, content, token_budget)
         bundle = build_bundle(result.hits, query=content, scope=scope.path, session_id=session_id,
                               preset=preset_name, token_budget=token_budget, rewrites=rewrites)
@@ -289,13 +291,13 @@ class ProtocolService:
         self._said(events[0])
         return PreparedTurn(cycle_id=cycle_id, bundle=bundle)
 
-    def _replayed_bundle(self, cycle: RuntimeCycle, query: str, preset_name: str) -> ContextBundle:
+    async def _replayed_bundle(self, cycle: RuntimeCycle, query: str, preset_name: str) -> ContextBundle:
         """The bundle of a retried prepare: the one returned while every memory it shows is still admitted as it
         was shown (an erasure, a forget or a new version since: rebuilt), or rebuilt from its memory ids (those
         still stored) when this process no longer holds it (after a restart or a replay). A bundle made while
         an erasure was on its way to the writer quoted the erased message on every retry."""
         held = self.cycles.bundle(cycle.cycle_id)
-        hits = self.recall.hits_for(cycle.scope, cycle.session_id, cycle.bundle_memory_ids)
+        hits = await self.reads.run(self.recall.hits_for, cycle.scope, cycle.session_id, cycle.bundle_memory_ids)
         shown = {hit.memory_id: marker_for(hit.memory_id, hit.content_hash) for hit in hits}
         if held is not None and all(shown.get(item.memory_id) == item.marker for item in held.items):
             return held

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     dlq_retention_ms: int | None = Field(
         default=None, description="DLQ retention in milliseconds; None, 0 or -1 (Kafka's 'for ever') keep forever")
     poll_batch: int = Field(default=512, ge=1, description="Records per poll in a stage")
+    read_threads: int = Field(
+        default=4, ge=1, le=64,
+        description="Threads that run recall's reads (prepare_turn, query, drilldown, listings) off the event "
+                    "loop, each with a read-only connection per shard it reads")
     derive_every_steps: int = Field(
         default=8, ge=1,
         description="Turns are made searchable first (capture, writer, embed): the deriving stages run when those "

@@ -16,6 +16,7 @@ from altm.store._queries import (
     ReviewQueries,
 )
 from altm.store._reader import MemoryReader, SceneMembers, SessionLine
+from altm.store._reading import read_snapshot
 from altm.store._rows import (
     MEMORY_COLUMNS,
     REVIEWED_COLUMNS,
@@ -105,6 +106,7 @@ __all__ = [
     "memory_row",
     "memory_to_row",
     "merged_attributes",
+    "read_snapshot",
     "row_to_memory",
     "shard_counts",
     "shard_files",

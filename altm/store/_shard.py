@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
+from altm.store._reading import in_snapshot
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
 from altm.store._text_index import apply_pending, register_index_form
@@ -32,11 +34,19 @@ write-ahead log's truncation owed (see :meth:`Shard.purge`): the writer does not
 
 
 class Shard:
-    def __init__(self, path: str | Path, partition: int, *, read_only: bool = False) -> None:
+    """One partition's SQLite file. Its connection belongs to its *owner* thread (the one that made the shard, or
+    ``owner``: the deployment's event loop), which alone writes. Any other thread reads through a read-only
+    connection of its own, made on its first read (recall off the event loop: :mod:`altm.store._reading`); an
+    idle one holds no lock, and :meth:`close` closes them all."""
+
+    def __init__(self, path: str | Path, partition: int, *, read_only: bool = False, owner: int | None = None) -> None:
         self.path = Path(path)
         self.partition = partition
         self.read_only = read_only
+        self._owner = owner if owner is not None else threading.get_ident()
         self._conn: sqlite3.Connection | None = None
+        self._readers: dict[int, sqlite3.Connection] = {}  # by thread: the read-only connections of other threads
+        self._readers_lock = threading.Lock()
         self._in_tx = False
         self._truncation_owed = False
 
@@ -57,7 +67,7 @@ class Shard:
         if self.read_only:
             if not self.path.exists():
                 raise ShardError(f"no shard at {self.path}")
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+            conn = self._connect_read_only()
             try:
                 version = conn.execute(
                     "SELECT MAX(version) FROM schema_version").fetchone()[0] if conn.execute(
@@ -75,7 +85,8 @@ class Shard:
                     "data dir once for writing (e.g. `altm sweep --data-dir DIR`) to migrate it")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, isolation_level=None)
+            # the owner thread alone uses it; whichever thread opened it (a reader's first use of a shard opens it)
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
@@ -84,14 +95,10 @@ class Shard:
             except BaseException:
                 conn.close()
                 raise
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        _prepare(conn)
         # a purge whose truncation a reader held off may have been owed when the shard was last closed (or the
         # process died): the first transaction tries it, without waiting
         self._truncation_owed = not self.read_only
-        conn.create_function("redact_json", 1, redact_json, deterministic=True)
-        conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
-        register_index_form(conn)  # the text indexes hold the content's NFKC form
-        conn.row_factory = sqlite3.Row
         self._conn = conn
         if not self.read_only and self._purge_owed():
             log.info("shard %s: purging after an erasure whose process stopped before it purged", self.path)
@@ -101,7 +108,15 @@ class Shard:
     def _purge_owed(self) -> bool:
         return self._db.execute("SELECT 1 FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,)).fetchone() is not None
 
+    def _connect_read_only(self) -> sqlite3.Connection:
+        # check_same_thread off: made and used by one thread, closed by the owner's close()
+        return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+
     def close(self) -> None:
+        with self._readers_lock:
+            readers, self._readers = list(self._readers.values()), {}
+        for reader in readers:
+            reader.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -109,16 +124,35 @@ class Shard:
     @property
     def _db(self) -> sqlite3.Connection:
         """The SQLite connection, for the store's own modules: nothing outside ``altm.store`` reaches it (a
-        test checks), and mutations go through :meth:`transaction`."""
+        test checks), and mutations go through :meth:`transaction`. On a thread other than the owner, that
+        thread's read-only connection (inside :func:`altm.store.read_snapshot`, in one read transaction)."""
         if self._conn is None:
             raise ShardError(f"shard {self.path} is not open")
-        return self._conn
+        if threading.get_ident() == self._owner:
+            return self._conn
+        return in_snapshot(self._reader())
+
+    def _reader(self) -> sqlite3.Connection:
+        thread = threading.get_ident()
+        conn = self._readers.get(thread)
+        if conn is None:
+            conn = self._connect_read_only()
+            _prepare(conn)
+            with self._readers_lock:
+                if self._conn is None:  # closed meanwhile
+                    conn.close()
+                    raise ShardError(f"shard {self.path} is not open")
+                self._readers[thread] = conn
+        return conn
 
     @contextmanager
     def transaction(self) -> Iterator[ShardTx]:
         """One ``BEGIN IMMEDIATE`` transaction: the :class:`ShardTx` it yields is the only way to mutate."""
         if self.read_only:
             raise ShardError("shard opened read-only")
+        if threading.get_ident() != self._owner:
+            raise ShardError(f"shard {self.path} is written by the thread that owns it (the deployment's event loop), "
+                             "not from another thread")
         if self._in_tx:
             raise ShardError("nested shard transaction")
         conn = self._db
@@ -248,3 +282,12 @@ class Shard:
             self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._truncation_owed = bool(busy)
         return not busy
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    """What every connection of a shard needs: its wait for locks, the store's SQL functions and row form."""
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.create_function("redact_json", 1, redact_json, deterministic=True)
+    conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
+    register_index_form(conn)  # the text indexes hold the content's NFKC form
+    conn.row_factory = sqlite3.Row

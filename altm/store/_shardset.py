@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,14 +30,20 @@ class ShardSet:
         self.partitions = partitions
         self.read_only = read_only
         self._open: dict[int, Shard] = {}
+        self._owner = threading.get_ident()  # the thread that writes its shards (see Shard)
+        self._opening = threading.Lock()  # a reader thread may open a shard the owner opens too
 
     def get(self, partition: int) -> Shard:
         if not 0 <= partition < self.partitions:
             raise ValueError(f"partition {partition} out of range 0..{self.partitions - 1}")
         shard = self._open.get(partition)
         if shard is None:
-            shard = Shard(shard_path(self.data_dir, partition), partition, read_only=self.read_only).open()
-            self._open[partition] = shard
+            with self._opening:
+                shard = self._open.get(partition)
+                if shard is None:
+                    shard = Shard(shard_path(self.data_dir, partition), partition, read_only=self.read_only,
+                                  owner=self._owner).open()
+                    self._open[partition] = shard
         return shard
 
     def existing(self) -> Iterator[Shard]:
@@ -66,6 +73,7 @@ class ShardSet:
         return ids
 
     def close(self) -> None:
-        for shard in self._open.values():
-            shard.close()
-        self._open.clear()
+        with self._opening:
+            for shard in self._open.values():
+                shard.close()
+            self._open.clear()

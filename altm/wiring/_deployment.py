@@ -110,6 +110,7 @@ class Deployment:
             await self.runtime.stop()
         if self.replica is not None:
             await self.replica.stop()
+        self.app.close()  # the reads running end before their shards and index close
         for index in (self.vectors, self.source_vectors):
             if index is not None:
                 index.close()

@@ -57,7 +57,8 @@ async def stylesheet() -> Response:
 @pages.get("/scopes")
 async def scopes(request: Request, gate: Browsing) -> Response:
     assert gate.key is not None
-    found = memory_of(request).recall.scopes_under(gate.key.prefix)
+    memory = memory_of(request)
+    found = await memory.read(memory.recall.scopes_under, gate.key.prefix)
     return page(request, "scopes.html", scopes=found)
 
 
@@ -71,11 +72,11 @@ async def memories(request: Request, gate: Browsing, scope: ScopeText,
     if kind and kind not in KINDS:
         raise HTTPException(422, detail=f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
     if q.strip():
-        hits = memory.search(parsed, None, q, top_k=PAGE_SIZE).hits
+        hits = (await memory.read(memory.search, parsed, None, q, top_k=PAGE_SIZE)).hits
         rows = [h.model_dump() for h in hits if (not layer or h.layer == layer) and (not kind or h.kind == kind)]
     else:
-        rows = memory.list_memories(parsed, layer=layer or None, kind=kind or None, limit=PAGE_SIZE + 1,
-                                    offset=offset)
+        rows = await memory.read(memory.list_memories, parsed, layer=layer or None, kind=kind or None,
+                                 limit=PAGE_SIZE + 1, offset=offset)
     more = len(rows) > PAGE_SIZE and not q.strip()
     return page(request, "memories.html", scope=parsed.path, rows=rows[:PAGE_SIZE], layer=layer, kind=kind, q=q,
                 offset=offset, more=more, page_size=PAGE_SIZE, layers=LAYERS, kinds=KINDS)
@@ -84,7 +85,8 @@ async def memories(request: Request, gate: Browsing, scope: ScopeText,
 @pages.get("/memory/{memory_id}")
 async def memory_page(request: Request, gate: Browsing, memory_id: str, scope: ScopeText) -> Response:
     parsed = gate.recall(scope_of(scope))
-    found = memory_of(request).recall.inspect(parsed, checked_id(memory_id, "memory"))
+    memory = memory_of(request)
+    found = await memory.read(memory.recall.inspect, parsed, checked_id(memory_id, "memory"))
     return page(request, "memory.html", scope=parsed.path, m=found.row, attributes=orjson.dumps(
         found.attributes, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode(), chain=found.chain,
         derived=found.derived, drawing=layout(found.points, found.lines), audit=found.audit,
@@ -94,7 +96,8 @@ async def memory_page(request: Request, gate: Browsing, memory_id: str, scope: S
 @pages.get("/review")
 async def review(request: Request, gate: Browsing, scope: ScopeText) -> Response:
     parsed = gate.user(scope_of(scope), "the review queue")
-    queue = memory_of(request).review_queue(parsed, limit=100)
+    memory = memory_of(request)
+    queue = await memory.read(memory.review_queue, parsed, limit=100)
     return page(request, "review.html", scope=parsed.path, home=parsed.home, queue=queue)
 
 
@@ -102,7 +105,8 @@ async def review(request: Request, gate: Browsing, scope: ScopeText) -> Response
 async def governance(request: Request, gate: Browsing, scope: ScopeText) -> Response:
     parsed = gate.user(scope_of(scope), "the governance log")
     decisions: dict[str, dict[str, Any]] = {}
-    for event in memory_of(request).governance_events(parsed, limit=500):
+    memory = memory_of(request)
+    for event in await memory.read(memory.governance_events, parsed, limit=500):
         entry = decisions.setdefault(str(event["decision_id"]), {**event, "steps": 0})
         entry["steps"] += 1
     return page(request, "governance.html", scope=parsed.path, decisions=list(decisions.values()))
@@ -111,7 +115,9 @@ async def governance(request: Request, gate: Browsing, scope: ScopeText) -> Resp
 @pages.get("/governance/{decision_id}")
 async def decision(request: Request, gate: Browsing, decision_id: str, scope: ScopeText) -> Response:
     parsed = gate.user(scope_of(scope), "the governance log")
-    steps = memory_of(request).recall.governance_decision(parsed, checked_id(decision_id, "governance decision"))
+    memory = memory_of(request)
+    steps = await memory.read(memory.recall.governance_decision, parsed,
+                              checked_id(decision_id, "governance decision"))
     for step in steps:
         with contextlib.suppress(orjson.JSONDecodeError):  # not JSON: shown as stored
             step["inputs"] = orjson.dumps(orjson.loads(step["inputs"]), option=orjson.OPT_INDENT_2).decode()
@@ -130,9 +136,10 @@ async def erase_confirm(request: Request, gate: Browsing, scope: ScopeText,
     named_session = checked_id(session_id, "session") if target == "session" else None
     gate.erase(parsed, target, named_memory, named_session)
     if named_memory is not None:
-        subject["memory"] = memory.recall.memory(parsed, named_memory)
+        subject["memory"] = await memory.read(memory.recall.memory, parsed, named_memory)
     subject["session_id"] = named_session
-    reach = memory.recall.erasure_reach(parsed, target, memory_id=named_memory, session_id=named_session)
+    reach = await memory.read(memory.recall.erasure_reach, parsed, target, memory_id=named_memory,
+                              session_id=named_session)
     subject["count"] = len(reach)
     subject["shared"] = [r for r in reach if r["layer"] == "L4" or r["agent_id"] != parsed.agent_id]
     return page(request, "erase.html", scope=parsed.path, subject=subject, memory_id=memory_id,

@@ -101,14 +101,14 @@ async def abort(req: AbortRequest, gate: Caller, memory: Memory) -> dict[str, An
 @protocol.post("/v1/drilldown")
 async def drilldown(req: DrilldownRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
     gate.recall(req.parsed)
-    return memory.drilldown(req.marker, req.parsed, req.query).model_dump()
+    return (await memory.read(memory.drilldown, req.marker, req.parsed, req.query)).model_dump()
 
 
 @recall.post("/v1/query")
 async def query(req: QueryRequest, gate: Caller, memory: Memory) -> dict[str, Any]:
     gate.recall(req.parsed)
-    result = memory.search(req.parsed, req.session_id, req.query, preset_name=req.preset, top_k=req.top_k,
-                           strict_session=req.strict_session)
+    result = await memory.read(memory.search, req.parsed, req.session_id, req.query, preset_name=req.preset,
+                               top_k=req.top_k, strict_session=req.strict_session)
     return {"results": [h.model_dump() for h in result.hits], "timings_ms": result.timings_ms}
 
 
@@ -118,8 +118,8 @@ async def memories(
     layer: Annotated[str | None, Query(pattern="^L[0-4]$")] = None, kind: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=2**53 - 1)] = 0,
 ) -> dict[str, Any]:
-    rows = memory.list_memories(gate.recall(_parsed(scope)), session_id=session_id, layer=layer, kind=kind,
-                                limit=limit, offset=offset)
+    rows = await memory.read(memory.list_memories, gate.recall(_parsed(scope)), session_id=session_id, layer=layer,
+                             kind=kind, limit=limit, offset=offset)
     return {"memories": rows, "count": len(rows)}
 
 
@@ -144,7 +144,7 @@ async def erase(req: EraseRequest, gate: Caller, memory: Memory) -> dict[str, An
 @admin.get("/v1/review")
 async def review_list(gate: Caller, memory: Memory, scope: ScopeQuery,
                       limit: Annotated[int, Query(ge=1, le=500)] = 50) -> dict[str, Any]:
-    return memory.review_queue(gate.user(_parsed(scope), "the review queue"), limit=limit)
+    return await memory.read(memory.review_queue, gate.user(_parsed(scope), "the review queue"), limit=limit)
 
 
 @admin.post("/v1/review")

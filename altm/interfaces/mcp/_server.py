@@ -129,7 +129,7 @@ def _runtime_tools(server: MCPServer, memory: MemoryApp, gate: GateOf) -> None:
     @_surface_errors
     async def drilldown(scope: str, marker: Annotated[str, Field(max_length=512)],
                         query: Annotated[str | None, Field(max_length=MAX_QUERY_CHARS)] = None) -> dict[str, Any]:
-        return memory.drilldown(marker, gate().recall(Scope.parse(scope)), query).model_dump()
+        return (await memory.read(memory.drilldown, marker, gate().recall(Scope.parse(scope)), query)).model_dump()
 
     @server.tool(description="Mark memories helpful or harmful (a signal for the lifecycle).")
     @_surface_errors
@@ -164,8 +164,8 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, gate: GateOf, stats: Stat
     async def emerge(scope: str, query: Query, seed_limit: Annotated[int, Field(ge=1, le=MAX_EMERGE_SEEDS)] = 5,
                      max_hops: Annotated[int, Field(ge=1, le=MAX_EMERGE_HOPS)] = 2,
                      limit: Annotated[int, Field(ge=1, le=MAX_EMERGED)] = 10) -> list[dict[str, Any]]:
-        found = memory.emerge(gate().recall(Scope.parse(scope)), query, seed_limit=seed_limit, max_hops=max_hops,
-                              limit=limit)
+        found = await memory.read(memory.emerge, gate().recall(Scope.parse(scope)), query, seed_limit=seed_limit,
+                                  max_hops=max_hops, limit=limit)
         return [e.model_dump() for e in found]
 
     @server.tool(name="stats", description="Counts per layer and kind, graph size, dead letters and rejections.")
@@ -180,7 +180,7 @@ def _admin_tools(server: MCPServer, memory: MemoryApp, gate: GateOf, stats: Stat
                              "actions and rejected proposals.")
     @_surface_errors
     async def review(scope: str, limit: Annotated[int, Field(ge=1, le=MAX_LISTED)] = 50) -> dict[str, Any]:
-        return memory.review_queue(gate().user(Scope.parse(scope), "the review queue"), limit=limit)
+        return await memory.read(memory.review_queue, gate().user(Scope.parse(scope), "the review queue"), limit=limit)
 
     @server.tool(description="Approve or reject a review-queue item (mem_…, act_… or rej_…, as listed).")
     @_surface_errors

@@ -10,6 +10,7 @@ what an agent recalls).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -41,19 +42,22 @@ class TermStatistics:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._cache: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()
+        self._lock = threading.Lock()  # recalls run on several threads at once
 
     def _cached(self, key: tuple[str, str]) -> int | None:
-        entry = self._cache.get(key)
-        if entry is None or time.monotonic() - entry[1] > self.ttl_s:
-            return None
-        self._cache.move_to_end(key)
-        return entry[0]
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None or time.monotonic() - entry[1] > self.ttl_s:
+                return None
+            self._cache.move_to_end(key)
+            return entry[0]
 
     def _store(self, key: tuple[str, str], value: int) -> int:
-        self._cache[key] = (value, time.monotonic())
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.max_entries:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = (value, time.monotonic())
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
         return value
 
     def documents(self, counts: TermCounts, scope: Scope) -> int:

@@ -1,0 +1,54 @@
+"""Recall's reads, off the event loop.
+
+A recall reads SQLite for milliseconds to a second (a long query over a large store): on the event loop it held
+every other request and, in ``serve``, the embedded pipeline. :class:`ReadPool` runs reads on threads of its own,
+each read in one snapshot of the shards it reads (:func:`altm.store.read_snapshot`); the event loop's thread keeps
+the shards' writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import ParamSpec, TypeVar
+
+from altm.store import read_snapshot
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _in_snapshot(fn: Callable[[], T]) -> T:
+    with read_snapshot():
+        return fn()
+
+
+class ReadPool:
+    """At most ``threads`` reads at once, each on a thread of the pool (made on first use). ``close()`` waits for
+    the reads running (a cancelled request's read runs to its end on its thread: SQLite cannot be stopped from
+    here) and ends the threads; a read asked for after it is refused."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+
+    async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)`` on a reader thread, in the caller's context (its trace span, its metrics'
+        labels) and in one read snapshot."""
+        if self._closed:
+            raise RuntimeError("the read pool is closed (the deployment is shutting down)")
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="altm-read")
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, _in_snapshot, functools.partial(fn, *args, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
