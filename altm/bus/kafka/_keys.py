@@ -122,9 +122,12 @@ class KafkaKeyStore(KeyStore):
         self._segment_ms = int(self._topic_config.get("segment.ms", "3600000"))  # the topic's, once read
         self._lock = threading.Lock()  # the entries, read by callers, written by the reader
         self._writing = threading.Lock()  # one write at a time: a key is made once per owner in this process
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, _Entry] = {}  # the keys not destroyed
         self._plain: dict[str, bytes] = {}  # unwrapped keys
         self._by_owner: dict[Owner, set[str]] = {}
+        self._gone = _Destroyed()  # destroyed keys, by id only: an erasure's keep nothing else in memory
+        self._last_destroyed_ms = 0  # when the latest of them was destroyed (its segment's roll is due after it)
+        self._left = 0  # keys destroyed since the tables were last made again
         self._calls: set[asyncio.Task[Any]] = set()
         self._background: set[asyncio.Future[Any]] = set()
         self._roll_timer: asyncio.TimerHandle | None = None
@@ -194,7 +197,7 @@ class KafkaKeyStore(KeyStore):
         self._reader = asyncio.create_task(self._follow(tp), name="altm-keys-reader")
         await self._caught_up()
         with self._lock:
-            destroyed = max((e.destroyed_ms or 0 for e in self._entries.values() if e.wrapped is None), default=0)
+            destroyed = self._last_destroyed_ms
         if destroyed and self._producer is not None:  # the process that destroyed them may have stopped before
             self._schedule_roll(destroyed)             # its roll: the segment holding them still has to roll
 
@@ -257,31 +260,58 @@ class KafkaKeyStore(KeyStore):
         except (ValueError, KeyError, TypeError):
             log.error("the key store skips a malformed record at %s@%d", self.topic, offset)
             return
-        resurrected = False
         with self._lock:
-            old = self._entries.get(kid)
-            if old is not None and (old.owner != entry.owner or old.created_ms != entry.created_ms
-                                    or (old.owner.session == GUARD and self._rival(kid, old, entry))):
-                if old.owner.session == GUARD:  # two processes made a user's guard key at once (maybe in the same
-                    # millisecond): the first read wins, and is sent again so that compaction keeps it
-                    log.warning("the key store meets a second guard key for %s at %s@%d: the first one stays",
-                                old.owner.home, self.topic, offset)
-                    if self._producer is not None:
-                        self._spawn(self._producer.send(self.topic, old.value(), key=key, partition=0))
-                    return
-                log.error("the key store skips a record at %s@%d that moves key %s to another owner",
-                          self.topic, offset, kid)
-                return
-            if old is not None and old.wrapped is None and entry.wrapped is not None:
-                resurrected = True  # destroyed stays destroyed; the record's key material is destroyed again
-            else:
-                self._entries[kid] = entry
-                self._by_owner.setdefault(entry.owner, set()).add(kid)
-            self._plain.pop(kid, None)
+            resurrected = kid in self._gone and entry.wrapped is not None  # destroyed stays destroyed
+            if kid in self._gone:
+                self._last_destroyed_ms = max(self._last_destroyed_ms, entry.destroyed_ms or 0)
+            elif self._admits(kid, entry, key, offset):
+                if entry.wrapped is None:
+                    self._forget(kid, entry)
+                else:
+                    self._entries[kid] = entry
+                    self._by_owner.setdefault(entry.owner, set()).add(kid)
+                self._plain.pop(kid, None)
         if resurrected:
             log.error("the key store meets key material for destroyed key %s at %s@%d", kid, self.topic, offset)
             if self._producer is not None:
                 self._spawn(self._producer.send(self.topic, _destroyed(entry).value(), key=kid.encode(), partition=0))
+
+    def _admits(self, kid: str, entry: _Entry, key: bytes, offset: int) -> bool:
+        """Whether ``entry`` may stand for key ``kid`` (under the lock): a record moving a key to another owner
+        is skipped, and a second guard key of a user loses to the first (sent again: compaction keeps it)."""
+        old = self._entries.get(kid)
+        if old is None or not (old.owner != entry.owner or old.created_ms != entry.created_ms
+                               or (old.owner.session == GUARD and self._rival(kid, old, entry))):
+            return True
+        if old.owner.session == GUARD:  # two processes made a user's guard key at once (maybe in the same
+            # millisecond): the first read wins, and is sent again so that compaction keeps it
+            log.warning("the key store meets a second guard key for %s at %s@%d: the first one stays",
+                        old.owner.home, self.topic, offset)
+            if self._producer is not None:
+                self._spawn(self._producer.send(self.topic, old.value(), key=key, partition=0))
+            return False
+        log.error("the key store skips a record at %s@%d that moves key %s to another owner", self.topic, offset, kid)
+        return False
+
+    def _forget(self, kid: str, entry: _Entry) -> None:
+        """Key ``kid`` was destroyed (``entry``'s record says so): only its id stays (under the lock). A dict
+        keeps its size when entries leave: the tables are made again once as many keys left as stay."""
+        self._entries.pop(kid, None)
+        owned = self._by_owner.get(entry.owner)
+        if owned is not None:
+            owned.discard(kid)
+            if not owned:
+                del self._by_owner[entry.owner]
+        self._gone.add(kid)
+        self._last_destroyed_ms = max(self._last_destroyed_ms, entry.destroyed_ms or 0)
+        self._left += 1
+        if self._left > max(1024, len(self._entries)):
+            self._entries, self._by_owner, self._plain = dict(self._entries), dict(self._by_owner), dict(self._plain)
+            self._left = 0
+
+    def _known(self, kid: str) -> bool:
+        with self._lock:
+            return kid in self._entries or kid in self._gone
 
     async def _caught_up(self, at_least: int | None = None) -> None:
         """Until the reader has applied everything up to the log's end (or ``at_least``)."""
@@ -367,6 +397,8 @@ class KafkaKeyStore(KeyStore):
                 plain = self._plain.get(kid)
                 if plain is not None:
                     return plain
+                if kid in self._gone:
+                    return None
                 entry = self._entries.get(kid)
             if entry is not None:
                 if entry.wrapped is None:
@@ -388,8 +420,7 @@ class KafkaKeyStore(KeyStore):
 
     def destroyed(self, kid: str) -> bool:
         with self._lock:
-            entry = self._entries.get(kid)
-        return entry is not None and entry.wrapped is None
+            return kid in self._gone
 
     def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
               made_before_ms: int | None = None) -> int:
@@ -399,14 +430,10 @@ class KafkaKeyStore(KeyStore):
 
     def guard_key(self, home: str, adopt: bytes | None = None) -> bytes:
         kid = guard_kid(home)
-        with self._lock:
-            known = kid in self._entries
-        if not known:
+        if not self._known(kid):
             with self._writing:
                 self._call(self._caught_up())  # made by another process before now
-                with self._lock:
-                    known = kid in self._entries
-                if not known:
+                if not self._known(kid):
                     if self.read_only:
                         raise KeyStoreError(f"the key store on {self.bootstrap} is open read-only: it has no guard "
                                             f"key for {home} and cannot make one")
@@ -435,14 +462,13 @@ class KafkaKeyStore(KeyStore):
     def _unknown_guard_keys(self, keys: Sequence[tuple[str, bytes]]) -> list[tuple[str, str, bytes]]:
         """(kid, home, key) of those of ``keys`` this store has read no guard key for."""
         with self._lock:
-            return [(guard_kid(home), home, key) for home, key in keys if guard_kid(home) not in self._entries]
+            return [(kid, home, key) for home, key in keys
+                    if (kid := guard_kid(home)) not in self._entries and kid not in self._gone]
 
     def find_guard_key(self, home: str) -> bytes | None:
         kid = guard_kid(home)
         for attempt in range(2):  # read up to the topic's end first when unknown: made a moment ago elsewhere
-            with self._lock:
-                known = kid in self._entries
-            if known:
+            if self._known(kid):
                 return self.get(kid)
             if attempt == 0:
                 self._call(self._caught_up())
@@ -545,6 +571,40 @@ class KafkaKeyStore(KeyStore):
             return unwrap_key(aead, kid, entry.wrapped)
         except InvalidTag:
             raise KeyStoreError(f"data key {kid} in {self.topic} does not unwrap with the master key") from None
+
+
+class _Destroyed:
+    """The ids of destroyed keys. A data key's id (32 hex digits, ``uuid4().hex``) is kept as its number: some
+    70 bytes a key in all, where the text took some 110; any other id as it is."""
+
+    def __init__(self) -> None:
+        self._numbers: set[int] = set()
+        self._other: set[str] = set()
+
+    @staticmethod
+    def _number(kid: str) -> int | None:
+        if len(kid) != 32:
+            return None
+        try:
+            n = int(kid, 16)
+        except ValueError:
+            return None
+        return n if f"{n:032x}" == kid else None  # the one spelling that number has
+
+    def add(self, kid: str) -> None:
+        if (n := self._number(kid)) is not None:
+            self._numbers.add(n)
+        else:
+            self._other.add(kid)
+
+    def __contains__(self, kid: object) -> bool:
+        if not isinstance(kid, str):
+            return False
+        n = self._number(kid)
+        return n in self._numbers if n is not None else kid in self._other
+
+    def __len__(self) -> int:
+        return len(self._numbers) + len(self._other)
 
 
 def _destroyed(entry: _Entry) -> _Entry:
