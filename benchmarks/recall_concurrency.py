@@ -5,9 +5,10 @@
 A synthetic store (``benchmarks/latency.py``'s generator: rows straight into the shards, random unit vectors
 into the embedded index; the local embedder embeds the queries) is served by one process. Each round sends a
 long ``prepare_turn`` for one user (a pasted text of ``--long-chars`` characters, the recall query limit) and,
-``--gap-ms`` later, a six-word one for another user, and records when each is answered (the short one from when it
-arrives, ``--gap-ms`` after the long one); the short one is also timed alone. With recall on the event loop the short one waited for the long one's read; off the loop it does
-not. Run it from each checkout to compare (it calls only ``prepare_turn``).
+``--gap-ms`` later, a six-word one for another user, and records when each is answered (the short one from
+when it arrives, ``--gap-ms`` after the long one); the short one is also timed alone. With recall on the event
+loop the short one waited for the long one's read; off the loop it does not. Run it from each checkout to
+compare (it calls only ``prepare_turn``).
 """
 
 from __future__ import annotations

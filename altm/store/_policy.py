@@ -96,6 +96,15 @@ class ScopePolicy:
         return f"scope_terms : ({home} AND ({' OR '.join(groups) or home}))"
 
 
+def home_substring(scope: Scope) -> str:
+    """The trigram index's filter on ``scope``'s home (schema 29): its ``scope_terms`` token with the space and
+    the agent token's letter after it, as one phrase. A trigram phrase matches a substring: without its end, one
+    home would also match every home whose hex begins with its own. The whole token, not a tail of it (cheaper
+    to match: the trigrams of a tenant's common prefix are in every row of it), so that a user id another tenant
+    also has does not bring that tenant's rows back into the scoring."""
+    return f'scope_terms : "h{f"{scope.tenant_id}/{scope.workspace_id}/{scope.user_id}".encode().hex()} a"'
+
+
 def home_token(scope: Scope) -> str:
     """The word index's token of ``scope``'s home (tenant/workspace/user) in its ``scope_terms`` column."""
     return _token("h", f"{scope.tenant_id}/{scope.workspace_id}/{scope.user_id}")

@@ -17,7 +17,7 @@ import orjson
 
 from altm.core import Scope, partition_for
 from altm.store._conversation import neighbours
-from altm.store._policy import ScopePolicy, visible_token
+from altm.store._policy import ScopePolicy, home_substring, visible_token
 from altm.store._shard import Shard
 from altm.store._shardset import ShardSet
 from altm.store._sql import chunks, marks
@@ -141,7 +141,9 @@ class SearchQueries:
         """The trigram index (substrings of the content): (memory id, -bm25), best first."""
         if not terms:
             return []
-        return self._match("memories_fts_tri", "bm25(memories_fts_tri)", _any_of(terms), policy, limit)
+        # the home inside the match: FTS5 scores this user's rows only, not every row of the shard holding the terms
+        expression = f"{home_substring(policy.scope)} AND content : ({_any_of(terms)})"
+        return self._match("memories_fts_tri", "bm25(memories_fts_tri, 1.0, 0.0)", expression, policy, limit)
 
     def _match(self, table: str, rank: str, expression: str, policy: ScopePolicy, limit: int
                ) -> list[tuple[str, float]]:

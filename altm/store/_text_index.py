@@ -31,8 +31,9 @@ _APPLY = (
     "INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) "
     "SELECT command, row_id, index_form(content), index_form(context), scope_terms FROM index_pending "
     "WHERE target = 'words' ORDER BY seq",
-    "INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) "
-    "SELECT command, row_id, index_form(content) FROM index_pending WHERE target = 'trigrams' ORDER BY seq",
+    "INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content, scope_terms) "
+    "SELECT command, row_id, index_form(content), scope_terms FROM index_pending WHERE target = 'trigrams' "
+    "ORDER BY seq",
     "DELETE FROM index_pending",
 )
 _INDEX_AGAIN = (
@@ -41,7 +42,8 @@ _INDEX_AGAIN = (
     "INSERT INTO memories_fts (rowid, content, context, scope_terms) "
     "SELECT rowid, index_form(content), index_form(context), scope_terms FROM memories",
     "INSERT INTO memories_fts_tri (memories_fts_tri) VALUES ('delete-all')",
-    "INSERT INTO memories_fts_tri (rowid, content) SELECT rowid, index_form(content) FROM memories",
+    "INSERT INTO memories_fts_tri (rowid, content, scope_terms) SELECT rowid, index_form(content), scope_terms "
+    "FROM memories",
 )
 BUILT_WITH_KEY = "text_index_unicode"  # (named when it held the Unicode version alone)
 """The ``shard_meta`` key holding what the text indexes were built with (:func:`built_with`)."""

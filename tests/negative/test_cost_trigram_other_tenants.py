@@ -9,21 +9,15 @@ fewer than ``top_k`` memories (altm/recall/retrieval/_engine.py:229-235): exactl
 user. Measured (red team rt21): a user with 30 memories beside one with 2k / 8k / 32k memories, trigram step for
 "deadline" 0.98 / 5.1 / 20.8 ms, for "priya" 0.2 / 1.5 / 7.1 ms.
 
-Expected: the work of one user's read does not grow with what other users of the shard hold."""
+Expected: the work of one user's read does not grow with what other users of the shard hold. Schema 29 keeps
+``scope_terms`` in the trigram index too, and the channel matches the reader's home inside the index."""
 
 from __future__ import annotations
-
-import pytest
 
 from altm.core import Settings, partition_for
 from tests.support.memories import store_with
 from tests.support.sqlite_work import vm_steps
 from tests.support.turns import SCOPE, colocated_scope, make_turn
-
-GAP = pytest.mark.xfail(strict=True, reason=(
-    "known gap (README, Known gaps): a small user's recall pays, in the trigram channel, for the rows of"
-    " every other tenant of its shard (the trigram index has no scope column)"))
-
 
 QUESTION = "What did Priya say about the rollout?"
 
@@ -43,7 +37,6 @@ async def _vm_steps(settings: Settings, others: int) -> int:
     return steps.n
 
 
-@GAP
 async def test_a_small_users_recall_does_not_pay_for_other_tenants_rows(settings: Settings) -> None:
     few, many = await _vm_steps(settings, 100), await _vm_steps(settings, 800)
     assert many <= 2 * few, (

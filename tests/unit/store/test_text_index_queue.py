@@ -24,6 +24,7 @@ from altm.pipeline.processors._base import derived_memory
 from altm.store import MemoryRow, Shard, memory_to_row
 from altm.store import _migrations as migrations
 from altm.store._migrations import Migration, load_migrations
+from altm.store._policy import home_substring
 from altm.store._text_index import built_with, register_index_form
 
 SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
@@ -56,8 +57,9 @@ def _exact(conn: sqlite3.Connection) -> None:
                  "tokenize=\"porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'\")")
     conn.execute("INSERT INTO temp.fresh_words (rowid, content, context, scope_terms) "
                  "SELECT rowid, index_form(content), index_form(context), scope_terms FROM memories")
-    conn.execute("CREATE VIRTUAL TABLE temp.fresh_tri USING fts5 (content, tokenize='trigram')")
-    conn.execute("INSERT INTO temp.fresh_tri (rowid, content) SELECT rowid, index_form(content) FROM memories")
+    conn.execute("CREATE VIRTUAL TABLE temp.fresh_tri USING fts5 (content, scope_terms, tokenize='trigram')")
+    conn.execute("INSERT INTO temp.fresh_tri (rowid, content, scope_terms) "
+                 "SELECT rowid, index_form(content), scope_terms FROM memories")
     for live, fresh in (("memories_fts", "fresh_words"), ("memories_fts_tri", "fresh_tri")):
         conn.execute(f"CREATE VIRTUAL TABLE temp.v_{fresh} USING fts5vocab(temp, {fresh}, instance)")
         rebuilt = sorted(conn.execute(f"SELECT term, doc, col, offset FROM temp.v_{fresh}"))
@@ -230,6 +232,7 @@ def test_a_shard_of_version_23_is_indexed_again_in_the_index_form(tmp_path: Path
     conn = sqlite3.connect(path, isolation_level=None)
     with monkeypatch.context() as patched:
         patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:23])
+        patched.setattr(migrations, "_text_indexes_current", lambda conn: None)  # version 23's own, below
         assert migrations.migrate(conn) == 23
     old = _atom(FULLWIDTH)
     conn.execute(f"INSERT INTO memories ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})", list(old.values()))
@@ -261,6 +264,57 @@ def test_a_shard_of_version_23_is_indexed_again_in_the_index_form(tmp_path: Path
         try:
             _exact(reader)
             assert _instances(reader, "memories_fts") == [] and _instances(reader, "memories_fts_tri") == []
+        finally:
+            reader.close()
+    finally:
+        shard.close()
+
+
+def test_a_shard_of_version_28_gets_the_home_in_its_trigram_index(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Version 29: the trigram index holds scope_terms beside the content (made again, filled again), a substring
+    search matches the reader's home inside the index, and a change of scope indexes the row again."""
+    path = tmp_path / "s.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    with monkeypatch.context() as patched:
+        patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:28])
+        patched.setattr(migrations, "_text_indexes_current", lambda conn: None)  # version 28's own, below
+        assert migrations.migrate(conn) == 28
+    register_index_form(conn)
+    mine = _atom("Priya reviewed the rollout.")
+    other_scope = Scope(tenant_id="t", workspace_id="w", user_id="u2", agent_id="a")  # "u" is a prefix of "u2"
+    theirs = memory_to_row(derived_memory(
+        scope=other_scope, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content="Priya reviewed the rollout.",
+        evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=["other"], valid_from=AT), AT)
+    for row in (mine, theirs):
+        conn.execute(f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                     list(row.values()))
+    # what version 28 applied the queue as: the trigram index without scope_terms
+    conn.execute("INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) SELECT command, "
+                 "row_id, index_form(content), index_form(context), scope_terms FROM index_pending "
+                 "WHERE target = 'words'")
+    conn.execute("INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) "
+                 "SELECT command, row_id, index_form(content) FROM index_pending WHERE target = 'trigrams'")
+    conn.execute("DELETE FROM index_pending")
+    conn.close()
+    shard = Shard(path, 0).open()  # migrates to 29: the trigram index is made and filled again
+    try:
+        reader = _reader(path)
+        try:
+            _exact(reader)
+            assert _trigrams(reader, '"rollout"') == {mine["memory_id"], theirs["memory_id"]}
+            assert _trigrams(reader, f'{home_substring(SCOPE)} AND content : "rollout"') == {mine["memory_id"]}
+            assert _trigrams(reader, f'{home_substring(other_scope)} AND content : "rollout"') == {
+                theirs["memory_id"]}
+        finally:
+            reader.close()
+        with shard.transaction() as tx:  # the row moves to another user: indexed again under its new home
+            tx.update_memory(mine, {**mine, "user_id": "u3"}, at=AT.isoformat(), proposal_id="p-move",
+                             actor="test")
+        reader = _reader(path)
+        try:
+            _exact(reader)
+            assert _trigrams(reader, f'{home_substring(SCOPE)} AND content : "rollout"') == set()
         finally:
             reader.close()
     finally:
