@@ -33,7 +33,7 @@ class MemoryApp:
         self.settings = settings
         self.cycles = CycleBook(shards)
         self.recall = RecallService(shards, retriever)
-        self.reads = ReadPool(settings.read_threads)
+        self.reads = ReadPool(settings.read_threads, after=shards.settle)
         self.protocol = ProtocolService(self.recall, publish, chat or NoChat(), self.cycles,
                                         max_content_bytes=settings.max_content_bytes, reads=self.reads)
         self.admin = AdminService(settings, shards, self.recall, publish, self.cycles)

@@ -9,6 +9,7 @@ the shards' writes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 from collections.abc import Callable
@@ -21,18 +22,25 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _in_snapshot(fn: Callable[[], T]) -> T:
-    with read_snapshot():
-        return fn()
+def _in_snapshot(fn: Callable[[], T], loop: asyncio.AbstractEventLoop, after: Callable[[], object]) -> T:
+    try:
+        with read_snapshot():
+            return fn()
+    finally:  # the snapshot has ended: what it held off, tried again on the loop (the shards' owner)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(after)
 
 
 class ReadPool:
-    """At most ``threads`` reads at once, each on a thread of the pool (made on first use). ``close()`` waits for
-    the reads running (a cancelled request's read runs to its end on its thread: SQLite cannot be stopped from
-    here) and ends the threads; a read asked for after it is refused."""
+    """At most ``threads`` reads at once, each on a thread of the pool (made on first use). When a read ends,
+    ``after`` runs on the event loop (the shards' owner retries what the read held off: an erasure's truncation
+    of a write-ahead log). ``close()`` drops the reads queued, waits for those running (a cancelled request's
+    read runs to its end on its thread: SQLite cannot be stopped from here) and ends the threads; a read asked
+    for after it is refused."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, after: Callable[[], object] = lambda: None) -> None:
         self.threads = threads
+        self._after = after
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
 
@@ -43,12 +51,13 @@ class ReadPool:
             raise RuntimeError("the read pool is closed (the deployment is shutting down)")
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="altm-read")
+        loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
-        call = functools.partial(context.run, _in_snapshot, functools.partial(fn, *args, **kwargs))
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        call = functools.partial(context.run, _in_snapshot, functools.partial(fn, *args, **kwargs), loop, self._after)
+        return await loop.run_in_executor(self._executor, call)
 
     def close(self) -> None:
         self._closed = True
         if self._executor is not None:
-            self._executor.shutdown(wait=True)
+            self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None

@@ -1,45 +1,158 @@
-"""Reads off the owner thread: one snapshot per read.
+"""Reads off the owner thread: read-only connections, one snapshot per read.
 
-A shard's owner thread (the deployment's event loop) writes; recall runs on threads of its own, each with a
-read-only connection per shard (:attr:`Shard._db`). A recall makes many queries; inside :func:`read_snapshot`
-the first one on each shard opens a read transaction that the others share, so the writer's commits in the
-meantime (an erasure among them) are seen by all of them or by none, as when the read ran between two
-transactions on the event loop.
+A shard's owner thread (the deployment's event loop) writes; recall runs on threads of its own
+(:class:`altm.app.ReadPool`), which read through read-only connections (:class:`Readers`, one set per shard).
+A recall makes many queries; inside :func:`read_snapshot` the first one on a shard takes a connection from the
+shard's set and opens a read transaction that the others share, so the writer's commits in the meantime (an
+erasure among them) are seen by all of them or by none, as when the read ran between two transactions on the
+event loop. The block's end commits it and gives the connection back.
+
+What a connection costs is bounded, not multiplied by threads and shards: a shard keeps
+``IDLE_READERS_KEPT`` idle connections (the others close when they are given back), and a read that goes over
+many shards (a listing of every scope) holds at most ``SNAPSHOT_SHARDS`` of them at once: past that, the one it
+read least recently ends its snapshot and goes back (a shard's snapshot is what a recall needs; nothing reads
+two shards as one).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from altm.store._errors import ShardError
+
+IDLE_READERS_KEPT = 1
+"""Idle read-only connections a shard keeps for the next read (each holds two file descriptors)."""
+SNAPSHOT_SHARDS = 8
+"""Most shards one read holds a snapshot (and a connection) of at once."""
+
 _local = threading.local()
+
+
+class Readers:
+    """The read-only connections of one shard, for threads other than its owner. Inside :func:`read_snapshot`
+    a thread borrows one for the block; outside one (a script, a test) it gets a connection of its own, kept
+    until :meth:`close`."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._lock = threading.Lock()
+        self._idle: list[sqlite3.Connection] = []
+        self._open: set[sqlite3.Connection] = set()  # every connection made and not closed
+        self._own: dict[int, sqlite3.Connection] = {}  # by thread: those outside a snapshot
+        self._closed = False
+
+    def connection(self) -> sqlite3.Connection:
+        """The calling thread's connection: its snapshot's (borrowed on the first read of the block), or its own."""
+        opened: _Snapshot | None = getattr(_local, "snapshot", None)
+        if opened is not None:
+            return opened.connection(self)
+        thread = threading.get_ident()
+        conn = self._own.get(thread)
+        if conn is None:
+            conn = self._make()
+            with self._lock:
+                self._own[thread] = conn
+        return conn
+
+    def borrow(self) -> sqlite3.Connection:
+        with self._lock:
+            if self._closed:
+                raise ShardError("the shard is closed")
+            if self._idle:
+                return self._idle.pop()
+        return self._make()
+
+    def give_back(self, conn: sqlite3.Connection, *, sound: bool) -> None:
+        """``conn``, its read transaction ended: kept for the next read, or closed (``sound`` False: ending its
+        transaction failed, so it may still hold a snapshot)."""
+        with self._lock:
+            keep = sound and not self._closed and len(self._idle) < IDLE_READERS_KEPT
+            if keep:
+                self._idle.append(conn)
+            else:
+                self._open.discard(conn)
+        if not keep:
+            conn.close()
+
+    def _make(self) -> sqlite3.Connection:
+        conn = self._connect()
+        with self._lock:
+            if self._closed:
+                conn.close()
+                raise ShardError("the shard is closed")
+            self._open.add(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            made, self._open, self._idle, self._own = list(self._open), set(), [], {}
+        for conn in made:
+            conn.close()
+
+    def count(self) -> int:
+        """Connections made and not closed (borrowed, idle or a thread's own)."""
+        with self._lock:
+            return len(self._open)
+
+
+class _Snapshot:
+    """The connections one :func:`read_snapshot` block borrowed, by shard, least recently read first."""
+
+    def __init__(self) -> None:
+        self.held: OrderedDict[int, tuple[Readers, sqlite3.Connection]] = OrderedDict()
+
+    def connection(self, readers: Readers) -> sqlite3.Connection:
+        key = id(readers)
+        if key in self.held:
+            self.held.move_to_end(key)
+            return self.held[key][1]
+        while len(self.held) >= SNAPSHOT_SHARDS:
+            _, (oldest, conn) = self.held.popitem(last=False)
+            _end(oldest, conn)
+        conn = readers.borrow()
+        try:
+            conn.execute("BEGIN")
+        except BaseException:
+            readers.give_back(conn, sound=False)
+            raise
+        self.held[key] = (readers, conn)
+        return conn
+
+    def end(self) -> None:
+        while self.held:
+            _, (readers, conn) = self.held.popitem(last=False)
+            _end(readers, conn)
+
+
+def _end(readers: Readers, conn: sqlite3.Connection) -> None:
+    """End ``conn``'s read transaction and give it back (each on its own: one that fails does not keep the
+    others in theirs)."""
+    try:
+        if conn.in_transaction:
+            conn.execute("COMMIT")  # a read transaction: nothing to keep or undo
+    except sqlite3.Error:
+        readers.give_back(conn, sound=False)
+    else:
+        readers.give_back(conn, sound=True)
 
 
 @contextmanager
 def read_snapshot() -> Iterator[None]:
     """Every shard read of this thread inside the block sees one snapshot of that shard; the read transactions
     end with the block (they hold no lock a writer waits for: WAL readers only keep the log from being
-    truncated while they last)."""
-    if getattr(_local, "opened", None) is not None:  # nested: the outer block's snapshot
+    truncated while they last). Nested blocks share the outer one."""
+    if getattr(_local, "snapshot", None) is not None:
         yield
         return
-    opened: list[sqlite3.Connection] = []
-    _local.opened = opened
+    snapshot = _Snapshot()
+    _local.snapshot = snapshot
     try:
         yield
     finally:
-        _local.opened = None
-        for conn in opened:
-            if conn.in_transaction:
-                conn.execute("COMMIT")  # a read transaction: nothing to keep or undo
-
-
-def in_snapshot(conn: sqlite3.Connection) -> sqlite3.Connection:
-    """``conn`` (a reader thread's connection), in this thread's snapshot when one is open."""
-    opened: list[sqlite3.Connection] | None = getattr(_local, "opened", None)
-    if opened is not None and not conn.in_transaction:
-        conn.execute("BEGIN")
-        opened.append(conn)
-    return conn
+        _local.snapshot = None
+        snapshot.end()

@@ -17,7 +17,7 @@ from typing import Any
 from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
-from altm.store._reading import in_snapshot
+from altm.store._reading import Readers
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
 from altm.store._text_index import apply_pending, register_index_form
@@ -35,9 +35,8 @@ write-ahead log's truncation owed (see :meth:`Shard.purge`): the writer does not
 
 class Shard:
     """One partition's SQLite file. Its connection belongs to its *owner* thread (the one that made the shard, or
-    ``owner``: the deployment's event loop), which alone writes. Any other thread reads through a read-only
-    connection of its own, made on its first read (recall off the event loop: :mod:`altm.store._reading`); an
-    idle one holds no lock, and :meth:`close` closes them all."""
+    ``owner``: the deployment's event loop), which alone writes. Any other thread reads through read-only
+    connections (recall off the event loop: :mod:`altm.store._reading`); :meth:`close` closes them all."""
 
     def __init__(self, path: str | Path, partition: int, *, read_only: bool = False, owner: int | None = None) -> None:
         self.path = Path(path)
@@ -45,10 +44,10 @@ class Shard:
         self.read_only = read_only
         self._owner = owner if owner is not None else threading.get_ident()
         self._conn: sqlite3.Connection | None = None
-        self._readers: dict[int, sqlite3.Connection] = {}  # by thread: the read-only connections of other threads
-        self._readers_lock = threading.Lock()
+        self._readers = Readers(self._connect_reader)
         self._in_tx = False
         self._truncation_owed = False
+        self._purge_due = False  # owed when a reader thread opened the shard: the owner purges it
 
     def open(self) -> Shard:
         """Open (and, writable, migrate) the shard file; a file SQLite cannot read (damaged, truncated, a
@@ -95,28 +94,53 @@ class Shard:
             except BaseException:
                 conn.close()
                 raise
-        _prepare(conn)
-        # a purge whose truncation a reader held off may have been owed when the shard was last closed (or the
-        # process died): the first transaction tries it, without waiting
-        self._truncation_owed = not self.read_only
+        try:
+            _prepare(conn)
+            # a purge whose truncation a reader held off may have been owed when the shard was last closed (or the
+            # process died): the first transaction tries it, without waiting
+            self._truncation_owed = not self.read_only
+            self._purge_due = not self.read_only and _purge_owed(conn)
+        except BaseException:
+            conn.close()
+            raise
         self._conn = conn
-        if not self.read_only and self._purge_owed():
+        self._readers = Readers(self._connect_reader)  # a shard closed and opened again reads anew
+        if self._purge_due and self.owned_here:
             log.info("shard %s: purging after an erasure whose process stopped before it purged", self.path)
             self.purge()
         return self
 
-    def _purge_owed(self) -> bool:
-        return self._db.execute("SELECT 1 FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,)).fetchone() is not None
+    @property
+    def owned_here(self) -> bool:
+        """Whether the calling thread is the shard's owner (the one that writes it)."""
+        return threading.get_ident() == self._owner
+
+    def settle(self) -> None:
+        """On the owner thread: a purge a reader's open left owed, and a truncation of the write-ahead log a
+        reader held off, tried again now, without waiting (the read pool calls it when a read ends: a recall
+        that overlapped an erasure's purge kept the erased rows' page images in the log until the next write)."""
+        if self.read_only or self._conn is None or self._in_tx or not self.owned_here:
+            return
+        if self._purge_due:
+            self.purge()
+        elif self._truncation_owed:
+            self._truncate_log(wait_ms=0)
 
     def _connect_read_only(self) -> sqlite3.Connection:
-        # check_same_thread off: made and used by one thread, closed by the owner's close()
+        # check_same_thread off: used by one thread at a time, closed by whichever closes the shard
         return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
 
+    def _connect_reader(self) -> sqlite3.Connection:
+        conn = self._connect_read_only()
+        try:
+            _prepare(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def close(self) -> None:
-        with self._readers_lock:
-            readers, self._readers = list(self._readers.values()), {}
-        for reader in readers:
-            reader.close()
+        self._readers.close()
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -130,27 +154,14 @@ class Shard:
             raise ShardError(f"shard {self.path} is not open")
         if threading.get_ident() == self._owner:
             return self._conn
-        return in_snapshot(self._reader())
-
-    def _reader(self) -> sqlite3.Connection:
-        thread = threading.get_ident()
-        conn = self._readers.get(thread)
-        if conn is None:
-            conn = self._connect_read_only()
-            _prepare(conn)
-            with self._readers_lock:
-                if self._conn is None:  # closed meanwhile
-                    conn.close()
-                    raise ShardError(f"shard {self.path} is not open")
-                self._readers[thread] = conn
-        return conn
+        return self._readers.connection()
 
     @contextmanager
     def transaction(self) -> Iterator[ShardTx]:
         """One ``BEGIN IMMEDIATE`` transaction: the :class:`ShardTx` it yields is the only way to mutate."""
         if self.read_only:
             raise ShardError("shard opened read-only")
-        if threading.get_ident() != self._owner:
+        if not self.owned_here:
             raise ShardError(f"shard {self.path} is written by the thread that owns it (the deployment's event loop), "
                              "not from another thread")
         if self._in_tx:
@@ -170,7 +181,9 @@ class Shard:
         finally:
             tx.end()
             self._in_tx = False
-        if self._truncation_owed:  # a reader held off the last purge's truncation: try again, without waiting
+        if self._purge_due:  # a reader thread opened the shard and left its purge to the owner
+            self.purge()
+        elif self._truncation_owed:  # a reader held off the last purge's truncation: try again, without waiting
             self._truncate_log(wait_ms=0)
 
     # -- reads -----------------------------------------------------------------------------------------
@@ -266,10 +279,11 @@ class Shard:
         for table in ("memories_fts", "memories_fts_tri"):
             self._db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         self._db.execute("DELETE FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,))
+        self._purge_due = False
         if not self._truncate_log(wait_ms=LOG_TRUNCATE_WAIT_MS):
             log.warning("shard %s could not truncate its write-ahead log after an erasure (a reader holds it): the "
-                        "erased rows' old page images stay in it until the writer's next transaction after that "
-                        "reader is done", self.path)
+                        "erased rows' old page images stay in it until it is tried again once the reader is done "
+                        "(when a read of this process ends, or after the writer's next transaction)", self.path)
 
     def _truncate_log(self, *, wait_ms: int) -> bool:
         """``wal_checkpoint(TRUNCATE)``, waiting at most ``wait_ms`` for readers; whether it completed. One that
@@ -291,3 +305,7 @@ def _prepare(conn: sqlite3.Connection) -> None:
     conn.create_function("redact_reason_json", 1, redact_reason_json, deterministic=True)
     register_index_form(conn)  # the text indexes hold the content's NFKC form
     conn.row_factory = sqlite3.Row
+
+
+def _purge_owed(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,)).fetchone() is not None

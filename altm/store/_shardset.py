@@ -72,6 +72,12 @@ class ShardSet:
             leftover.unlink(missing_ok=True)
         return ids
 
+    def settle(self) -> None:
+        """On the owner thread: what readers held off in each open shard (a purge, a truncation of its
+        write-ahead log) tried again now, without waiting (see :meth:`Shard.settle`)."""
+        for shard in list(self._open.values()):
+            shard.settle()
+
     def close(self) -> None:
         with self._opening:
             for shard in self._open.values():

@@ -15,6 +15,7 @@ import pytest
 from altm.core import Kind, Layer, Method, Scope
 from altm.pipeline.processors._base import derived_memory
 from altm.store import MemoryRow, Shard, ShardError, ShardSet, memory_to_row, read_snapshot
+from altm.store._reading import IDLE_READERS_KEPT, SNAPSHOT_SHARDS
 
 SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -90,9 +91,9 @@ def test_close_closes_every_readers_connection(tmp_path: Path) -> None:
     _insert(shard, "the export runs nightly")
     with ThreadPoolExecutor(max_workers=1) as pool:
         assert len(pool.submit(shard.memory_ids).result()) == 1
-        assert len(shard._readers) == 1
+        assert shard._readers.count() == 1
         shard.close()
-        assert shard._readers == {}
+        assert shard._readers.count() == 0
         with pytest.raises(ShardError, match="not open"):
             pool.submit(shard.memory_ids).result()
 
@@ -103,5 +104,37 @@ def test_a_shard_first_opened_by_a_reader_is_still_written_by_its_owner(tmp_path
         assert _on_thread(lambda: shards.get(1).memory_ids()) == []  # the reader's read opens the shard
         made = _insert(shards.get(1), "the export runs nightly")  # the owner (this thread) writes it
         assert _on_thread(lambda: shards.get(1).memory_ids()) == [made]
+    finally:
+        shards.close()
+
+
+def test_reads_hold_a_bounded_number_of_connections(tmp_path: Path) -> None:
+    """Concurrent snapshots borrow a connection each and give it back: a shard keeps IDLE_READERS_KEPT idle ones;
+    a read over many shards holds at most SNAPSHOT_SHARDS of them at once."""
+    shards = ShardSet(tmp_path / "data", SNAPSHOT_SHARDS + 4)
+    for p in range(shards.partitions):
+        shards.get(p)
+    held: list[int] = []
+    inside = threading.Barrier(3)
+
+    def read_one() -> None:
+        with read_snapshot():
+            shards.get(0).memory_ids()
+            inside.wait(10)  # three snapshots of shard 0 at once: three connections
+            held.append(shards.get(0)._readers.count())
+
+    def read_all() -> int:
+        with read_snapshot():
+            for p in range(shards.partitions):
+                shards.get(p).memory_ids()
+            return sum(shards.get(p)._readers.count() for p in range(shards.partitions))
+
+    try:
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            for done in [pool.submit(read_one) for _ in range(3)]:
+                done.result()
+            assert held == [3, 3, 3]
+            assert shards.get(0)._readers.count() == IDLE_READERS_KEPT  # the others closed when given back
+            assert pool.submit(read_all).result() <= SNAPSHOT_SHARDS + IDLE_READERS_KEPT * shards.partitions
     finally:
         shards.close()
