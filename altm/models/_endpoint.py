@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from openai import AsyncOpenAI, OpenAI, OpenAIError
@@ -34,6 +35,9 @@ class Endpoint:
     reserved: int = 0
     requests: int = 0
     next_slot: float = 0.0
+    # recall embeds queries on its read threads beside the event loop's calls: the counts and the slot are
+    # read and written under it (short sections, never across a wait)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def async_client(self) -> AsyncOpenAI:
         """The client of the event loop; it tries each request once (``retry`` says whether again)."""
@@ -44,10 +48,11 @@ class Endpoint:
 
     def sync_client(self) -> OpenAI:
         """The blocking client (recall's helper thread); it tries each request once, as ``async_client``'s."""
-        if self.sync is None:
-            s = self.settings
-            self.sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
-        return self.sync
+        with self.lock:
+            if self.sync is None:
+                s = self.settings
+                self.sync = OpenAI(base_url=s.base_url, api_key=s.api_key, timeout=s.timeout_s, max_retries=0)
+            return self.sync
 
     def _check_budget(self) -> None:
         """Raise when the token budget is spent, counting what the requests in flight reserved."""
@@ -61,15 +66,17 @@ class Endpoint:
         booked ahead: a caller that gives up while it waits (a deadline) takes no slot with it."""
         if not self.settings.rate_per_minute:
             return 0.0
-        now = time.monotonic()
-        if self.next_slot > now:
-            return self.next_slot - now
-        self.next_slot = now + 60.0 / self.settings.rate_per_minute
-        return 0.0
+        with self.lock:
+            now = time.monotonic()
+            if self.next_slot > now:
+                return self.next_slot - now
+            self.next_slot = now + 60.0 / self.settings.rate_per_minute
+            return 0.0
 
     def _admitted(self, reserve: int) -> None:
-        self._check_budget()
-        self.reserved += reserve
+        with self.lock:
+            self._check_budget()
+            self.reserved += reserve
 
     async def admit(self, reserve: int) -> None:
         """Wait for a rate slot and reserve ``reserve`` tokens of the budget (``release`` them once the request
@@ -91,7 +98,8 @@ class Endpoint:
         self._admitted(reserve)
 
     def release(self, reserve: int) -> None:
-        self.reserved = max(0, self.reserved - reserve)
+        with self.lock:
+            self.reserved = max(0, self.reserved - reserve)
 
     async def attempted(self, send: Callable[[], Awaitable[R]], prompt_tokens: int) -> R:
         """``send()``, tried again as :mod:`._attempts` says: each attempt admitted (its rate slot, its prompt's
@@ -141,12 +149,14 @@ class Endpoint:
     def spent(self, usage: Any, *, counted: tuple[int, int] = (0, 0)) -> None:
         """Count a call: the tokens the endpoint reports, or ``counted`` here (prompt, completion) where it
         reports none, zero or fewer (a budget must not rest on the endpoint's word; a negative count is none)."""
-        self.requests += 1
+        with self.lock:
+            self.requests += 1
         if usage is None and counted == (0, 0):
             return
         reported = (_tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"))
         prompt, completion = reported if any(reported) else counted
-        self.tokens_used += max(_tokens(usage, "total_tokens"), prompt + completion)
+        with self.lock:
+            self.tokens_used += max(_tokens(usage, "total_tokens"), prompt + completion)
         task, s = self.task.value, self.settings
         MODEL_TOKENS.labels(task=task, direction="prompt").inc(prompt)
         MODEL_TOKENS.labels(task=task, direction="completion").inc(completion)
