@@ -76,7 +76,8 @@ _CANDIDATES = f"SELECT {', '.join(_CANDIDATE_COLUMNS)} FROM memories WHERE memor
 _ALLOWED = ("WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOIN memories m "
             "ON m.memory_id = c.id WHERE {where}")
 _MATCH = ("SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
-          "WHERE {table} MATCH ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
+          "WHERE {table} MATCH ? AND {table}.rowid >= ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
+_NEWEST = "SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
 _EVIDENCE = ("SELECT COALESCE(valid_from, ''), memory_id, layer, source_id, evidence, agent_id FROM memories "
              "WHERE memory_id IN ({marks})")
 _SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id, "
@@ -127,15 +128,17 @@ class SearchQueries:
         return self.shard._db
 
     # -- word channels -----------------------------------------------------------------------------------
-    def words(self, terms: Sequence[str], policy: ScopePolicy, limit: int, context_weight: float
-              ) -> list[tuple[str, float]]:
+    def words(self, terms: Sequence[str], policy: ScopePolicy, limit: int, context_weight: float, *,
+              newest: int | None = None) -> list[tuple[str, float]]:
         """The word index (content, and the preceding message's text at ``context_weight``), restricted to
-        the policy's groups inside the match: (memory id, -bm25), best first."""
+        the policy's groups inside the match: (memory id, -bm25), best first. With ``newest``, only the newest
+        that many rows matching are scored (bm25 reads each row's size: a query of words in every other memory
+        of a long history scored all of them)."""
         if not terms:
             return []
         rank = f"bm25(memories_fts, 1.0, {float(context_weight)}, 0.0)"
         expression = f"{policy.fts_filter()} AND ({{content context}} : ({_any_of(terms)}))"
-        return self._match("memories_fts", rank, expression, policy, limit)
+        return self._match("memories_fts", rank, expression, policy, limit, newest=newest)
 
     def trigrams(self, terms: Sequence[str], policy: ScopePolicy, limit: int) -> list[tuple[str, float]]:
         """The trigram index (substrings of the content): (memory id, -bm25), best first."""
@@ -145,11 +148,15 @@ class SearchQueries:
         expression = f"{home_substring(policy.scope)} AND content : ({_any_of(terms)})"
         return self._match("memories_fts_tri", "bm25(memories_fts_tri, 1.0, 0.0)", expression, policy, limit)
 
-    def _match(self, table: str, rank: str, expression: str, policy: ScopePolicy, limit: int
-               ) -> list[tuple[str, float]]:
+    def _match(self, table: str, rank: str, expression: str, policy: ScopePolicy, limit: int, *,
+               newest: int | None = None) -> list[tuple[str, float]]:
+        floor = 0
+        if newest is not None:  # the rowid of the newest-th row matching, read without scoring (rowid order)
+            found = self._conn.execute(_NEWEST.format(table=table), [expression, newest - 1]).fetchone()
+            floor = int(found[0]) if found is not None else 0
         where, args = policy.sql("m")
         sql = _MATCH.format(table=table, rank=rank, where=where)
-        rows = self._conn.execute(sql, [expression, *args, limit]).fetchall()
+        rows = self._conn.execute(sql, [expression, floor, *args, limit]).fetchall()
         return [(r[0], -float(r[1])) for r in rows]
 
     # -- the scope policy over candidates ------------------------------------------------------------------

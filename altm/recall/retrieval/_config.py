@@ -21,6 +21,10 @@ class SearchConfig(BaseModel):
     vector: bool = Field(default=True, description="Vector channel (the embedder's collection)")
     graph: bool = Field(default=True, description="Graph channel: bounded BFS + personalised PageRank")
     candidates: int = Field(default=50, ge=1, le=1000, description="Candidates per channel")
+    max_scored: int = Field(
+        default=2000, ge=10,
+        description="Most rows the word channel scores: a query whose terms the user's memories hold more often "
+                    "than this scores the newest this many rows that match (bm25 read every matching row)")
     context_weight: float = Field(
         default=0.5, ge=0.0, le=1.0,
         description="bm25 weight of a message's conversational context (the message it follows)")

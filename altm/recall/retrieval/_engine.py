@@ -234,7 +234,11 @@ class Retriever:
         words = self.term_stats.prune(queries, policy.scope, query_terms(query), config.max_term_df,
                                       config.min_terms)
         if config.fts:
-            channels.run("fts", lambda: queries.words(words, policy, config.candidates, config.context_weight))
+            # a query of words the user says all the time: bm25 scores the newest rows holding them, not all of them
+            newest = config.max_scored if self.term_stats.matches(queries, policy.scope, words) > config.max_scored \
+                else None
+            channels.run("fts", lambda: queries.words(words, policy, config.candidates, config.context_weight,
+                                                      newest=newest))
         if config.trigram:
             tri = self._trigram_terms(query, words, channels.ranked.get("fts"), config)
             if tri:

@@ -74,6 +74,10 @@ class TermStatistics:
             return cached
         return self._store(key, counts.term_frequency(term, scope))
 
+    def matches(self, counts: TermCounts, scope: Scope, terms: Sequence[str]) -> int:
+        """At most how many of the user's memories an OR of ``terms`` matches (each term's count, summed)."""
+        return sum(self.frequency(counts, t, scope) for t in terms)
+
     def prune(self, counts: TermCounts, scope: Scope, terms: Sequence[str], max_df: float, min_terms: int
               ) -> list[str]:
         """``terms`` without those in more than ``max_df`` of the user's memories, keeping at least
