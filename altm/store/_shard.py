@@ -48,6 +48,7 @@ class Shard:
         self._in_tx = False
         self._truncation_owed = False
         self._purge_due = False  # owed when a reader thread opened the shard: the owner purges it
+        self._erased_in_log = False  # a purge's truncation of the write-ahead log was held off by a reader
 
     def open(self) -> Shard:
         """Open (and, writable, migrate) the shard file; a file SQLite cannot read (damaged, truncated, a
@@ -123,7 +124,7 @@ class Shard:
             return
         if self._purge_due:
             self.purge()
-        elif self._truncation_owed:
+        elif self._erased_in_log:
             self._truncate_log(wait_ms=0)
 
     def _connect_read_only(self) -> sqlite3.Connection:
@@ -280,6 +281,7 @@ class Shard:
             self._db.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
         self._db.execute("DELETE FROM shard_meta WHERE key = ?", (PURGE_OWED_KEY,))
         self._purge_due = False
+        self._erased_in_log = True  # until a truncation completes
         if not self._truncate_log(wait_ms=LOG_TRUNCATE_WAIT_MS):
             log.warning("shard %s could not truncate its write-ahead log after an erasure (a reader holds it): the "
                         "erased rows' old page images stay in it until it is tried again once the reader is done "
@@ -295,6 +297,7 @@ class Shard:
         finally:
             self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._truncation_owed = bool(busy)
+        self._erased_in_log = self._erased_in_log and bool(busy)
         return not busy
 
 

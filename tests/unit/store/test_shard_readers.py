@@ -115,13 +115,14 @@ def test_reads_hold_a_bounded_number_of_connections(tmp_path: Path) -> None:
     for p in range(shards.partitions):
         shards.get(p)
     held: list[int] = []
-    inside = threading.Barrier(3)
+    inside, counted = threading.Barrier(3), threading.Barrier(3)
 
     def read_one() -> None:
         with read_snapshot():
             shards.get(0).memory_ids()
             inside.wait(10)  # three snapshots of shard 0 at once: three connections
             held.append(shards.get(0)._readers.count())
+            counted.wait(10)  # none given back before all three counted
 
     def read_all() -> int:
         with read_snapshot():
