@@ -77,7 +77,8 @@ _ALLOWED = ("WITH c(id) AS (VALUES {values}) SELECT m.memory_id FROM c CROSS JOI
             "ON m.memory_id = c.id WHERE {where}")
 _MATCH = ("SELECT m.memory_id, {rank} AS r FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
           "WHERE {table} MATCH ? AND {table}.rowid >= ? AND {where} ORDER BY r, m.memory_id LIMIT ?")
-_NEWEST = "SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+_NEWEST = ("SELECT {table}.rowid FROM {table} JOIN memories m ON m.rowid = {table}.rowid "
+           "WHERE {table} MATCH ? AND {where} ORDER BY {table}.rowid DESC LIMIT 1 OFFSET ?")
 _EVIDENCE = ("SELECT COALESCE(valid_from, ''), memory_id, layer, source_id, evidence, agent_id FROM memories "
              "WHERE memory_id IN ({marks})")
 _SESSION_SEEDS = ("SELECT memory_id, tenant_id, workspace_id, user_id, agent_id, session_id, valid_from, source_id, "
@@ -150,11 +151,12 @@ class SearchQueries:
 
     def _match(self, table: str, rank: str, expression: str, policy: ScopePolicy, limit: int, *,
                newest: int | None = None) -> list[tuple[str, float]]:
-        floor = 0
-        if newest is not None:  # the rowid of the newest-th row matching, read without scoring (rowid order)
-            found = self._conn.execute(_NEWEST.format(table=table), [expression, newest - 1]).fetchone()
-            floor = int(found[0]) if found is not None else 0
         where, args = policy.sql("m")
+        floor = 0
+        if newest is not None:  # the rowid of the newest-th row the query admits, read without scoring (rowid order)
+            found = self._conn.execute(_NEWEST.format(table=table, where=where),
+                                       [expression, *args, newest - 1]).fetchone()
+            floor = int(found[0]) if found is not None else 0
         sql = _MATCH.format(table=table, rank=rank, where=where)
         rows = self._conn.execute(sql, [expression, floor, *args, limit]).fetchall()
         return [(r[0], -float(r[1])) for r in rows]
