@@ -16,11 +16,14 @@ two shards as one).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from altm.store._errors import ShardError
 
@@ -30,6 +33,35 @@ SNAPSHOT_SHARDS = 8
 """Most shards one read holds a snapshot (and a connection) of at once."""
 
 _local = threading.local()
+
+
+class ReaderConnection(sqlite3.Connection):
+    """A read-only connection that knows its cursors (``execute`` makes one through :meth:`cursor`), so that a
+    read's end closes those still open: a statement left running (a read that raised inside a loop over a
+    cursor, whose traceback keeps it alive) keeps its snapshot, and the write-ahead log behind it, past COMMIT,
+    ROLLBACK and even ``close()``, until it is reset. (CPython's ``execute`` makes its cursor without calling
+    ``cursor()``: both are overridden.)"""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._cursors: weakref.WeakSet[sqlite3.Cursor] = weakref.WeakSet()
+
+    def cursor(self, *args: object, **kwargs: object) -> sqlite3.Cursor:  # type: ignore[override]
+        made: sqlite3.Cursor = super().cursor(*args, **kwargs)  # type: ignore[call-overload]
+        self._cursors.add(made)
+        return made
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return self.cursor().execute(sql, parameters)  # the C method makes its cursor without cursor()
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        return self.cursor().executemany(sql, parameters)
+
+    def close_cursors(self) -> None:
+        for cur in list(self._cursors):
+            with contextlib.suppress(sqlite3.Error):
+                cur.close()
+        self._cursors.clear()
 
 
 class Readers:
@@ -123,15 +155,24 @@ class _Snapshot:
         self.held[key] = (readers, conn)
         return conn
 
-    def end(self) -> None:
+    def end(self, *, failed: bool = False) -> None:
         while self.held:
             _, (readers, conn) = self.held.popitem(last=False)
-            _end(readers, conn)
+            _end(readers, conn, failed=failed)
 
 
-def _end(readers: Readers, conn: sqlite3.Connection) -> None:
+def _end(readers: Readers, conn: sqlite3.Connection, *, failed: bool = False) -> None:
     """End ``conn``'s read transaction and give it back (each on its own: one that fails does not keep the
-    others in theirs)."""
+    others in theirs). A read that raised may have left a statement running (its cursor alive in the
+    traceback): SQLite commits around it but the statement keeps the old snapshot, so the connection is rolled
+    back (which stops such statements) and closed, not kept for the next read."""
+    if isinstance(conn, ReaderConnection):
+        conn.close_cursors()  # a statement still running keeps the snapshot whatever ends the transaction
+    if failed:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        readers.give_back(conn, sound=False)
+        return
     try:
         if conn.in_transaction:
             conn.execute("COMMIT")  # a read transaction: nothing to keep or undo
@@ -153,6 +194,9 @@ def read_snapshot() -> Iterator[None]:
     _local.snapshot = snapshot
     try:
         yield
-    finally:
+    except BaseException:
         _local.snapshot = None
-        snapshot.end()
+        snapshot.end(failed=True)
+        raise
+    _local.snapshot = None
+    snapshot.end()

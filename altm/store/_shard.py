@@ -17,7 +17,7 @@ from typing import Any
 from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
-from altm.store._reading import Readers
+from altm.store._reading import ReaderConnection, Readers
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
 from altm.store._text_index import apply_pending, register_index_form
@@ -127,12 +127,13 @@ class Shard:
         elif self._erased_in_log:
             self._truncate_log(wait_ms=0)
 
-    def _connect_read_only(self) -> sqlite3.Connection:
+    def _connect_read_only(self, factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
         # check_same_thread off: used by one thread at a time, closed by whichever closes the shard
-        return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False,
+                               factory=factory)
 
     def _connect_reader(self) -> sqlite3.Connection:
-        conn = self._connect_read_only()
+        conn = self._connect_read_only(factory=ReaderConnection)
         try:
             _prepare(conn)
         except BaseException:
