@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from altm.core import Layer, Scope
+from altm.store._text_index import home_code
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,11 @@ class ScopePolicy:
 
 
 def home_substring(scope: Scope) -> str:
-    """The trigram index's filter on ``scope``'s home (schema 29): its ``scope_terms`` token with the space and
-    the agent token's letter after it, as one phrase. A trigram phrase matches a substring: without its end, one
-    home would also match every home whose hex begins with its own. The whole token, not a tail of it (cheaper
-    to match: the trigrams of a tenant's common prefix are in every row of it), so that a user id another tenant
-    also has does not bring that tenant's rows back into the scoring."""
-    return f'scope_terms : "h{f"{scope.tenant_id}/{scope.workspace_id}/{scope.user_id}".encode().hex()} a"'
+    """The trigram index's filter on ``scope``'s home (schema 29): the code of its home that every row of it holds
+    (:func:`altm.store._text_index.home_code`, one length for all), as one phrase (a trigram phrase matches a
+    substring: the column holds the code alone, so a phrase of its whole length matches it only)."""
+    home = f"{scope.tenant_id}/{scope.workspace_id}/{scope.user_id}".encode().hex()
+    return f'scope_terms : "{home_code("h" + home)}"'
 
 
 def home_token(scope: Scope) -> str:

@@ -20,6 +20,7 @@ otherwise now, and an erased row's terms would have stayed)."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import unicodedata
 
@@ -32,8 +33,8 @@ _APPLY = (
     "SELECT command, row_id, index_form(content), index_form(context), scope_terms FROM index_pending "
     "WHERE target = 'words' ORDER BY seq",
     "INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content, scope_terms) "
-    "SELECT command, row_id, index_form(content), scope_terms FROM index_pending WHERE target = 'trigrams' "
-    "ORDER BY seq",
+    "SELECT command, row_id, index_form(content), home_code(scope_terms) FROM index_pending "
+    "WHERE target = 'trigrams' ORDER BY seq",
     "DELETE FROM index_pending",
 )
 _INDEX_AGAIN = (
@@ -42,14 +43,14 @@ _INDEX_AGAIN = (
     "INSERT INTO memories_fts (rowid, content, context, scope_terms) "
     "SELECT rowid, index_form(content), index_form(context), scope_terms FROM memories",
     "INSERT INTO memories_fts_tri (memories_fts_tri) VALUES ('delete-all')",
-    "INSERT INTO memories_fts_tri (rowid, content, scope_terms) SELECT rowid, index_form(content), scope_terms "
-    "FROM memories",
+    "INSERT INTO memories_fts_tri (rowid, content, scope_terms) "
+    "SELECT rowid, index_form(content), home_code(scope_terms) FROM memories",
 )
 BUILT_WITH_KEY = "text_index_unicode"  # (named when it held the Unicode version alone)
 """The ``shard_meta`` key holding what the text indexes were built with (:func:`built_with`)."""
 
 
-FORM = "2"
+FORM = "3"
 """The version of :func:`index_form`'s rule, recorded with the Unicode and SQLite versions the indexes were built
 with (:func:`built_with`): a change of any of them indexes every row again."""
 
@@ -77,6 +78,21 @@ def _symbols_apart(text: str) -> str:
     return "".join(out)
 
 
+HOME_CODE_HEX = 12
+"""Hex digits of a home's code in the trigram index (48 bits: two homes of one shard that share one only cost)."""
+
+
+def home_code(scope_terms: str | None) -> str | None:
+    """What the trigram index holds of a row's scope (schema 29): a code of its home (tenant/workspace/user),
+    the same length for every row. bm25 sizes a row over all its columns: the home's hex (and the agent's and
+    session's after it) made a row whose ids are long rank below one whose ids are short, where a code of one
+    length adds as much to every row. ``scope_terms`` starts with the home's token (``h`` and its hex)."""
+    if scope_terms is None:
+        return None
+    home = scope_terms.split(" ", 1)[0].lower()  # SQLite's hex() is uppercase, Python's lowercase
+    return "h" + hashlib.blake2b(home.encode("ascii", "replace"), digest_size=HOME_CODE_HEX // 2).hexdigest()
+
+
 def built_with() -> str:
     """What the text indexes of a shard opened here are built with: the rule, Unicode's and SQLite's versions
     (the tokenizers' tables are SQLite's)."""
@@ -84,8 +100,10 @@ def built_with() -> str:
 
 
 def register_index_form(conn: sqlite3.Connection) -> None:
-    """Give ``conn`` the ``index_form`` SQL function that :func:`apply_pending` and a re-index call."""
+    """Give ``conn`` the ``index_form`` and ``home_code`` SQL functions that :func:`apply_pending` and a re-index
+    call."""
     conn.create_function("index_form", 1, index_form, deterministic=True)
+    conn.create_function("home_code", 1, home_code, deterministic=True)
 
 
 def apply_pending(conn: sqlite3.Connection) -> None:

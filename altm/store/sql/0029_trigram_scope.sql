@@ -1,4 +1,4 @@
--- Version 29: the trigram index holds each memory's scope_terms beside its content, and a substring search
+-- Version 29: the trigram index holds a code of each memory's home beside its content, and a substring search
 -- matches the reader's home inside the index. The index had the content alone, so FTS5 found, bm25-scored and
 -- sorted every row of the shard holding the substring, and the join to memories dropped the other tenants' rows
 -- afterwards: a small user's recall paid for every other user of its shard (30 memories beside 32,000: a
