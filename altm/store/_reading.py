@@ -163,9 +163,9 @@ class _Snapshot:
 
 def _end(readers: Readers, conn: sqlite3.Connection, *, failed: bool = False) -> None:
     """End ``conn``'s read transaction and give it back (each on its own: one that fails does not keep the
-    others in theirs). A read that raised may have left a statement running (its cursor alive in the
-    traceback): SQLite commits around it but the statement keeps the old snapshot, so the connection is rolled
-    back (which stops such statements) and closed, not kept for the next read."""
+    others in theirs). Its cursors still open are closed first: a read that raised inside a loop over one left
+    its statement running (the cursor alive in the traceback), and a running statement keeps the old snapshot
+    past COMMIT, ROLLBACK and close. A read that raised is rolled back and its connection closed, not kept."""
     if isinstance(conn, ReaderConnection):
         conn.close_cursors()  # a statement still running keeps the snapshot whatever ends the transaction
     if failed:
