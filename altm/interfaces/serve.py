@@ -31,7 +31,9 @@ def keystore(settings: Settings) -> KeyStore:
     return KeyStore(Path(settings.data_dir) / "api_keys.json")
 
 
-def _stats_for(settings: Settings) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+def _stats_for(settings: Settings, settle: Callable[[], object]) -> Callable[[], Awaitable[dict[str, Any]]] | None:
+    """The stats route's reader; ``settle`` runs on the loop when it has read (the shards' owner tries again what
+    the read held off: an erasure's truncation of a write-ahead log, as after a read of the app's pool)."""
     if not (settings.bus or "").startswith("sqlite:///"):
         return None  # a Kafka deployment's data dir has no embedded log to count
 
@@ -40,6 +42,8 @@ def _stats_for(settings: Settings) -> Callable[[], Awaitable[dict[str, Any]]] | 
             return await asyncio.to_thread(collect_stats, Path(settings.data_dir), settings.topic_prefix)
         except (DataDirError, ShardError) as exc:
             raise NotFound(f"stats are not available yet: {exc}") from None
+        finally:
+            settle()
 
     return stats
 
@@ -77,7 +81,7 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
         log.warning("no API keys yet: every request will get 401; create one with `altm keys create`")
     deployment = await _serving(settings)
     try:
-        api = create_app(deployment.app, keys, _stats_for(deployment.settings),
+        api = create_app(deployment.app, keys, _stats_for(deployment.settings, deployment.shards.settle),
                          max_body_bytes=deployment.settings.max_request_bytes)
         await uvicorn.Server(uvicorn.Config(api, host=host, port=port, log_level="info")).serve()
     finally:
@@ -122,7 +126,8 @@ async def serve_mcp(settings: Settings, profile: Profile, transport: str, host: 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout is the stdio protocol channel
     deployment = await _serving(settings)
     try:
-        kwargs: dict[str, Any] = {"stats": _stats_for(deployment.settings), "replay": _replay_for(deployment)}
+        kwargs: dict[str, Any] = {"stats": _stats_for(deployment.settings, deployment.shards.settle),
+                                  "replay": _replay_for(deployment)}
         if transport == "stdio":
             await build_server(deployment.app, profile, **kwargs).run_stdio_async()
             return
