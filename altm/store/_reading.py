@@ -7,11 +7,12 @@ shard's set and opens a read transaction that the others share, so the writer's 
 erasure among them) are seen by all of them or by none, as when the read ran between two transactions on the
 event loop. The block's end commits it and gives the connection back.
 
-What a connection costs is bounded, not multiplied by threads and shards: a shard keeps
-``IDLE_READERS_KEPT`` idle connections (the others close when they are given back), and a read that goes over
-many shards (a listing of every scope) holds at most ``SNAPSHOT_SHARDS`` of them at once: past that, the one it
-read least recently ends its snapshot and goes back (a shard's snapshot is what a recall needs; nothing reads
-two shards as one).
+What a connection costs is bounded, not multiplied by threads and shards: a connection given back stays open
+for the next read (its page cache warm: a read on a connection made for it took half again as long), at most
+``IDLE_PER_SHARD`` of a shard and ``IDLE_KEPT`` of a shard set in all, the least recently used closed first
+(:class:`IdleReaders`); and a read that goes over many shards (a listing of every scope) holds at most
+``SNAPSHOT_SHARDS`` of them at once: past that, the one it read least recently ends its snapshot and goes back
+(a shard's snapshot is what a recall needs; nothing reads two shards as one).
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from typing import Any
 
 from altm.store._errors import ShardError
 
-IDLE_READERS_KEPT = 1
-"""Idle read-only connections a shard keeps for the next read (each holds two file descriptors)."""
+IDLE_PER_SHARD = 4
+"""Idle read-only connections a shard keeps for the next reads (each holds two file descriptors)."""
+IDLE_KEPT = 64
+"""Idle read-only connections a shard set keeps in all."""
 SNAPSHOT_SHARDS = 8
 """Most shards one read holds a snapshot (and a connection) of at once."""
 
@@ -64,13 +67,35 @@ class ReaderConnection(sqlite3.Connection):
         self._cursors.clear()
 
 
+class IdleReaders:
+    """The idle read-only connections of a shard set's shards, least recently given back first: past
+    ``IDLE_KEPT`` in all, the oldest is closed."""
+
+    def __init__(self, kept: int = IDLE_KEPT) -> None:
+        self.kept = kept
+        self._lock = threading.Lock()
+        self._lru: OrderedDict[int, tuple[Readers, sqlite3.Connection]] = OrderedDict()
+
+    def given_back(self, readers: Readers, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            self._lru[id(conn)] = (readers, conn)
+            over = [self._lru.popitem(last=False)[1] for _ in range(max(0, len(self._lru) - self.kept))]
+        for owner, oldest in over:
+            owner.retire(oldest)
+
+    def taken(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            self._lru.pop(id(conn), None)
+
+
 class Readers:
     """The read-only connections of one shard, for threads other than its owner. Inside :func:`read_snapshot`
     a thread borrows one for the block; outside one (a script, a test) it gets a connection of its own, kept
     until :meth:`close`."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, connect: Callable[[], sqlite3.Connection], idle: IdleReaders | None = None) -> None:
         self._connect = connect
+        self._idle_set = idle if idle is not None else IdleReaders()
         self._lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._open: set[sqlite3.Connection] = set()  # every connection made and not closed
@@ -94,20 +119,34 @@ class Readers:
         with self._lock:
             if self._closed:
                 raise ShardError("the shard is closed")
-            if self._idle:
-                return self._idle.pop()
-        return self._make()
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            return self._make()
+        self._idle_set.taken(conn)
+        return conn
 
     def give_back(self, conn: sqlite3.Connection, *, sound: bool) -> None:
         """``conn``, its read transaction ended: kept for the next read, or closed (``sound`` False: ending its
         transaction failed, so it may still hold a snapshot)."""
         with self._lock:
-            keep = sound and not self._closed and len(self._idle) < IDLE_READERS_KEPT
+            keep = sound and not self._closed and len(self._idle) < IDLE_PER_SHARD
             if keep:
                 self._idle.append(conn)
             else:
                 self._open.discard(conn)
-        if not keep:
+        if keep:
+            self._idle_set.given_back(self, conn)
+        else:
+            conn.close()
+
+    def retire(self, conn: sqlite3.Connection) -> None:
+        """Close ``conn`` if it is still idle here (the shard set keeps too many idle)."""
+        with self._lock:
+            idle = conn in self._idle
+            if idle:
+                self._idle.remove(conn)
+                self._open.discard(conn)
+        if idle:
             conn.close()
 
     def _make(self) -> sqlite3.Connection:
@@ -122,7 +161,9 @@ class Readers:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            made, self._open, self._idle, self._own = list(self._open), set(), [], {}
+            made, idle, self._open, self._idle, self._own = list(self._open), self._idle, set(), [], {}
+        for conn in idle:
+            self._idle_set.taken(conn)
         for conn in made:
             conn.close()
 

@@ -17,7 +17,7 @@ from typing import Any
 from altm.core import Scope
 from altm.store._errors import ShardError
 from altm.store._migrations import LATEST_VERSION, migrate
-from altm.store._reading import ReaderConnection, Readers
+from altm.store._reading import IdleReaders, ReaderConnection, Readers
 from altm.store._redaction import redact_json, redact_reason_json
 from altm.store._rows import MEMORY_COLUMNS
 from altm.store._text_index import apply_pending, register_index_form
@@ -38,13 +38,15 @@ class Shard:
     ``owner``: the deployment's event loop), which alone writes. Any other thread reads through read-only
     connections (recall off the event loop: :mod:`altm.store._reading`); :meth:`close` closes them all."""
 
-    def __init__(self, path: str | Path, partition: int, *, read_only: bool = False, owner: int | None = None) -> None:
+    def __init__(self, path: str | Path, partition: int, *, read_only: bool = False, owner: int | None = None,
+                 idle: IdleReaders | None = None) -> None:
         self.path = Path(path)
         self.partition = partition
         self.read_only = read_only
         self._owner = owner if owner is not None else threading.get_ident()
         self._conn: sqlite3.Connection | None = None
-        self._readers = Readers(self._connect_reader)
+        self._idle = idle if idle is not None else IdleReaders()  # shared by the shards of a set
+        self._readers = Readers(self._connect_reader, self._idle)
         self._in_tx = False
         self._truncation_owed = False
         self._purge_due = False  # owed when a reader thread opened the shard: the owner purges it
@@ -105,7 +107,7 @@ class Shard:
             conn.close()
             raise
         self._conn = conn
-        self._readers = Readers(self._connect_reader)  # a shard closed and opened again reads anew
+        self._readers = Readers(self._connect_reader, self._idle)  # a shard closed and opened again reads anew
         if self._purge_due and self.owned_here:
             log.info("shard %s: purging after an erasure whose process stopped before it purged", self.path)
             self.purge()

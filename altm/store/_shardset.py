@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from altm.store._reading import IdleReaders
 from altm.store._shard import Shard
 
 
@@ -32,6 +33,7 @@ class ShardSet:
         self._open: dict[int, Shard] = {}
         self._owner = threading.get_ident()  # the thread that writes its shards (see Shard)
         self._opening = threading.Lock()  # a reader thread may open a shard the owner opens too
+        self._idle = IdleReaders()  # the idle read-only connections of all its shards, bounded together
 
     def get(self, partition: int) -> Shard:
         if not 0 <= partition < self.partitions:
@@ -42,7 +44,7 @@ class ShardSet:
                 shard = self._open.get(partition)
                 if shard is None:
                     shard = Shard(shard_path(self.data_dir, partition), partition, read_only=self.read_only,
-                                  owner=self._owner).open()
+                                  owner=self._owner, idle=self._idle).open()
                     self._open[partition] = shard
         return shard
 

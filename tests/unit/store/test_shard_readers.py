@@ -15,7 +15,7 @@ import pytest
 from altm.core import Kind, Layer, Method, Scope
 from altm.pipeline.processors._base import derived_memory
 from altm.store import MemoryRow, Shard, ShardError, ShardSet, memory_to_row, read_snapshot
-from altm.store._reading import IDLE_READERS_KEPT, SNAPSHOT_SHARDS
+from altm.store._reading import IDLE_PER_SHARD, SNAPSHOT_SHARDS
 
 SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
 AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -109,9 +109,11 @@ def test_a_shard_first_opened_by_a_reader_is_still_written_by_its_owner(tmp_path
 
 
 def test_reads_hold_a_bounded_number_of_connections(tmp_path: Path) -> None:
-    """Concurrent snapshots borrow a connection each and give it back: a shard keeps IDLE_READERS_KEPT idle ones;
+    """Concurrent snapshots borrow a connection each and give it back: a shard keeps up to IDLE_PER_SHARD idle
+    ones (warm for the next reads), the shard set some in all (here five), the least recently used closed first;
     a read over many shards holds at most SNAPSHOT_SHARDS of them at once."""
     shards = ShardSet(tmp_path / "data", SNAPSHOT_SHARDS + 4)
+    shards._idle.kept = 5
     for p in range(shards.partitions):
         shards.get(p)
     held: list[int] = []
@@ -135,7 +137,9 @@ def test_reads_hold_a_bounded_number_of_connections(tmp_path: Path) -> None:
             for done in [pool.submit(read_one) for _ in range(3)]:
                 done.result()
             assert held == [3, 3, 3]
-            assert shards.get(0)._readers.count() == IDLE_READERS_KEPT  # the others closed when given back
-            assert pool.submit(read_all).result() <= SNAPSHOT_SHARDS + IDLE_READERS_KEPT * shards.partitions
+            assert shards.get(0)._readers.count() == 3 <= IDLE_PER_SHARD  # kept, warm, for the next reads
+            assert pool.submit(read_all).result() <= SNAPSHOT_SHARDS + 5
+            left = sum(shards.get(p)._readers.count() for p in range(shards.partitions))
+            assert left == 5, left  # the least recently used closed, shard 0's among them
     finally:
         shards.close()
