@@ -18,7 +18,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -232,10 +231,6 @@ def _set_up(db: sqlite3.Connection) -> None:
         pause = min(0.2, pause * 2)
 
 
-ANSWERS_KEPT = 10_000
-"""Most lookups a key store keeps answered between two changes of its file (then it reads them again)."""
-
-
 class SqliteKeyStore(KeyStore):
     """Data keys in a SQLite file, each wrapped (AES-GCM) by the master key with its kid as associated data.
 
@@ -250,8 +245,6 @@ class SqliteKeyStore(KeyStore):
         self._master_id = master_id(self._master)
         self._aead = AESGCM(self._master)
         self._lock = threading.Lock()
-        self._answers: dict[tuple[str, object], Any] = {}  # lookups answered since the file last changed
-        self._seen: tuple[int, int] | None = None  # (data_version, total_changes) the answers were read at
         # a destroyed key's pages may still be in the file and the write-ahead log: owed at every writable open
         # too (a process killed between a destruction's commit and its checkpoint recorded its debt nowhere)
         self._checkpoint_owed = not read_only
@@ -290,34 +283,17 @@ class SqliteKeyStore(KeyStore):
             with contextlib.suppress(FileNotFoundError):
                 name.chmod(0o600)
 
-    def _fresh(self) -> dict[tuple[str, object], Any]:
-        """(Under the lock.) The lookups answered since the file last changed: any commit since, by another
-        process (``PRAGMA data_version``) or by this one (``total_changes``), drops them all. Each lookup still
-        asks the file whether it changed, so a key another process destroyed a moment ago is never used to seal
-        and never opens anything again, as when every lookup read its rows; one statement a lookup instead of up
-        to three, and no unwrapping of the key for each record."""
-        seen = (int(self._db.execute("PRAGMA data_version").fetchone()[0]), self._db.total_changes)
-        if seen != self._seen or len(self._answers) > ANSWERS_KEPT:
-            self._answers.clear()
-            self._seen = seen
-        return self._answers
-
     def current(self, owner: Owner) -> tuple[str, bytes]:
+        """Read from the file every time (no cache): a key another process destroyed a moment ago is never
+        used to seal, and a destroyed key never opens anything again in any process."""
         with self._lock:
-            answers = self._fresh()
-            found: tuple[str, bytes] | None = answers.get(("current", owner))
-            if found is None:
-                found = answers["current", owner] = self._current(owner)
-            return found
-
-    def _current(self, owner: Owner) -> tuple[str, bytes]:
-        row = self._db.execute(
-            "SELECT kid, wrapped, master_id FROM data_keys WHERE home=? AND agent=? AND session=? "
-            "AND retired_ms IS NULL ORDER BY created_ms DESC, kid LIMIT 1",
-            (owner.home, owner.agent, owner.session)).fetchone()
-        if row is not None:
-            return str(row[0]), self._unwrap(str(row[0]), bytes(row[1]), str(row[2]))
-        return self._create(owner)
+            row = self._db.execute(
+                "SELECT kid, wrapped, master_id FROM data_keys WHERE home=? AND agent=? AND session=? "
+                "AND retired_ms IS NULL ORDER BY created_ms DESC, kid LIMIT 1",
+                (owner.home, owner.agent, owner.session)).fetchone()
+            if row is not None:
+                return str(row[0]), self._unwrap(str(row[0]), bytes(row[1]), str(row[2]))
+            return self._create(owner)
 
     def _create(self, owner: Owner) -> tuple[str, bytes]:
         if self.read_only:
@@ -333,16 +309,10 @@ class SqliteKeyStore(KeyStore):
         """The key; None when it was destroyed; :class:`KeyStoreError` when this store never had it (the record
         was sealed with another key store: opening it as shredded would drop it silently)."""
         with self._lock:
-            answers = self._fresh()
-            if ("get", kid) in answers:
-                key: bytes | None = answers["get", kid]
-                return key
             row = self._db.execute("SELECT wrapped, master_id FROM data_keys WHERE kid=?", (kid,)).fetchone()
             if row is not None:
-                key = answers["get", kid] = self._unwrap(kid, bytes(row[0]), str(row[1]))
-                return key
+                return self._unwrap(kid, bytes(row[0]), str(row[1]))
             if self._db.execute("SELECT 1 FROM destroyed_keys WHERE kid=?", (kid,)).fetchone() is not None:
-                answers["get", kid] = None
                 return None
         raise KeyStoreError(
             f"data key {kid} is not in the key store {self.path}: the record was sealed with another key store "
@@ -367,19 +337,12 @@ class SqliteKeyStore(KeyStore):
 
     def retired(self, kid: str) -> bool:
         with self._lock:
-            answers = self._fresh()
-            if ("retired", kid) not in answers:
-                row = self._db.execute("SELECT retired_ms FROM data_keys WHERE kid=?", (kid,)).fetchone()
-                answers["retired", kid] = row is not None and row[0] is not None
-            return bool(answers["retired", kid])
+            row = self._db.execute("SELECT retired_ms FROM data_keys WHERE kid=?", (kid,)).fetchone()
+        return row is not None and row[0] is not None
 
     def destroyed(self, kid: str) -> bool:
         with self._lock:
-            answers = self._fresh()
-            if ("destroyed", kid) not in answers:
-                answers["destroyed", kid] = self._db.execute(
-                    "SELECT 1 FROM destroyed_keys WHERE kid=?", (kid,)).fetchone() is not None
-            return bool(answers["destroyed", kid])
+            return self._db.execute("SELECT 1 FROM destroyed_keys WHERE kid=?", (kid,)).fetchone() is not None
 
     def shred(self, home: str, agent: str | None = None, session: str | None = None, *,
               made_before_ms: int | None = None) -> int:
