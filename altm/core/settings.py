@@ -31,7 +31,7 @@ class Settings(BaseSettings):
     read_threads: int = Field(
         default=4, ge=1, le=64,
         description="Threads that run recall's reads (prepare_turn, query, drilldown, listings) off the event "
-                    "loop, each with a read-only connection per shard it reads")
+                    "loop, each read in one snapshot through pooled read-only connections")
     derive_every_steps: int = Field(
         default=8, ge=1,
         description="Turns are made searchable first (capture, writer, embed): the deriving stages run when those "

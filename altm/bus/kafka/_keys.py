@@ -574,8 +574,8 @@ class KafkaKeyStore(KeyStore):
 
 
 class _Destroyed:
-    """The ids of destroyed keys. A data key's id (32 hex digits, ``uuid4().hex``) is kept as its number: some
-    70 bytes a key in all, where the text took some 110; any other id as it is."""
+    """The ids of destroyed keys. A data key's id (32 hex digits, ``uuid4().hex``) is kept as its number (a
+    smaller object than its text); any other id as it is."""
 
     def __init__(self) -> None:
         self._numbers: set[int] = set()
