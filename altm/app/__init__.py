@@ -11,6 +11,7 @@ from altm.app._errors import (
     NotFound,
     ProtocolError,
     ScopeDenied,
+    ShuttingDown,
     UnknownCycle,
 )
 from altm.app._facade import MemoryApp
@@ -65,6 +66,7 @@ __all__ = [
     "RecallService",
     "Request",
     "ScopeDenied",
+    "ShuttingDown",
     "UnknownCycle",
     "unknown_cycle",
 ]

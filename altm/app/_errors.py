@@ -43,3 +43,10 @@ class BadMarker(ProtocolError):
 class NotFound(ProtocolError):
     code = "not_found"
     status = 404
+
+
+class ShuttingDown(ProtocolError):
+    """The deployment is closing: the request was not served (a retry reaches it, or its replacement)."""
+
+    code = "shutting_down"
+    status = 503

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
+from altm.app._errors import ShuttingDown
 from altm.store import read_snapshot
 
 P = ParamSpec("P")
@@ -34,9 +35,9 @@ def _in_snapshot(fn: Callable[[], T], loop: asyncio.AbstractEventLoop, after: Ca
 class ReadPool:
     """At most ``threads`` reads at once, each on a thread of the pool (made on first use). When a read ends,
     ``after`` runs on the event loop (the shards' owner retries what the read held off: an erasure's truncation
-    of a write-ahead log). ``close()`` drops the reads queued, waits for those running (a cancelled request's
+    of a write-ahead log). ``close()`` refuses the reads queued, waits for those running (a cancelled request's
     read runs to its end on its thread: SQLite cannot be stopped from here) and ends the threads; a read asked
-    for after it is refused."""
+    for after it is refused too (:class:`ShuttingDown`: HTTP 503)."""
 
     def __init__(self, threads: int, after: Callable[[], object] = lambda: None) -> None:
         self.threads = threads
@@ -48,13 +49,21 @@ class ReadPool:
         """``fn(*args, **kwargs)`` on a reader thread, in the caller's context (its trace span, its metrics'
         labels) and in one read snapshot."""
         if self._closed:
-            raise RuntimeError("the read pool is closed (the deployment is shutting down)")
+            raise ShuttingDown("the deployment is shutting down: the read was not served")
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="altm-read")
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         call = functools.partial(context.run, _in_snapshot, functools.partial(fn, *args, **kwargs), loop, self._after)
-        return await loop.run_in_executor(self._executor, call)
+        future = loop.run_in_executor(self._executor, call)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if future.cancelled() and self._closed and (task is None or not task.cancelling()):
+                # the pool dropped it as the deployment closed, not the caller: refused, with the reason
+                raise ShuttingDown("the deployment is shutting down: the read was not served") from None
+            raise
 
     def close(self) -> None:
         self._closed = True

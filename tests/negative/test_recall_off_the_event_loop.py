@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from altm.app import ShuttingDown
 from altm.core import Scope, Settings
 from altm.interfaces.access import KeyStore
 from altm.interfaces.http import create_app
@@ -108,5 +109,5 @@ async def test_a_read_after_close_is_refused(settings: Settings) -> None:
     async with store_with(s, [make_turn(1, "billing migration note")]) as (_rt, app):
         assert (await app.read(app.search, SCOPE, None, "billing migration")).hits
         app.close()
-        with pytest.raises(RuntimeError, match="read pool is closed"):
+        with pytest.raises(ShuttingDown, match="shutting down"):
             await app.read(app.search, SCOPE, None, "billing migration")
