@@ -69,19 +69,21 @@ class ReaderConnection(sqlite3.Connection):
 
 class IdleReaders:
     """The idle read-only connections of a shard set's shards, least recently given back first: past
-    ``IDLE_KEPT`` in all, the oldest is closed."""
+    ``IDLE_KEPT`` in all, the oldest is closed. A shard's :class:`Readers` tells it under its own lock (the one
+    order the two locks are taken in), so a connection is never listed idle here while a thread has it."""
 
     def __init__(self, kept: int = IDLE_KEPT) -> None:
         self.kept = kept
         self._lock = threading.Lock()
         self._lru: OrderedDict[int, tuple[Readers, sqlite3.Connection]] = OrderedDict()
 
-    def given_back(self, readers: Readers, conn: sqlite3.Connection) -> None:
+    def given_back(self, readers: Readers, conn: sqlite3.Connection) -> list[tuple[Readers, sqlite3.Connection]]:
+        """``conn`` idle now, the most recently used; returns those past the bound, for their shards to close
+        (:meth:`Readers.retire`, with no lock held)."""
         with self._lock:
+            self._lru.pop(id(conn), None)
             self._lru[id(conn)] = (readers, conn)
-            over = [self._lru.popitem(last=False)[1] for _ in range(max(0, len(self._lru) - self.kept))]
-        for owner, oldest in over:
-            owner.retire(oldest)
+            return [self._lru.popitem(last=False)[1] for _ in range(max(0, len(self._lru) - self.kept))]
 
     def taken(self, conn: sqlite3.Connection) -> None:
         with self._lock:
@@ -120,24 +122,25 @@ class Readers:
             if self._closed:
                 raise ShardError("the shard is closed")
             conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            return self._make()
-        self._idle_set.taken(conn)
-        return conn
+            if conn is not None:
+                self._idle_set.taken(conn)
+        return conn if conn is not None else self._make()
 
     def give_back(self, conn: sqlite3.Connection, *, sound: bool) -> None:
         """``conn``, its read transaction ended: kept for the next read, or closed (``sound`` False: ending its
         transaction failed, so it may still hold a snapshot)."""
+        over: list[tuple[Readers, sqlite3.Connection]] = []
         with self._lock:
             keep = sound and not self._closed and len(self._idle) < IDLE_PER_SHARD
             if keep:
                 self._idle.append(conn)
+                over = self._idle_set.given_back(self, conn)
             else:
                 self._open.discard(conn)
-        if keep:
-            self._idle_set.given_back(self, conn)
-        else:
+        if not keep:
             conn.close()
+        for owner, oldest in over:
+            owner.retire(oldest)
 
     def retire(self, conn: sqlite3.Connection) -> None:
         """Close ``conn`` if it is still idle here (the shard set keeps too many idle)."""
@@ -162,8 +165,8 @@ class Readers:
         with self._lock:
             self._closed = True
             made, idle, self._open, self._idle, self._own = list(self._open), self._idle, set(), [], {}
-        for conn in idle:
-            self._idle_set.taken(conn)
+            for conn in idle:
+                self._idle_set.taken(conn)
         for conn in made:
             conn.close()
 
