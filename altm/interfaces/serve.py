@@ -43,7 +43,10 @@ def _stats_for(settings: Settings, settle: Callable[[], object]) -> Callable[[],
         except (DataDirError, ShardError) as exc:
             raise NotFound(f"stats are not available yet: {exc}") from None
         finally:
-            settle()
+            try:  # what it held off is the shards' to retry: its failing does not take the stats' answer
+                settle()
+            except Exception:
+                log.exception("the shards could not retry what a stats read held off")
 
     return stats
 
