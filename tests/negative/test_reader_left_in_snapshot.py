@@ -15,35 +15,16 @@ one that raised is rolled back and closed, not kept."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
-from altm.core import Kind, Layer, Method, Scope
-from altm.pipeline.processors._base import derived_memory
-from altm.store import MemoryRow, Shard, memory_to_row, read_snapshot
-
-SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
-AT = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _atom(text: str) -> MemoryRow:
-    mem = derived_memory(scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content=text,
-                         evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=["t", text],
-                         valid_from=AT)
-    return memory_to_row(mem, AT)
-
-
-def _insert(shard: Shard, text: str) -> str:
-    row = _atom(text)
-    with shard.transaction() as tx:
-        tx.insert_memory(row, at=AT.isoformat(), proposal_id=f"p-{text}", actor="extract")
-    return str(row["memory_id"])
+from altm.store import Shard, read_snapshot
+from tests.support.atoms import insert_atom
 
 
 def test_a_read_that_raised_mid_cursor_does_not_leave_its_snapshot_to_the_next_read(tmp_path: Path) -> None:
     shard = Shard(tmp_path / "s.db", 0).open()
-    _insert(shard, "the export runs nightly")
-    _insert(shard, "the import runs weekly")
+    insert_atom(shard, "the export runs nightly")
+    insert_atom(shard, "the import runs weekly")
 
     def failing_read() -> None:
         with read_snapshot():
@@ -60,7 +41,7 @@ def test_a_read_that_raised_mid_cursor_does_not_leave_its_snapshot_to_the_next_r
             failed = pool.submit(failing_read)
             error = failed.exception()  # kept, as the read pool's future (and a logged error) keep it
             assert isinstance(error, ValueError)
-            third = _insert(shard, "the backup runs hourly")  # the owner commits after that read ended
+            third = insert_atom(shard, "the backup runs hourly")  # the owner commits after that read ended
             seen = pool.submit(read_ids).result()
             owner = shard._conn
             assert owner is not None

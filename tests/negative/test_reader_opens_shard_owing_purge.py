@@ -20,25 +20,17 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
-from altm.core import Kind, Layer, Method, Scope
-from altm.pipeline.processors._base import derived_memory
-from altm.store import ShardSet, memory_to_row, read_snapshot
-
-SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
-AT = datetime(2026, 1, 1, tzinfo=UTC)
+from altm.store import ShardSet, read_snapshot
+from tests.support.atoms import AT, atom_row
 
 
 def _owing_purge(data_dir: Path) -> str:
     """A shard 0 holding one memory, whose erasure purge is owed (as a process that died before it purged)."""
     shards = ShardSet(data_dir, 1)
     try:
-        mem = derived_memory(scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT,
-                             content="the export runs nightly", evidence=[], processor="extract",
-                             method=Method.HEURISTIC, id_parts=["t", "x"], valid_from=AT)
-        row = memory_to_row(mem, AT)
+        row = atom_row("the export runs nightly", id_parts=["t", "x"])
         with shards.get(0).transaction() as tx:
             tx.insert_memory(row, at=AT.isoformat(), proposal_id="p-1", actor="extract")
             tx.owe_purge()

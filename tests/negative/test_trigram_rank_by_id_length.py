@@ -15,22 +15,17 @@ to a row's size is the same for all."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
-from altm.core import Kind, Layer, Method, Scope
-from altm.pipeline.processors._base import derived_memory
-from altm.store import MemoryRow, ScopePolicy, SearchQueries, Shard, memory_to_row
+from altm.core import Scope
+from altm.store import MemoryRow, ScopePolicy, SearchQueries, Shard
+from tests.support.atoms import AT, atom_row
 
 SCOPE = Scope(tenant_id="acme", workspace_id="platform", user_id="dana", agent_id="coder")
-AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _atom(text: str, session: str) -> MemoryRow:
-    mem = derived_memory(scope=SCOPE, session_id=session, layer=Layer.L2, kind=Kind.FACT, content=text,
-                         evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=[session, text],
-                         valid_from=AT)
-    return memory_to_row(mem, AT)
+    return atom_row(text, scope=SCOPE, session=session, id_parts=[session, text])
 
 
 def test_the_trigram_order_does_not_depend_on_the_length_of_a_session_id(tmp_path: Path) -> None:

@@ -5,29 +5,17 @@ again, keeping it ``merged``)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
-from altm.core import Kind, Layer, Method, Scope
-from altm.pipeline.processors._base import derived_memory
-from altm.store import MemoryRow, Shard, memory_to_row
-
-SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
-AT = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _atom(text: str) -> MemoryRow:
-    mem = derived_memory(scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content=text,
-                         evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=["t", text],
-                         valid_from=AT)
-    return memory_to_row(mem, AT)
+from altm.store import MemoryRow, Shard
+from tests.support.atoms import AT, atom_row
 
 
 def _restored(tmp_path: Path, decision: dict[str, object], since: dict[str, object]) -> MemoryRow:
     """The atom changed by ``decision`` (proposal p-decision), then by ``since``, then the decision rolled back."""
     shard = Shard(tmp_path / "s.db", 0).open()
     try:
-        row = _atom("The release is on Friday.")
+        row = atom_row("The release is on Friday.")
         with shard.transaction() as tx:
             tx.insert_memory(row, at=AT.isoformat(), proposal_id="p-insert", actor="extract")
             decided: MemoryRow = {**row, **decision}  # type: ignore[typeddict-item]

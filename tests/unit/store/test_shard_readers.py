@@ -6,34 +6,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
-from altm.core import Kind, Layer, Method, Scope
-from altm.pipeline.processors._base import derived_memory
-from altm.store import MemoryRow, Shard, ShardError, ShardSet, memory_to_row, read_snapshot
+from altm.store import Shard, ShardError, ShardSet, read_snapshot
 from altm.store._reading import IDLE_PER_SHARD, SNAPSHOT_SHARDS
+from tests.support.atoms import insert_atom
 
-SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
-AT = datetime(2026, 1, 1, tzinfo=UTC)
 T = TypeVar("T")
-
-
-def _atom(text: str) -> MemoryRow:
-    mem = derived_memory(scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content=text,
-                         evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=["t", text],
-                         valid_from=AT)
-    return memory_to_row(mem, AT)
-
-
-def _insert(shard: Shard, text: str) -> str:
-    row = _atom(text)
-    with shard.transaction() as tx:
-        tx.insert_memory(row, at=AT.isoformat(), proposal_id=f"p-{text}", actor="extract")
-    return str(row["memory_id"])
 
 
 def _on_thread(fn: Callable[[], T]) -> T:
@@ -44,9 +26,9 @@ def _on_thread(fn: Callable[[], T]) -> T:
 def test_a_reader_thread_reads_what_the_owner_committed(tmp_path: Path) -> None:
     shard = Shard(tmp_path / "s.db", 0).open()
     try:
-        made = _insert(shard, "the export runs nightly")
+        made = insert_atom(shard, "the export runs nightly")
         assert _on_thread(lambda: shard.memory_ids()) == [made]
-        _insert(shard, "the import runs weekly")
+        insert_atom(shard, "the import runs weekly")
         assert len(_on_thread(lambda: shard.memory_ids())) == 2  # a later read sees the later commit
     finally:
         shard.close()
@@ -65,11 +47,11 @@ def test_a_snapshot_does_not_see_a_commit_made_during_it(tmp_path: Path) -> None
         return before, during, len(shard.memory_ids())
 
     try:
-        _insert(shard, "the export runs nightly")
+        insert_atom(shard, "the export runs nightly")
         with ThreadPoolExecutor(max_workers=1) as pool:
             counts = pool.submit(read_twice)
             assert first_read.wait(10)
-            _insert(shard, "the import runs weekly")  # the owner commits while the reader's snapshot is open
+            insert_atom(shard, "the import runs weekly")  # the owner commits while the reader's snapshot is open
             committed.set()
             assert counts.result() == (1, 1, 2)
     finally:
@@ -80,7 +62,7 @@ def test_writes_off_the_owner_thread_are_refused(tmp_path: Path) -> None:
     shard = Shard(tmp_path / "s.db", 0).open()
     try:
         with pytest.raises(ShardError, match="thread that owns it"):
-            _on_thread(lambda: _insert(shard, "written from another thread"))
+            _on_thread(lambda: insert_atom(shard, "written from another thread"))
         assert shard.memory_ids() == []
     finally:
         shard.close()
@@ -88,7 +70,7 @@ def test_writes_off_the_owner_thread_are_refused(tmp_path: Path) -> None:
 
 def test_close_closes_every_readers_connection(tmp_path: Path) -> None:
     shard = Shard(tmp_path / "s.db", 0).open()
-    _insert(shard, "the export runs nightly")
+    insert_atom(shard, "the export runs nightly")
     with ThreadPoolExecutor(max_workers=1) as pool:
         assert len(pool.submit(shard.memory_ids).result()) == 1
         assert shard._readers.count() == 1
@@ -102,7 +84,7 @@ def test_a_shard_first_opened_by_a_reader_is_still_written_by_its_owner(tmp_path
     shards = ShardSet(tmp_path / "data", 2)
     try:
         assert _on_thread(lambda: shards.get(1).memory_ids()) == []  # the reader's read opens the shard
-        made = _insert(shards.get(1), "the export runs nightly")  # the owner (this thread) writes it
+        made = insert_atom(shards.get(1), "the export runs nightly")  # the owner (this thread) writes it
         assert _on_thread(lambda: shards.get(1).memory_ids()) == [made]
     finally:
         shards.close()

@@ -13,30 +13,20 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from altm.core import Kind, Layer, Method, Scope
-from altm.pipeline.processors._base import derived_memory
-from altm.store import MemoryRow, Shard, memory_to_row
+from altm.core import Scope
+from altm.store import MemoryRow, Shard
 from altm.store import _migrations as migrations
 from altm.store._migrations import Migration, load_migrations
 from altm.store._policy import home_substring
 from altm.store._text_index import built_with, register_index_form
+from tests.support.atoms import AT, SCOPE, atom_row
 
-SCOPE = Scope(tenant_id="t", workspace_id="w", user_id="u", agent_id="a")
-AT = datetime(2026, 1, 1, tzinfo=UTC)
 FULLWIDTH = "Order ＡＢ-１２３４５ ships from Ｏｓａｋａ."
-
-
-def _atom(text: str) -> MemoryRow:
-    mem = derived_memory(scope=SCOPE, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content=text,
-                         evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=["t", text],
-                         valid_from=AT)
-    return memory_to_row(mem, AT)
 
 
 def _reader(path: Path) -> sqlite3.Connection:
@@ -92,15 +82,15 @@ def test_a_transaction_that_inserts_updates_and_deletes_leaves_both_indexes_exac
     path = tmp_path / "s.db"
     shard = Shard(path, 0).open()
     try:
-        kept, changed, gone = _atom("The staging cluster runs in Dublin."), _atom("Deploys happen on Fridays."), \
-            _atom("The quartermaster prefers zucchini.")
+        kept, changed, gone = atom_row("The staging cluster runs in Dublin."), atom_row("Deploys happen on Fridays."), \
+            atom_row("The quartermaster prefers zucchini.")
         with shard.transaction() as tx:
             for row in (kept, changed, gone):
                 tx.insert_memory(row, at=AT.isoformat(), proposal_id=f"p-{row['memory_id']}", actor="extract")
             moved: MemoryRow = {**changed, "content": "Deploys happen on Tuesdays."}
             tx.update_memory(changed, moved, at=AT.isoformat(), proposal_id="p-move", actor="govern")
             with pytest.raises(RuntimeError), tx.savepoint():  # an op refused half-way: undone, queue included
-                tx.insert_memory(_atom("A marmalade sandwich."), at=AT.isoformat(), proposal_id="p-x", actor="x")
+                tx.insert_memory(atom_row("A marmalade sandwich."), at=AT.isoformat(), proposal_id="p-x", actor="x")
                 raise RuntimeError("refused")
         with shard.transaction() as tx:
             tx.delete_memory(gone, at=AT.isoformat(), proposal_id="p-gone", actor="erase")
@@ -141,7 +131,7 @@ def test_the_index_is_written_once_for_the_transaction_not_per_savepoint(tmp_pat
         with shard.transaction() as tx:
             for i in range(50):
                 with tx.savepoint():
-                    tx.insert_memory(_atom(f"Fact number {i} about the cluster."), at=AT.isoformat(),
+                    tx.insert_memory(atom_row(f"Fact number {i} about the cluster."), at=AT.isoformat(),
                                      proposal_id=f"p{i}", actor="extract")
         assert 0 < len(writes) < 20, writes[:3]
         reader = _reader(path)
@@ -162,12 +152,12 @@ def test_a_shard_of_version_20_keeps_its_index_and_indexes_through_the_queue_aft
     conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                  "applied_at TEXT NOT NULL)")
     conn.execute("INSERT INTO schema_version VALUES (20, 'then', 'then')")
-    old = _atom("The old shard mentions Reykjavik.")
+    old = atom_row("The old shard mentions Reykjavik.")
     conn.execute(f"INSERT INTO memories ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})", list(old.values()))
     conn.close()
     shard = Shard(path, 0).open()  # migrates to the latest version
     try:
-        new = _atom("The new row mentions Reykjavik too.")
+        new = atom_row("The new row mentions Reykjavik too.")
         with shard.transaction() as tx:
             tx.insert_memory(new, at=AT.isoformat(), proposal_id="p-new", actor="extract")
         reader = _reader(path)
@@ -182,7 +172,7 @@ def test_a_shard_of_version_20_keeps_its_index_and_indexes_through_the_queue_aft
 
 def test_what_a_migration_queues_is_indexed_before_the_shard_is_used(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    row = _atom("Queued by a migration's own statement.")
+    row = atom_row("Queued by a migration's own statement.")
     values = ", ".join("NULL" if v is None else repr(v) for v in row.values())
     later = Migration(len(load_migrations()) + 1, "9999_later.sql",
                       f"INSERT INTO memories ({', '.join(row)}) VALUES ({values});")
@@ -199,7 +189,7 @@ def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_index_form(tmp_pa
     path = tmp_path / "s.db"
     shard = Shard(path, 0).open()
     try:
-        row, other = _atom(FULLWIDTH), _atom("Ｔｉｃｋｅｔ ＩＮＣ-７７ is open.")
+        row, other = atom_row(FULLWIDTH), atom_row("Ｔｉｃｋｅｔ ＩＮＣ-７７ is open.")
         with shard.transaction() as tx:
             tx.insert_memory(row, at=AT.isoformat(), proposal_id="p1", actor="extract")
             tx.insert_memory(other, at=AT.isoformat(), proposal_id="p2", actor="extract")
@@ -236,7 +226,7 @@ def test_a_shard_of_version_23_is_indexed_again_in_the_index_form(tmp_path: Path
         patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:23])
         patched.setattr(migrations, "_text_indexes_current", lambda conn: None)  # version 23's own, below
         assert migrations.migrate(conn) == 23
-    old = _atom(FULLWIDTH)
+    old = atom_row(FULLWIDTH)
     conn.execute(f"INSERT INTO memories ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})", list(old.values()))
     # what version 23 applied the queue as: the content as stored
     conn.execute("INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) "
@@ -283,11 +273,9 @@ def test_a_shard_of_version_28_gets_the_home_in_its_trigram_index(tmp_path: Path
         patched.setattr(migrations, "_text_indexes_current", lambda conn: None)  # version 28's own, below
         assert migrations.migrate(conn) == 28
     register_index_form(conn)
-    mine = _atom("Priya reviewed the rollout.")
+    mine = atom_row("Priya reviewed the rollout.")
     other_scope = Scope(tenant_id="t", workspace_id="w", user_id="u2", agent_id="a")  # "u" is a prefix of "u2"
-    theirs = memory_to_row(derived_memory(
-        scope=other_scope, session_id="s1", layer=Layer.L2, kind=Kind.FACT, content="Priya reviewed the rollout.",
-        evidence=[], processor="extract", method=Method.HEURISTIC, id_parts=["other"], valid_from=AT), AT)
+    theirs = atom_row("Priya reviewed the rollout.", scope=other_scope, id_parts=["other"])
     for row in (mine, theirs):
         conn.execute(f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                      list(row.values()))
