@@ -218,23 +218,35 @@ def test_a_fullwidth_row_is_indexed_changed_and_removed_in_its_index_form(tmp_pa
         shard.close()
 
 
+def _shard_of_version(path: Path, monkeypatch: pytest.MonkeyPatch, version: int, rows: list[MemoryRow], *,
+                      form: str) -> sqlite3.Connection:
+    """A shard file at schema ``version`` holding ``rows``, its word and trigram indexes as that version applied
+    its queue (each text through the SQL function ``form``: "index_form" from version 24, "" before), and a
+    connection to it (migrate's own indexing kept out: this process indexes otherwise)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    with monkeypatch.context() as patched:
+        patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:version])
+        patched.setattr(migrations, "_text_indexes_current", lambda conn: None)
+        assert migrations.migrate(conn) == version
+    register_index_form(conn)
+    for row in rows:
+        conn.execute(f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                     list(row.values()))
+    conn.execute("INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) "
+                 f"SELECT command, row_id, {form}(content), {form}(context), scope_terms FROM index_pending "
+                 "WHERE target = 'words'")
+    conn.execute("INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) "
+                 f"SELECT command, row_id, {form}(content) FROM index_pending WHERE target = 'trigrams'")
+    conn.execute("DELETE FROM index_pending")
+    return conn
+
+
 def test_a_shard_of_version_23_is_indexed_again_in_the_index_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "s.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    with monkeypatch.context() as patched:
-        patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:23])
-        patched.setattr(migrations, "_text_indexes_current", lambda conn: None)  # version 23's own, below
-        assert migrations.migrate(conn) == 23
     old = atom_row(FULLWIDTH)
-    conn.execute(f"INSERT INTO memories ({', '.join(old)}) VALUES ({', '.join('?' * len(old))})", list(old.values()))
-    # what version 23 applied the queue as: the content as stored
-    conn.execute("INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) "
-                 "SELECT command, row_id, content, context, scope_terms FROM index_pending WHERE target = 'words'")
-    conn.execute("INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) "
-                 "SELECT command, row_id, content FROM index_pending WHERE target = 'trigrams'")
-    conn.execute("DELETE FROM index_pending")
-    assert _words(conn, "osaka") == set()  # version 23 indexed the fullwidth word as it is
+    conn = _shard_of_version(path, monkeypatch, 23, [old], form="")  # version 23 indexed the content as stored
+    assert _words(conn, "osaka") == set()  # the fullwidth word as it is
     conn.close()
     with caplog.at_level(logging.INFO, logger="altm.store"):
         shard = Shard(path, 0).open()  # migrates to the latest version, and says so (it re-indexes every row)
@@ -264,29 +276,15 @@ def test_a_shard_of_version_23_is_indexed_again_in_the_index_form(tmp_path: Path
 
 def test_a_shard_of_version_28_gets_the_home_in_its_trigram_index(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Version 29: the trigram index holds scope_terms beside the content (made again, filled again), a substring
-    search matches the reader's home inside the index, and a change of scope indexes the row again."""
+    """Version 29: the trigram index holds a code of each row's home beside the content (made again, filled
+    again), a substring search matches the reader's home inside the index, and a change of scope indexes the row
+    again."""
     path = tmp_path / "s.db"
-    conn = sqlite3.connect(path, isolation_level=None)
-    with monkeypatch.context() as patched:
-        patched.setattr(migrations, "load_migrations", lambda: load_migrations()[:28])
-        patched.setattr(migrations, "_text_indexes_current", lambda conn: None)  # version 28's own, below
-        assert migrations.migrate(conn) == 28
-    register_index_form(conn)
     mine = atom_row("Priya reviewed the rollout.")
     other_scope = Scope(tenant_id="t", workspace_id="w", user_id="u2", agent_id="a")  # "u" is a prefix of "u2"
     theirs = atom_row("Priya reviewed the rollout.", scope=other_scope, id_parts=["other"])
-    for row in (mine, theirs):
-        conn.execute(f"INSERT INTO memories ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-                     list(row.values()))
-    # what version 28 applied the queue as: the trigram index without scope_terms
-    conn.execute("INSERT INTO memories_fts (memories_fts, rowid, content, context, scope_terms) SELECT command, "
-                 "row_id, index_form(content), index_form(context), scope_terms FROM index_pending "
-                 "WHERE target = 'words'")
-    conn.execute("INSERT INTO memories_fts_tri (memories_fts_tri, rowid, content) "
-                 "SELECT command, row_id, index_form(content) FROM index_pending WHERE target = 'trigrams'")
-    conn.execute("DELETE FROM index_pending")
-    conn.close()
+    # version 28 indexed the index form, and the trigram index held the content alone
+    _shard_of_version(path, monkeypatch, 28, [mine, theirs], form="index_form").close()
     shard = Shard(path, 0).open()  # migrates to 29: the trigram index is made and filled again
     try:
         reader = _reader(path)
