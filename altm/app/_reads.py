@@ -19,6 +19,7 @@ from typing import ParamSpec, TypeVar
 from altm.app._errors import ShuttingDown
 from altm.store import read_snapshot
 
+_NOT_SERVED = "the deployment is shutting down: the read was not served"
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -49,7 +50,7 @@ class ReadPool:
         """``fn(*args, **kwargs)`` on a reader thread, in the caller's context (its trace span, its metrics'
         labels) and in one read snapshot."""
         if self._closed:
-            raise ShuttingDown("the deployment is shutting down: the read was not served")
+            raise ShuttingDown(_NOT_SERVED)
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="altm-read")
         loop = asyncio.get_running_loop()
@@ -62,7 +63,7 @@ class ReadPool:
             task = asyncio.current_task()
             if future.cancelled() and self._closed and (task is None or not task.cancelling()):
                 # the pool dropped it as the deployment closed, not the caller: refused, with the reason
-                raise ShuttingDown("the deployment is shutting down: the read was not served") from None
+                raise ShuttingDown(_NOT_SERVED) from None
             raise
 
     def close(self) -> None:

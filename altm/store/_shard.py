@@ -156,7 +156,7 @@ class Shard:
         thread's read-only connection (inside :func:`altm.store.read_snapshot`, in one read transaction)."""
         if self._conn is None:
             raise ShardError(f"shard {self.path} is not open")
-        if threading.get_ident() == self._owner:
+        if self.owned_here:
             return self._conn
         return self._readers.connection()
 
